@@ -1,0 +1,1 @@
+"""The JobMaster of one job: ExecutionGraph, scheduler, SlotPool, failure handling."""

@@ -1,0 +1,44 @@
+"""One attempt to run one subtask."""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from yarnflow.appmaster.jobmaster.executiongraph.states import (
+    EXECUTION_TRANSITIONS, ExecutionState, check_transition)
+
+if TYPE_CHECKING:
+    from yarnflow.appmaster.jobmaster.executiongraph.graph import ExecutionVertex
+
+
+class Execution:
+    __slots__ = ("vertex", "attempt_number", "attempt_id", "state", "slot", "failure",
+                 "failure_detail", "metrics", "state_timestamps")
+
+    def __init__(self, vertex: "ExecutionVertex", attempt_number: int) -> None:
+        self.vertex = vertex
+        self.attempt_number = attempt_number
+        self.attempt_id = uuid.uuid4().hex
+        self.state = ExecutionState.CREATED
+        self.slot: Any = None          # the LogicalSlot it was assigned
+        self.failure: str = ""
+        self.failure_detail: str = ""
+        self.metrics: Any = None
+        self.state_timestamps: dict[ExecutionState, float] = {}
+
+    def transition(self, target: ExecutionState) -> None:
+        check_transition(EXECUTION_TRANSITIONS, self.state, target, f"execution {self}")
+        self.state = target
+        self.state_timestamps[target] = time.time()
+
+    @property
+    def resource_id(self) -> str | None:
+        return self.slot.location.resource_id if self.slot is not None else None
+
+    @property
+    def allocation_id(self) -> str | None:
+        return self.slot.allocation_id if self.slot is not None else None
+
+    def __repr__(self) -> str:
+        return f"{self.vertex.name_with_index} attempt #{self.attempt_number} ({self.state.name})"

@@ -1,0 +1,226 @@
+"""ExecutionJobVertex → ExecutionVertex → Execution, and the results between them.
+
+An ALL_TO_ALL edge is one ConsumedPartitionGroup shared by every consumer subtask,
+so a P × P shuffle costs O(P) objects, not O(P²) (Flink 1.13's fix, FLINK-21110).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
+from yarnflow.appmaster.jobmaster.executiongraph.states import (
+    JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
+from yarnflow.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
+                               PartitionType, ShipStrategy)
+
+
+class IntermediateResult:
+    """The data one JobEdge carries: one partition per producer subtask."""
+
+    __slots__ = ("id", "edge", "producer", "consumer", "partitions", "partition_type", "ship",
+                 "keys", "num_subpartitions", "distribution", "all_consumers_group")
+
+    def __init__(self, edge: JobEdge, producer: "ExecutionJobVertex",
+                 consumer: "ExecutionJobVertex") -> None:
+        self.id = f"{producer.id}->{consumer.id}.{edge.target_input}"
+        self.edge = edge
+        self.producer = producer
+        self.consumer = consumer
+        self.partition_type: PartitionType = edge.partition_type
+        self.ship: ShipStrategy = edge.ship
+        self.keys = edge.keys
+        self.distribution = edge.distribution
+        self.num_subpartitions = consumer.parallelism \
+            if self.distribution is DistributionPattern.ALL_TO_ALL else 1
+        self.partitions = [IntermediateResultPartition(self, i)
+                           for i in range(producer.parallelism)]
+        self.all_consumers_group: ConsumedPartitionGroup | None = None
+
+    def is_consumable(self) -> bool:
+        """Whether consumers of this result may be deployed (LAZY_FROM_SOURCES)."""
+        return all(p.is_consumable() for p in self.partitions)
+
+
+class IntermediateResultPartition:
+    __slots__ = ("result", "index", "has_data", "finished")
+
+    def __init__(self, result: IntermediateResult, index: int) -> None:
+        self.result = result
+        self.index = index
+        self.has_data = False
+        self.finished = False
+
+    @property
+    def producer(self) -> "ExecutionVertex":
+        return self.result.producer.task_vertices[self.index]
+
+    def is_consumable(self) -> bool:
+        if self.result.partition_type is PartitionType.BLOCKING:
+            return self.finished
+        return self.has_data or self.finished
+
+
+class ConsumedPartitionGroup:
+    """The partitions of one result that a consumer subtask reads. For ALL_TO_ALL every
+    consumer shares the same instance (and its cached shuffle descriptors)."""
+
+    __slots__ = ("result", "partition_indexes", "cached_descriptors")
+
+    def __init__(self, result: IntermediateResult, partition_indexes: range) -> None:
+        self.result = result
+        self.partition_indexes = partition_indexes
+        self.cached_descriptors: bytes | None = None
+
+    def partitions(self) -> Iterator[IntermediateResultPartition]:
+        partitions = self.result.partitions
+        return (partitions[i] for i in self.partition_indexes)
+
+    def __len__(self) -> int:
+        return len(self.partition_indexes)
+
+
+class ExecutionJobVertex:
+    def __init__(self, graph: "ExecutionGraph", job_vertex: JobVertex, operator_bytes: bytes) -> None:
+        self.graph = graph
+        self.job_vertex = job_vertex
+        self.id = job_vertex.id
+        self.name = job_vertex.name
+        self.parallelism: int = job_vertex.parallelism or 1
+        self.operator_bytes = operator_bytes
+        self.produced: list[IntermediateResult] = []
+        self.inputs: list[IntermediateResult] = []
+        self.task_vertices = [ExecutionVertex(self, i) for i in range(self.parallelism)]
+
+    @property
+    def slot_sharing_group(self) -> str:
+        return self.job_vertex.slot_sharing_group or "default"
+
+    @property
+    def co_location_group(self) -> str | None:
+        return self.job_vertex.co_location_group
+
+    @property
+    def is_source(self) -> bool:
+        return not self.inputs
+
+    def __repr__(self) -> str:
+        return f"ExecutionJobVertex({self.name}, p={self.parallelism})"
+
+
+class ExecutionVertex:
+    __slots__ = ("job_vertex", "subtask_index", "current", "prior_executions", "consumed",
+                 "_name")
+
+    def __init__(self, job_vertex: ExecutionJobVertex, subtask_index: int) -> None:
+        self.job_vertex = job_vertex
+        self.subtask_index = subtask_index
+        self.current = Execution(self, 0)
+        self.prior_executions: list[Execution] = []
+        self.consumed: list[ConsumedPartitionGroup] = []   # one per input, in input order
+        self._name: str | None = None
+
+    @property
+    def name_with_index(self) -> str:
+        if self._name is None:
+            self._name = (f"{self.job_vertex.name} ({self.subtask_index + 1}/"
+                          f"{self.job_vertex.parallelism})")
+        return self._name
+
+    def produced_partitions(self) -> list[IntermediateResultPartition]:
+        return [result.partitions[self.subtask_index] for result in self.job_vertex.produced]
+
+    def prior_allocation_id(self) -> str | None:
+        """The slot the last attempt ran in: a restart prefers it (state stays local)."""
+        for execution in reversed(self.prior_executions):
+            if execution.allocation_id is not None:
+                return execution.allocation_id
+        return None
+
+    def prior_resource_id(self) -> str | None:
+        for execution in reversed(self.prior_executions):
+            if execution.resource_id is not None:
+                return execution.resource_id
+        return None
+
+    def reset_for_new_execution(self) -> Execution:
+        """Start a fresh attempt after the current one ended (a restart)."""
+        if not self.current.state.is_terminal:
+            raise RuntimeError(f"{self.current} has not ended; it cannot be restarted")
+        self.prior_executions.append(self.current)
+        self.current = Execution(self, self.current.attempt_number + 1)
+        for partition in self.produced_partitions():
+            partition.has_data = partition.finished = False
+        return self.current
+
+    def __repr__(self) -> str:
+        return self.name_with_index
+
+
+class ExecutionGraph:
+    """The runtime view of a job; every mutation happens on the JobMaster's main thread."""
+
+    def __init__(self, job_graph: JobGraph) -> None:
+        self.job_id = job_graph.job_id
+        self.name = job_graph.name
+        self.schedule_mode = job_graph.schedule_mode
+        self.status = JobStatus.CREATED
+        self.status_timestamps: dict[JobStatus, float] = {JobStatus.CREATED: time.time()}
+        self.failure: str = ""
+        self.failure_detail: str = ""
+        self.job_vertices: dict[str, ExecutionJobVertex] = {}
+        self.attempts: dict[str, Execution] = {}
+        self.results: dict[str, IntermediateResult] = {}
+        self._build(job_graph)
+
+    def _build(self, job_graph: JobGraph) -> None:
+        for vertex in job_graph.topological_order():
+            operator: Any = vertex.operator
+            self.job_vertices[vertex.id] = ExecutionJobVertex(self, vertex, operator)
+        for edge in sorted(job_graph.edges, key=lambda e: e.target_input):
+            producer = self.job_vertices[edge.source.id]
+            consumer = self.job_vertices[edge.target.id]
+            result = IntermediateResult(edge, producer, consumer)
+            self.results[result.id] = result
+            producer.produced.append(result)
+            consumer.inputs.append(result)
+            if result.distribution is DistributionPattern.ALL_TO_ALL:
+                group = ConsumedPartitionGroup(result, range(producer.parallelism))
+                result.all_consumers_group = group
+                for vertex in consumer.task_vertices:
+                    vertex.consumed.append(group)
+            else:  # POINTWISE with equal parallelism (validated): subtask i reads partition i
+                for vertex in consumer.task_vertices:
+                    vertex.consumed.append(
+                        ConsumedPartitionGroup(result, range(vertex.subtask_index,
+                                                             vertex.subtask_index + 1)))
+        for ejv in self.job_vertices.values():
+            for vertex in ejv.task_vertices:
+                self.attempts[vertex.current.attempt_id] = vertex.current
+
+    # --- queries ---------------------------------------------------------------------
+    def vertices_topologically(self) -> list[ExecutionJobVertex]:
+        return list(self.job_vertices.values())
+
+    def all_execution_vertices(self) -> Iterator[ExecutionVertex]:
+        for ejv in self.job_vertices.values():
+            yield from ejv.task_vertices
+
+    def current_executions(self) -> Iterator[Execution]:
+        for vertex in self.all_execution_vertices():
+            yield vertex.current
+
+    def all_finished(self) -> bool:
+        return all(e.state is ExecutionState.FINISHED for e in self.current_executions())
+
+    def all_terminal(self) -> bool:
+        return all(e.state.is_terminal for e in self.current_executions())
+
+    # --- mutations -------------------------------------------------------------------
+    def transition(self, target: JobStatus) -> None:
+        check_transition(JOB_TRANSITIONS, self.status, target, f"job {self.job_id}")
+        self.status = target
+        self.status_timestamps[target] = time.time()
+
+    def register_attempt(self, execution: Execution) -> None:
+        self.attempts[execution.attempt_id] = execution

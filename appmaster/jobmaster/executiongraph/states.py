@@ -1,0 +1,71 @@
+"""Execution and job state machines as transition tables; anything else raises."""
+from __future__ import annotations
+
+import enum
+
+from yarnflow.rpc.generated import common_pb2
+
+
+class IllegalStateTransition(RuntimeError):
+    pass
+
+
+class ExecutionState(enum.IntEnum):
+    CREATED = common_pb2.CREATED
+    SCHEDULED = common_pb2.SCHEDULED
+    DEPLOYING = common_pb2.DEPLOYING
+    INITIALIZING = common_pb2.INITIALIZING
+    RUNNING = common_pb2.RUNNING
+    FINISHED = common_pb2.FINISHED
+    CANCELING = common_pb2.CANCELING
+    CANCELED = common_pb2.CANCELED
+    FAILED = common_pb2.FAILED
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (ExecutionState.FINISHED, ExecutionState.CANCELED, ExecutionState.FAILED)
+
+
+_E = ExecutionState
+EXECUTION_TRANSITIONS: dict[ExecutionState, frozenset[ExecutionState]] = {
+    _E.CREATED: frozenset({_E.SCHEDULED, _E.CANCELED, _E.FAILED}),
+    _E.SCHEDULED: frozenset({_E.DEPLOYING, _E.CANCELED, _E.FAILED}),
+    _E.DEPLOYING: frozenset({_E.INITIALIZING, _E.RUNNING, _E.FINISHED, _E.CANCELING, _E.FAILED}),
+    _E.INITIALIZING: frozenset({_E.RUNNING, _E.FINISHED, _E.CANCELING, _E.FAILED}),
+    _E.RUNNING: frozenset({_E.FINISHED, _E.CANCELING, _E.FAILED}),
+    _E.CANCELING: frozenset({_E.CANCELED, _E.FAILED}),
+    _E.FINISHED: frozenset(),
+    _E.CANCELED: frozenset(),
+    _E.FAILED: frozenset(),
+}
+
+
+class JobStatus(enum.Enum):
+    CREATED = "CREATED"
+    RUNNING = "RUNNING"
+    FAILING = "FAILING"
+    CANCELLING = "CANCELLING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+    @property
+    def is_globally_terminal(self) -> bool:
+        return self in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
+
+
+_J = JobStatus
+JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+    _J.CREATED: frozenset({_J.RUNNING, _J.FAILED, _J.CANCELED, _J.FAILING, _J.CANCELLING}),
+    _J.RUNNING: frozenset({_J.FINISHED, _J.FAILING, _J.CANCELLING}),
+    _J.FAILING: frozenset({_J.FAILED}),
+    _J.CANCELLING: frozenset({_J.CANCELED, _J.FAILED}),
+    _J.FINISHED: frozenset(),
+    _J.FAILED: frozenset(),
+    _J.CANCELED: frozenset(),
+}
+
+
+def check_transition(table: dict, current: enum.Enum, target: enum.Enum, what: str) -> None:
+    if target not in table[current]:
+        raise IllegalStateTransition(f"{what}: {current.name} -> {target.name} is not allowed")

@@ -1,0 +1,28 @@
+"""Job details (per vertex and subtask state, metrics, failure) as the wire message."""
+from __future__ import annotations
+
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
+from yarnflow.rpc.generated import jobmaster_pb2
+
+
+def job_details(graph: ExecutionGraph) -> jobmaster_pb2.JobDetails:
+    details = jobmaster_pb2.JobDetails(
+        job_id=graph.job_id, name=graph.name, status=graph.status.value,
+        start_time=graph.status_timestamps.get(JobStatus.RUNNING,
+                                               graph.status_timestamps[JobStatus.CREATED]),
+        failure=graph.failure, failure_detail=graph.failure_detail)
+    for status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
+        if status in graph.status_timestamps:
+            details.end_time = graph.status_timestamps[status]
+    for ejv in graph.vertices_topologically():
+        vertex = details.vertices.add(id=ejv.id, name=ejv.name, parallelism=ejv.parallelism)
+        for ev in ejv.task_vertices:
+            execution = ev.current
+            sub = vertex.subtasks.add(index=ev.subtask_index, state=int(execution.state),
+                                      attempt=execution.attempt_number,
+                                      resource_id=execution.resource_id or "",
+                                      allocation_id=execution.allocation_id or "",
+                                      error=execution.failure)
+            if execution.metrics is not None:
+                sub.metrics.CopyFrom(execution.metrics)
+    return details

@@ -1,0 +1,352 @@
+"""The JobMaster of one job (seed 001): it owns the ExecutionGraph, the scheduler and
+the SlotPool, reacts to task state reports, and ends the job.
+
+There is no restart strategy yet: the first failed subtask fails the job, after every
+other subtask has been cancelled, with the first failure as the job's cause.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import cloudpickle
+
+from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
+                                                         ExecutionState, ExecutionVertex,
+                                                         JobStatus)
+from yarnflow.appmaster.jobmaster.gateways import ResourceManagerGateway, TaskExecutorGateway
+from yarnflow.appmaster.jobmaster.job_details import job_details
+from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
+from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, invalidate_descriptors
+from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
+from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
+from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskExecutorLocation
+from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
+from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
+from yarnflow.conf import Configuration, options
+from yarnflow.jobgraph import JobGraph
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
+from yarnflow.rpc.generated import common_pb2, jobgraph_pb2, jobmaster_pb2
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobResult:
+    job_id: str
+    status: JobStatus
+    failure: str
+    failure_detail: str
+    details: jobmaster_pb2.JobDetails
+
+
+class JobMaster:
+    def __init__(self, job_graph: jobgraph_pb2.JobGraph, config: Configuration, address: str,
+                 te_gateway_factory: Callable[[TaskExecutorLocation, str], TaskExecutorGateway],
+                 job_master_id: str | None = None) -> None:
+        self.job_id = job_graph.job_id
+        self.job_master_id = job_master_id or uuid.uuid4().hex
+        self.address = address
+        self.config = config
+        self.main = MainThread(f"jobmaster-{self.job_id[:8]}")
+        self.result: Future[JobResult] = Future()
+        self._te_gateway_factory = te_gateway_factory
+        self._gateways: dict[str, TaskExecutorGateway] = {}
+        self._last_heartbeat: dict[str, float] = {}
+        self._rm: ResourceManagerGateway | None = None
+        self._on_terminated: list[Callable[[JobResult], None]] = []
+
+        graph = JobGraph.from_proto(job_graph, load_operators=False)
+        self.graph = ExecutionGraph(graph)
+        default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
+                                    config.get(options.DEFAULT_SLOT_MEMORY))
+        profiles = {name: graph.slot_profile(name, default_slot)
+                    for name in graph.slot_sharing_groups()}
+        self.slot_pool = SlotPool(self.main, self.job_id, config.get(options.SLOT_IDLE_TIMEOUT),
+                                  config.get(options.SLOT_REQUEST_TIMEOUT), self._on_slot_lost)
+        self.allocator = SlotSharingSlotAllocator(
+            self.slot_pool, build_slot_sharing_groups(self.graph, profiles))
+        self.scheduler = Scheduler(self.main, self.graph, self.allocator, self._deploy,
+                                   self._fail_vertex)
+        self._splits: dict[str, InputSplitAssigner] = {}
+        self._split_error: str = ""
+        for ejv in self.graph.vertices_topologically():
+            if ejv.is_source:
+                try:
+                    operator = cloudpickle.loads(ejv.operator_bytes)
+                    self._splits[ejv.id] = InputSplitAssigner(
+                        operator.create_input_splits(ejv.parallelism))
+                except Exception as err:  # a missing input, an unreadable file
+                    self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
+                    break
+        self._heartbeat_check = None
+
+    # --- lifecycle (main thread) -------------------------------------------------------
+    def start(self) -> None:
+        self.main.call(self._start)
+
+    def _start(self) -> None:
+        if self._split_error:
+            self.graph.failure = self._split_error
+            self._transition(JobStatus.FAILED)
+            self._terminate()
+            return
+        self._transition(JobStatus.RUNNING)
+        timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
+        self._heartbeat_check = self.main.schedule_periodic(
+            min(timeout / 2, self.config.get(options.HEARTBEAT_INTERVAL)), self._check_heartbeats)
+        self.scheduler.start()
+
+    def connect_resource_manager(self, rm: ResourceManagerGateway) -> None:
+        def connect() -> None:
+            self._rm = rm
+            self.slot_pool.connect_resource_manager(rm)
+        self.main.call(connect)
+
+    def add_termination_listener(self, listener: Callable[[JobResult], None]) -> None:
+        self._on_terminated.append(listener)
+
+    def cancel(self) -> None:
+        self.main.call(self._cancel)
+
+    def _cancel(self) -> None:
+        if self.graph.status.is_globally_terminal or self.graph.status in (
+                JobStatus.CANCELLING, JobStatus.FAILING):
+            return
+        self._transition(JobStatus.CANCELLING)
+        self._cancel_all_executions()
+
+    # --- deployment ------------------------------------------------------------------
+    def _deploy(self, vertex: ExecutionVertex) -> None:
+        execution = vertex.current
+        execution.transition(ExecutionState.DEPLOYING)
+        for result in vertex.job_vertex.produced:
+            if execution.attempt_number > 0:
+                invalidate_descriptors(result)
+        try:
+            descriptor = build_descriptor(execution, self.job_master_id, self.address)
+        except Exception as err:
+            self._fail_execution(execution, f"could not build the deployment of {vertex}: {err}")
+            return
+        gateway = execution.slot.gateway
+        location = execution.slot.location
+
+        def failed(err: Exception) -> None:
+            if execution.state is ExecutionState.DEPLOYING:
+                self._fail_execution(execution, f"could not deploy {vertex} to TaskExecutor "
+                                     f"{location.resource_id}: {describe_rpc_error(err)}")
+        gateway.submit_task(descriptor).add_done_callback(
+            lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
+
+    # --- reports from TaskExecutors ----------------------------------------------------
+    def update_task_execution_state(self, report: jobmaster_pb2.TaskExecutionState) -> bool:
+        execution = self.graph.attempts.get(report.attempt_id)
+        if execution is None or execution is not execution.vertex.current:
+            return False
+        state = ExecutionState(report.state)
+        if report.HasField("metrics"):
+            execution.metrics = report.metrics
+        if state is ExecutionState.FAILED:
+            self._fail_execution(execution, report.error, report.error_detail)
+        elif state is ExecutionState.FINISHED:
+            self._on_finished(execution)
+        elif state is ExecutionState.CANCELED:
+            self._on_canceled(execution)
+        elif state in (ExecutionState.INITIALIZING, ExecutionState.RUNNING):
+            if execution.state in (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING) \
+                    and state != execution.state:
+                execution.transition(state)
+        return True
+
+    def _on_finished(self, execution: Execution) -> None:
+        if execution.state is ExecutionState.CANCELING:
+            execution.transition(ExecutionState.CANCELED)
+        elif execution.state.is_terminal:
+            return
+        else:
+            execution.transition(ExecutionState.FINISHED)
+        self.scheduler.release_slot_of(execution.vertex)
+        for partition in execution.vertex.produced_partitions():
+            partition.finished = True
+            self.scheduler.on_partition_consumable(partition.result)
+        self._check_termination()
+
+    def _on_canceled(self, execution: Execution) -> None:
+        if execution.state.is_terminal:
+            return
+        if execution.state is not ExecutionState.CANCELING:
+            execution.transition(ExecutionState.CANCELING)
+        execution.transition(ExecutionState.CANCELED)
+        self.scheduler.release_slot_of(execution.vertex)
+        self._check_termination()
+
+    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> None:
+        execution = self.graph.attempts.get(attempt_id)
+        result = self.graph.results.get(result_id)
+        if execution is None or result is None:
+            return
+        result.partitions[execution.vertex.subtask_index].has_data = True
+        self.scheduler.on_partition_consumable(result)
+
+    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> bytes | None:
+        execution = self.graph.attempts.get(attempt_id)
+        if execution is None or execution.state.is_terminal:
+            raise RuntimeError(f"attempt {attempt_id} is not running in job {self.job_id}")
+        assigner = self._splits.get(vertex_id)
+        if assigner is None:
+            raise RuntimeError(f"vertex {vertex_id} is not a source of job {self.job_id}")
+        return assigner.next_split()
+
+    def offer_slots(self, location: TaskExecutorLocation, offers: list[SlotOffer]) -> list[str]:
+        gateway = self._gateways.get(location.resource_id)
+        if gateway is None:
+            gateway = self._gateways[location.resource_id] = self._te_gateway_factory(location, self.job_master_id)
+        self._last_heartbeat[location.resource_id] = time.monotonic()
+        return self.slot_pool.offer_slots(location, gateway, offers)
+
+    def heartbeat_from_task_executor(self, resource_id: str) -> None:
+        if resource_id in self._last_heartbeat:
+            self._last_heartbeat[resource_id] = time.monotonic()
+
+    def disconnect_task_executor(self, resource_id: str, reason: str) -> None:
+        self._last_heartbeat.pop(resource_id, None)
+        self._gateways.pop(resource_id, None)
+        self.slot_pool.release_task_manager(resource_id, reason)
+        self._fail_executions_on(resource_id, reason)
+
+    def notify_allocation_failure(self, allocation_id: str, cause: str) -> None:
+        self.slot_pool.fail_allocation(allocation_id, cause)
+
+    def _check_heartbeats(self) -> None:
+        timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
+        now = time.monotonic()
+        for resource_id, last in list(self._last_heartbeat.items()):
+            if now - last > timeout:
+                self.disconnect_task_executor(
+                    resource_id, f"TaskExecutor {resource_id} sent no heartbeat for "
+                    f"{timeout:g} s (heartbeat.timeout): it is presumed dead")
+
+    # --- failures --------------------------------------------------------------------
+    def _on_slot_lost(self, slot: PhysicalSlot, cause: str) -> None:
+        for vertex in self.allocator.vertices_in_slot(slot.allocation_id):
+            if not vertex.current.state.is_terminal:
+                self._fail_execution(vertex.current, cause)
+
+    def _fail_executions_on(self, resource_id: str, reason: str) -> None:
+        lost = [e for e in self.graph.current_executions()
+                if e.resource_id == resource_id and not e.state.is_terminal]
+        if not lost:
+            return
+        names = ", ".join(e.vertex.name_with_index for e in lost)
+        message = f"{reason}; lost subtasks: {names}"
+        for execution in lost:
+            self._fail_execution(execution, message)
+
+    def _fail_vertex(self, vertex: ExecutionVertex, cause: str) -> None:
+        self._fail_execution(vertex.current, cause)
+
+    def _fail_execution(self, execution: Execution, cause: str, detail: str = "") -> None:
+        if execution.state.is_terminal:
+            return
+        if execution.state is ExecutionState.CANCELING and \
+                self.graph.status in (JobStatus.CANCELLING, JobStatus.FAILING):
+            execution.transition(ExecutionState.CANCELED)
+        else:
+            execution.failure, execution.failure_detail = cause, detail
+            execution.transition(ExecutionState.FAILED)
+        self.scheduler.release_slot_of(execution.vertex)
+        if self.graph.status in (JobStatus.RUNNING, JobStatus.CREATED):
+            self.graph.failure = cause
+            self.graph.failure_detail = detail
+            self._transition(JobStatus.FAILING)
+            self._cancel_all_executions()
+        self._check_termination()
+
+    def _cancel_all_executions(self) -> None:
+        self.scheduler.stop()
+        for execution in list(self.graph.current_executions()):
+            state = execution.state
+            if state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
+                execution.transition(ExecutionState.CANCELED)
+                self.scheduler.release_slot_of(execution.vertex)
+            elif state in (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING,
+                           ExecutionState.RUNNING):
+                execution.transition(ExecutionState.CANCELING)
+                self._send_cancel(execution)
+        self.main.schedule(self.config.get(options.JOB_CANCEL_TIMEOUT), self._force_cancelled)
+        self._check_termination()
+
+    def _send_cancel(self, execution: Execution) -> None:
+        slot = execution.slot
+        if slot is None or slot.gateway is None:
+            return
+
+        def failed(err: Exception) -> None:   # the executor is unreachable: count it cancelled
+            if execution.state is ExecutionState.CANCELING:
+                execution.transition(ExecutionState.CANCELED)
+                self._check_termination()
+        slot.gateway.cancel_task(execution.attempt_id).add_done_callback(
+            lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
+
+    def _force_cancelled(self) -> None:
+        for execution in self.graph.current_executions():
+            if execution.state is ExecutionState.CANCELING:
+                log.warning("%s did not acknowledge cancellation within job.cancel.timeout",
+                            execution)
+                execution.transition(ExecutionState.CANCELED)
+        self._check_termination()
+
+    # --- the end ---------------------------------------------------------------------
+    def _check_termination(self) -> None:
+        status = self.graph.status
+        if status is JobStatus.RUNNING and self.graph.all_finished():
+            self._transition(JobStatus.FINISHED)
+        elif status is JobStatus.FAILING and self.graph.all_terminal():
+            self._transition(JobStatus.FAILED)
+        elif status is JobStatus.CANCELLING and self.graph.all_terminal():
+            self._transition(JobStatus.CANCELED)
+        else:
+            return
+        self._terminate()
+
+    def _transition(self, status: JobStatus) -> None:
+        self.graph.transition(status)
+        log.info("job %s (%s) is %s%s", self.graph.name, self.job_id, status.value,
+                 f": {self.graph.failure}" if status is JobStatus.FAILED else "")
+
+    def _terminate(self) -> None:
+        self.scheduler.stop()
+        if self._heartbeat_check is not None:
+            self._heartbeat_check.cancel()
+        for gateway in self._gateways.values():
+            gateway.release_job_partitions(self.job_id)
+        self.slot_pool.close(f"job {self.job_id} is {self.graph.status.value}")
+        if self._rm is not None and hasattr(self._rm, "disconnect_job_master"):
+            self._rm.disconnect_job_master(f"job {self.graph.status.value}")
+        result = JobResult(self.job_id, self.graph.status, self.graph.failure,
+                           self.graph.failure_detail, job_details(self.graph))
+        if not self.result.done():
+            self.result.set_result(result)
+        for listener in self._on_terminated:
+            try:
+                listener(result)
+            except Exception:
+                log.exception("job termination listener failed")
+
+    def details(self) -> jobmaster_pb2.JobDetails:
+        return self.main.call(job_details, self.graph)
+
+    def shutdown(self) -> None:
+        self.main.shutdown()
+
+
+def ack(ok: bool = True, message: str = "") -> common_pb2.Ack:
+    return common_pb2.Ack(ok=ok, message=message)
+
+
+__all__ = ["JobMaster", "JobResult", "ack", "Any"]

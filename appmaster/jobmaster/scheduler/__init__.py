@@ -1,0 +1,1 @@
+"""The scheduler: which subtasks run in which slots, and when they are deployed."""

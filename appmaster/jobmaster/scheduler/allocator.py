@@ -1,0 +1,94 @@
+"""Slots for subtasks through their shared slots (Flink's SlotSharingExecutionSlotAllocator).
+
+The first subtask of a shared slot to be scheduled requests the physical slot from
+the SlotPool (with the merged location preferences of the subtasks scheduled with
+it); later members ride along. When every member that was assigned has ended, the
+physical slot goes back to the pool.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Iterable
+
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionVertex
+from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import merge, preferred_locations
+from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup
+from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
+
+
+@dataclass(eq=False)
+class LogicalSlot:
+    """A subtask's share of a physical slot."""
+    physical: PhysicalSlot
+    group: ExecutionSlotSharingGroup
+
+    @property
+    def location(self):  # type: ignore[no-untyped-def]
+        return self.physical.location
+
+    @property
+    def allocation_id(self) -> str:
+        return self.physical.allocation_id
+
+    @property
+    def gateway(self):  # type: ignore[no-untyped-def]
+        return self.physical.gateway
+
+
+class SlotSharingSlotAllocator:
+    def __init__(self, pool: SlotPool,
+                 groups: dict[ExecutionVertex, ExecutionSlotSharingGroup]) -> None:
+        self._pool = pool
+        self._groups = groups
+
+    def group_of(self, vertex: ExecutionVertex) -> ExecutionSlotSharingGroup:
+        return self._groups[vertex]
+
+    def allocate(self, vertices: Iterable[ExecutionVertex]) -> dict[ExecutionVertex, "Future[LogicalSlot]"]:
+        vertices = list(vertices)
+        by_group: dict[ExecutionSlotSharingGroup, list[ExecutionVertex]] = {}
+        for vertex in vertices:
+            by_group.setdefault(self._groups[vertex], []).append(vertex)
+        for group, members in by_group.items():
+            if group.slot_future is None:
+                prefs = merge([preferred_locations(v) for v in members])
+                group.slot_future = self._pool.request_slot(group.profile, prefs)
+            group.assigned.update(members)
+        result: dict[ExecutionVertex, Future[LogicalSlot]] = {}
+        for vertex in vertices:
+            result[vertex] = _logical(self._groups[vertex])
+        return result
+
+    def release(self, vertex: ExecutionVertex) -> None:
+        """``vertex`` ended; give the physical slot back once no member needs it."""
+        group = self._groups[vertex]
+        group.assigned.discard(vertex)
+        if group.assigned or group.slot_future is None:
+            return
+        future, group.slot_future = group.slot_future, None
+        if future.done() and future.exception() is None:
+            self._pool.release_slot(future.result().allocation_id)
+        else:
+            future.cancel()
+
+    def vertices_in_slot(self, allocation_id: str) -> list[ExecutionVertex]:
+        return [v for v, g in self._groups.items()
+                if v in g.assigned and g.slot_future is not None and g.slot_future.done()
+                and g.slot_future.exception() is None
+                and g.slot_future.result().allocation_id == allocation_id]
+
+
+def _logical(group: ExecutionSlotSharingGroup) -> "Future[LogicalSlot]":
+    out: Future[LogicalSlot] = Future()
+    source = group.slot_future
+
+    def done(fut: "Future[PhysicalSlot]") -> None:
+        if fut.cancelled():
+            out.cancel()
+        elif fut.exception() is not None:
+            out.set_exception(fut.exception())  # type: ignore[arg-type]
+        else:
+            out.set_result(LogicalSlot(fut.result(), group))
+    source.add_done_callback(done)
+    return out

@@ -1,0 +1,114 @@
+"""When subtasks get slots and are deployed: EAGER or LAZY_FROM_SOURCES.
+
+EAGER asks for every slot first and deploys all subtasks once all slots are there
+(a streaming job's tasks must all run at once). LAZY_FROM_SOURCES deploys the
+sources, and each consumer vertex once all of its inputs are consumable: a PIPELINED
+result when each producer has produced data (or finished), a BLOCKING one when each
+producer has finished. Runs on the JobMaster's main thread.
+"""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from typing import Callable
+
+from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionJobVertex,
+                                                         ExecutionState, ExecutionVertex,
+                                                         IntermediateResult)
+from yarnflow.appmaster.jobmaster.scheduler.allocator import LogicalSlot, SlotSharingSlotAllocator
+from yarnflow.jobgraph import ScheduleMode
+from yarnflow.rpc.endpoint import MainThread
+
+log = logging.getLogger(__name__)
+
+Deployer = Callable[[ExecutionVertex], None]
+Failer = Callable[[ExecutionVertex, str], None]
+
+
+class Scheduler:
+    def __init__(self, main: MainThread, graph: ExecutionGraph,
+                 allocator: SlotSharingSlotAllocator, deploy: Deployer,
+                 fail_vertex: Failer) -> None:
+        self._main = main
+        self._graph = graph
+        self._allocator = allocator
+        self._deploy = deploy
+        self._fail_vertex = fail_vertex
+        self._scheduled_vertices: set[str] = set()
+        self._stopped = False
+
+    def start(self) -> None:
+        if self._graph.schedule_mode is ScheduleMode.EAGER:
+            self._schedule_eager(list(self._graph.all_execution_vertices()))
+        else:
+            for ejv in self._graph.vertices_topologically():
+                if ejv.is_source:
+                    self._schedule_job_vertex(ejv)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    # --- EAGER -----------------------------------------------------------------------
+    def _schedule_eager(self, vertices: list[ExecutionVertex]) -> None:
+        for ejv in self._graph.vertices_topologically():
+            self._scheduled_vertices.add(ejv.id)
+        futures = self._allocate(vertices)
+        remaining = {"n": len(futures)}
+
+        def one_done(vertex: ExecutionVertex, fut: "Future[LogicalSlot]") -> None:
+            if self._stopped or fut.cancelled():
+                return
+            if fut.exception() is not None:
+                self._fail_vertex(vertex, f"{vertex.name_with_index} got no slot: {fut.exception()}")
+                return
+            vertex.current.slot = fut.result()
+            remaining["n"] -= 1
+            if remaining["n"] == 0:       # all slots are there: deploy everything at once
+                for v in vertices:
+                    if v.current.state is ExecutionState.SCHEDULED:
+                        self._deploy(v)
+        for vertex, fut in futures.items():
+            fut.add_done_callback(lambda f, v=vertex: self._on_main(one_done, v, f))
+
+    # --- LAZY_FROM_SOURCES -----------------------------------------------------------
+    def _schedule_job_vertex(self, ejv: ExecutionJobVertex) -> None:
+        if ejv.id in self._scheduled_vertices:
+            return
+        self._scheduled_vertices.add(ejv.id)
+        futures = self._allocate(ejv.task_vertices)
+
+        def done(vertex: ExecutionVertex, fut: "Future[LogicalSlot]") -> None:
+            if self._stopped or fut.cancelled():
+                return
+            if fut.exception() is not None:
+                self._fail_vertex(vertex, f"{vertex.name_with_index} got no slot: {fut.exception()}")
+                return
+            if vertex.current.state is ExecutionState.SCHEDULED:
+                vertex.current.slot = fut.result()
+                self._deploy(vertex)
+        for vertex, fut in futures.items():
+            fut.add_done_callback(lambda f, v=vertex: self._on_main(done, v, f))
+
+    def on_partition_consumable(self, result: IntermediateResult) -> None:
+        """A producer reported data, or finished: maybe its consumers can go now."""
+        if self._stopped or self._graph.schedule_mode is ScheduleMode.EAGER:
+            return
+        consumer = result.consumer
+        if consumer.id not in self._scheduled_vertices and \
+                all(r.is_consumable() for r in consumer.inputs):
+            self._schedule_job_vertex(consumer)
+
+    # --- common ----------------------------------------------------------------------
+    def _allocate(self, vertices: list[ExecutionVertex]) -> dict[ExecutionVertex, "Future[LogicalSlot]"]:
+        for vertex in vertices:
+            vertex.current.transition(ExecutionState.SCHEDULED)
+        return self._allocator.allocate(vertices)
+
+    def _on_main(self, fn: Callable[..., None], *args: object) -> None:
+        if self._main.in_main_thread():
+            fn(*args)
+        else:
+            self._main.execute(fn, *args)
+
+    def release_slot_of(self, vertex: ExecutionVertex) -> None:
+        self._allocator.release(vertex)

@@ -1,0 +1,83 @@
+"""Grouping subtasks into shared slots (seed 000).
+
+Every slot sharing group of the job gets as many shared slots as its widest vertex
+has subtasks. Subtask i of a vertex goes to the shared slot of its FORWARD producer
+when there is one (the data then never leaves the slot), to the slot of its
+co-location constraint when it has one, and otherwise to the i-th slot of the
+group — so one shared slot never holds two subtasks of the same vertex.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex
+from yarnflow.jobgraph import DistributionPattern
+from yarnflow.resources import ResourceSpec
+
+
+class ExecutionSlotSharingGroup:
+    """The subtasks that share one slot, and (at run time) that slot."""
+
+    __slots__ = ("slot_sharing_group", "index", "members", "profile", "slot_future",
+                 "assigned", "_vertex_ids")
+
+    def __init__(self, slot_sharing_group: str, index: int, profile: ResourceSpec) -> None:
+        self.slot_sharing_group = slot_sharing_group
+        self.index = index
+        self.members: list[ExecutionVertex] = []
+        self.profile = profile
+        self.slot_future: Any = None          # Future[PhysicalSlot] while requested or held
+        self.assigned: set[ExecutionVertex] = set()
+        self._vertex_ids: set[str] = set()
+
+    def add(self, vertex: ExecutionVertex) -> None:
+        job_vertex_id = vertex.job_vertex.id
+        if job_vertex_id in self._vertex_ids:
+            raise AssertionError(f"shared slot {self} would hold two subtasks of "
+                                 f"{vertex.job_vertex.name}")
+        self._vertex_ids.add(job_vertex_id)
+        self.members.append(vertex)
+
+    def holds_vertex(self, job_vertex_id: str) -> bool:
+        return job_vertex_id in self._vertex_ids
+
+    def __repr__(self) -> str:
+        return f"{self.slot_sharing_group}#{self.index}"
+
+
+def build_slot_sharing_groups(graph: ExecutionGraph, profiles: dict[str, ResourceSpec]
+                              ) -> dict[ExecutionVertex, ExecutionSlotSharingGroup]:
+    """Assign every subtask to a shared slot; ``profiles`` gives each group's slot size."""
+    assignment: dict[ExecutionVertex, ExecutionSlotSharingGroup] = {}
+    groups: dict[str, list[ExecutionSlotSharingGroup]] = {}
+    co_located: dict[tuple[str, int], ExecutionSlotSharingGroup] = {}
+
+    for ejv in graph.vertices_topologically():
+        name = ejv.slot_sharing_group
+        slots = groups.setdefault(name, [])
+        forward_producer = next(
+            (r.producer for r in ejv.inputs
+             if r.distribution is DistributionPattern.POINTWISE
+             and r.producer.slot_sharing_group == name), None)
+        for vertex in ejv.task_vertices:
+            i = vertex.subtask_index
+            target: ExecutionSlotSharingGroup | None = None
+            key = (ejv.co_location_group, i) if ejv.co_location_group else None
+            if key is not None:
+                target = co_located.get(key)
+            if target is None and forward_producer is not None:
+                target = assignment[forward_producer.task_vertices[i]]
+                if target.holds_vertex(ejv.id):
+                    target = None
+            if target is None:
+                while len(slots) <= i:
+                    slots.append(ExecutionSlotSharingGroup(name, len(slots), profiles[name]))
+                target = slots[i]
+                if target.holds_vertex(ejv.id):   # pragma: no cover - defensive
+                    target = ExecutionSlotSharingGroup(name, len(slots), profiles[name])
+                    slots.append(target)
+            target.add(vertex)
+            assignment[vertex] = target
+            if key is not None:
+                co_located.setdefault(key, target)
+    return assignment

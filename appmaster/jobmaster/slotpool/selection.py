@@ -1,0 +1,58 @@
+"""Which held slot serves a request (seed 002: location preference, previous allocation,
+and Flink's evenly-spread tie-break)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot
+from yarnflow.resources import ResourceSpec
+
+LOCAL_WEIGHT = 10
+HOST_LOCAL_WEIGHT = 1
+
+
+@dataclass(frozen=True)
+class SlotPreferences:
+    """Preferred executors (a resource id may repeat: more producers there weigh more),
+    their hosts, and allocations an earlier attempt ran in."""
+    resource_ids: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    prior_allocations: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.resource_ids or self.hosts or self.prior_allocations)
+
+
+def select_slot(candidates: Iterable[PhysicalSlot], profile: ResourceSpec,
+                preferences: SlotPreferences,
+                utilization: dict[str, float]) -> PhysicalSlot | None:
+    """The best free slot that fits ``profile``, or None.
+
+    Order: a prior allocation wins outright (a restart returns where its state is);
+    then locality score (same executor 10, same host 1, per preferred input); then the
+    least-utilized executor, so equally good choices spread round-robin across
+    executors instead of filling the first one; then an exact profile over a larger one.
+    """
+    local_counts: dict[str, int] = {}
+    for resource_id in preferences.resource_ids:
+        local_counts[resource_id] = local_counts.get(resource_id, 0) + 1
+    host_counts: dict[str, int] = {}
+    for host in preferences.hosts:
+        host_counts[host] = host_counts.get(host, 0) + 1
+
+    best: PhysicalSlot | None = None
+    best_key: tuple[float, ...] | None = None
+    for slot in candidates:
+        if not profile.fits_in(slot.profile):
+            continue
+        if slot.allocation_id in preferences.prior_allocations:
+            return slot
+        score = (LOCAL_WEIGHT * local_counts.get(slot.location.resource_id, 0)
+                 + HOST_LOCAL_WEIGHT * host_counts.get(slot.location.host, 0))
+        key = (score, -utilization.get(slot.location.resource_id, 0.0),
+               1.0 if slot.profile == profile else 0.0)
+        if best_key is None or key > best_key:
+            best, best_key = slot, key
+    return best

@@ -1,0 +1,266 @@
+"""The SlotPool of one JobMaster (seed 001/002).
+
+It serves a request from a slot it already holds when one fits, and otherwise asks
+the ResourceManager for a new allocation and waits for a TaskExecutor to offer it.
+A slot the job no longer uses is kept for ``slot.idle.timeout`` (the next stage or a
+restart may want it) and then given back to its executor. Every method runs on the
+JobMaster's main thread.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from yarnflow.appmaster.jobmaster.gateways import ResourceManagerGateway
+from yarnflow.appmaster.jobmaster.slotpool.selection import SlotPreferences, select_slot
+from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecutorLocation
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.endpoint import MainThread, ScheduledTask
+
+log = logging.getLogger(__name__)
+
+
+class NoResourceAvailableError(Exception):
+    """No slot could be had for a request: the message says which and why."""
+
+
+@dataclass(eq=False)
+class PendingRequest:
+    allocation_id: str
+    profile: ResourceSpec
+    future: "Future[PhysicalSlot]"
+    timeout: ScheduledTask | None = None
+    sent: bool = False
+
+
+@dataclass(eq=False)
+class SlotOffer:
+    allocation_id: str
+    slot_index: int
+    profile: ResourceSpec
+
+
+@dataclass
+class _Held:
+    slot: PhysicalSlot
+    idle_since: float | None = field(default=None)   # None while allocated
+
+
+class SlotPool:
+    def __init__(self, main: MainThread, job_id: str, idle_timeout: float,
+                 request_timeout: float,
+                 on_allocated_slot_lost: Callable[[PhysicalSlot, str], None]) -> None:
+        self._main = main
+        self.job_id = job_id
+        self._idle_timeout = idle_timeout
+        self._request_timeout = request_timeout
+        self._on_lost = on_allocated_slot_lost
+        self._rm: ResourceManagerGateway | None = None
+        self._held: dict[str, _Held] = {}
+        self._pending: dict[str, PendingRequest] = {}
+        self._slots_per_executor: dict[str, int] = {}
+        self._allocated_per_executor: dict[str, int] = {}
+        self._closed = False
+        self._idle_check = main.schedule_periodic(max(0.05, idle_timeout / 4), self.check_idle_slots)
+
+    # --- the ResourceManager ---------------------------------------------------------
+    def connect_resource_manager(self, rm: ResourceManagerGateway) -> None:
+        self._rm = rm
+        for request in self._pending.values():
+            if not request.sent:
+                self._send_request(request)
+
+    def disconnect_resource_manager(self) -> None:
+        self._rm = None
+        for request in self._pending.values():
+            request.sent = False
+
+    # --- requests --------------------------------------------------------------------
+    def request_slot(self, profile: ResourceSpec,
+                     preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
+        future: Future[PhysicalSlot] = Future()
+        if self._closed:
+            future.set_exception(NoResourceAvailableError("the SlotPool is closed: the job ended"))
+            return future
+        free = select_slot((h.slot for h in self._held.values() if h.idle_since is not None),
+                           profile, preferences, self._utilization())
+        if free is not None:
+            self._mark_allocated(free)
+            future.set_result(free)
+            return future
+        request = PendingRequest(uuid.uuid4().hex, profile, future)
+        request.timeout = self._main.schedule(self._request_timeout, self._timeout_request,
+                                              request.allocation_id)
+        self._pending[request.allocation_id] = request
+        if self._rm is not None:
+            self._send_request(request)
+        return future
+
+    def _send_request(self, request: PendingRequest) -> None:
+        assert self._rm is not None
+        request.sent = True
+        reply = self._rm.request_slot(request.allocation_id, request.profile)
+
+        def failed(err: Exception) -> None:
+            self._fail_pending(request.allocation_id,
+                               f"the ResourceManager refused the slot request: {err}")
+
+        def done(fut: Future) -> None:
+            if fut.exception() is not None:
+                self._main.execute(failed, fut.exception())
+        reply.add_done_callback(done)
+
+    def _timeout_request(self, allocation_id: str) -> None:
+        request = self._pending.get(allocation_id)
+        if request is None:
+            return
+        self._fail_pending(allocation_id, (
+            f"no slot of profile {request.profile} arrived within slot.request.timeout "
+            f"({self._request_timeout:g} s). The cluster may lack capacity for this profile "
+            f"or TaskExecutors fail to start; check the ResourceManager log, lower the "
+            f"operators' ResourceSpec or parallelism, or raise slot.request.timeout"))
+        if self._rm is not None:
+            self._rm.cancel_slot_request(allocation_id)
+
+    def _fail_pending(self, allocation_id: str, cause: str) -> None:
+        request = self._pending.pop(allocation_id, None)
+        if request is None:
+            return
+        if request.timeout:
+            request.timeout.cancel()
+        if not request.future.done():
+            request.future.set_exception(NoResourceAvailableError(cause))
+
+    def fail_allocation(self, allocation_id: str, cause: str) -> None:
+        """The ResourceManager or an executor reports an allocation cannot be served."""
+        if allocation_id in self._pending:
+            self._fail_pending(allocation_id, cause)
+            return
+        held = self._held.pop(allocation_id, None)
+        if held is not None:
+            self._forget_slot(held)
+            if held.idle_since is None:
+                self._on_lost(held.slot, cause)
+
+    # --- offers from TaskExecutors ----------------------------------------------------
+    def offer_slots(self, location: TaskExecutorLocation, gateway: Any,
+                    offers: list[SlotOffer]) -> list[str]:
+        """Accept offered slots; returns the accepted allocation ids."""
+        accepted: list[str] = []
+        if self._closed:
+            return accepted
+        for offer in offers:
+            if offer.allocation_id in self._held:
+                accepted.append(offer.allocation_id)    # a repeated offer: idempotent
+                continue
+            slot = PhysicalSlot(offer.allocation_id, location, offer.slot_index, offer.profile,
+                                gateway)
+            request = self._pending.pop(offer.allocation_id, None)
+            if request is None:   # offered for another request of ours: serve any that fits
+                request = next((r for r in self._pending.values()
+                                if r.profile.fits_in(offer.profile)), None)
+                if request is not None:
+                    del self._pending[request.allocation_id]
+                    if self._rm is not None:
+                        self._rm.cancel_slot_request(request.allocation_id)
+            self._add_slot(slot)
+            accepted.append(offer.allocation_id)
+            if request is not None and not request.future.done():
+                if request.timeout:
+                    request.timeout.cancel()
+                self._mark_allocated(slot)
+                request.future.set_result(slot)
+        return accepted
+
+    def _add_slot(self, slot: PhysicalSlot) -> None:
+        self._held[slot.allocation_id] = _Held(slot, idle_since=time.monotonic())
+        rid = slot.location.resource_id
+        self._slots_per_executor[rid] = self._slots_per_executor.get(rid, 0) + 1
+
+    def _forget_slot(self, held: _Held) -> None:
+        rid = held.slot.location.resource_id
+        self._slots_per_executor[rid] -= 1
+        if held.idle_since is None:
+            self._allocated_per_executor[rid] -= 1
+
+    def _mark_allocated(self, slot: PhysicalSlot) -> None:
+        self._held[slot.allocation_id].idle_since = None
+        rid = slot.location.resource_id
+        self._allocated_per_executor[rid] = self._allocated_per_executor.get(rid, 0) + 1
+
+    def _utilization(self) -> dict[str, float]:
+        return {rid: self._allocated_per_executor.get(rid, 0) / total
+                for rid, total in self._slots_per_executor.items() if total}
+
+    # --- returning slots -------------------------------------------------------------
+    def release_slot(self, allocation_id: str) -> None:
+        """The job is done with a slot: serve a waiting request with it, or keep it idle."""
+        held = self._held.get(allocation_id)
+        if held is None or held.idle_since is not None:
+            return
+        held.idle_since = time.monotonic()
+        self._allocated_per_executor[held.slot.location.resource_id] -= 1
+        request = next((r for r in self._pending.values()
+                        if r.profile.fits_in(held.slot.profile)), None)
+        if request is not None:
+            del self._pending[request.allocation_id]
+            if request.timeout:
+                request.timeout.cancel()
+            if self._rm is not None:
+                self._rm.cancel_slot_request(request.allocation_id)
+            self._mark_allocated(held.slot)
+            request.future.set_result(held.slot)
+
+    def check_idle_slots(self) -> None:
+        now = time.monotonic()
+        for allocation_id, held in list(self._held.items()):
+            if held.idle_since is not None and now - held.idle_since >= self._idle_timeout:
+                self._give_back(allocation_id, "idle longer than slot.idle.timeout")
+
+    def _give_back(self, allocation_id: str, cause: str) -> None:
+        held = self._held.pop(allocation_id)
+        self._forget_slot(held)
+        if held.slot.gateway is not None:
+            held.slot.gateway.free_slot(allocation_id, cause)
+
+    def release_task_manager(self, resource_id: str, cause: str) -> list[PhysicalSlot]:
+        """An executor is gone: drop its slots and tell the owners of allocated ones."""
+        lost: list[PhysicalSlot] = []
+        for allocation_id, held in list(self._held.items()):
+            if held.slot.location.resource_id == resource_id:
+                del self._held[allocation_id]
+                self._forget_slot(held)
+                if held.idle_since is None:
+                    lost.append(held.slot)
+        self._slots_per_executor.pop(resource_id, None)
+        self._allocated_per_executor.pop(resource_id, None)
+        for slot in lost:
+            self._on_lost(slot, cause)
+        return lost
+
+    def close(self, cause: str) -> None:
+        """The job ended: fail what is pending, give every slot back."""
+        self._closed = True
+        self._idle_check.cancel()
+        for allocation_id in list(self._pending):
+            if self._rm is not None:
+                self._rm.cancel_slot_request(allocation_id)
+            self._fail_pending(allocation_id, cause)
+        for allocation_id in list(self._held):
+            self._give_back(allocation_id, cause)
+
+    # --- views -----------------------------------------------------------------------
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def held_slots(self) -> list[PhysicalSlot]:
+        return [h.slot for h in self._held.values()]
+
+    def is_idle(self, allocation_id: str) -> bool:
+        held = self._held.get(allocation_id)
+        return held is not None and held.idle_since is not None

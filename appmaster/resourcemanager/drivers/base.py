@@ -1,0 +1,37 @@
+"""The resource driver interface (Flink's ResourceManagerDriver)."""
+from __future__ import annotations
+
+import abc
+from typing import Protocol
+
+from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
+from yarnflow.resources import ResourceSpec
+
+
+class WorkerEvents(Protocol):
+    """What a driver reports back; called from any thread."""
+    def on_worker_terminated(self, resource_id: str, cause: str) -> None: ...
+
+
+class ResourceDriver(abc.ABC):
+    """Starts a worker for a worker spec and stops one by its resource id.
+
+    ``request_worker`` returns the resource id the new TaskExecutor will register with
+    (a container id on YARN), so the ResourceManager can match the registration to
+    the request.
+    """
+
+    @abc.abstractmethod
+    def start(self, events: WorkerEvents, resource_manager_address: str) -> None: ...
+
+    @abc.abstractmethod
+    def request_worker(self, spec: WorkerSpec) -> str: ...
+
+    @abc.abstractmethod
+    def release_worker(self, resource_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def max_worker_resources(self) -> ResourceSpec: ...
+
+    @abc.abstractmethod
+    def stop(self) -> None: ...

@@ -1,0 +1,289 @@
+"""The slot manager of the ResourceManager.
+
+A slot request (one per AllocationID, so a repeated request is a no-op) is served by
+a free registered slot that fits — on the least-loaded executor, so jobs spread — or
+by a worker that is starting, or makes the driver start a worker of the request's
+profile. The executors' own slot reports are the truth: a report that contradicts
+what the slot manager believes overwrites it. Runs on the ResourceManager's main thread.
+"""
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
+from yarnflow.resources import ResourceSpec
+
+log = logging.getLogger(__name__)
+
+
+class SlotState(enum.Enum):
+    FREE = "FREE"
+    PENDING = "PENDING"        # asked the executor to allocate it, no answer yet
+    ALLOCATED = "ALLOCATED"
+
+
+_SLOT_TRANSITIONS = {
+    SlotState.FREE: {SlotState.PENDING, SlotState.ALLOCATED},
+    SlotState.PENDING: {SlotState.FREE, SlotState.ALLOCATED},
+    SlotState.ALLOCATED: {SlotState.FREE, SlotState.ALLOCATED},
+}
+
+
+@dataclass
+class SlotRequest:
+    allocation_id: str
+    job_id: str
+    job_master_id: str
+    job_master_address: str
+    profile: ResourceSpec
+    assigned: tuple[str, int] | None = None     # (resource id, slot index) while PENDING
+    worker: str | None = None                   # a starting worker reserved for it
+
+
+@dataclass
+class TaskManagerSlot:
+    resource_id: str
+    index: int
+    profile: ResourceSpec
+    state: SlotState = SlotState.FREE
+    allocation_id: str = ""
+    job_id: str = ""
+
+    def transition(self, target: SlotState) -> None:
+        if target not in _SLOT_TRANSITIONS[self.state]:
+            raise RuntimeError(f"slot {self.resource_id}/{self.index}: "
+                               f"{self.state.name} -> {target.name} is not allowed")
+        self.state = target
+
+
+@dataclass
+class Worker:
+    resource_id: str
+    spec: WorkerSpec | None
+    slots: list[TaskManagerSlot]
+    idle_since: float | None = field(default_factory=time.monotonic)
+    holds_partitions: bool = False
+
+    def busy_slots(self) -> int:
+        return sum(1 for s in self.slots if s.state is not SlotState.FREE)
+
+
+@dataclass
+class PendingWorker:
+    resource_id: str
+    spec: WorkerSpec
+    requested_at: float
+    reserved: set[str] = field(default_factory=set)   # allocation ids it will serve
+
+
+class SlotManagerActions(Protocol):
+    """What the slot manager asks of the ResourceManager around it."""
+    def start_worker(self, spec: WorkerSpec) -> str: ...
+    def stop_worker(self, resource_id: str, reason: str) -> None: ...
+    def allocate_slot(self, resource_id: str, slot_index: int, request: SlotRequest) -> None: ...
+    def notify_allocation_failure(self, request: SlotRequest, cause: str) -> None: ...
+
+
+class SlotManager:
+    def __init__(self, actions: SlotManagerActions, slots_per_worker: int, overhead_mb: int,
+                 max_workers: int, taskmanager_timeout: float) -> None:
+        self._actions = actions
+        self._slots_per_worker = slots_per_worker
+        self._overhead_mb = overhead_mb
+        self._max_workers = max_workers
+        self._taskmanager_timeout = taskmanager_timeout
+        self.workers: dict[str, Worker] = {}
+        self.pending_workers: dict[str, PendingWorker] = {}
+        self.requests: dict[str, SlotRequest] = {}
+        self.started_per_spec: dict[str, int] = {}
+
+    def worker_spec_for(self, profile: ResourceSpec) -> WorkerSpec:
+        return WorkerSpec(profile, self._slots_per_worker, self._overhead_mb)
+
+    # --- requests --------------------------------------------------------------------
+    def request_slot(self, request: SlotRequest) -> None:
+        if request.allocation_id in self.requests or self._slot_of(request.allocation_id):
+            return   # idempotent per AllocationID
+        self.requests[request.allocation_id] = request
+        self._try_fulfill(request)
+
+    def cancel_slot_request(self, allocation_id: str) -> None:
+        request = self.requests.pop(allocation_id, None)
+        if request is not None and request.worker in self.pending_workers:
+            self.pending_workers[request.worker].reserved.discard(allocation_id)
+
+    def _try_fulfill(self, request: SlotRequest) -> None:
+        slot = self._find_free_slot(request.profile)
+        if slot is not None:
+            slot.transition(SlotState.PENDING)
+            slot.allocation_id, slot.job_id = request.allocation_id, request.job_id
+            self._touch(slot.resource_id)
+            request.assigned = (slot.resource_id, slot.index)
+            if request.worker in self.pending_workers:
+                self.pending_workers[request.worker].reserved.discard(request.allocation_id)
+            request.worker = None
+            self._actions.allocate_slot(slot.resource_id, slot.index, request)
+            return
+        if request.worker in self.pending_workers:
+            return
+        spec = self.worker_spec_for(request.profile)
+        for pending in self.pending_workers.values():
+            if pending.spec == spec and len(pending.reserved) < spec.num_slots:
+                pending.reserved.add(request.allocation_id)
+                request.worker = pending.resource_id
+                return
+        if len(self.workers) + len(self.pending_workers) >= self._max_workers:
+            log.info("slot request %s waits: %d workers running or starting is "
+                     "resourcemanager.max-workers", request.allocation_id[:8], self._max_workers)
+            return
+        resource_id = self._actions.start_worker(spec)
+        self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
+        pending = PendingWorker(resource_id, spec, time.monotonic(), {request.allocation_id})
+        self.pending_workers[resource_id] = pending
+        request.worker = resource_id
+
+    def _find_free_slot(self, profile: ResourceSpec) -> TaskManagerSlot | None:
+        best: TaskManagerSlot | None = None
+        best_key: tuple[int, float] | None = None
+        for worker in self.workers.values():
+            load = worker.busy_slots() / max(1, len(worker.slots))
+            for slot in worker.slots:
+                if slot.state is SlotState.FREE and profile.fits_in(slot.profile):
+                    key = (0 if slot.profile == profile else 1, load)
+                    if best_key is None or key < best_key:
+                        best, best_key = slot, key
+        return best
+
+    def allocation_confirmed(self, allocation_id: str) -> None:
+        """The executor accepted the allocation: the request is done."""
+        request = self.requests.pop(allocation_id, None)
+        slot = self._slot_of(allocation_id)
+        if slot is not None and slot.state is SlotState.PENDING:
+            slot.transition(SlotState.ALLOCATED)
+        if request is None and slot is not None:
+            log.debug("allocation %s confirmed after its request was cancelled", allocation_id)
+
+    def allocation_refused(self, allocation_id: str, cause: str) -> None:
+        """The executor could not allocate (busy, gone): try elsewhere."""
+        slot = self._slot_of(allocation_id)
+        if slot is not None and slot.state is SlotState.PENDING:
+            slot.transition(SlotState.FREE)
+            slot.allocation_id = slot.job_id = ""
+        request = self.requests.get(allocation_id)
+        if request is not None:
+            log.info("allocation %s refused (%s); retrying", allocation_id[:8], cause)
+            request.assigned = None
+            self._try_fulfill(request)
+
+    # --- executors -------------------------------------------------------------------
+    def register_worker(self, resource_id: str, slot_profile: ResourceSpec, num_slots: int,
+                        reported: list[tuple[int, str, str]]) -> None:
+        pending = self.pending_workers.pop(resource_id, None)
+        spec = pending.spec if pending else self.worker_spec_for(slot_profile)
+        slots = [TaskManagerSlot(resource_id, i, slot_profile) for i in range(num_slots)]
+        self.workers[resource_id] = Worker(resource_id, spec, slots)
+        self.report_slot_status(resource_id, reported, holds_partitions=False)
+        for allocation_id in list(pending.reserved if pending else ()):
+            request = self.requests.get(allocation_id)
+            if request is not None:
+                request.worker = None
+        self.match_waiting_requests()
+
+    def report_slot_status(self, resource_id: str, reported: list[tuple[int, str, str]],
+                           holds_partitions: bool) -> None:
+        """``reported``: (slot index, allocation id or '', job id) — the executor's truth."""
+        worker = self.workers.get(resource_id)
+        if worker is None:
+            return
+        worker.holds_partitions = holds_partitions
+        freed = False
+        for index, allocation_id, job_id in reported:
+            slot = worker.slots[index]
+            if allocation_id:
+                if slot.state is not SlotState.ALLOCATED or slot.allocation_id != allocation_id:
+                    slot.state = SlotState.ALLOCATED
+                    slot.allocation_id, slot.job_id = allocation_id, job_id
+                    self.requests.pop(allocation_id, None)
+            elif slot.state is SlotState.ALLOCATED:
+                slot.transition(SlotState.FREE)
+                slot.allocation_id = slot.job_id = ""
+                freed = True
+        self._touch(resource_id)
+        if freed:
+            self.match_waiting_requests()
+
+    def free_slot(self, resource_id: str, slot_index: int, allocation_id: str) -> None:
+        worker = self.workers.get(resource_id)
+        if worker is None or slot_index >= len(worker.slots):
+            return
+        slot = worker.slots[slot_index]
+        if slot.allocation_id == allocation_id and slot.state is not SlotState.FREE:
+            slot.transition(SlotState.FREE)
+            slot.allocation_id = slot.job_id = ""
+            self._touch(resource_id)
+            self.match_waiting_requests()
+
+    def unregister_worker(self, resource_id: str) -> Worker | None:
+        """The executor is gone; requests that were placed on it are placed anew."""
+        self.pending_workers.pop(resource_id, None)
+        worker = self.workers.pop(resource_id, None)
+        for request in self.requests.values():
+            if (request.assigned and request.assigned[0] == resource_id) or \
+                    request.worker == resource_id:
+                request.assigned = None
+                request.worker = None
+        self.match_waiting_requests()
+        return worker
+
+    def worker_start_failed(self, resource_id: str, cause: str, give_up: bool) -> None:
+        pending = self.pending_workers.pop(resource_id, None)
+        if pending is None:
+            return
+        for allocation_id in pending.reserved:
+            request = self.requests.get(allocation_id)
+            if request is None:
+                continue
+            request.worker = None
+            if give_up:
+                del self.requests[allocation_id]
+                self._actions.notify_allocation_failure(request, cause)
+
+    def match_waiting_requests(self) -> None:
+        for request in list(self.requests.values()):
+            if request.assigned is None and request.worker is None:
+                self._try_fulfill(request)
+
+    # --- idleness --------------------------------------------------------------------
+    def _touch(self, resource_id: str) -> None:
+        worker = self.workers.get(resource_id)
+        if worker is None:
+            return
+        if worker.busy_slots() or worker.holds_partitions:
+            worker.idle_since = None
+        elif worker.idle_since is None:
+            worker.idle_since = time.monotonic()
+
+    def idle_workers(self, keep: int = 0) -> list[str]:
+        """Executors idle past resourcemanager.taskmanager-timeout (beyond ``keep`` warm ones)."""
+        now = time.monotonic()
+        idle = [w for w in self.workers.values()
+                if w.idle_since is not None and now - w.idle_since >= self._taskmanager_timeout]
+        idle.sort(key=lambda w: w.idle_since or 0.0)
+        busy_or_young = len(self.workers) - len(idle)
+        spare = max(0, keep - busy_or_young)
+        return [w.resource_id for w in idle[spare:]]
+
+    def _slot_of(self, allocation_id: str) -> TaskManagerSlot | None:
+        for worker in self.workers.values():
+            for slot in worker.slots:
+                if slot.allocation_id == allocation_id:
+                    return slot
+        return None
+
+    def jobs_on(self, resource_id: str) -> set[str]:
+        worker = self.workers.get(resource_id)
+        return {s.job_id for s in worker.slots if s.job_id} if worker else set()

@@ -1,0 +1,59 @@
+"""How ``Pipeline.execute()`` finds where to run: the CLI sets an execution context
+(target, configuration, display) before it runs the user's script, as ``flink run``
+does; a script run with plain ``python`` gets the defaults (``local``)."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+
+from yarnflow.conf import Configuration, options
+
+
+class JobFailedError(RuntimeError):
+    """The job ended FAILED or CANCELED; ``result`` holds its summary."""
+
+    def __init__(self, result: Any) -> None:
+        super().__init__(f"job {result.job_id} {result.status.value}: {result.failure}")
+        self.result = result
+
+
+@dataclass
+class ExecutionContext:
+    config: Configuration
+    target: str = "local"
+    show_progress: bool = True
+    console: Console = field(default_factory=lambda: Console(stderr=False))
+    results: list[Any] = field(default_factory=list)
+
+
+_CONTEXT: ExecutionContext | None = None
+
+
+def set_context(context: ExecutionContext | None) -> None:
+    global _CONTEXT
+    _CONTEXT = context
+
+
+def current_context() -> ExecutionContext | None:
+    return _CONTEXT
+
+
+def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | None) -> Any:
+    context = _CONTEXT or ExecutionContext(config or Configuration.load(),
+                                           show_progress=sys.stdout.isatty())
+    config = config or context.config
+    target = target or (context.target if _CONTEXT else config.get(options.TARGET))
+    graph = pipeline.job_graph(config)
+    if target == "local":
+        from yarnflow.targets.run_local import run_local
+        result = run_local(graph, config, context)
+    else:
+        raise ValueError(f"unknown target {target!r}: use local (yarn-per-job and yarn-session "
+                         "need the yarn extra)")
+    context.results.append(result)
+    if result.status.value != "FINISHED":
+        raise JobFailedError(result)
+    return result

@@ -1,0 +1,271 @@
+"""The JobGraph: what a client submits and a JobMaster expands into an ExecutionGraph.
+
+Vertices carry an operator (shipped as cloudpickle bytes), a parallelism, a
+ResourceSpec, a slot sharing group and an optional co-location group; edges carry how
+records are distributed. ``resolve`` applies defaults and seed 000's slot-sharing
+inheritance; ``validate`` refuses, with the vertex and the fix named, every graph
+the runtime could not run.
+"""
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import cloudpickle
+
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.generated import common_pb2, jobgraph_pb2
+
+DEFAULT_SLOT_SHARING_GROUP = "default"
+
+
+class DistributionPattern(enum.IntEnum):
+    POINTWISE = jobgraph_pb2.POINTWISE
+    ALL_TO_ALL = jobgraph_pb2.ALL_TO_ALL
+
+
+class ShipStrategy(enum.IntEnum):
+    FORWARD = jobgraph_pb2.FORWARD
+    HASH = jobgraph_pb2.HASH
+    BROADCAST = jobgraph_pb2.BROADCAST
+    REBALANCE = jobgraph_pb2.REBALANCE
+
+    @property
+    def distribution(self) -> DistributionPattern:
+        return DistributionPattern.POINTWISE if self is ShipStrategy.FORWARD \
+            else DistributionPattern.ALL_TO_ALL
+
+
+class PartitionType(enum.IntEnum):
+    PIPELINED = jobgraph_pb2.PIPELINED
+    BLOCKING = jobgraph_pb2.BLOCKING
+
+
+class ScheduleMode(enum.IntEnum):
+    EAGER = jobgraph_pb2.EAGER
+    LAZY_FROM_SOURCES = jobgraph_pb2.LAZY_FROM_SOURCES
+
+
+class InvalidPipelineError(ValueError):
+    """A pipeline the runtime cannot run; the message names the vertex and the fix."""
+
+    def __init__(self, vertex: str, problem: str, fix: str) -> None:
+        super().__init__(f"invalid pipeline at vertex '{vertex}': {problem}. Fix: {fix}")
+        self.vertex = vertex
+
+
+@dataclass(eq=False)
+class JobVertex:
+    name: str
+    operator: Any
+    parallelism: int | None = None
+    resources: ResourceSpec | None = None
+    slot_sharing_group: str | None = None
+    co_location_group: str | None = None
+    num_inputs: int = 0
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+
+    @property
+    def is_source(self) -> bool:
+        return self.num_inputs == 0
+
+
+@dataclass(eq=False)
+class JobEdge:
+    source: JobVertex
+    target: JobVertex
+    ship: ShipStrategy
+    keys: tuple[str, ...] = ()
+    partition_type: PartitionType = PartitionType.PIPELINED
+    target_input: int = 0
+
+    @property
+    def distribution(self) -> DistributionPattern:
+        return self.ship.distribution
+
+
+class JobGraph:
+    def __init__(self, name: str = "yarnflow job",
+                 schedule_mode: ScheduleMode = ScheduleMode.EAGER,
+                 job_id: str | None = None) -> None:
+        self.name = name
+        self.schedule_mode = schedule_mode
+        self.job_id = job_id or uuid.uuid4().hex
+        self.vertices: dict[str, JobVertex] = {}
+        self.edges: list[JobEdge] = []
+
+    # --- building --------------------------------------------------------------------
+    def add_vertex(self, vertex: JobVertex) -> JobVertex:
+        self.vertices[vertex.id] = vertex
+        return vertex
+
+    def connect(self, source: JobVertex, target: JobVertex, ship: ShipStrategy,
+                keys: Iterable[str] = (), partition_type: PartitionType = PartitionType.PIPELINED,
+                target_input: int = 0) -> JobEdge:
+        edge = JobEdge(source, target, ship, tuple(keys), partition_type, target_input)
+        self.edges.append(edge)
+        return edge
+
+    def inputs_of(self, vertex: JobVertex) -> list[JobEdge]:
+        return sorted((e for e in self.edges if e.target is vertex), key=lambda e: e.target_input)
+
+    def outputs_of(self, vertex: JobVertex) -> list[JobEdge]:
+        return [e for e in self.edges if e.source is vertex]
+
+    def sources(self) -> list[JobVertex]:
+        return [v for v in self.vertices.values() if not self.inputs_of(v)]
+
+    def topological_order(self) -> list[JobVertex]:
+        """Vertices, producers before consumers; a cycle is an InvalidPipelineError."""
+        indegree = {v.id: 0 for v in self.vertices.values()}
+        for edge in self.edges:
+            indegree[edge.target.id] += 1
+        ready = [v for v in self.vertices.values() if indegree[v.id] == 0]
+        order: list[JobVertex] = []
+        while ready:
+            vertex = ready.pop(0)
+            order.append(vertex)
+            for edge in self.outputs_of(vertex):
+                indegree[edge.target.id] -= 1
+                if indegree[edge.target.id] == 0:
+                    ready.append(edge.target)
+        if len(order) != len(self.vertices):
+            stuck = next(v for v in self.vertices.values() if indegree[v.id] > 0)
+            raise InvalidPipelineError(
+                stuck.name, "the graph has a cycle through this vertex (its input depends on "
+                "its own output)", "remove the edge that feeds a downstream result back into an "
+                "upstream operator; yarnflow runs acyclic batch pipelines")
+        return order
+
+    # --- defaults and validation -------------------------------------------------------
+    def resolve(self, default_parallelism: int) -> "JobGraph":
+        """Fill unset parallelism and slot sharing groups (seed 000's inheritance rule)."""
+        for vertex in self.topological_order():
+            if vertex.parallelism is None:
+                vertex.parallelism = default_parallelism
+            if vertex.slot_sharing_group is None:
+                groups = {e.source.slot_sharing_group for e in self.inputs_of(vertex)}
+                vertex.slot_sharing_group = groups.pop() if len(groups) == 1 \
+                    else DEFAULT_SLOT_SHARING_GROUP
+        return self
+
+    def slot_sharing_groups(self) -> dict[str, list[JobVertex]]:
+        groups: dict[str, list[JobVertex]] = {}
+        for vertex in self.vertices.values():
+            groups.setdefault(vertex.slot_sharing_group or DEFAULT_SLOT_SHARING_GROUP,
+                              []).append(vertex)
+        return groups
+
+    def slot_profile(self, group: str, default: ResourceSpec) -> ResourceSpec:
+        """A shared slot needs the sum of its vertices' specs (Flink merges them the same
+        way); vertices without a spec add nothing, and a group with no spec at all gets
+        the default slot profile."""
+        specs = [v.resources for v in self.slot_sharing_groups()[group] if v.resources]
+        if not specs:
+            return default
+        total = specs[0]
+        for spec in specs[1:]:
+            total = total + spec
+        return total
+
+    def validate(self, max_worker: ResourceSpec, default_slot: ResourceSpec) -> None:
+        """Refuse what cannot run, naming the vertex and the fix."""
+        if not self.vertices:
+            raise InvalidPipelineError("<none>", "the pipeline has no operators",
+                                       "add a source and a sink before executing")
+        self.topological_order()
+        for vertex in self.vertices.values():
+            if vertex.parallelism is None or vertex.parallelism < 1:
+                raise InvalidPipelineError(vertex.name, f"parallelism {vertex.parallelism} "
+                                           "is not a positive number", "set parallelism >= 1")
+            if len(self.inputs_of(vertex)) != vertex.num_inputs:
+                raise InvalidPipelineError(
+                    vertex.name, f"the operator takes {vertex.num_inputs} input(s) but "
+                    f"{len(self.inputs_of(vertex))} are connected", "connect exactly as many inputs "
+                    "as the operator reads")
+        for edge in self.edges:
+            if edge.ship is ShipStrategy.FORWARD and \
+                    edge.source.parallelism != edge.target.parallelism:
+                raise InvalidPipelineError(
+                    edge.target.name, f"a FORWARD edge from '{edge.source.name}' (parallelism "
+                    f"{edge.source.parallelism}) to this vertex (parallelism "
+                    f"{edge.target.parallelism}) needs equal parallelism",
+                    "give both operators the same parallelism, or use rebalance() / key_by() "
+                    "to redistribute between them")
+            if edge.ship is ShipStrategy.HASH and not edge.keys:
+                raise InvalidPipelineError(edge.target.name, "a HASH edge without keys",
+                                           "name the key columns in key_by(...)")
+        self._validate_co_location()
+        for group, members in self.slot_sharing_groups().items():
+            profile = self.slot_profile(group, default_slot)
+            if not profile.fits_in(max_worker):
+                names = ", ".join(f"'{v.name}'" for v in members)
+                raise InvalidPipelineError(
+                    members[0].name, f"slot sharing group '{group}' ({names}) needs {profile}, "
+                    f"more than the largest container allowed ({max_worker})",
+                    "lower the operators' ResourceSpec, move heavy operators into a slot "
+                    "sharing group of their own, or raise resourcemanager.max-worker.cpu / "
+                    "resourcemanager.max-worker.memory (on YARN: the scheduler's maximum "
+                    "allocation)")
+
+    def _validate_co_location(self) -> None:
+        by_group: dict[str, list[JobVertex]] = {}
+        for vertex in self.vertices.values():
+            if vertex.co_location_group:
+                by_group.setdefault(vertex.co_location_group, []).append(vertex)
+        for group, members in by_group.items():
+            first = members[0]
+            for vertex in members:
+                if vertex.slot_sharing_group != first.slot_sharing_group:
+                    raise InvalidPipelineError(
+                        vertex.name, f"co-location group '{group}' needs slot sharing, but this "
+                        f"vertex is in slot sharing group '{vertex.slot_sharing_group}' and "
+                        f"'{first.name}' in '{first.slot_sharing_group}'",
+                        "put every co-located operator in the same slot sharing group")
+                if vertex.parallelism != first.parallelism:
+                    raise InvalidPipelineError(
+                        vertex.name, f"co-located vertices need equal parallelism: this vertex "
+                        f"has {vertex.parallelism}, '{first.name}' has {first.parallelism}",
+                        "give every operator of the co-location group the same parallelism")
+
+    # --- wire form ---------------------------------------------------------------------
+    def to_proto(self) -> jobgraph_pb2.JobGraph:
+        message = jobgraph_pb2.JobGraph(job_id=self.job_id, name=self.name,
+                                        schedule_mode=int(self.schedule_mode))
+        for vertex in self.vertices.values():
+            out = message.vertices.add(
+                id=vertex.id, name=vertex.name, parallelism=vertex.parallelism or 0,
+                slot_sharing_group=vertex.slot_sharing_group or "",
+                co_location_group=vertex.co_location_group or "",
+                operator=cloudpickle.dumps(vertex.operator), num_inputs=vertex.num_inputs)
+            if vertex.resources is not None:
+                out.has_resources = True
+                vertex.resources.to_proto(out.resources)
+        for edge in self.edges:
+            message.edges.add(source=edge.source.id, target=edge.target.id,
+                              target_input=edge.target_input,
+                              distribution=int(edge.distribution), ship=int(edge.ship),
+                              keys=list(edge.keys), partition_type=int(edge.partition_type))
+        return message
+
+    @classmethod
+    def from_proto(cls, message: jobgraph_pb2.JobGraph, load_operators: bool = True) -> "JobGraph":
+        """Rebuild the graph; operators stay bytes unless ``load_operators``."""
+        graph = cls(message.name, ScheduleMode(message.schedule_mode), message.job_id)
+        for v in message.vertices:
+            operator: Any = cloudpickle.loads(v.operator) if load_operators else v.operator
+            graph.add_vertex(JobVertex(
+                name=v.name, operator=operator, parallelism=v.parallelism or None,
+                resources=ResourceSpec.from_proto(v.resources) if v.has_resources else None,
+                slot_sharing_group=v.slot_sharing_group or None,
+                co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id))
+        for e in message.edges:
+            graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
+                          e.keys, PartitionType(e.partition_type), e.target_input)
+        return graph
+
+
+def resource_spec_proto(spec: ResourceSpec) -> common_pb2.ResourceSpec:
+    return common_pb2.ResourceSpec(cpu=spec.cpu, memory_mb=spec.memory_mb, gpus=spec.gpus)

@@ -1,0 +1,229 @@
+"""The pipeline API: build a JobGraph from sources, transformations and sinks.
+
+    p = Pipeline("orders", parallelism=4)
+    orders = p.read_parquet("orders/").filter(lambda b: pc.greater(b["amount"], 0))
+    orders.key_by("customer").aggregate(["customer"], [("amount", "sum")]) \\
+          .write_parquet("out/")
+    p.execute()
+
+An edge the user does not shape is FORWARD when both sides have the same parallelism
+and REBALANCE otherwise (as Flink does); ``forward()`` insists on FORWARD, and then a
+parallelism mismatch is an error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+
+from yarnflow.conf import Configuration, options
+from yarnflow.jobgraph import (JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy)
+from yarnflow.resources import ResourceSpec
+from yarnflow.taskexecutor.operators import (AggregateOperator, CsvSource, FilterOperator,
+                                             FlatMapOperator, HashJoinOperator, MapOperator,
+                                             ParquetSink, ParquetSource, TableSource)
+
+
+@dataclass
+class _PendingEdge:
+    source: JobVertex
+    target: JobVertex
+    ship: ShipStrategy | None
+    keys: tuple[str, ...]
+    partition_type: PartitionType | None
+    target_input: int
+
+
+class Pipeline:
+    def __init__(self, name: str = "yarnflow job", parallelism: int | None = None,
+                 schedule_mode: ScheduleMode | str = ScheduleMode.EAGER,
+                 exchange: str = "pipelined") -> None:
+        self.name = name
+        self.parallelism = parallelism
+        self.schedule_mode = ScheduleMode[schedule_mode] if isinstance(schedule_mode, str) \
+            else schedule_mode
+        if exchange not in ("pipelined", "blocking"):
+            raise ValueError("exchange must be 'pipelined' or 'blocking'")
+        self.exchange = PartitionType.BLOCKING if exchange == "blocking" else PartitionType.PIPELINED
+        self._vertices: list[JobVertex] = []
+        self._edges: list[_PendingEdge] = []
+        self._names: dict[str, int] = {}
+
+    # --- sources ---------------------------------------------------------------------
+    def read_parquet(self, path: str | list[str], columns: list[str] | None = None,
+                     name: str | None = None) -> "DataSet":
+        return self._source(ParquetSource(path, columns), name or "parquet-source")
+
+    def read_csv(self, path: str | list[str], name: str | None = None,
+                 **read_options: Any) -> "DataSet":
+        return self._source(CsvSource(path, **read_options), name or "csv-source")
+
+    def from_arrow(self, table: pa.Table, name: str | None = None) -> "DataSet":
+        return self._source(TableSource(table), name or "arrow-source")
+
+    def _source(self, operator: Any, name: str) -> "DataSet":
+        return DataSet(self, self._add_vertex(name, operator, 0))
+
+    def _add_vertex(self, name: str, operator: Any, num_inputs: int) -> JobVertex:
+        count = self._names.get(name, 0)
+        self._names[name] = count + 1
+        unique = name if count == 0 else f"{name}-{count + 1}"
+        vertex = JobVertex(name=unique, operator=operator, num_inputs=num_inputs)
+        self._vertices.append(vertex)
+        return vertex
+
+    def _connect(self, upstream: "DataSet", target: JobVertex, target_input: int = 0,
+                 ship: ShipStrategy | None = None, keys: Sequence[str] = ()) -> None:
+        self._edges.append(_PendingEdge(
+            upstream.vertex, target, ship if ship is not None else upstream._ship,
+            tuple(keys) or upstream._keys, upstream._partition_type, target_input))
+
+    # --- the JobGraph ----------------------------------------------------------------
+    def job_graph(self, config: Configuration | None = None) -> JobGraph:
+        """The JobGraph, resolved and validated against ``config``."""
+        config = config or Configuration.load()
+        default_parallelism = self.parallelism or config.get(options.DEFAULT_PARALLELISM)
+        graph = JobGraph(self.name, self.schedule_mode)
+        for vertex in self._vertices:
+            graph.add_vertex(vertex)
+            if vertex.parallelism is None:
+                vertex.parallelism = default_parallelism
+        for edge in self._edges:
+            ship = edge.ship
+            if ship is None:
+                ship = ShipStrategy.FORWARD if edge.source.parallelism == edge.target.parallelism \
+                    else ShipStrategy.REBALANCE
+            partition_type = edge.partition_type or (
+                PartitionType.PIPELINED if ship is ShipStrategy.FORWARD else self.exchange)
+            graph.connect(edge.source, edge.target, ship, edge.keys, partition_type,
+                          edge.target_input)
+        graph.resolve(default_parallelism)
+        graph.validate(ResourceSpec(config.get(options.MAX_WORKER_CPU),
+                                    config.get(options.MAX_WORKER_MEMORY)),
+                       ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
+                                    config.get(options.DEFAULT_SLOT_MEMORY)))
+        return graph
+
+    def execute(self, target: str | None = None, config: Configuration | None = None) -> Any:
+        """Run the pipeline: on the CLI's target when run by ``yarnflow run``, else here."""
+        from yarnflow.context import execute_pipeline
+        return execute_pipeline(self, target, config)
+
+
+class DataSet:
+    """The output of one operator; transformations return new DataSets."""
+
+    def __init__(self, pipeline: Pipeline, vertex: JobVertex,
+                 ship: ShipStrategy | None = None, keys: tuple[str, ...] = (),
+                 partition_type: PartitionType | None = None) -> None:
+        self.pipeline = pipeline
+        self.vertex = vertex
+        self._ship = ship
+        self._keys = keys
+        self._partition_type = partition_type
+
+    # --- settings of this operator ---------------------------------------------------
+    def set_parallelism(self, parallelism: int) -> "DataSet":
+        self.vertex.parallelism = parallelism
+        return self
+
+    def resources(self, spec: ResourceSpec) -> "DataSet":
+        self.vertex.resources = spec
+        return self
+
+    def slot_sharing_group(self, name: str) -> "DataSet":
+        self.vertex.slot_sharing_group = name
+        return self
+
+    def co_location_group(self, name: str) -> "DataSet":
+        self.vertex.co_location_group = name
+        return self
+
+    def name(self, name: str) -> "DataSet":
+        self.vertex.name = name
+        return self
+
+    # --- how records reach the next operator -------------------------------------------
+    def _shaped(self, ship: ShipStrategy, keys: tuple[str, ...] = ()) -> "DataSet":
+        return DataSet(self.pipeline, self.vertex, ship, keys, self._partition_type)
+
+    def key_by(self, *keys: str) -> "DataSet":
+        if not keys:
+            raise ValueError("key_by needs at least one key column")
+        return self._shaped(ShipStrategy.HASH, tuple(keys))
+
+    def broadcast(self) -> "DataSet":
+        return self._shaped(ShipStrategy.BROADCAST)
+
+    def rebalance(self) -> "DataSet":
+        return self._shaped(ShipStrategy.REBALANCE)
+
+    def forward(self) -> "DataSet":
+        return self._shaped(ShipStrategy.FORWARD)
+
+    def blocking(self) -> "DataSet":
+        """Materialize the next exchange on disk (BLOCKING) instead of streaming it."""
+        return DataSet(self.pipeline, self.vertex, self._ship, self._keys, PartitionType.BLOCKING)
+
+    # --- transformations -------------------------------------------------------------
+    def _unary(self, operator: Any, name: str, **edge: Any) -> "DataSet":
+        vertex = self.pipeline._add_vertex(name, operator, 1)
+        self.pipeline._connect(self, vertex, **edge)
+        return DataSet(self.pipeline, vertex)
+
+    def map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None) -> "DataSet":
+        name = name or _fn_name(fn, "map")
+        return self._unary(MapOperator(fn, name), name)
+
+    def filter(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None) -> "DataSet":
+        name = name or _fn_name(fn, "filter")
+        return self._unary(FilterOperator(fn, name), name)
+
+    def flat_map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None) -> "DataSet":
+        name = name or _fn_name(fn, "flat_map")
+        return self._unary(FlatMapOperator(fn, name), name)
+
+    def aggregate(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]],
+                  name: str = "aggregate") -> "DataSet":
+        """Grouped aggregate; the input is hash-partitioned on ``keys``."""
+        return self._unary(AggregateOperator(keys, aggregations), name,
+                           ship=ShipStrategy.HASH, keys=tuple(keys))
+
+    def join(self, other: "DataSet", on: str | Sequence[str] | None = None,
+             left_on: str | Sequence[str] | None = None,
+             right_on: str | Sequence[str] | None = None, how: str = "inner",
+             strategy: str = "hash", name: str = "join") -> "DataSet":
+        """Join with ``other``. ``strategy='hash'`` hash-partitions both sides on the keys;
+        ``'broadcast'`` sends ``other`` whole to every subtask and keeps this side's
+        partitioning (choose it when ``other`` is small)."""
+        left_keys = _keys(left_on if left_on is not None else on)
+        right_keys = _keys(right_on if right_on is not None else on)
+        if not left_keys or len(left_keys) != len(right_keys):
+            raise ValueError("join needs on=..., or left_on and right_on of equal length")
+        operator = HashJoinOperator(left_keys, right_keys, how, build_input=1)
+        vertex = self.pipeline._add_vertex(name, operator, 2)
+        if strategy == "hash":
+            self.pipeline._connect(self, vertex, 0, ShipStrategy.HASH, left_keys)
+            self.pipeline._connect(other, vertex, 1, ShipStrategy.HASH, right_keys)
+        elif strategy == "broadcast":
+            vertex.parallelism = self.vertex.parallelism
+            self.pipeline._connect(self, vertex, 0)
+            self.pipeline._connect(other, vertex, 1, ShipStrategy.BROADCAST)
+        else:
+            raise ValueError(f"join strategy {strategy!r} is not one of 'hash', 'broadcast'")
+        return DataSet(self.pipeline, vertex)
+
+    def write_parquet(self, path: str, name: str = "parquet-sink") -> "DataSet":
+        return self._unary(ParquetSink(str(path)), name)
+
+
+def _keys(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _fn_name(fn: Callable[..., Any], default: str) -> str:
+    name = getattr(fn, "__name__", "")
+    return default if not name or name == "<lambda>" else name

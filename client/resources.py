@@ -1,0 +1,60 @@
+"""ResourceSpec: what one operator's subtask needs; slot profiles are sums of them."""
+from __future__ import annotations
+
+from yarnflow.conf.types import parse_memory_mb
+
+
+class ResourceSpec:
+    """Cores and memory one subtask of an operator needs (Flink's ResourceSpec).
+
+    ``ResourceSpec(cpu=2, memory="3g")``. A slot shared by several operators needs the
+    sum of their specs, and its container is sized from that sum, so a CPU-heavy
+    operator gets many cores and a memory-heavy one much memory.
+    """
+
+    __slots__ = ("cpu", "memory_mb", "gpus")
+
+    def __init__(self, cpu: float, memory: int | str, gpus: int = 0) -> None:
+        if cpu <= 0:
+            raise ValueError(f"ResourceSpec cpu must be positive, got {cpu}")
+        self.cpu = float(cpu)
+        self.memory_mb = parse_memory_mb(memory)
+        if self.memory_mb <= 0:
+            raise ValueError(f"ResourceSpec memory must be positive, got {memory!r}")
+        self.gpus = int(gpus)
+
+    def __add__(self, other: "ResourceSpec") -> "ResourceSpec":
+        return ResourceSpec(self.cpu + other.cpu, self.memory_mb + other.memory_mb,
+                            self.gpus + other.gpus)
+
+    def __mul__(self, factor: int) -> "ResourceSpec":
+        return ResourceSpec(self.cpu * factor, self.memory_mb * factor, self.gpus * factor)
+
+    def fits_in(self, other: "ResourceSpec") -> bool:
+        return (self.cpu <= other.cpu + 1e-9 and self.memory_mb <= other.memory_mb
+                and self.gpus <= other.gpus)
+
+    def _key(self) -> tuple[float, int, int]:
+        return (round(self.cpu, 6), self.memory_mb, self.gpus)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResourceSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        gpus = f", gpus={self.gpus}" if self.gpus else ""
+        return f"ResourceSpec(cpu={self.cpu:g}, memory={self.memory_mb}m{gpus})"
+
+    def label(self) -> str:
+        """A short name for a worker spec: ``2c-3072m``."""
+        gpus = f"-{self.gpus}g" if self.gpus else ""
+        return f"{self.cpu:g}c-{self.memory_mb}m{gpus}"
+
+    def to_proto(self, message: object) -> None:
+        message.cpu, message.memory_mb, message.gpus = self.cpu, self.memory_mb, self.gpus  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_proto(cls, message: object) -> "ResourceSpec":
+        return cls(message.cpu, message.memory_mb, message.gpus)  # type: ignore[attr-defined]

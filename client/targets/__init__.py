@@ -1,0 +1,1 @@
+"""Deployment targets: where a JobGraph runs."""

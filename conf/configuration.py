@@ -1,0 +1,102 @@
+"""A configuration: the default file, then a user file, then ``-D key=value`` overrides."""
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, TypeVar
+
+import yaml
+
+from yarnflow.conf.options import REGISTRY, Option
+
+T = TypeVar("T")
+DEFAULT_FILE = Path(__file__).with_name("yarnflow.yaml")
+ENV_CONF_DIR = "YARNFLOW_CONF_DIR"
+
+
+class ConfigError(ValueError):
+    """A configuration value or key a user wrote that yarnflow cannot use."""
+
+
+class Configuration:
+    """Raw string-or-number values keyed by option name, parsed on read.
+
+    Values stay raw so the configuration ships to the ApplicationMaster and
+    TaskExecutors as plain YAML; unknown keys are refused at once, because a typo in
+    ``-D slot.request.timout=5s`` silently ignored is a job that hangs for 5 minutes.
+    """
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self._values: dict[str, Any] = {}
+        for key, value in (values or {}).items():
+            self.set_raw(key, value)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] | None = None,
+             overrides: Iterable[str] = ()) -> "Configuration":
+        """Defaults file, then ``path`` (or ``$YARNFLOW_CONF_DIR/yarnflow.yaml``), then overrides."""
+        conf = cls.from_yaml_file(DEFAULT_FILE)
+        if path is None and os.environ.get(ENV_CONF_DIR):
+            candidate = Path(os.environ[ENV_CONF_DIR]) / "yarnflow.yaml"
+            path = candidate if candidate.exists() else None
+        if path is not None:
+            conf.update(cls.from_yaml_file(path))
+        conf.apply_overrides(overrides)
+        return conf
+
+    @classmethod
+    def from_yaml_file(cls, path: str | os.PathLike[str]) -> "Configuration":
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"configuration file {path} does not exist") from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"configuration file {path} is not valid YAML: {err}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"configuration file {path} must be a mapping of option: value")
+        return cls(data)
+
+    def apply_overrides(self, overrides: Iterable[str]) -> None:
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigError(f"-D {item!r} is not of the form key=value")
+            self.set_raw(key.strip(), value.strip())
+
+    def set_raw(self, key: str, value: Any) -> None:
+        option = REGISTRY.get(key)
+        if option is None:
+            close = difflib.get_close_matches(key, REGISTRY, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else "; see conf/options.py for the options"
+            raise ConfigError(f"unknown configuration option {key!r}{hint}")
+        try:
+            option.parse(value)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"bad value for {key}: {err}") from None
+        self._values[key] = value
+
+    def set(self, option: Option[T], value: Any) -> "Configuration":
+        self.set_raw(option.key, value)
+        return self
+
+    def get(self, option: Option[T]) -> T:
+        if option.key in self._values:
+            return option.parse(self._values[option.key])
+        return option.default
+
+    def update(self, other: "Configuration") -> None:
+        self._values.update(other._values)
+
+    def copy(self) -> "Configuration":
+        return Configuration(dict(self._values))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self._values, sort_keys=True)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "Configuration":
+        return cls(yaml.safe_load(text) or {})

@@ -1,0 +1,123 @@
+"""Every configuration option, with Flink's name where Flink has one.
+
+Options are declared once here; ``yarnflow.yaml`` beside this file and ``-D key=value``
+flags only override them. Durations are seconds, memory sizes megabytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, TypeVar
+
+from yarnflow.conf.types import parse_bool, parse_duration, parse_memory_mb
+
+T = TypeVar("T")
+
+REGISTRY: dict[str, "Option[Any]"] = {}
+
+
+@dataclass(frozen=True)
+class Option(Generic[T]):
+    key: str
+    parse: Callable[[object], T]
+    default: T
+    doc: str
+
+    def __post_init__(self) -> None:
+        REGISTRY[self.key] = self
+
+
+def _option(key: str, parse: Callable[[object], T], default: T, doc: str) -> Option[T]:
+    return Option(key, parse, default, doc)
+
+
+def _str(value: object) -> str:
+    return str(value)
+
+
+def _pos_int(value: object) -> int:
+    number = int(value)  # type: ignore[arg-type]
+    if number < 1:
+        raise ValueError(f"{value!r} must be a whole number of at least 1")
+    return number
+
+
+def _nonneg_int(value: object) -> int:
+    number = int(value)  # type: ignore[arg-type]
+    if number < 0:
+        raise ValueError(f"{value!r} must be a whole number of at least 0")
+    return number
+
+
+def _pos_float(value: object) -> float:
+    number = float(value)  # type: ignore[arg-type]
+    if number <= 0:
+        raise ValueError(f"{value!r} must be a positive number")
+    return number
+
+
+# --- timeouts and heartbeats (FLIP-6 failure detection) -------------------------------
+HEARTBEAT_INTERVAL = _option("heartbeat.interval", parse_duration, 10.0,
+                             "How often TaskExecutors heartbeat the ResourceManager and JobMasters.")
+HEARTBEAT_TIMEOUT = _option("heartbeat.timeout", parse_duration, 50.0,
+                            "A peer silent this long is declared lost and its slots and tasks fail.")
+RPC_ASK_TIMEOUT = _option("rpc.ask-timeout", parse_duration, 10.0,
+                          "Deadline for one RPC between components.")
+SLOT_REQUEST_TIMEOUT = _option("slot.request.timeout", parse_duration, 300.0,
+                               "How long a JobMaster waits for a requested slot before failing the job.")
+SLOT_IDLE_TIMEOUT = _option("slot.idle.timeout", parse_duration, 50.0,
+                            "A slot the SlotPool holds unused this long is given back to its TaskExecutor.")
+TASKMANAGER_TIMEOUT = _option("resourcemanager.taskmanager-timeout", parse_duration, 30.0,
+                              "A TaskExecutor with all slots free this long is stopped and its container released.")
+REGISTRATION_TIMEOUT = _option("taskmanager.registration.timeout", parse_duration, 300.0,
+                               "A TaskExecutor that cannot register with a ResourceManager this long exits.")
+REGISTRATION_INITIAL_BACKOFF = _option("cluster.registration.initial-timeout", parse_duration, 0.1,
+                                       "First pause between registration attempts; it doubles each attempt.")
+REGISTRATION_MAX_BACKOFF = _option("cluster.registration.max-timeout", parse_duration, 30.0,
+                                   "Longest pause between registration attempts.")
+WORKER_START_TIMEOUT = _option("resourcemanager.worker.start-timeout", parse_duration, 120.0,
+                               "A requested worker that has not registered this long counts as failed to start.")
+WORKER_RETRY_INTERVAL = _option("resourcemanager.start-worker-retry-interval", parse_duration, 3.0,
+                                "Pause before requesting a replacement for a worker that failed to start.")
+WORKER_MAX_START_FAILURES = _option("resourcemanager.start-worker-max-failures", _nonneg_int, 5,
+                                    "Failed worker starts in a row after which pending slot requests fail.")
+JOB_CANCEL_TIMEOUT = _option("job.cancel.timeout", parse_duration, 30.0,
+                             "How long cancelling a job waits for its tasks to acknowledge.")
+
+# --- slots and workers (fine-grained resource profiles) -------------------------------
+NUM_TASK_SLOTS = _option("taskmanager.numberOfTaskSlots", _pos_int, 1,
+                         "Slots per TaskExecutor; its container is this many slot profiles big.")
+DEFAULT_SLOT_CPU = _option("taskmanager.default-slot.cpu", _pos_float, 1.0,
+                           "Cores of a slot whose operators declare no ResourceSpec.")
+DEFAULT_SLOT_MEMORY = _option("taskmanager.default-slot.memory", parse_memory_mb, 1024,
+                              "Memory (MB) of a slot whose operators declare no ResourceSpec.")
+WORKER_OVERHEAD_MEMORY = _option("taskmanager.memory.overhead", parse_memory_mb, 256,
+                                 "Memory (MB) added to each container for the TaskExecutor's own Python process.")
+MAX_WORKER_CPU = _option("resourcemanager.max-worker.cpu", _pos_float, 16.0,
+                         "Most cores one container may have; larger slot profiles are rejected at submission.")
+MAX_WORKER_MEMORY = _option("resourcemanager.max-worker.memory", parse_memory_mb, 32768,
+                            "Most memory (MB) one container may have; larger profiles are rejected at submission.")
+MAX_WORKERS = _option("resourcemanager.max-workers", _pos_int, 64,
+                      "Most TaskExecutors the ResourceManager runs at once.")
+
+# --- execution and data exchange --------------------------------------------------------
+DEFAULT_PARALLELISM = _option("parallelism.default", _pos_int, 1,
+                              "Parallelism of operators that set none.")
+BUFFERS_PER_CHANNEL = _option("taskmanager.network.memory.buffers-per-channel", _pos_int, 4,
+                              "Record batches a pipelined subpartition holds before its producer blocks (backpressure).")
+PARTITION_REQUEST_TIMEOUT = _option(
+    "taskmanager.network.partition-request-timeout", parse_duration, 60.0,
+    "How long a consumer waits for a producer's partition to appear before failing.")
+BATCH_ROWS = _option("pipeline.batch-rows", _pos_int, 65536,
+                     "Rows per record batch that sources emit.")
+TMP_DIRS = _option("io.tmp.dirs", _str, "",
+                   "Directory for TaskExecutor scratch files; empty means the system temp directory.")
+TASK_CANCEL_TIMEOUT = _option("task.cancellation.timeout", parse_duration, 30.0,
+                              "A task that ignores cancellation this long gets its TaskExecutor killed.")
+
+# --- deployment ------------------------------------------------------------------------
+TARGET = _option("execution.target", _str, "local",
+                 "Where jobs run: local, yarn-per-job or yarn-session.")
+LOCAL_PYTHON = _option("local.python", _str, "",
+                       "Python interpreter for local TaskExecutors; empty means the client's own.")
+ATTACHED = _option("execution.attached", parse_bool, True,
+                   "Whether the client waits for the job to finish.")

@@ -1,0 +1,155 @@
+"""The main thread of a component (Flink's RpcEndpoint): all its state changes run on
+one thread, so no component needs locks around its maps and state machines.
+
+gRPC handlers hop onto the main thread and wait for the answer; outgoing calls are
+made asynchronously and their results hop back, so a component never blocks its own
+main thread on a peer that may be calling it at the same moment.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
+
+import grpc
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class ScheduledTask:
+    """A handle to a delayed call; ``cancel()`` before it runs and it never runs."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class MainThread:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-main")
+        self._ident: int | None = None
+        self._executor.submit(self._remember_ident).result()
+        self._timers: list[tuple[float, int, ScheduledTask, Callable[[], None]]] = []
+        self._counter = itertools.count()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._timer_thread = threading.Thread(target=self._run_timers, name=f"{name}-timers",
+                                              daemon=True)
+        self._timer_thread.start()
+
+    def _remember_ident(self) -> None:
+        self._ident = threading.get_ident()
+
+    def in_main_thread(self) -> bool:
+        return threading.get_ident() == self._ident
+
+    def execute(self, fn: Callable[..., T], *args: Any) -> "Future[T]":
+        """Run ``fn`` on the main thread; exceptions are logged and kept in the future."""
+        def guarded() -> T:
+            try:
+                return fn(*args)
+            except Exception:
+                log.exception("%s: error in main-thread call %s", self.name,
+                              getattr(fn, "__qualname__", fn))
+                raise
+        if self._stopped:
+            failed: Future[T] = Future()
+            failed.set_exception(RuntimeError(f"{self.name} is shut down"))
+            return failed
+        try:
+            return self._executor.submit(guarded)
+        except RuntimeError:  # executor already shut down
+            failed = Future()
+            failed.set_exception(RuntimeError(f"{self.name} is shut down"))
+            return failed
+
+    def call(self, fn: Callable[..., T], *args: Any, timeout: float | None = 30.0) -> T:
+        """Run ``fn`` on the main thread and wait for its result (from any other thread)."""
+        if self.in_main_thread():
+            return fn(*args)
+        return self.execute(fn, *args).result(timeout=timeout)
+
+    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledTask:
+        """Run ``fn`` on the main thread after ``delay`` seconds unless cancelled first."""
+        handle = ScheduledTask()
+        with self._cond:
+            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._counter), handle,
+                                          lambda: fn(*args)))
+            self._cond.notify()
+        return handle
+
+    def schedule_periodic(self, interval: float, fn: Callable[[], Any]) -> ScheduledTask:
+        """Run ``fn`` every ``interval`` seconds on the main thread until cancelled."""
+        handle = ScheduledTask()
+
+        def tick() -> None:
+            if handle.cancelled:
+                return
+            try:
+                fn()
+            finally:
+                if not handle.cancelled:
+                    inner = self.schedule(interval, tick)
+                    inner.cancelled = handle.cancelled
+        self.schedule(interval, tick)
+        return handle
+
+    def _run_timers(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopped and (not self._timers or
+                                             self._timers[0][0] > time.monotonic()):
+                    wait = (self._timers[0][0] - time.monotonic()) if self._timers else None
+                    self._cond.wait(timeout=wait)
+                if self._stopped:
+                    return
+                _, _, handle, fn = heapq.heappop(self._timers)
+            if not handle.cancelled:
+                def run(handle: ScheduledTask = handle, fn: Callable[[], None] = fn) -> None:
+                    if not handle.cancelled:
+                        fn()
+                self.execute(run)
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def call_async(main: MainThread, rpc_future: "grpc.Future",
+               on_success: Callable[[Any], None] | None = None,
+               on_failure: Callable[[Exception], None] | None = None) -> None:
+    """Deliver the outcome of an outgoing gRPC ``.future()`` call back on ``main``."""
+    def done(fut: "grpc.Future") -> None:
+        try:
+            result = fut.result()
+        except Exception as err:  # grpc.RpcError, cancellation, deadline
+            if on_failure is not None:
+                main.execute(on_failure, err)
+            else:
+                log.warning("%s: outgoing call failed: %s", main.name, describe_rpc_error(err))
+            return
+        if on_success is not None:
+            main.execute(on_success, result)
+    rpc_future.add_done_callback(done)
+
+
+def describe_rpc_error(err: BaseException) -> str:
+    """One line for a gRPC failure: its status code and details, not a repr."""
+    if isinstance(err, grpc.RpcError) and hasattr(err, "code"):
+        try:
+            return f"{err.code().name}: {err.details()}"
+        except Exception:  # pragma: no cover - a non-call RpcError
+            pass
+    return f"{type(err).__name__}: {err}"

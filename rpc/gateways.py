@@ -1,0 +1,113 @@
+"""gRPC-backed gateways: one component's handle on another, returning futures.
+
+Calls never block the caller's main thread; an ``Ack`` with ``ok=false`` becomes a
+``RemoteRefusal`` so a refusal and a transport failure both surface as exceptions.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import grpc
+
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
+                                    resourcemanager_pb2, resourcemanager_pb2_grpc,
+                                    taskexecutor_pb2, taskexecutor_pb2_grpc)
+
+
+class RemoteRefusal(Exception):
+    """The peer understood the call and said no (fencing, unknown id, bad state)."""
+
+
+def to_future(call: "grpc.Future") -> "Future[Any]":
+    out: Future[Any] = Future()
+
+    def done(fut: "grpc.Future") -> None:
+        try:
+            result = fut.result()
+        except Exception as err:
+            out.set_exception(err)
+            return
+        if isinstance(result, common_pb2.Ack) and not result.ok:
+            out.set_exception(RemoteRefusal(result.message))
+        else:
+            out.set_result(result)
+    call.add_done_callback(done)
+    return out
+
+
+class GrpcTaskExecutorGateway:
+    """A JobMaster's handle on one TaskExecutor, fenced with the JobMasterId."""
+
+    def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float) -> None:
+        self._stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
+        self._jm_id = job_master_id
+        self._timeout = timeout
+
+    def submit_task(self, descriptor: taskexecutor_pb2.TaskDeploymentDescriptor) -> "Future[Any]":
+        return to_future(self._stub.SubmitTask.future(descriptor, timeout=self._timeout))
+
+    def cancel_task(self, attempt_id: str) -> "Future[Any]":
+        return to_future(self._stub.CancelTask.future(
+            taskexecutor_pb2.CancelTaskMessage(job_master_id=self._jm_id, attempt_id=attempt_id),
+            timeout=self._timeout))
+
+    def free_slot(self, allocation_id: str, cause: str) -> "Future[Any]":
+        return to_future(self._stub.FreeSlot.future(
+            taskexecutor_pb2.FreeSlotMessage(job_master_id=self._jm_id, allocation_id=allocation_id,
+                                             cause=cause), timeout=self._timeout))
+
+    def release_job_partitions(self, job_id: str) -> "Future[Any]":
+        return to_future(self._stub.ReleaseJobPartitions.future(
+            taskexecutor_pb2.ReleasePartitionsMessage(job_master_id=self._jm_id, job_id=job_id),
+            timeout=self._timeout))
+
+
+class GrpcResourceManagerGateway:
+    """A JobMaster's handle on the ResourceManager, fenced both ways."""
+
+    def __init__(self, channel: grpc.Channel, resource_manager_id: str, job_id: str,
+                 job_master_id: str, job_master_address: str, timeout: float) -> None:
+        self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+        self._rm_id = resource_manager_id
+        self._job_id = job_id
+        self._jm_id = job_master_id
+        self._jm_address = job_master_address
+        self._timeout = timeout
+
+    def request_slot(self, allocation_id: str, profile: ResourceSpec) -> "Future[Any]":
+        request = resourcemanager_pb2.SlotRequest(
+            resource_manager_id=self._rm_id, job_id=self._job_id, job_master_id=self._jm_id,
+            allocation_id=allocation_id, job_master_address=self._jm_address)
+        profile.to_proto(request.profile)
+        return to_future(self._stub.RequestSlot.future(request, timeout=self._timeout))
+
+    def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":
+        return to_future(self._stub.CancelSlotRequest.future(
+            resourcemanager_pb2.CancelSlotRequestMessage(
+                resource_manager_id=self._rm_id, job_master_id=self._jm_id,
+                allocation_id=allocation_id), timeout=self._timeout))
+
+    def disconnect_job_master(self, reason: str) -> "Future[Any]":
+        return to_future(self._stub.DisconnectJobMaster.future(
+            resourcemanager_pb2.DisconnectRequest(resource_manager_id=self._rm_id, id=self._job_id,
+                                                  job_master_id=self._jm_id, reason=reason),
+            timeout=self._timeout))
+
+
+def register_job_master(channel: grpc.Channel, job_id: str, job_master_id: str, address: str,
+                        timeout: float) -> str:
+    """Register a JobMaster with the ResourceManager; returns the ResourceManagerId."""
+    stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+    reply = stub.RegisterJobMaster(resourcemanager_pb2.RegisterJobMasterRequest(
+        job_id=job_id, job_master_id=job_master_id, address=address), timeout=timeout)
+    return reply.resource_manager_id
+
+
+def job_master_stub(channel: grpc.Channel) -> jobmaster_pb2_grpc.JobMasterStub:
+    return jobmaster_pb2_grpc.JobMasterStub(channel)
+
+
+__all__ = ["GrpcTaskExecutorGateway", "GrpcResourceManagerGateway", "RemoteRefusal",
+           "register_job_master", "job_master_stub", "jobmaster_pb2", "to_future"]

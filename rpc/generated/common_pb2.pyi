@@ -1,0 +1,95 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ExecutionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CREATED: _ClassVar[ExecutionState]
+    SCHEDULED: _ClassVar[ExecutionState]
+    DEPLOYING: _ClassVar[ExecutionState]
+    INITIALIZING: _ClassVar[ExecutionState]
+    RUNNING: _ClassVar[ExecutionState]
+    FINISHED: _ClassVar[ExecutionState]
+    CANCELING: _ClassVar[ExecutionState]
+    CANCELED: _ClassVar[ExecutionState]
+    FAILED: _ClassVar[ExecutionState]
+CREATED: ExecutionState
+SCHEDULED: ExecutionState
+DEPLOYING: ExecutionState
+INITIALIZING: ExecutionState
+RUNNING: ExecutionState
+FINISHED: ExecutionState
+CANCELING: ExecutionState
+CANCELED: ExecutionState
+FAILED: ExecutionState
+
+class ResourceSpec(_message.Message):
+    __slots__ = ("cpu", "memory_mb", "gpus")
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    cpu: float
+    memory_mb: int
+    gpus: int
+    def __init__(self, cpu: _Optional[float] = ..., memory_mb: _Optional[int] = ..., gpus: _Optional[int] = ...) -> None: ...
+
+class Ack(_message.Message):
+    __slots__ = ("ok", "message")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    message: str
+    def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
+class Empty(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TaskExecutorLocation(_message.Message):
+    __slots__ = ("resource_id", "host", "rpc_address", "data_address")
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DATA_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    resource_id: str
+    host: str
+    rpc_address: str
+    data_address: str
+    def __init__(self, resource_id: _Optional[str] = ..., host: _Optional[str] = ..., rpc_address: _Optional[str] = ..., data_address: _Optional[str] = ...) -> None: ...
+
+class SlotStatus(_message.Message):
+    __slots__ = ("slot_index", "profile", "allocation_id", "job_id")
+    SLOT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    slot_index: int
+    profile: ResourceSpec
+    allocation_id: str
+    job_id: str
+    def __init__(self, slot_index: _Optional[int] = ..., profile: _Optional[_Union[ResourceSpec, _Mapping]] = ..., allocation_id: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
+
+class SlotReport(_message.Message):
+    __slots__ = ("slots",)
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    slots: _containers.RepeatedCompositeFieldContainer[SlotStatus]
+    def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ...) -> None: ...
+
+class TaskMetrics(_message.Message):
+    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s")
+    RECORDS_IN_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_OUT_FIELD_NUMBER: _ClassVar[int]
+    BYTES_IN_FIELD_NUMBER: _ClassVar[int]
+    BYTES_OUT_FIELD_NUMBER: _ClassVar[int]
+    DURATION_S_FIELD_NUMBER: _ClassVar[int]
+    records_in: int
+    records_out: int
+    bytes_in: int
+    bytes_out: int
+    duration_s: float
+    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ...) -> None: ...

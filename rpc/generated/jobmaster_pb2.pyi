@@ -1,0 +1,164 @@
+import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SlotOffer(_message.Message):
+    __slots__ = ("allocation_id", "slot_index", "profile")
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    allocation_id: str
+    slot_index: int
+    profile: _common_pb2.ResourceSpec
+    def __init__(self, allocation_id: _Optional[str] = ..., slot_index: _Optional[int] = ..., profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ...) -> None: ...
+
+class OfferSlotsRequest(_message.Message):
+    __slots__ = ("job_master_id", "location", "offers")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    OFFERS_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    location: _common_pb2.TaskExecutorLocation
+    offers: _containers.RepeatedCompositeFieldContainer[SlotOffer]
+    def __init__(self, job_master_id: _Optional[str] = ..., location: _Optional[_Union[_common_pb2.TaskExecutorLocation, _Mapping]] = ..., offers: _Optional[_Iterable[_Union[SlotOffer, _Mapping]]] = ...) -> None: ...
+
+class OfferSlotsResponse(_message.Message):
+    __slots__ = ("accepted",)
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, accepted: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TaskExecutionState(_message.Message):
+    __slots__ = ("job_master_id", "attempt_id", "state", "error", "error_detail", "metrics")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    attempt_id: str
+    state: _common_pb2.ExecutionState
+    error: str
+    error_detail: str
+    metrics: _common_pb2.TaskMetrics
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ...) -> None: ...
+
+class InputSplitRequest(_message.Message):
+    __slots__ = ("job_master_id", "vertex_id", "attempt_id")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VERTEX_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    vertex_id: str
+    attempt_id: str
+    def __init__(self, job_master_id: _Optional[str] = ..., vertex_id: _Optional[str] = ..., attempt_id: _Optional[str] = ...) -> None: ...
+
+class InputSplitResponse(_message.Message):
+    __slots__ = ("end", "split")
+    END_FIELD_NUMBER: _ClassVar[int]
+    SPLIT_FIELD_NUMBER: _ClassVar[int]
+    end: bool
+    split: bytes
+    def __init__(self, end: _Optional[bool] = ..., split: _Optional[bytes] = ...) -> None: ...
+
+class PartitionDataAvailable(_message.Message):
+    __slots__ = ("job_master_id", "attempt_id", "result_id")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_ID_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    attempt_id: str
+    result_id: str
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., result_id: _Optional[str] = ...) -> None: ...
+
+class JobMasterHeartbeat(_message.Message):
+    __slots__ = ("job_master_id", "resource_id", "running_attempts")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    resource_id: str
+    running_attempts: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_master_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., running_attempts: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TaskExecutorDisconnect(_message.Message):
+    __slots__ = ("job_master_id", "resource_id", "reason")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    resource_id: str
+    reason: str
+    def __init__(self, job_master_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class AllocationFailure(_message.Message):
+    __slots__ = ("job_master_id", "allocation_id", "cause")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    allocation_id: str
+    cause: str
+    def __init__(self, job_master_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...
+
+class JobId(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class SubtaskDetails(_message.Message):
+    __slots__ = ("index", "state", "attempt", "resource_id", "allocation_id", "metrics", "error")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    state: _common_pb2.ExecutionState
+    attempt: int
+    resource_id: str
+    allocation_id: str
+    metrics: _common_pb2.TaskMetrics
+    error: str
+    def __init__(self, index: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class VertexDetails(_message.Message):
+    __slots__ = ("id", "name", "parallelism", "subtasks")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    SUBTASKS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    parallelism: int
+    subtasks: _containers.RepeatedCompositeFieldContainer[SubtaskDetails]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ...) -> None: ...
+
+class JobDetails(_message.Message):
+    __slots__ = ("job_id", "name", "status", "start_time", "end_time", "vertices", "failure", "failure_detail")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_FIELD_NUMBER: _ClassVar[int]
+    END_TIME_FIELD_NUMBER: _ClassVar[int]
+    VERTICES_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    name: str
+    status: str
+    start_time: float
+    end_time: float
+    vertices: _containers.RepeatedCompositeFieldContainer[VertexDetails]
+    failure: str
+    failure_detail: str
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,50 @@
+"""Entry point of a TaskExecutor process: ``python -m yarnflow.taskexecutor``."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from pathlib import Path
+
+from yarnflow.conf import Configuration
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.security import TlsCredentials
+from yarnflow.taskexecutor.taskexecutor import TaskExecutor, configure_logging
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="yarnflow-taskexecutor")
+    parser.add_argument("--resource-id", required=True)
+    parser.add_argument("--rm-address", required=True)
+    parser.add_argument("--tls-dir", required=True)
+    parser.add_argument("--conf", required=True)
+    parser.add_argument("--slots", type=int, default=1)
+    parser.add_argument("--slot-cpu", type=float, required=True)
+    parser.add_argument("--slot-memory", type=int, required=True)
+    parser.add_argument("--worker-spec", default="")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--log-file", default=None)
+    args = parser.parse_args(argv)
+    configure_logging(args.log_file)
+    te = TaskExecutor(args.resource_id, args.rm_address, TlsCredentials.read(args.tls_dir),
+                      Configuration.from_yaml_file(args.conf), args.slots,
+                      ResourceSpec(args.slot_cpu, args.slot_memory), args.worker_spec,
+                      Path(args.workdir), args.host)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(
+        target=te.stop, args=("SIGTERM",), daemon=True).start())
+    parent = os.getppid()
+    te.start()
+
+    def orphan_watch() -> None:   # a local executor must not outlive its cluster process
+        while not te._stopped.wait(1.0):
+            if os.getppid() != parent:
+                te.stop("the process that started this executor is gone")
+    threading.Thread(target=orphan_watch, daemon=True).start()
+    te.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

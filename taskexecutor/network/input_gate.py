@@ -1,0 +1,116 @@
+"""An input gate: all channels of one input of a task, read as one stream of batches.
+
+A channel whose producer runs on this same TaskExecutor is read straight from the
+partition (no serialization); others over Arrow Flight. Several channels are read
+concurrently into a small bounded queue, so a slow channel does not stall the rest
+and memory stays bounded.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import pyarrow as pa
+
+from yarnflow.rpc.generated import taskexecutor_pb2
+from yarnflow.taskexecutor.network.data_server import EMPTY_SCHEMA, DataClients
+from yarnflow.taskexecutor.network.partition import TaskCancelled
+from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
+
+
+@dataclass(frozen=True)
+class Channel:
+    partition_id: str
+    data_address: str
+    resource_id: str
+    subpartition: int
+
+
+def partition_id(result_id: str, index: int, attempt: int) -> str:
+    return f"{result_id}#{index}#{attempt}"
+
+
+def channels_of(gate: taskexecutor_pb2.InputGateDescriptor) -> list[Channel]:
+    shuffle = taskexecutor_pb2.ShuffleDescriptors.FromString(gate.shuffle_descriptors)
+    indexes = list(gate.consumed_partitions) or range(len(shuffle.producer_location))
+    out = []
+    for k, index in enumerate(indexes):
+        where = shuffle.producer_location[k]
+        out.append(Channel(partition_id(shuffle.result_id, index, shuffle.producer_attempt[k]),
+                           shuffle.data_addresses[where], shuffle.resource_ids[where],
+                           gate.subpartition_index))
+    return out
+
+
+class InputGate:
+    def __init__(self, channels: list[Channel], local_resource_id: str,
+                 partitions: ResultPartitionManager, clients: DataClients,
+                 cancelled: Callable[[], bool], request_timeout: float) -> None:
+        self._channels = channels
+        self._local = local_resource_id
+        self._partitions = partitions
+        self._clients = clients
+        self._cancelled = cancelled
+        self._timeout = request_timeout
+
+    def _read_channel(self, channel: Channel) -> Iterator[pa.RecordBatch]:
+        if channel.resource_id == self._local:
+            partition = self._partitions.get(channel.partition_id, self._timeout, self._cancelled)
+            yield from partition.subpartitions[channel.subpartition].read(self._cancelled)
+            return
+        for batch in self._clients.read(channel.data_address, channel.partition_id,
+                                        channel.subpartition):
+            if self._cancelled():
+                raise TaskCancelled()
+            if batch.schema != EMPTY_SCHEMA:
+                yield batch
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if len(self._channels) == 1 and self._channels[0].resource_id == self._local:
+            yield from self._read_channel(self._channels[0])   # cancellable in place
+            return
+        yield from self._read_concurrently()   # remote reads block: pump them in threads
+
+    def _read_concurrently(self) -> Iterator[pa.RecordBatch]:
+        out: queue.Queue[object] = queue.Queue(maxsize=max(4, min(len(self._channels), 64)))
+        done = object()
+        stop = threading.Event()
+
+        def pump(channel: Channel) -> None:
+            try:
+                for batch in self._read_channel(channel):
+                    while not stop.is_set():
+                        try:
+                            out.put(batch, timeout=0.2)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+                out.put(done)
+            except BaseException as err:  # delivered to the task thread
+                out.put(err)
+
+        threads = [threading.Thread(target=pump, args=(c,), daemon=True,
+                                    name=f"gate-{c.partition_id[-12:]}") for c in self._channels]
+        for thread in threads:
+            thread.start()
+        remaining = len(threads)
+        try:
+            while remaining:
+                try:
+                    item = out.get(timeout=0.2)
+                except queue.Empty:
+                    if self._cancelled():
+                        raise TaskCancelled()
+                    continue
+                if item is done:
+                    remaining -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield item  # type: ignore[misc]
+        finally:
+            stop.set()

@@ -1,0 +1,176 @@
+"""Result partitions: one per producing subtask and output, one subpartition per consumer.
+
+PIPELINED subpartitions hold at most ``buffers-per-channel`` batches; a producer that
+gets ahead of its consumer blocks (backpressure) instead of filling memory. BLOCKING
+subpartitions are Arrow IPC files on local disk, served after the producer finished,
+so a shuffle larger than memory still completes.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pyarrow as pa
+
+from yarnflow.jobgraph import PartitionType, ShipStrategy
+from yarnflow.taskexecutor.network.partitioner import Partitioner
+
+
+class TaskCancelled(Exception):
+    """The task was cancelled while waiting on the data plane."""
+
+
+class PartitionTimeout(Exception):
+    pass
+
+
+_END = object()
+
+
+class PipelinedSubpartition:
+    def __init__(self, capacity: int) -> None:
+        self._queue: deque[pa.RecordBatch] = deque()
+        self._capacity = capacity
+        self._cond = threading.Condition()
+        self._finished = False
+        self._released = False
+        self._aborted = False      # released with data still unread
+        self.reader_attached = False
+
+    def add(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None:
+        with self._cond:
+            while len(self._queue) >= self._capacity and not self._released:
+                if cancelled():
+                    raise TaskCancelled()
+                self._cond.wait(0.2)
+            if self._released:
+                return
+            self._queue.append(batch)
+            self._cond.notify_all()
+
+    def finish(self) -> None:
+        with self._cond:
+            self._finished = True
+            self._cond.notify_all()
+
+    def wait_consumed(self, cancelled: Callable[[], bool]) -> None:
+        """Block until the consumer took everything (the producer then ends)."""
+        with self._cond:
+            while self._queue and not self._released:
+                if cancelled():
+                    raise TaskCancelled()
+                self._cond.wait(0.2)
+
+    def read(self, cancelled: Callable[[], bool] = lambda: False) -> Iterator[pa.RecordBatch]:
+        with self._cond:
+            self.reader_attached = True
+        while True:
+            with self._cond:
+                while not self._queue and not self._finished and not self._released:
+                    if cancelled():
+                        raise TaskCancelled()
+                    self._cond.wait(0.2)
+                if self._queue:
+                    batch = self._queue.popleft()
+                    self._cond.notify_all()
+                elif self._aborted or not self._finished:
+                    raise RuntimeError("the partition was released before it was fully read "
+                                       "(its producer was cancelled or failed)")
+                else:
+                    return
+            yield batch
+
+    def release(self) -> None:
+        with self._cond:
+            self._released = True
+            self._aborted = bool(self._queue) or not self._finished
+            self._queue.clear()
+            self._cond.notify_all()
+
+
+class BlockingSubpartition:
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._writer: pa.ipc.RecordBatchFileWriter | None = None
+        self._sink: pa.NativeFile | None = None
+        self._finished = threading.Event()
+        self.bytes_written = 0
+
+    def add(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None:
+        if self._writer is None:
+            self._sink = pa.OSFile(str(self._path), "wb")
+            self._writer = pa.ipc.new_file(self._sink, batch.schema)
+        self._writer.write_batch(batch)
+        self.bytes_written += batch.nbytes
+
+    def finish(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            assert self._sink is not None
+            self._sink.close()
+        self._finished.set()
+
+    def wait_consumed(self, cancelled: Callable[[], bool]) -> None:
+        return   # blocking data stays until the job releases it
+
+    def read(self, cancelled: Callable[[], bool] = lambda: False) -> Iterator[pa.RecordBatch]:
+        if not self._finished.is_set():
+            raise RuntimeError("a BLOCKING partition was requested before its producer finished")
+        if not self._path.exists():
+            return
+        with pa.memory_map(str(self._path), "r") as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+
+    def release(self) -> None:
+        try:
+            os.remove(self._path)
+        except FileNotFoundError:
+            pass
+
+
+class ResultPartition:
+    """What one subtask produces for one output edge."""
+
+    def __init__(self, partition_id: str, job_id: str, result_id: str,
+                 partition_type: PartitionType, ship: ShipStrategy, keys: tuple[str, ...],
+                 num_subpartitions: int, subtask_index: int, capacity: int, spill_dir: Path,
+                 on_first_data: Callable[[], None]) -> None:
+        self.partition_id = partition_id
+        self.job_id = job_id
+        self.result_id = result_id
+        self.partition_type = partition_type
+        self.partitioner = Partitioner(ship, keys, num_subpartitions, start=subtask_index)
+        self._on_first_data = on_first_data
+        self._has_data = False
+        self.created = time.monotonic()
+        if partition_type is PartitionType.BLOCKING:
+            spill_dir.mkdir(parents=True, exist_ok=True)
+            safe = partition_id.replace("/", "_").replace(">", "_")
+            self.subpartitions: list[PipelinedSubpartition | BlockingSubpartition] = [
+                BlockingSubpartition(spill_dir / f"{safe}.{i}.arrow")
+                for i in range(num_subpartitions)]
+        else:
+            self.subpartitions = [PipelinedSubpartition(capacity) for _ in range(num_subpartitions)]
+
+    def emit(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None:
+        for target, piece in self.partitioner.split(batch):
+            self.subpartitions[target].add(piece, cancelled)
+        if not self._has_data:
+            self._has_data = True
+            self._on_first_data()
+
+    def finish(self, cancelled: Callable[[], bool]) -> None:
+        for sub in self.subpartitions:
+            sub.finish()
+        for sub in self.subpartitions:
+            sub.wait_consumed(cancelled)
+
+    def release(self) -> None:
+        for sub in self.subpartitions:
+            sub.release()

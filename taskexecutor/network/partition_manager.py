@@ -1,0 +1,56 @@
+"""The partitions this TaskExecutor holds, found by id for local and remote readers."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from yarnflow.jobgraph import PartitionType
+from yarnflow.taskexecutor.network.partition import PartitionTimeout, ResultPartition, TaskCancelled
+
+
+class ResultPartitionManager:
+    def __init__(self) -> None:
+        self._partitions: dict[str, ResultPartition] = {}
+        self._cond = threading.Condition()
+
+    def register(self, partition: ResultPartition) -> None:
+        with self._cond:
+            self._partitions[partition.partition_id] = partition
+            self._cond.notify_all()
+
+    def get(self, partition_id: str, timeout: float,
+            cancelled: Callable[[], bool] = lambda: False) -> ResultPartition:
+        """The partition, waiting up to ``timeout`` for its producer task to start."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while partition_id not in self._partitions:
+                if cancelled():
+                    raise TaskCancelled()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise PartitionTimeout(
+                        f"partition {partition_id} did not appear on this TaskExecutor within "
+                        f"{timeout:g} s (taskmanager.network.partition-request-timeout): its "
+                        "producer never started here")
+                self._cond.wait(min(remaining, 0.2))
+            return self._partitions[partition_id]
+
+    def release(self, partition_id: str) -> None:
+        with self._cond:
+            partition = self._partitions.pop(partition_id, None)
+        if partition is not None:
+            partition.release()
+
+    def release_job(self, job_id: str) -> None:
+        with self._cond:
+            doomed = [p for p in self._partitions.values() if p.job_id == job_id]
+            for partition in doomed:
+                del self._partitions[partition.partition_id]
+        for partition in doomed:
+            partition.release()
+
+    def holds_blocking_partitions(self) -> bool:
+        with self._cond:
+            return any(p.partition_type is PartitionType.BLOCKING
+                       for p in self._partitions.values())

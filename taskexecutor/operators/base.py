@@ -1,0 +1,48 @@
+"""The operator contract and the conversions every operator shares."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Protocol
+
+import pyarrow as pa
+
+
+class OperatorContext(Protocol):
+    """What a running task gives its operator."""
+    subtask_index: int
+    parallelism: int
+    vertex_name: str
+    job_id: str
+    batch_rows: int
+
+    def input(self, index: int) -> Iterator[pa.RecordBatch]: ...
+    def emit(self, data: pa.RecordBatch | pa.Table) -> None: ...
+    def next_split(self) -> Any | None: ...
+    @property
+    def cancelled(self) -> bool: ...
+
+
+class Operator:
+    """Base class; ``num_inputs`` is 0 for sources, 1 for most, 2 for joins."""
+    num_inputs = 1
+
+    def run(self, ctx: OperatorContext) -> None:
+        raise NotImplementedError
+
+
+def to_batches(data: Any, what: str) -> Iterable[pa.RecordBatch]:
+    """Batches from what a user function returned (a batch, a table, or None)."""
+    if data is None:
+        return ()
+    if isinstance(data, pa.RecordBatch):
+        return (data,)
+    if isinstance(data, pa.Table):
+        return data.to_batches()
+    raise TypeError(f"{what} must return a pyarrow RecordBatch or Table, got "
+                    f"{type(data).__name__}")
+
+
+def concat(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
+    batches = list(batches)
+    if not batches:
+        return None
+    return pa.Table.from_batches(batches).combine_chunks()

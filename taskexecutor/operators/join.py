@@ -1,0 +1,42 @@
+"""Hash join: read the build input whole, then stream the probe input past it.
+
+The same operator serves both plans: a hash join reads both inputs hash-partitioned
+on the keys; a broadcast join reads the (small) broadcast side whole in every subtask
+and the other side as it is already partitioned.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from yarnflow.taskexecutor.operators.base import Operator, OperatorContext, concat
+
+
+class HashJoinOperator(Operator):
+    num_inputs = 2
+
+    def __init__(self, left_keys: list[str], right_keys: list[str], how: str = "inner",
+                 build_input: int = 1, left_suffix: str = "", right_suffix: str = "_right") -> None:
+        self.left_keys = left_keys
+        self.right_keys = right_keys
+        if how not in ("inner", "left outer"):
+            raise ValueError(f"join type {how!r} is not supported; use 'inner' or 'left outer'")
+        self.how = how
+        self.build_input = build_input
+        self.left_suffix = left_suffix
+        self.right_suffix = right_suffix
+
+    def run(self, ctx: OperatorContext) -> None:
+        build = concat(ctx.input(self.build_input))
+        probe_input = 1 - self.build_input
+        for batch in ctx.input(probe_input):
+            if build is None:      # nothing to match: an inner join emits nothing
+                if self.how == "left outer" and probe_input == 0:
+                    ctx.emit(batch)
+                continue
+            probe = pa.Table.from_batches([batch])
+            left, right = (probe, build) if probe_input == 0 else (build, probe)
+            joined = left.join(right, keys=self.left_keys, right_keys=self.right_keys,
+                               join_type=self.how, left_suffix=self.left_suffix,
+                               right_suffix=self.right_suffix, coalesce_keys=True)
+            if joined.num_rows:
+                ctx.emit(joined)

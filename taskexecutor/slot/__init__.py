@@ -1,0 +1,4 @@
+"""The slot table of a TaskExecutor."""
+from yarnflow.taskexecutor.slot.table import SlotStateError, TaskSlot, TaskSlotState, TaskSlotTable
+
+__all__ = ["TaskSlotTable", "TaskSlot", "TaskSlotState", "SlotStateError"]

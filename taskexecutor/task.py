@@ -1,0 +1,226 @@
+"""One attempt of one subtask, run in its own thread (Flink's Task).
+
+It builds its result partitions and input gates from the deployment descriptor,
+runs the operator, and reports every state change to its JobMaster. A failure is
+reported with a one-line summary that names the vertex, the subtask and the
+executor, and the full traceback as detail.
+"""
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import cloudpickle
+import pyarrow as pa
+
+from yarnflow.jobgraph import PartitionType, ShipStrategy
+from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, taskexecutor_pb2
+from yarnflow.taskexecutor.network.data_server import DataClients
+from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
+from yarnflow.taskexecutor.network.partition import ResultPartition, TaskCancelled
+from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
+
+log = logging.getLogger(__name__)
+
+
+class TaskState(enum.Enum):
+    DEPLOYING = common_pb2.DEPLOYING
+    RUNNING = common_pb2.RUNNING
+    FINISHED = common_pb2.FINISHED
+    CANCELING = common_pb2.CANCELING
+    CANCELED = common_pb2.CANCELED
+    FAILED = common_pb2.FAILED
+
+
+_TASK_TRANSITIONS = {
+    TaskState.DEPLOYING: {TaskState.RUNNING, TaskState.CANCELING, TaskState.CANCELED,
+                          TaskState.FAILED},
+    TaskState.RUNNING: {TaskState.FINISHED, TaskState.CANCELING, TaskState.FAILED},
+    TaskState.CANCELING: {TaskState.CANCELED, TaskState.FAILED},
+    TaskState.FINISHED: set(), TaskState.CANCELED: set(), TaskState.FAILED: set(),
+}
+
+
+@dataclass
+class TaskServices:
+    """What every task of one TaskExecutor shares."""
+    resource_id: str
+    partitions: ResultPartitionManager
+    clients: DataClients
+    job_master: Callable[[str], Any]          # address -> JobMaster stub
+    rpc_timeout: float
+    partition_timeout: float
+    buffers_per_channel: int
+    batch_rows: int
+    spill_dir: Path
+
+
+class Task:
+    def __init__(self, tdd: taskexecutor_pb2.TaskDeploymentDescriptor, services: TaskServices,
+                 on_done: Callable[["Task"], None]) -> None:
+        self.tdd = tdd
+        self.attempt_id = tdd.attempt_id
+        self.allocation_id = tdd.allocation_id
+        self.job_id = tdd.job_id
+        self.name = f"{tdd.vertex_name} ({tdd.subtask_index + 1}/{tdd.parallelism})"
+        self._services = services
+        self._on_done = on_done
+        self._jm = services.job_master(tdd.job_master_address)
+        self.state = TaskState.DEPLOYING
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._partitions: list[ResultPartition] = []
+        self.metrics = common_pb2.TaskMetrics()
+        self._thread = threading.Thread(target=self._run, name=f"task-{self.name}", daemon=True)
+
+    # --- control ---------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.state in (TaskState.DEPLOYING, TaskState.RUNNING):
+                self._transition(TaskState.CANCELING)
+        self._cancel.set()
+
+    def is_cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _transition(self, target: TaskState) -> None:
+        if target not in _TASK_TRANSITIONS[self.state]:
+            raise RuntimeError(f"task {self.name}: {self.state.name} -> {target.name} "
+                               "is not allowed")
+        self.state = target
+
+    # --- the task thread ---------------------------------------------------------------
+    def _run(self) -> None:
+        started = time.monotonic()
+        error, detail = "", ""
+        try:
+            operator = cloudpickle.loads(self.tdd.operator)
+            self._partitions = [self._create_partition(p) for p in self.tdd.produced]
+            for partition in self._partitions:
+                self._services.partitions.register(partition)
+            with self._lock:
+                if self._cancel.is_set():
+                    raise TaskCancelled()
+                self._transition(TaskState.RUNNING)
+            self._report(TaskState.RUNNING)
+            operator.run(_Context(self))
+            if self._cancel.is_set():
+                raise TaskCancelled()
+            for partition in self._partitions:
+                partition.finish(self.is_cancelled)
+            final = TaskState.FINISHED
+        except TaskCancelled:
+            final = TaskState.CANCELED
+        except BaseException as err:   # user code: anything may come out
+            if self._cancel.is_set():
+                final = TaskState.CANCELED
+            else:
+                final = TaskState.FAILED
+                error = (f"{self.name} failed on TaskExecutor {self._services.resource_id}: "
+                         f"{type(err).__name__}: {err}")
+                detail = traceback.format_exc()
+                log.error("%s\n%s", error, detail)
+        self.metrics.duration_s = time.monotonic() - started
+        with self._lock:
+            if self.state is TaskState.DEPLOYING and final is TaskState.CANCELED:
+                self.state = TaskState.CANCELED
+            elif final is TaskState.CANCELED and self.state is TaskState.RUNNING:
+                self._transition(TaskState.CANCELING)
+                self._transition(final)
+            elif self.state is TaskState.CANCELING and final is TaskState.FINISHED:
+                self._transition(TaskState.CANCELED)
+            else:
+                self._transition(final)
+        for partition in self._partitions:
+            if self.state is not TaskState.FINISHED or \
+                    partition.partition_type is PartitionType.PIPELINED:
+                self._services.partitions.release(partition.partition_id)
+        self._report(self.state, error, detail)
+        self._on_done(self)
+
+    def _create_partition(self, desc: taskexecutor_pb2.ResultPartitionDescriptor) -> ResultPartition:
+        pid = partition_id(desc.result_id, desc.partition_index, self.tdd.attempt_number)
+        result_id = desc.result_id
+
+        def first_data() -> None:
+            self._jm.NotifyPartitionDataAvailable.future(jobmaster_pb2.PartitionDataAvailable(
+                job_master_id=self.tdd.job_master_id, attempt_id=self.attempt_id,
+                result_id=result_id), timeout=self._services.rpc_timeout)
+        return ResultPartition(
+            pid, self.job_id, desc.result_id, PartitionType(desc.partition_type),
+            ShipStrategy(desc.ship), tuple(desc.keys), desc.num_subpartitions,
+            self.tdd.subtask_index, self._services.buffers_per_channel,
+            self._services.spill_dir / self.job_id, first_data)
+
+    def _report(self, state: TaskState, error: str = "", detail: str = "") -> None:
+        message = jobmaster_pb2.TaskExecutionState(
+            job_master_id=self.tdd.job_master_id, attempt_id=self.attempt_id,
+            state=state.value, error=error, error_detail=detail)
+        message.metrics.CopyFrom(self.metrics)
+        try:
+            self._jm.UpdateTaskExecutionState(message, timeout=self._services.rpc_timeout)
+        except Exception as err:
+            log.warning("could not report %s of %s to its JobMaster: %s", state.name, self.name, err)
+
+    # --- used by the operator through the context --------------------------------------
+    def next_split(self) -> Any | None:
+        reply = self._jm.RequestNextInputSplit(jobmaster_pb2.InputSplitRequest(
+            job_master_id=self.tdd.job_master_id, vertex_id=self.tdd.vertex_id,
+            attempt_id=self.attempt_id), timeout=self._services.rpc_timeout)
+        return None if reply.end else cloudpickle.loads(reply.split)
+
+    def input(self, index: int) -> Iterator[pa.RecordBatch]:
+        gates = [g for g in self.tdd.inputs if g.input_index == index]
+        if not gates:
+            raise IndexError(f"{self.name} has no input {index}")
+        gate = InputGate(channels_of(gates[0]), self._services.resource_id,
+                         self._services.partitions, self._services.clients, self.is_cancelled,
+                         self._services.partition_timeout)
+        for batch in gate:
+            self.metrics.records_in += batch.num_rows
+            self.metrics.bytes_in += batch.nbytes
+            yield batch
+
+    def emit(self, data: pa.RecordBatch | pa.Table) -> None:
+        batches = data.to_batches() if isinstance(data, pa.Table) else [data]
+        for batch in batches:
+            if self._cancel.is_set():
+                raise TaskCancelled()
+            self.metrics.records_out += batch.num_rows
+            self.metrics.bytes_out += batch.nbytes
+            for partition in self._partitions:
+                partition.emit(batch, self.is_cancelled)
+
+
+class _Context:
+    """The OperatorContext a task hands its operator."""
+
+    def __init__(self, task: Task) -> None:
+        self._task = task
+        self.subtask_index = task.tdd.subtask_index
+        self.parallelism = task.tdd.parallelism
+        self.vertex_name = task.tdd.vertex_name
+        self.job_id = task.job_id
+        self.batch_rows = task._services.batch_rows
+
+    def input(self, index: int) -> Iterator[pa.RecordBatch]:
+        return self._task.input(index)
+
+    def emit(self, data: pa.RecordBatch | pa.Table) -> None:
+        self._task.emit(data)
+
+    def next_split(self) -> Any | None:
+        return self._task.next_split()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._task.is_cancelled()
