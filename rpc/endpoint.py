@@ -2,7 +2,7 @@
 one thread, so no component needs locks around its maps and state machines.
 
 gRPC handlers hop onto the main thread and wait for the answer; outgoing calls are
-made asynchronously and their results hop back, so a component never blocks its own
+made asynchronously (``rpc.gateways.call_future``) and their results hop back, so a component never blocks its own
 main thread on a peer that may be calling it at the same moment.
 """
 from __future__ import annotations
@@ -99,8 +99,7 @@ class MainThread:
                 fn()
             finally:
                 if not handle.cancelled:
-                    inner = self.schedule(interval, tick)
-                    inner.cancelled = handle.cancelled
+                    self.schedule(interval, tick)
         self.schedule(interval, tick)
         return handle
 
@@ -125,24 +124,6 @@ class MainThread:
             self._stopped = True
             self._cond.notify()
         self._executor.shutdown(wait=False, cancel_futures=True)
-
-
-def call_async(main: MainThread, rpc_future: "grpc.Future",
-               on_success: Callable[[Any], None] | None = None,
-               on_failure: Callable[[Exception], None] | None = None) -> None:
-    """Deliver the outcome of an outgoing gRPC ``.future()`` call back on ``main``."""
-    def done(fut: "grpc.Future") -> None:
-        try:
-            result = fut.result()
-        except Exception as err:  # grpc.RpcError, cancellation, deadline
-            if on_failure is not None:
-                main.execute(on_failure, err)
-            else:
-                log.warning("%s: outgoing call failed: %s", main.name, describe_rpc_error(err))
-            return
-        if on_success is not None:
-            main.execute(on_success, result)
-    rpc_future.add_done_callback(done)
 
 
 def describe_rpc_error(err: BaseException) -> str:

@@ -20,6 +20,17 @@ class RemoteRefusal(Exception):
     """The peer understood the call and said no (fencing, unknown id, bad state)."""
 
 
+def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
+    """Start ``method.future(request)``; a call that cannot even start (closed channel)
+    becomes a failed future instead of an exception in the caller's main thread."""
+    try:
+        return to_future(method.future(request, timeout=timeout))
+    except Exception as err:
+        failed: Future[Any] = Future()
+        failed.set_exception(err)
+        return failed
+
+
 def to_future(call: "grpc.Future") -> "Future[Any]":
     out: Future[Any] = Future()
 
@@ -29,7 +40,8 @@ def to_future(call: "grpc.Future") -> "Future[Any]":
         except Exception as err:
             out.set_exception(err)
             return
-        if isinstance(result, common_pb2.Ack) and not result.ok:
+        if isinstance(result, (common_pb2.Ack, taskexecutor_pb2.SlotAllocationReply)) \
+                and not result.ok:
             out.set_exception(RemoteRefusal(result.message))
         else:
             out.set_result(result)
@@ -46,22 +58,19 @@ class GrpcTaskExecutorGateway:
         self._timeout = timeout
 
     def submit_task(self, descriptor: taskexecutor_pb2.TaskDeploymentDescriptor) -> "Future[Any]":
-        return to_future(self._stub.SubmitTask.future(descriptor, timeout=self._timeout))
+        return call_future(self._stub.SubmitTask, descriptor, self._timeout)
 
     def cancel_task(self, attempt_id: str) -> "Future[Any]":
-        return to_future(self._stub.CancelTask.future(
-            taskexecutor_pb2.CancelTaskMessage(job_master_id=self._jm_id, attempt_id=attempt_id),
-            timeout=self._timeout))
+        return call_future(self._stub.CancelTask, taskexecutor_pb2.CancelTaskMessage(
+            job_master_id=self._jm_id, attempt_id=attempt_id), self._timeout)
 
     def free_slot(self, allocation_id: str, cause: str) -> "Future[Any]":
-        return to_future(self._stub.FreeSlot.future(
-            taskexecutor_pb2.FreeSlotMessage(job_master_id=self._jm_id, allocation_id=allocation_id,
-                                             cause=cause), timeout=self._timeout))
+        return call_future(self._stub.FreeSlot, taskexecutor_pb2.FreeSlotMessage(
+            job_master_id=self._jm_id, allocation_id=allocation_id, cause=cause), self._timeout)
 
     def release_job_partitions(self, job_id: str) -> "Future[Any]":
-        return to_future(self._stub.ReleaseJobPartitions.future(
-            taskexecutor_pb2.ReleasePartitionsMessage(job_master_id=self._jm_id, job_id=job_id),
-            timeout=self._timeout))
+        return call_future(self._stub.ReleaseJobPartitions, taskexecutor_pb2.ReleasePartitionsMessage(
+            job_master_id=self._jm_id, job_id=job_id), self._timeout)
 
 
 class GrpcResourceManagerGateway:
@@ -81,19 +90,17 @@ class GrpcResourceManagerGateway:
             resource_manager_id=self._rm_id, job_id=self._job_id, job_master_id=self._jm_id,
             allocation_id=allocation_id, job_master_address=self._jm_address)
         profile.to_proto(request.profile)
-        return to_future(self._stub.RequestSlot.future(request, timeout=self._timeout))
+        return call_future(self._stub.RequestSlot, request, self._timeout)
 
     def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":
-        return to_future(self._stub.CancelSlotRequest.future(
-            resourcemanager_pb2.CancelSlotRequestMessage(
-                resource_manager_id=self._rm_id, job_master_id=self._jm_id,
-                allocation_id=allocation_id), timeout=self._timeout))
+        return call_future(self._stub.CancelSlotRequest, resourcemanager_pb2.CancelSlotRequestMessage(
+            resource_manager_id=self._rm_id, job_master_id=self._jm_id,
+            allocation_id=allocation_id), self._timeout)
 
     def disconnect_job_master(self, reason: str) -> "Future[Any]":
-        return to_future(self._stub.DisconnectJobMaster.future(
-            resourcemanager_pb2.DisconnectRequest(resource_manager_id=self._rm_id, id=self._job_id,
-                                                  job_master_id=self._jm_id, reason=reason),
-            timeout=self._timeout))
+        return call_future(self._stub.DisconnectJobMaster, resourcemanager_pb2.DisconnectRequest(
+            resource_manager_id=self._rm_id, id=self._job_id, job_master_id=self._jm_id,
+            reason=reason), self._timeout)
 
 
 def register_job_master(channel: grpc.Channel, job_id: str, job_master_id: str, address: str,

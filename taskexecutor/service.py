@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2_grpc
+from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
 
 if TYPE_CHECKING:
     from yarnflow.taskexecutor.taskexecutor import TaskExecutor
@@ -22,7 +22,9 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
         return self._te.main.call(fn, *args, timeout=self._timeout)
 
     def RequestSlot(self, request, context):  # noqa: N802 - gRPC names
-        return _ack(self._call(self._te.request_slot, request))
+        error, version = self._call(self._te.request_slot, request)
+        return taskexecutor_pb2.SlotAllocationReply(ok=not error, message=error,
+                                                    report_version=version)
 
     def SubmitTask(self, request, context):  # noqa: N802
         return _ack(self._call(self._te.submit_task, request))

@@ -20,6 +20,7 @@ import cloudpickle
 import pyarrow as pa
 
 from yarnflow.jobgraph import PartitionType, ShipStrategy
+from yarnflow.rpc.gateways import call_future
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, taskexecutor_pb2
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
@@ -152,9 +153,9 @@ class Task:
         result_id = desc.result_id
 
         def first_data() -> None:
-            self._jm.NotifyPartitionDataAvailable.future(jobmaster_pb2.PartitionDataAvailable(
+            call_future(self._jm.NotifyPartitionDataAvailable, jobmaster_pb2.PartitionDataAvailable(
                 job_master_id=self.tdd.job_master_id, attempt_id=self.attempt_id,
-                result_id=result_id), timeout=self._services.rpc_timeout)
+                result_id=result_id), self._services.rpc_timeout)
         return ResultPartition(
             pid, self.job_id, desc.result_id, PartitionType(desc.partition_type),
             ShipStrategy(desc.ship), tuple(desc.keys), desc.num_subpartitions,

@@ -15,7 +15,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
 from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
-from yarnflow.rpc.gateways import to_future
+from yarnflow.rpc.gateways import call_future
 from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
                                     resourcemanager_pb2, resourcemanager_pb2_grpc,
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
@@ -141,7 +141,7 @@ class TaskExecutor:
                 self.config.get(options.HEARTBEAT_INTERVAL), self._send_heartbeats)
 
     def slot_report(self) -> common_pb2.SlotReport:
-        report = common_pb2.SlotReport()
+        report = common_pb2.SlotReport(version=self.slots.version)
         for slot in self.slots.slots:
             status = report.slots.add(slot_index=slot.index, allocation_id=slot.allocation_id,
                                       job_id=slot.job_id)
@@ -159,8 +159,8 @@ class TaskExecutor:
             def rm_done(fut: Any) -> None:
                 if fut.exception() is None:
                     self.main.execute(self._rm_heartbeat_ok, fut.result().known)
-            to_future(self._rm_stub.HeartbeatFromTaskExecutor.future(
-                message, timeout=self._timeout)).add_done_callback(rm_done)
+            call_future(self._rm_stub.HeartbeatFromTaskExecutor, message,
+                        self._timeout).add_done_callback(rm_done)
             if time.monotonic() - self._last_rm_ack > timeout:
                 log.warning("ResourceManager silent for %.0f s: registering again", timeout)
                 self._start_registration()
@@ -170,9 +170,10 @@ class TaskExecutor:
             def jm_done(fut: Any, jm_id: str = jm_id) -> None:
                 if fut.exception() is None:
                     self.main.execute(self._jm_last_ack.__setitem__, jm_id, time.monotonic())
-            to_future(self._job_master_stub(address).HeartbeatFromTaskExecutor.future(
-                jobmaster_pb2.JobMasterHeartbeat(job_master_id=jm_id, resource_id=self.resource_id),
-                timeout=self._timeout)).add_done_callback(jm_done)
+            call_future(self._job_master_stub(address).HeartbeatFromTaskExecutor,
+                        jobmaster_pb2.JobMasterHeartbeat(job_master_id=jm_id,
+                                                         resource_id=self.resource_id),
+                        self._timeout).add_done_callback(jm_done)
             if time.monotonic() - self._jm_last_ack[jm_id] > timeout:
                 self._job_master_lost(jm_id, f"JobMaster silent for {timeout:g} s")
 
@@ -193,16 +194,17 @@ class TaskExecutor:
         return jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address))
 
     # --- calls from the ResourceManager and JobMasters (main thread) --------------------
-    def request_slot(self, message: taskexecutor_pb2.RequestSlotMessage) -> str:
+    def request_slot(self, message: taskexecutor_pb2.RequestSlotMessage) -> tuple[str, int]:
+        """Allocate and offer the slot; returns (error or '', slot table version)."""
         if message.resource_manager_id != self.resource_manager_id:
-            return "stale ResourceManagerId (fencing): ignored"
+            return "stale ResourceManagerId (fencing): ignored", self.slots.version
         try:
             self.slots.allocate(message.slot_index, message.job_id, message.allocation_id,
                                 message.job_master_id, message.job_master_address)
         except SlotStateError as err:
-            return str(err)
+            return str(err), self.slots.version
         self._offer_slot(message)
-        return ""
+        return "", self.slots.version
 
     def _offer_slot(self, message: taskexecutor_pb2.RequestSlotMessage) -> None:
         offer = jobmaster_pb2.OfferSlotsRequest(job_master_id=message.job_master_id)
@@ -216,8 +218,8 @@ class TaskExecutor:
             accepted = err is None and allocation_id in fut.result().accepted
             self.main.execute(self._offer_answered, allocation_id, accepted,
                               describe_rpc_error(err) if err else "not accepted")
-        to_future(self._job_master_stub(message.job_master_address).OfferSlots.future(
-            offer, timeout=self._timeout)).add_done_callback(done)
+        call_future(self._job_master_stub(message.job_master_address).OfferSlots, offer,
+                    self._timeout).add_done_callback(done)
 
     def _offer_answered(self, allocation_id: str, accepted: bool, why: str) -> None:
         if self.slots.by_allocation(allocation_id) is None:
@@ -267,9 +269,9 @@ class TaskExecutor:
 
     def _notify_slot_available(self, index: int, allocation_id: str) -> None:
         if self.resource_manager_id:
-            self._rm_stub.NotifySlotAvailable.future(resourcemanager_pb2.SlotAvailable(
+            call_future(self._rm_stub.NotifySlotAvailable, resourcemanager_pb2.SlotAvailable(
                 resource_manager_id=self.resource_manager_id, resource_id=self.resource_id,
-                slot_index=index, allocation_id=allocation_id), timeout=self._timeout)
+                slot_index=index, allocation_id=allocation_id), self._timeout)
 
     def release_job_partitions(self, job_id: str) -> None:
         self.partitions.release_job(job_id)

@@ -214,10 +214,17 @@ class JobMaster:
             self._last_heartbeat[resource_id] = time.monotonic()
 
     def disconnect_task_executor(self, resource_id: str, reason: str) -> None:
+        """An executor is gone: fail the job naming it and the subtasks that ran there."""
         self._last_heartbeat.pop(resource_id, None)
         self._gateways.pop(resource_id, None)
+        lost = [e for e in self.graph.current_executions()
+                if e.resource_id == resource_id and not e.state.is_terminal]
+        if lost:
+            reason = f"{reason}; lost subtasks: " + ", ".join(e.vertex.name_with_index
+                                                              for e in lost)
         self.slot_pool.release_task_manager(resource_id, reason)
-        self._fail_executions_on(resource_id, reason)
+        for execution in lost:
+            self._fail_execution(execution, reason)
 
     def notify_allocation_failure(self, allocation_id: str, cause: str) -> None:
         self.slot_pool.fail_allocation(allocation_id, cause)
@@ -236,16 +243,6 @@ class JobMaster:
         for vertex in self.allocator.vertices_in_slot(slot.allocation_id):
             if not vertex.current.state.is_terminal:
                 self._fail_execution(vertex.current, cause)
-
-    def _fail_executions_on(self, resource_id: str, reason: str) -> None:
-        lost = [e for e in self.graph.current_executions()
-                if e.resource_id == resource_id and not e.state.is_terminal]
-        if not lost:
-            return
-        names = ", ".join(e.vertex.name_with_index for e in lost)
-        message = f"{reason}; lost subtasks: {names}"
-        for execution in lost:
-            self._fail_execution(execution, message)
 
     def _fail_vertex(self, vertex: ExecutionVertex, cause: str) -> None:
         self._fail_execution(vertex.current, cause)
@@ -269,6 +266,7 @@ class JobMaster:
 
     def _cancel_all_executions(self) -> None:
         self.scheduler.stop()
+        self.main.schedule(self.config.get(options.JOB_CANCEL_TIMEOUT), self._force_cancelled)
         for execution in list(self.graph.current_executions()):
             state = execution.state
             if state in (ExecutionState.CREATED, ExecutionState.SCHEDULED):
@@ -278,7 +276,6 @@ class JobMaster:
                            ExecutionState.RUNNING):
                 execution.transition(ExecutionState.CANCELING)
                 self._send_cancel(execution)
-        self.main.schedule(self.config.get(options.JOB_CANCEL_TIMEOUT), self._force_cancelled)
         self._check_termination()
 
     def _send_cancel(self, execution: Execution) -> None:

@@ -20,7 +20,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
-from yarnflow.rpc.gateways import to_future
+from yarnflow.rpc.gateways import call_future
 from yarnflow.rpc.generated import (jobmaster_pb2, jobmaster_pb2_grpc, resourcemanager_pb2,
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
 
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 class RegisteredExecutor:
     resource_id: str
     rpc_address: str
+    data_address: str
     worker_spec: str
     stub: Any
     last_heartbeat: float
@@ -60,6 +61,7 @@ class ResourceManager:
         self.executors: dict[str, RegisteredExecutor] = {}
         self.job_masters: dict[str, RegisteredJobMaster] = {}
         self._start_failures = 0
+        self._stopped: set[str] = set()
         self._checks: Any = None
         self.address = ""
 
@@ -82,6 +84,10 @@ class ResourceManager:
                                ) -> resourcemanager_pb2.RegistrationResponse:
         location = request.location
         resource_id = location.resource_id
+        if resource_id in self._stopped:
+            return resourcemanager_pb2.RegistrationResponse(
+                accepted=False, reason=f"TaskExecutor {resource_id} was stopped by this "
+                "ResourceManager and may not register again")
         if resource_id in self.executors:   # a re-registration after a lost heartbeat
             self.slot_manager.unregister_worker(resource_id)
         slots = request.slot_report.slots
@@ -89,11 +95,12 @@ class ResourceManager:
             ResourceSpec.from_proto(request.total_resources)
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channels.get(location.rpc_address))
         self.executors[resource_id] = RegisteredExecutor(resource_id, location.rpc_address,
-                                                         request.worker_spec, stub, time.monotonic())
+                                                         location.data_address, request.worker_spec, stub, time.monotonic())
         self._start_failures = 0
         self.slot_manager.register_worker(
             resource_id, profile, len(slots),
-            [(s.slot_index, s.allocation_id, s.job_id) for s in slots])
+            [(s.slot_index, s.allocation_id, s.job_id) for s in slots],
+            request.slot_report.version)
         log.info("TaskExecutor %s registered (%d slots of %s, worker spec %s)", resource_id,
                  len(slots), profile, request.worker_spec)
         return resourcemanager_pb2.RegistrationResponse(
@@ -108,7 +115,7 @@ class ResourceManager:
         self.slot_manager.report_slot_status(
             request.resource_id,
             [(s.slot_index, s.allocation_id, s.job_id) for s in request.slot_report.slots],
-            request.holds_partitions)
+            request.holds_partitions, request.slot_report.version)
         return resourcemanager_pb2.HeartbeatResponse(known=True)
 
     def notify_slot_available(self, resource_id: str, slot_index: int, allocation_id: str) -> None:
@@ -143,10 +150,9 @@ class ResourceManager:
         for job_id in jobs:
             jm = self.job_masters.get(job_id)
             if jm is not None:
-                jm.stub.DisconnectTaskExecutor.future(jobmaster_pb2.TaskExecutorDisconnect(
+                call_future(jm.stub.DisconnectTaskExecutor, jobmaster_pb2.TaskExecutorDisconnect(
                     job_master_id=jm.job_master_id, resource_id=resource_id, reason=reason),
-                    timeout=self._timeout)
-        self._channels.drop(executor.rpc_address)
+                    self._timeout)
 
     # --- JobMasters ------------------------------------------------------------------
     def register_job_master(self, job_id: str, job_master_id: str, address: str) -> str:
@@ -183,14 +189,14 @@ class ResourceManager:
         return self.driver.request_worker(spec)
 
     def stop_worker(self, resource_id: str, reason: str) -> None:
+        self._stopped.add(resource_id)
         executor = self.executors.pop(resource_id, None)
         self.slot_manager.unregister_worker(resource_id)
         log.info("stopping TaskExecutor %s: %s", resource_id, reason)
         if executor is not None:
-            executor.stub.Shutdown.future(taskexecutor_pb2.ShutdownMessage(
-                resource_manager_id=self.resource_manager_id, reason=reason), timeout=self._timeout)
-            self._channels.drop(executor.rpc_address)
-        self.driver.release_worker(resource_id)
+            call_future(executor.stub.Shutdown, taskexecutor_pb2.ShutdownMessage(
+                resource_manager_id=self.resource_manager_id, reason=reason), self._timeout)
+            self.driver.release_worker(resource_id)
 
     def allocate_slot(self, resource_id: str, slot_index: int, request: SlotRequest) -> None:
         executor = self.executors[resource_id]
@@ -203,19 +209,19 @@ class ResourceManager:
         def done(fut: Any) -> None:
             err = fut.exception()
             if err is None:
-                self.main.execute(self.slot_manager.allocation_confirmed, request.allocation_id)
+                self.main.execute(self.slot_manager.allocation_confirmed, request.allocation_id,
+                                  fut.result().report_version)
             else:
                 self.main.execute(self.slot_manager.allocation_refused, request.allocation_id,
                                   describe_rpc_error(err))
-        to_future(executor.stub.RequestSlot.future(message, timeout=self._timeout)
-                  ).add_done_callback(done)
+        call_future(executor.stub.RequestSlot, message, self._timeout).add_done_callback(done)
 
     def notify_allocation_failure(self, request: SlotRequest, cause: str) -> None:
         jm = self.job_masters.get(request.job_id)
         if jm is not None:
-            jm.stub.NotifyAllocationFailure.future(jobmaster_pb2.AllocationFailure(
+            call_future(jm.stub.NotifyAllocationFailure, jobmaster_pb2.AllocationFailure(
                 job_master_id=jm.job_master_id, allocation_id=request.allocation_id, cause=cause),
-                timeout=self._timeout)
+                self._timeout)
 
     # --- periodic --------------------------------------------------------------------
     def _periodic_checks(self) -> None:
@@ -223,6 +229,7 @@ class ResourceManager:
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
         for resource_id, executor in list(self.executors.items()):
             if now - executor.last_heartbeat > timeout:
+                self._stopped.add(resource_id)
                 self.driver.release_worker(resource_id)
                 self.close_task_executor(resource_id, (
                     f"TaskExecutor {resource_id} sent no heartbeat for {timeout:g} s "
@@ -246,7 +253,8 @@ class ResourceManager:
                 resource_id=resource_id, worker_spec=worker.spec.name if worker.spec else "",
                 num_slots=len(worker.slots),
                 free_slots=len(worker.slots) - worker.busy_slots(),
-                rpc_address=executor.rpc_address if executor else "")
+                rpc_address=executor.rpc_address if executor else "",
+                data_address=executor.data_address if executor else "")
             if worker.slots:
                 worker.slots[0].profile.to_proto(info.slot_profile)
         message.workers_started_per_spec.update(self.slot_manager.started_per_spec)

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x63ommon.proto\x12\x08yarnflow\"<\n\x0cResourceSpec\x12\x0b\n\x03\x63pu\x18\x01 \x01(\x01\x12\x11\n\tmemory_mb\x18\x02 \x01(\x03\x12\x0c\n\x04gpus\x18\x03 \x01(\x05\"\"\n\x03\x41\x63k\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x07\n\x05\x45mpty\"d\n\x14TaskExecutorLocation\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x13\n\x0brpc_address\x18\x03 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x04 \x01(\t\"p\n\nSlotStatus\x12\x12\n\nslot_index\x18\x01 \x01(\x05\x12\'\n\x07profile\x18\x02 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x15\n\rallocation_id\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"1\n\nSlotReport\x12#\n\x05slots\x18\x01 \x03(\x0b\x32\x14.yarnflow.SlotStatus\"o\n\x0bTaskMetrics\x12\x12\n\nrecords_in\x18\x01 \x01(\x03\x12\x13\n\x0brecords_out\x18\x02 \x01(\x03\x12\x10\n\x08\x62ytes_in\x18\x03 \x01(\x03\x12\x11\n\tbytes_out\x18\x04 \x01(\x03\x12\x12\n\nduration_s\x18\x05 \x01(\x01*\x91\x01\n\x0e\x45xecutionState\x12\x0b\n\x07\x43REATED\x10\x00\x12\r\n\tSCHEDULED\x10\x01\x12\r\n\tDEPLOYING\x10\x02\x12\x10\n\x0cINITIALIZING\x10\x03\x12\x0b\n\x07RUNNING\x10\x04\x12\x0c\n\x08\x46INISHED\x10\x05\x12\r\n\tCANCELING\x10\x06\x12\x0c\n\x08\x43\x41NCELED\x10\x07\x12\n\n\x06\x46\x41ILED\x10\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x63ommon.proto\x12\x08yarnflow\"<\n\x0cResourceSpec\x12\x0b\n\x03\x63pu\x18\x01 \x01(\x01\x12\x11\n\tmemory_mb\x18\x02 \x01(\x03\x12\x0c\n\x04gpus\x18\x03 \x01(\x05\"\"\n\x03\x41\x63k\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x07\n\x05\x45mpty\"d\n\x14TaskExecutorLocation\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x13\n\x0brpc_address\x18\x03 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x04 \x01(\t\"p\n\nSlotStatus\x12\x12\n\nslot_index\x18\x01 \x01(\x05\x12\'\n\x07profile\x18\x02 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x15\n\rallocation_id\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"B\n\nSlotReport\x12#\n\x05slots\x18\x01 \x03(\x0b\x32\x14.yarnflow.SlotStatus\x12\x0f\n\x07version\x18\x02 \x01(\x03\"o\n\x0bTaskMetrics\x12\x12\n\nrecords_in\x18\x01 \x01(\x03\x12\x13\n\x0brecords_out\x18\x02 \x01(\x03\x12\x10\n\x08\x62ytes_in\x18\x03 \x01(\x03\x12\x11\n\tbytes_out\x18\x04 \x01(\x03\x12\x12\n\nduration_s\x18\x05 \x01(\x01*\x91\x01\n\x0e\x45xecutionState\x12\x0b\n\x07\x43REATED\x10\x00\x12\r\n\tSCHEDULED\x10\x01\x12\r\n\tDEPLOYING\x10\x02\x12\x10\n\x0cINITIALIZING\x10\x03\x12\x0b\n\x07RUNNING\x10\x04\x12\x0c\n\x08\x46INISHED\x10\x05\x12\r\n\tCANCELING\x10\x06\x12\x0c\n\x08\x43\x41NCELED\x10\x07\x12\n\n\x06\x46\x41ILED\x10\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EXECUTIONSTATE']._serialized_start=514
-  _globals['_EXECUTIONSTATE']._serialized_end=659
+  _globals['_EXECUTIONSTATE']._serialized_start=531
+  _globals['_EXECUTIONSTATE']._serialized_end=676
   _globals['_RESOURCESPEC']._serialized_start=26
   _globals['_RESOURCESPEC']._serialized_end=86
   _globals['_ACK']._serialized_start=88
@@ -44,7 +44,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SLOTSTATUS']._serialized_start=235
   _globals['_SLOTSTATUS']._serialized_end=347
   _globals['_SLOTREPORT']._serialized_start=349
-  _globals['_SLOTREPORT']._serialized_end=398
-  _globals['_TASKMETRICS']._serialized_start=400
-  _globals['_TASKMETRICS']._serialized_end=511
+  _globals['_SLOTREPORT']._serialized_end=415
+  _globals['_TASKMETRICS']._serialized_start=417
+  _globals['_TASKMETRICS']._serialized_end=528
 # @@protoc_insertion_point(module_scope)

@@ -75,10 +75,12 @@ class SlotStatus(_message.Message):
     def __init__(self, slot_index: _Optional[int] = ..., profile: _Optional[_Union[ResourceSpec, _Mapping]] = ..., allocation_id: _Optional[str] = ..., job_id: _Optional[str] = ...) -> None: ...
 
 class SlotReport(_message.Message):
-    __slots__ = ("slots",)
+    __slots__ = ("slots", "version")
     SLOTS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     slots: _containers.RepeatedCompositeFieldContainer[SlotStatus]
-    def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ...) -> None: ...
+    version: int
+    def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class TaskMetrics(_message.Message):
     __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s")

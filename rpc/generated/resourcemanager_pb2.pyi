@@ -114,20 +114,22 @@ class DisconnectRequest(_message.Message):
     def __init__(self, resource_manager_id: _Optional[str] = ..., id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class WorkerInfo(_message.Message):
-    __slots__ = ("resource_id", "worker_spec", "slot_profile", "num_slots", "free_slots", "rpc_address")
+    __slots__ = ("resource_id", "worker_spec", "slot_profile", "num_slots", "free_slots", "rpc_address", "data_address")
     RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     WORKER_SPEC_FIELD_NUMBER: _ClassVar[int]
     SLOT_PROFILE_FIELD_NUMBER: _ClassVar[int]
     NUM_SLOTS_FIELD_NUMBER: _ClassVar[int]
     FREE_SLOTS_FIELD_NUMBER: _ClassVar[int]
     RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DATA_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     resource_id: str
     worker_spec: str
     slot_profile: _common_pb2.ResourceSpec
     num_slots: int
     free_slots: int
     rpc_address: str
-    def __init__(self, resource_id: _Optional[str] = ..., worker_spec: _Optional[str] = ..., slot_profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., num_slots: _Optional[int] = ..., free_slots: _Optional[int] = ..., rpc_address: _Optional[str] = ...) -> None: ...
+    data_address: str
+    def __init__(self, resource_id: _Optional[str] = ..., worker_spec: _Optional[str] = ..., slot_profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., num_slots: _Optional[int] = ..., free_slots: _Optional[int] = ..., rpc_address: _Optional[str] = ..., data_address: _Optional[str] = ...) -> None: ...
 
 class ClusterOverview(_message.Message):
     __slots__ = ("workers", "pending_workers", "pending_slot_requests", "workers_started_per_spec")

@@ -26,6 +26,16 @@ class RequestSlotMessage(_message.Message):
     job_master_id: str
     def __init__(self, resource_manager_id: _Optional[str] = ..., slot_index: _Optional[int] = ..., job_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., job_master_address: _Optional[str] = ..., job_master_id: _Optional[str] = ...) -> None: ...
 
+class SlotAllocationReply(_message.Message):
+    __slots__ = ("ok", "message", "report_version")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REPORT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    message: str
+    report_version: int
+    def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ..., report_version: _Optional[int] = ...) -> None: ...
+
 class ResultPartitionDescriptor(_message.Message):
     __slots__ = ("result_id", "partition_index", "num_subpartitions", "partition_type", "ship", "keys")
     RESULT_ID_FIELD_NUMBER: _ClassVar[int]

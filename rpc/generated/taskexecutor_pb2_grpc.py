@@ -38,7 +38,7 @@ class TaskExecutorStub:
         self.RequestSlot = channel.unary_unary(
                 '/yarnflow.TaskExecutor/RequestSlot',
                 request_serializer=taskexecutor__pb2.RequestSlotMessage.SerializeToString,
-                response_deserializer=common__pb2.Ack.FromString,
+                response_deserializer=taskexecutor__pb2.SlotAllocationReply.FromString,
                 _registered_method=True)
         self.SubmitTask = channel.unary_unary(
                 '/yarnflow.TaskExecutor/SubmitTask',
@@ -112,7 +112,7 @@ def add_TaskExecutorServicer_to_server(servicer, server):
             'RequestSlot': grpc.unary_unary_rpc_method_handler(
                     servicer.RequestSlot,
                     request_deserializer=taskexecutor__pb2.RequestSlotMessage.FromString,
-                    response_serializer=common__pb2.Ack.SerializeToString,
+                    response_serializer=taskexecutor__pb2.SlotAllocationReply.SerializeToString,
             ),
             'SubmitTask': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitTask,
@@ -166,7 +166,7 @@ class TaskExecutor:
             target,
             '/yarnflow.TaskExecutor/RequestSlot',
             taskexecutor__pb2.RequestSlotMessage.SerializeToString,
-            common__pb2.Ack.FromString,
+            taskexecutor__pb2.SlotAllocationReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -39,6 +39,7 @@ class PipelinedSubpartition:
         self._finished = False
         self._released = False
         self._aborted = False      # released with data still unread
+        self._drained = False      # a reader saw the end of the stream
         self.reader_attached = False
 
     def add(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None:
@@ -58,9 +59,10 @@ class PipelinedSubpartition:
             self._cond.notify_all()
 
     def wait_consumed(self, cancelled: Callable[[], bool]) -> None:
-        """Block until the consumer took everything (the producer then ends)."""
+        """Block until the consumer has read to the end of the stream: only then may the
+        producer end and its partition go (a consumer that attaches late still finds it)."""
         with self._cond:
-            while self._queue and not self._released:
+            while not self._drained and not self._released:
                 if cancelled():
                     raise TaskCancelled()
                 self._cond.wait(0.2)
@@ -81,6 +83,8 @@ class PipelinedSubpartition:
                     raise RuntimeError("the partition was released before it was fully read "
                                        "(its producer was cancelled or failed)")
                 else:
+                    self._drained = True
+                    self._cond.notify_all()
                     return
             yield batch
 
@@ -118,8 +122,9 @@ class BlockingSubpartition:
         return   # blocking data stays until the job releases it
 
     def read(self, cancelled: Callable[[], bool] = lambda: False) -> Iterator[pa.RecordBatch]:
-        if not self._finished.is_set():
-            raise RuntimeError("a BLOCKING partition was requested before its producer finished")
+        while not self._finished.wait(0.2):   # EAGER consumers wait for their producer
+            if cancelled():
+                raise TaskCancelled()
         if not self._path.exists():
             return
         with pa.memory_map(str(self._path), "r") as source:
@@ -168,6 +173,9 @@ class ResultPartition:
     def finish(self, cancelled: Callable[[], bool]) -> None:
         for sub in self.subpartitions:
             sub.finish()
+        if not self._has_data:       # an empty partition is consumable once finished
+            self._has_data = True
+            self._on_first_data()
         for sub in self.subpartitions:
             sub.wait_consumed(cancelled)
 

@@ -53,6 +53,7 @@ class TaskSlotTable:
     def __init__(self, num_slots: int, profile: ResourceSpec) -> None:
         self.slots = [TaskSlot(i, profile) for i in range(num_slots)]
         self._by_allocation: dict[str, TaskSlot] = {}
+        self.version = 0   # bumped on every allocation change (see SlotReport.version)
 
     def allocate(self, index: int, job_id: str, allocation_id: str, job_master_id: str,
                  job_master_address: str) -> TaskSlot:
@@ -67,6 +68,7 @@ class TaskSlotTable:
         slot.job_id, slot.allocation_id = job_id, allocation_id
         slot.job_master_id, slot.job_master_address = job_master_id, job_master_address
         self._by_allocation[allocation_id] = slot
+        self.version += 1
         return slot
 
     def by_allocation(self, allocation_id: str) -> TaskSlot | None:
@@ -88,6 +90,7 @@ class TaskSlotTable:
             return slot
         del self._by_allocation[allocation_id]
         slot.transition(TaskSlotState.FREE)
+        self.version += 1
         return slot
 
     def add_task(self, allocation_id: str, job_master_id: str, attempt_id: str, task: Any) -> None:
@@ -111,6 +114,7 @@ class TaskSlotTable:
         if not slot.tasks and slot.state is TaskSlotState.RELEASING:
             del self._by_allocation[allocation_id]
             slot.transition(TaskSlotState.FREE)
+            self.version += 1
             return slot
         return None
 

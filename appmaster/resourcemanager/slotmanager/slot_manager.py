@@ -67,6 +67,7 @@ class Worker:
     slots: list[TaskManagerSlot]
     idle_since: float | None = field(default_factory=time.monotonic)
     holds_partitions: bool = False
+    min_report_version: int = 0     # reports older than this predate an allocation we know of
 
     def busy_slots(self) -> int:
         return sum(1 for s in self.slots if s.state is not SlotState.FREE)
@@ -158,10 +159,13 @@ class SlotManager:
                         best, best_key = slot, key
         return best
 
-    def allocation_confirmed(self, allocation_id: str) -> None:
+    def allocation_confirmed(self, allocation_id: str, report_version: int) -> None:
         """The executor accepted the allocation: the request is done."""
         request = self.requests.pop(allocation_id, None)
         slot = self._slot_of(allocation_id)
+        if slot is not None and slot.resource_id in self.workers:
+            worker = self.workers[slot.resource_id]
+            worker.min_report_version = max(worker.min_report_version, report_version)
         if slot is not None and slot.state is SlotState.PENDING:
             slot.transition(SlotState.ALLOCATED)
         if request is None and slot is not None:
@@ -181,12 +185,12 @@ class SlotManager:
 
     # --- executors -------------------------------------------------------------------
     def register_worker(self, resource_id: str, slot_profile: ResourceSpec, num_slots: int,
-                        reported: list[tuple[int, str, str]]) -> None:
+                        reported: list[tuple[int, str, str]], version: int = 0) -> None:
         pending = self.pending_workers.pop(resource_id, None)
         spec = pending.spec if pending else self.worker_spec_for(slot_profile)
         slots = [TaskManagerSlot(resource_id, i, slot_profile) for i in range(num_slots)]
         self.workers[resource_id] = Worker(resource_id, spec, slots)
-        self.report_slot_status(resource_id, reported, holds_partitions=False)
+        self.report_slot_status(resource_id, reported, holds_partitions=False, version=version)
         for allocation_id in list(pending.reserved if pending else ()):
             request = self.requests.get(allocation_id)
             if request is not None:
@@ -194,12 +198,16 @@ class SlotManager:
         self.match_waiting_requests()
 
     def report_slot_status(self, resource_id: str, reported: list[tuple[int, str, str]],
-                           holds_partitions: bool) -> None:
-        """``reported``: (slot index, allocation id or '', job id) — the executor's truth."""
+                           holds_partitions: bool, version: int = 0) -> None:
+        """``reported``: (slot index, allocation id or '', job id) — the executor's truth,
+        unless it was sent before an allocation we already saw confirmed."""
         worker = self.workers.get(resource_id)
         if worker is None:
             return
         worker.holds_partitions = holds_partitions
+        if version < worker.min_report_version:
+            return
+        worker.min_report_version = version
         freed = False
         for index, allocation_id, job_id in reported:
             slot = worker.slots[index]

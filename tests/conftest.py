@@ -1,0 +1,34 @@
+"""Shared fixtures. Timeouts are shortened so failure paths finish in seconds."""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import pytest
+
+from yarnflow.conf import Configuration
+
+FAST = [
+    "heartbeat.interval=0.5 s", "heartbeat.timeout=5 s",
+    "resourcemanager.taskmanager-timeout=2 s", "slot.idle.timeout=1 s",
+    "slot.request.timeout=60 s", "job.cancel.timeout=10 s",
+    "taskmanager.network.partition-request-timeout=20 s",
+]
+
+
+@pytest.fixture
+def fast_config() -> Configuration:
+    return Configuration.load(overrides=FAST)
+
+
+def wait_until(condition: Callable[[], object], timeout: float, what: str,
+               interval: float = 0.05) -> object:
+    """Poll ``condition`` until it is truthy; fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)

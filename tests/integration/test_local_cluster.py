@@ -1,0 +1,114 @@
+"""The runtime on the local target: real TaskExecutor subprocesses, real gRPC with
+mutual TLS, real Arrow Flight exchange."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import yarnflow as yf
+from tests.conftest import wait_until
+from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
+from yarnflow.conf import Configuration, options
+from yarnflow.rpc.generated import common_pb2
+from yarnflow.targets.local import LocalCluster
+
+
+def _slow(batch: pa.RecordBatch) -> pa.RecordBatch:
+    time.sleep(0.2)   # workload: keeps the job running while the test acts on it
+    return batch
+
+
+def test_hash_shuffle_and_aggregate_match_pyarrow(fast_config, tmp_path):
+    table = pa.table({"k": [i % 37 for i in range(50_000)], "v": list(range(50_000))})
+    p = yf.Pipeline("agg", parallelism=3)
+    p.from_arrow(table).filter(lambda b: pc.greater(b["v"], 10)) \
+     .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(str(tmp_path / "out"))
+    with LocalCluster(fast_config) as cluster:
+        result = cluster.submit(p.job_graph(fast_config)).wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    got = pq.read_table(tmp_path / "out").sort_by("k")
+    want = table.filter(pc.greater(table["v"], 10)).group_by("k") \
+                .aggregate([("v", "sum"), ("v", "count")]).sort_by("k")
+    assert got.select(["k", "v_sum", "v_count"]).equals(want.select(["k", "v_sum", "v_count"]))
+
+
+def test_two_profiles_start_exactly_those_worker_specs_and_idle_ones_are_released(tmp_path):
+    config = Configuration.load(overrides=[
+        "heartbeat.interval=0.5 s", "resourcemanager.taskmanager-timeout=2 s",
+        "slot.idle.timeout=1 s"])
+    table = pa.table({"x": list(range(1000))})
+    p = yf.Pipeline("profiles", parallelism=2, exchange="blocking")
+    light = p.from_arrow(table, name="light").resources(yf.ResourceSpec(1, "1g")) \
+             .slot_sharing_group("light")
+    light.rebalance().map(lambda b: b, name="heavy").resources(yf.ResourceSpec(2, "3g")) \
+         .slot_sharing_group("heavy").write_parquet(str(tmp_path / "out"))
+    with LocalCluster(config) as cluster:
+        result = cluster.submit(p.job_graph(config)).wait(120)
+        ended = time.monotonic()
+        assert result.status is JobStatus.FINISHED, result.failure
+        started = dict(cluster.overview().workers_started_per_spec)
+        assert started == {"1x1c-1024m": 2, "1x2c-3072m": 2}
+        limit = config.get(options.TASKMANAGER_TIMEOUT) + config.get(options.HEARTBEAT_INTERVAL)
+        wait_until(lambda: not cluster.overview().workers, limit + 0.5,
+                   "idle executors released")
+        assert time.monotonic() - ended <= limit + 0.5
+
+
+def test_killing_a_task_executor_fails_the_job_naming_it_and_its_subtasks(fast_config):
+    table = pa.table({"x": list(range(4000))})
+    p = yf.Pipeline("victim", parallelism=2)
+    p.from_arrow(table).map(_slow, name="slow").write_parquet("/tmp/yarnflow-victim-out")
+    with LocalCluster(fast_config) as cluster:
+        client = cluster.submit(p.job_graph(
+            Configuration.load(overrides=["pipeline.batch-rows=100"])))
+        wait_until(lambda: all(s.state == common_pb2.RUNNING for v in client.details().vertices
+                               for s in v.subtasks), 60, "all subtasks RUNNING")
+        victim = cluster.overview().workers[0].resource_id
+        os.kill(cluster.driver.pid_of(victim), signal.SIGKILL)
+        result = client.wait(60)
+    assert result.status is JobStatus.FAILED
+    assert victim in result.failure
+    assert "SIGKILL" in result.failure
+    assert "lost subtasks:" in result.failure and "slow (" in result.failure
+
+
+def test_user_code_error_fails_the_job_with_the_vertex_and_the_exception(fast_config, tmp_path):
+    def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
+        raise ValueError("bad record 42")
+    p = yf.Pipeline("boom", parallelism=2)
+    p.from_arrow(pa.table({"x": [1, 2, 3, 4]})).map(explode).write_parquet(str(tmp_path / "o"))
+    with LocalCluster(fast_config) as cluster:
+        result = cluster.submit(p.job_graph(fast_config)).wait(60)
+    assert result.status is JobStatus.FAILED
+    assert "explode (" in result.failure and "ValueError: bad record 42" in result.failure
+    assert "Traceback" in result.failure_detail
+
+
+def test_missing_input_fails_with_a_clear_error(fast_config, tmp_path):
+    p = yf.Pipeline("missing")
+    p.read_parquet(str(tmp_path / "nope")).write_parquet(str(tmp_path / "o"))
+    with LocalCluster(fast_config) as cluster:
+        result = cluster.submit(p.job_graph(fast_config)).wait(60)
+    assert result.status is JobStatus.FAILED
+    assert "parquet-source" in result.failure and "does not exist" in result.failure
+
+
+def test_cancel_ends_the_job_canceled_and_frees_its_slots(fast_config, tmp_path):
+    p = yf.Pipeline("cancel-me", parallelism=2)
+    p.from_arrow(pa.table({"x": list(range(4000))})).map(_slow).write_parquet(str(tmp_path / "o"))
+    with LocalCluster(fast_config) as cluster:
+        client = cluster.submit(p.job_graph(
+            Configuration.load(overrides=["pipeline.batch-rows=100"])))
+        wait_until(lambda: any(s.state == common_pb2.RUNNING for v in client.details().vertices
+                               for s in v.subtasks), 60, "a subtask RUNNING")
+        client.cancel()
+        result = client.wait(30)
+        assert result.status is JobStatus.CANCELED
+        wait_until(lambda: all(w.free_slots == w.num_slots for w in cluster.overview().workers),
+                   10, "slots freed after cancel")

@@ -1,0 +1,167 @@
+"""Scheduler semantics (seed 000/001/002), each its own test, on a real JobMaster with
+in-memory executors."""
+from __future__ import annotations
+
+import collections
+
+import pyarrow as pa
+import pytest
+
+from tests.conftest import wait_until
+from tests.unit.fakes import FINISHED, RUNNING, Harness
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState
+from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import preferred_locations
+from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPreferences,
+                                                   TaskExecutorLocation, select_slot)
+from yarnflow.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
+from yarnflow.resources import ResourceSpec
+from yarnflow.taskexecutor.operators import MapOperator, TableSource
+
+PROFILE = ResourceSpec(1, 1024)
+
+
+def source(name: str, p: int, **kw: object) -> JobVertex:
+    return JobVertex(name, TableSource(pa.table({"x": [1, 2, 3]})), p, num_inputs=0, **kw)
+
+
+def op(name: str, p: int, **kw: object) -> JobVertex:
+    return JobVertex(name, MapOperator(lambda b: b, name), p, num_inputs=1, **kw)
+
+
+def chain(p: int = 4, mode: ScheduleMode = ScheduleMode.EAGER,
+          ship: ShipStrategy = ShipStrategy.FORWARD,
+          partition_type: PartitionType = PartitionType.PIPELINED) -> JobGraph:
+    graph = JobGraph("chain", mode)
+    src, mid, sink = (graph.add_vertex(source("source", p)), graph.add_vertex(op("map", p)),
+                      graph.add_vertex(op("sink", p)))
+    graph.connect(src, mid, ship, ["x"] if ship is ShipStrategy.HASH else (), partition_type)
+    graph.connect(mid, sink, ShipStrategy.FORWARD)
+    return graph.resolve(1)
+
+
+@pytest.fixture
+def harness_factory():
+    made: list[Harness] = []
+
+    def make(graph: JobGraph) -> Harness:
+        h = Harness(graph)
+        made.append(h)
+        return h
+    yield make
+    for h in made:
+        h.close()
+
+
+def test_slot_sharing_uses_one_slot_per_pipeline_and_never_two_subtasks_of_a_vertex(harness_factory):
+    h = harness_factory(chain(4, ship=ShipStrategy.HASH))
+    h.start()
+    assert len(h.rm.requests) == 4, "source->map->sink at parallelism 4 needs exactly 4 slots"
+    h.offer_pending(["te-1", "te-2"])
+    wait_until(lambda: len(h.deployed()) == 12, 5, "all 12 subtasks deployed")
+    placement = h.placement()
+    assert len(placement) == 4
+    for allocation, tasks in placement.items():
+        vertices = [name for name, _ in tasks]
+        assert len(vertices) == len(set(vertices)), f"slot {allocation} holds {tasks}"
+
+
+def test_co_location_puts_subtask_i_of_each_vertex_in_the_same_slot(harness_factory):
+    graph = JobGraph("coloc")
+    src = graph.add_vertex(source("source", 3))
+    head = graph.add_vertex(op("head", 3, co_location_group="loop"))
+    tail = graph.add_vertex(op("tail", 3, co_location_group="loop"))
+    graph.connect(src, head, ShipStrategy.REBALANCE)   # ALL_TO_ALL: no forward hint
+    graph.connect(head, tail, ShipStrategy.REBALANCE)
+    graph.resolve(1)
+    h = harness_factory(graph)
+    h.start()
+    h.offer_pending(["te-1", "te-2", "te-3"])
+    wait_until(lambda: len(h.deployed()) == 9, 5, "all subtasks deployed")
+    slot_of = {(t.vertex_name, t.subtask_index): t.allocation_id for t in h.deployed()}
+    for i in range(3):
+        assert slot_of[("head", i)] == slot_of[("tail", i)]
+
+
+def _lazy_two_stage(producers: int) -> JobGraph:
+    graph = JobGraph("lazy", ScheduleMode.LAZY_FROM_SOURCES)
+    src = graph.add_vertex(source("source", producers, slot_sharing_group="a"))
+    sink = graph.add_vertex(op("sink", 2, slot_sharing_group="b"))
+    graph.connect(src, sink, ShipStrategy.REBALANCE, partition_type=PartitionType.BLOCKING)
+    return graph.resolve(1)
+
+
+def test_lazy_from_sources_deploys_consumers_only_after_partitions_are_consumable(harness_factory):
+    h = harness_factory(_lazy_two_stage(2))
+    h.start()
+    assert len(h.rm.requests) == 2, "only the sources ask for slots at first"
+    h.offer_pending(["te-1", "te-2"])
+    wait_until(lambda: len(h.deployed()) == 2, 5, "sources deployed")
+    sources = h.deployed()
+    for tdd in sources:
+        h.report(tdd.attempt_id, RUNNING)
+    h.report(sources[0].attempt_id, FINISHED)
+    assert h.rm.requests == {} and len(h.deployed()) == 2, \
+        "a BLOCKING result is not consumable until every producer finished"
+    h.report(sources[1].attempt_id, FINISHED)
+    wait_until(lambda: len(h.rm.requests) + len(h.deployed()) > 2, 5, "consumer scheduled")
+    h.offer_pending(["te-1", "te-2"])
+    wait_until(lambda: len(h.deployed()) == 4, 5, "consumers deployed")
+    assert collections.Counter(t.vertex_name for t in h.deployed()) == {"source": 2, "sink": 2}
+
+
+def test_preferred_locations_follow_producers(harness_factory):
+    h = harness_factory(_lazy_two_stage(2))
+    h.start()
+    h.offer_pending(["te-1", "te-2"], {"te-1": "host-1", "te-2": "host-2"})
+    wait_until(lambda: len(h.deployed()) == 2, 5, "sources deployed")
+    consumer = h.jm.graph.job_vertices[[v for v in h.jm.graph.job_vertices.values()
+                                        if v.name == "sink"][0].id].task_vertices[0]
+    prefs = h.call(preferred_locations, consumer)
+    assert sorted(prefs.resource_ids) == ["te-1", "te-2"]
+    assert sorted(prefs.hosts) == ["host-1", "host-2"]
+
+
+def test_preferred_locations_are_dropped_past_eight_producers(harness_factory):
+    h = harness_factory(_lazy_two_stage(9))
+    h.start()
+    h.offer_pending([f"te-{i}" for i in range(9)])
+    wait_until(lambda: len(h.deployed()) == 9, 5, "sources deployed")
+    consumer = [v for v in h.jm.graph.job_vertices.values() if v.name == "sink"][0].task_vertices[0]
+    assert h.call(preferred_locations, consumer).empty
+
+
+def test_restarted_execution_prefers_its_previous_allocation():
+    location = TaskExecutorLocation("te-1", "host-a")
+    slots = [PhysicalSlot(f"alloc-{i}", location, i, PROFILE) for i in range(4)]
+    previous = SlotPreferences(resource_ids=("te-1",), prior_allocations=frozenset({"alloc-2"}))
+    assert select_slot(slots, PROFILE, previous, {}).allocation_id == "alloc-2"
+
+
+def test_restart_preferences_come_from_the_prior_attempt(harness_factory):
+    h = harness_factory(chain(1))
+    h.start()
+    h.offer_pending(["te-1"])
+    wait_until(lambda: len(h.deployed()) == 3, 5, "deployed")
+    vertex = next(h.jm.graph.all_execution_vertices())
+    allocation = vertex.current.allocation_id
+
+    def fail_and_reset() -> SlotPreferences:
+        vertex.current.transition(ExecutionState.FAILED)
+        vertex.reset_for_new_execution()
+        return preferred_locations(vertex)
+    prefs = h.call(fail_and_reset)
+    assert prefs.prior_allocations == frozenset({allocation})
+    assert prefs.resource_ids == ("te-1",)
+
+
+def test_subtasks_spread_round_robin_across_executors_without_preferences(harness_factory):
+    graph = JobGraph("spread")
+    graph.add_vertex(source("source", 7))
+    graph.resolve(1)
+    h = harness_factory(graph)
+    h.offer_free_slots({"te-1": 4, "te-2": 4, "te-3": 4}, PROFILE)   # warm slots, before start
+    h.start()
+    wait_until(lambda: len(h.deployed()) == 7, 5, "all subtasks deployed")
+    per_executor = collections.Counter(t.allocation_id.split("-slot")[0] for t in h.deployed())
+    assert len(per_executor) == 3
+    assert max(per_executor.values()) - min(per_executor.values()) <= 1, per_executor
