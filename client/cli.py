@@ -75,3 +75,7 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         console.print(f"[bold red]error:[/] {pipeline} ran but never called execute() on a "
                       "Pipeline, so no job was submitted")
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import faulthandler
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -28,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-file", default=None)
     args = parser.parse_args(argv)
     configure_logging(args.log_file)
+    log_stream = open(args.log_file, "a") if args.log_file else None
+    # `kill -USR1 <pid>` writes every thread's stack to the log, like jstack.
+    faulthandler.register(signal.SIGUSR1, file=log_stream or sys.stderr, all_threads=True)
     te = TaskExecutor(args.resource_id, args.rm_address, TlsCredentials.read(args.tls_dir),
                       Configuration.from_yaml_file(args.conf), args.slots,
                       ResourceSpec(args.slot_cpu, args.slot_memory), args.worker_spec,
@@ -43,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
                 te.stop("the process that started this executor is gone")
     threading.Thread(target=orphan_watch, daemon=True).start()
     te.wait()
-    return 0
+    te.stopped_cleanly.wait(10.0)
+    logging.shutdown()
+    # Everything is stopped and flushed; skip interpreter finalization, where gRPC's and
+    # Flight's native threads can hold the exit for seconds.
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ class TaskExecutor:
         self.resource_manager_id = ""
         self._timeout = config.get(options.RPC_ASK_TIMEOUT)
         self._stopped = threading.Event()
+        self.stopped_cleanly = threading.Event()
         self._registering = False
         self._last_rm_ack = time.monotonic()
         self._jm_last_ack: dict[str, float] = {}
@@ -78,7 +79,9 @@ class TaskExecutor:
             data_address=self.data_server.address)
 
     def wait(self) -> None:
-        self._stopped.wait()
+        # A timed wait: Python runs signal handlers (SIGTERM) only between waits.
+        while not self._stopped.wait(0.5):
+            pass
 
     def stop(self, reason: str) -> None:
         if self._stopped.is_set():
@@ -95,6 +98,7 @@ class TaskExecutor:
         self._channels.close()
         self.main.shutdown()
         shutil.rmtree(self.workdir / "partitions", ignore_errors=True)
+        self.stopped_cleanly.set()
 
     # --- registration with the ResourceManager ----------------------------------------
     def _start_registration(self) -> None:
