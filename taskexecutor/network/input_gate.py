@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 
 from yarnflow.rpc.generated import taskexecutor_pb2
-from yarnflow.taskexecutor.network.data_server import EMPTY_SCHEMA, DataClients
+from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.partition import TaskCancelled
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 
@@ -64,14 +64,16 @@ class InputGate:
                                         channel.subpartition):
             if self._cancelled():
                 raise TaskCancelled()
-            if batch.schema != EMPTY_SCHEMA:
+            if batch.num_columns:     # an empty partition streams the empty schema
                 yield batch
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        if len(self._channels) == 1 and self._channels[0].resource_id == self._local:
-            yield from self._read_channel(self._channels[0])   # cancellable in place
+        if len(self._channels) == 1:
+            # One channel: read in the task thread. A remote read ends or errors when its
+            # producer ends, fails or dies, and cancellation is checked per batch.
+            yield from self._read_channel(self._channels[0])
             return
-        yield from self._read_concurrently()   # remote reads block: pump them in threads
+        yield from self._read_concurrently()
 
     def _read_concurrently(self) -> Iterator[pa.RecordBatch]:
         out: queue.Queue[object] = queue.Queue(maxsize=max(4, min(len(self._channels), 64)))

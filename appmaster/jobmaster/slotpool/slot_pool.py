@@ -8,6 +8,8 @@ JobMaster's main thread.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import time
 import uuid
@@ -64,6 +66,12 @@ class SlotPool:
         self._pending: dict[str, PendingRequest] = {}
         self._slots_per_executor: dict[str, int] = {}
         self._allocated_per_executor: dict[str, int] = {}
+        # Free slots by exact profile and executor, and a lazily updated heap of
+        # (utilization, seq, executor) per profile: a request without preferences takes
+        # the least-utilized executor in O(log n) instead of scanning every free slot.
+        self._free: dict[ResourceSpec, dict[str, dict[str, PhysicalSlot]]] = {}
+        self._heaps: dict[ResourceSpec, list[tuple[float, int, str]]] = {}
+        self._seq = itertools.count()
         self._closed = False
         self._idle_check = main.schedule_periodic(max(0.05, idle_timeout / 4), self.check_idle_slots)
 
@@ -86,8 +94,10 @@ class SlotPool:
         if self._closed:
             future.set_exception(NoResourceAvailableError("the SlotPool is closed: the job ended"))
             return future
-        free = select_slot((h.slot for h in self._held.values() if h.idle_since is not None),
-                           profile, preferences, self._utilization())
+        free = self._least_utilized(profile) if preferences.empty else None
+        if free is None:
+            free = select_slot((h.slot for h in self._held.values() if h.idle_since is not None),
+                               profile, preferences, self._utilization())
         if free is not None:
             self._mark_allocated(free)
             future.set_result(free)
@@ -180,17 +190,58 @@ class SlotPool:
         self._held[slot.allocation_id] = _Held(slot, idle_since=time.monotonic())
         rid = slot.location.resource_id
         self._slots_per_executor[rid] = self._slots_per_executor.get(rid, 0) + 1
+        self._index_free(slot)
 
     def _forget_slot(self, held: _Held) -> None:
         rid = held.slot.location.resource_id
         self._slots_per_executor[rid] -= 1
         if held.idle_since is None:
             self._allocated_per_executor[rid] -= 1
+        else:
+            self._unindex_free(held.slot)
 
     def _mark_allocated(self, slot: PhysicalSlot) -> None:
         self._held[slot.allocation_id].idle_since = None
         rid = slot.location.resource_id
         self._allocated_per_executor[rid] = self._allocated_per_executor.get(rid, 0) + 1
+        self._unindex_free(slot)
+
+    def _index_free(self, slot: PhysicalSlot) -> None:
+        rid = slot.location.resource_id
+        self._free.setdefault(slot.profile, {}).setdefault(rid, {})[slot.allocation_id] = slot
+        self._push(slot.profile, rid)
+
+    def _unindex_free(self, slot: PhysicalSlot) -> None:
+        by_executor = self._free.get(slot.profile, {})
+        slots = by_executor.get(slot.location.resource_id)
+        if slots is not None:
+            slots.pop(slot.allocation_id, None)
+            if not slots:
+                del by_executor[slot.location.resource_id]
+        self._push(slot.profile, slot.location.resource_id)
+
+    def _push(self, profile: ResourceSpec, rid: str) -> None:
+        """Re-key ``rid`` in every profile's heap where it has free slots (its utilization
+        just changed, which made its older entries stale)."""
+        total = self._slots_per_executor.get(rid, 0)
+        utilization = self._allocated_per_executor.get(rid, 0) / total if total else 1.0
+        for other, by_executor in self._free.items():
+            if rid in by_executor or other == profile:
+                heapq.heappush(self._heaps.setdefault(other, []),
+                               (utilization, next(self._seq), rid))
+
+    def _least_utilized(self, profile: ResourceSpec) -> PhysicalSlot | None:
+        heap = self._heaps.get(profile)
+        by_executor = self._free.get(profile, {})
+        while heap:
+            utilization, _, rid = heap[0]
+            total = self._slots_per_executor.get(rid, 0)
+            current = self._allocated_per_executor.get(rid, 0) / total if total else 1.0
+            if rid not in by_executor or utilization != current:
+                heapq.heappop(heap)          # stale entry
+                continue
+            return next(iter(by_executor[rid].values()))
+        return None
 
     def _utilization(self) -> dict[str, float]:
         return {rid: self._allocated_per_executor.get(rid, 0) / total
@@ -204,6 +255,7 @@ class SlotPool:
             return
         held.idle_since = time.monotonic()
         self._allocated_per_executor[held.slot.location.resource_id] -= 1
+        self._index_free(held.slot)
         request = next((r for r in self._pending.values()
                         if r.profile.fits_in(held.slot.profile)), None)
         if request is not None:
