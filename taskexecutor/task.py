@@ -30,6 +30,11 @@ from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManag
 log = logging.getLogger(__name__)
 
 
+class UpstreamError(RuntimeError):
+    """Reading an input failed: its producer failed, was cancelled or vanished. Such a
+    failure is a consequence, so the JobMaster prefers any other cause it hears of."""
+
+
 class TaskState(enum.Enum):
     DEPLOYING = common_pb2.DEPLOYING
     RUNNING = common_pb2.RUNNING
@@ -102,7 +107,7 @@ class Task:
     # --- the task thread ---------------------------------------------------------------
     def _run(self) -> None:
         started = time.monotonic()
-        error, detail = "", ""
+        error, detail, upstream = "", "", False
         try:
             operator = cloudpickle.loads(self.tdd.operator)
             self._partitions = [self._create_partition(p) for p in self.tdd.produced]
@@ -126,6 +131,7 @@ class Task:
                 final = TaskState.CANCELED
             else:
                 final = TaskState.FAILED
+                upstream = isinstance(err, UpstreamError)
                 error = (f"{self.name} failed on TaskExecutor {self._services.resource_id}: "
                          f"{type(err).__name__}: {err}")
                 detail = traceback.format_exc()
@@ -141,11 +147,13 @@ class Task:
                 self._transition(TaskState.CANCELED)
             else:
                 self._transition(final)
+        # Report before releasing partitions: a consumer that fails because of the release
+        # must not reach the JobMaster before this task's own (root) cause.
+        self._report(self.state, error, detail, upstream)
         for partition in self._partitions:
             if self.state is not TaskState.FINISHED or \
                     partition.partition_type is PartitionType.PIPELINED:
                 self._services.partitions.release(partition.partition_id)
-        self._report(self.state, error, detail)
         self._on_done(self)
 
     def _create_partition(self, desc: taskexecutor_pb2.ResultPartitionDescriptor) -> ResultPartition:
@@ -162,10 +170,11 @@ class Task:
             self.tdd.subtask_index, self._services.buffers_per_channel,
             self._services.spill_dir / self.job_id, first_data)
 
-    def _report(self, state: TaskState, error: str = "", detail: str = "") -> None:
+    def _report(self, state: TaskState, error: str = "", detail: str = "",
+                upstream: bool = False) -> None:
         message = jobmaster_pb2.TaskExecutionState(
             job_master_id=self.tdd.job_master_id, attempt_id=self.attempt_id,
-            state=state.value, error=error, error_detail=detail)
+            state=state.value, error=error, error_detail=detail, upstream_failure=upstream)
         message.metrics.CopyFrom(self.metrics)
         try:
             self._jm.UpdateTaskExecutionState(message, timeout=self._services.rpc_timeout)
@@ -186,7 +195,16 @@ class Task:
         gate = InputGate(channels_of(gates[0]), self._services.resource_id,
                          self._services.partitions, self._services.clients, self.is_cancelled,
                          self._services.partition_timeout)
-        for batch in gate:
+        batches = iter(gate)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except TaskCancelled:
+                raise
+            except Exception as err:
+                raise UpstreamError(f"reading input {index}: {type(err).__name__}: {err}") from err
             self.metrics.records_in += batch.num_rows
             self.metrics.bytes_in += batch.nbytes
             yield batch

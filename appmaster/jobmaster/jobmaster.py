@@ -152,7 +152,8 @@ class JobMaster:
         if report.HasField("metrics"):
             execution.metrics = report.metrics
         if state is ExecutionState.FAILED:
-            self._fail_execution(execution, report.error, report.error_detail)
+            self._fail_execution(execution, report.error, report.error_detail,
+                                 upstream=report.upstream_failure)
         elif state is ExecutionState.FINISHED:
             self._on_finished(execution)
         elif state is ExecutionState.CANCELED:
@@ -247,8 +248,20 @@ class JobMaster:
     def _fail_vertex(self, vertex: ExecutionVertex, cause: str) -> None:
         self._fail_execution(vertex.current, cause)
 
-    def _fail_execution(self, execution: Execution, cause: str, detail: str = "") -> None:
+    def _fail_execution(self, execution: Execution, cause: str, detail: str = "",
+                        upstream: bool = False) -> None:
+        """Fail one attempt and, through it, the job. A failure ``upstream`` (an input's
+        producer went away) is usually the echo of another failure that is still on its
+        way, so it becomes the job's cause only if nothing else arrives within a grace
+        period of one heartbeat interval (at most 2 s)."""
         if execution.state.is_terminal:
+            return
+        if upstream and self.graph.status is JobStatus.RUNNING:
+            execution.failure, execution.failure_detail = cause, detail
+            execution.transition(ExecutionState.FAILED)
+            self.scheduler.release_slot_of(execution.vertex)
+            grace = min(2.0, self.config.get(options.HEARTBEAT_INTERVAL))
+            self.main.schedule(grace, self._fail_job_if_running, cause, detail)
             return
         if execution.state is ExecutionState.CANCELING and \
                 self.graph.status in (JobStatus.CANCELLING, JobStatus.FAILING):
@@ -263,6 +276,12 @@ class JobMaster:
             self._transition(JobStatus.FAILING)
             self._cancel_all_executions()
         self._check_termination()
+
+    def _fail_job_if_running(self, cause: str, detail: str) -> None:
+        if self.graph.status is JobStatus.RUNNING:
+            self.graph.failure, self.graph.failure_detail = cause, detail
+            self._transition(JobStatus.FAILING)
+            self._cancel_all_executions()
 
     def _cancel_all_executions(self) -> None:
         self.scheduler.stop()

@@ -34,20 +34,22 @@ class OfferSlotsResponse(_message.Message):
     def __init__(self, accepted: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TaskExecutionState(_message.Message):
-    __slots__ = ("job_master_id", "attempt_id", "state", "error", "error_detail", "metrics")
+    __slots__ = ("job_master_id", "attempt_id", "state", "error", "error_detail", "metrics", "upstream_failure")
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_DETAIL_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_FAILURE_FIELD_NUMBER: _ClassVar[int]
     job_master_id: str
     attempt_id: str
     state: _common_pb2.ExecutionState
     error: str
     error_detail: str
     metrics: _common_pb2.TaskMetrics
-    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ...) -> None: ...
+    upstream_failure: bool
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., upstream_failure: _Optional[bool] = ...) -> None: ...
 
 class InputSplitRequest(_message.Message):
     __slots__ = ("job_master_id", "vertex_id", "attempt_id")

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import yarnflow as yf
-from tests.conftest import wait_until
+from tests.conftest import FAST, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
 from yarnflow.rpc.generated import common_pb2
@@ -60,13 +60,13 @@ def test_two_profiles_start_exactly_those_worker_specs_and_idle_ones_are_release
         assert time.monotonic() - ended <= limit + 0.5
 
 
-def test_killing_a_task_executor_fails_the_job_naming_it_and_its_subtasks(fast_config):
+def test_killing_a_task_executor_fails_the_job_naming_it_and_its_subtasks(tmp_path):
+    config = Configuration.load(overrides=FAST + ["pipeline.batch-rows=100"])  # 20 slow batches
     table = pa.table({"x": list(range(4000))})
     p = yf.Pipeline("victim", parallelism=2)
-    p.from_arrow(table).map(_slow, name="slow").write_parquet("/tmp/yarnflow-victim-out")
-    with LocalCluster(fast_config) as cluster:
-        client = cluster.submit(p.job_graph(
-            Configuration.load(overrides=["pipeline.batch-rows=100"])))
+    p.from_arrow(table).map(_slow, name="slow").write_parquet(str(tmp_path / "out"))
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(p.job_graph(config))
         wait_until(lambda: all(s.state == common_pb2.RUNNING for v in client.details().vertices
                                for s in v.subtasks), 60, "all subtasks RUNNING")
         victim = cluster.overview().workers[0].resource_id
@@ -99,12 +99,12 @@ def test_missing_input_fails_with_a_clear_error(fast_config, tmp_path):
     assert "parquet-source" in result.failure and "does not exist" in result.failure
 
 
-def test_cancel_ends_the_job_canceled_and_frees_its_slots(fast_config, tmp_path):
+def test_cancel_ends_the_job_canceled_and_frees_its_slots(tmp_path):
+    config = Configuration.load(overrides=FAST + ["pipeline.batch-rows=100"])
     p = yf.Pipeline("cancel-me", parallelism=2)
     p.from_arrow(pa.table({"x": list(range(4000))})).map(_slow).write_parquet(str(tmp_path / "o"))
-    with LocalCluster(fast_config) as cluster:
-        client = cluster.submit(p.job_graph(
-            Configuration.load(overrides=["pipeline.batch-rows=100"])))
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(p.job_graph(config))
         wait_until(lambda: any(s.state == common_pb2.RUNNING for v in client.details().vertices
                                for s in v.subtasks), 60, "a subtask RUNNING")
         client.cancel()
