@@ -13,7 +13,7 @@ from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.jobgraph import InvalidPipelineError
 
-TARGETS = ["local", "yarn-per-job", "yarn-session"]
+TARGETS = ["local"]   # yarn-per-job and yarn-session arrive with the YARN driver
 
 
 @click.group()

@@ -51,8 +51,8 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
         from yarnflow.targets.run_local import run_local
         result = run_local(graph, config, context)
     else:
-        raise ValueError(f"unknown target {target!r}: use local (yarn-per-job and yarn-session "
-                         "need the yarn extra)")
+        raise ValueError(f"target {target!r} is not available in this version of yarnflow yet; "
+                         "use -t local")
     context.results.append(result)
     if result.status.value != "FINISHED":
         raise JobFailedError(result)

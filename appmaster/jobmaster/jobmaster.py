@@ -11,7 +11,7 @@ import time
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import cloudpickle
 
@@ -31,7 +31,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.jobgraph import JobGraph
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
-from yarnflow.rpc.generated import common_pb2, jobgraph_pb2, jobmaster_pb2
+from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
 
 log = logging.getLogger(__name__)
 
@@ -359,10 +359,3 @@ class JobMaster:
 
     def shutdown(self) -> None:
         self.main.shutdown()
-
-
-def ack(ok: bool = True, message: str = "") -> common_pb2.Ack:
-    return common_pb2.Ack(ok=ok, message=message)
-
-
-__all__ = ["JobMaster", "JobResult", "ack", "Any"]

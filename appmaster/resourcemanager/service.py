@@ -4,7 +4,7 @@ from __future__ import annotations
 import grpc
 
 from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
-from yarnflow.rpc.generated import common_pb2, resourcemanager_pb2_grpc
+from yarnflow.rpc.generated import common_pb2, resourcemanager_pb2, resourcemanager_pb2_grpc
 
 
 class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
@@ -15,7 +15,7 @@ class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
     def _call(self, fn, *args):  # type: ignore[no-untyped-def]
         return self._rm.main.call(fn, *args, timeout=self._timeout)
 
-    def _fenced(self, token: str, context: grpc.ServicerContext) -> bool:
+    def _fenced(self, token: str, context: "grpc.ServicerContext") -> bool:
         return token == self._rm.resource_manager_id
 
     def RegisterTaskExecutor(self, request, context):  # noqa: N802 - gRPC names
@@ -39,7 +39,6 @@ class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
         return common_pb2.Ack(ok=True)
 
     def RegisterJobMaster(self, request, context):  # noqa: N802
-        from yarnflow.rpc.generated import resourcemanager_pb2
         rm_id = self._call(self._rm.register_job_master, request.job_id, request.job_master_id,
                            request.address)
         return resourcemanager_pb2.RegisterJobMasterResponse(resource_manager_id=rm_id)

@@ -9,7 +9,6 @@ import time
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import pytest
 
 import yarnflow as yf
 from tests.conftest import FAST, wait_until

@@ -7,7 +7,7 @@ import pytest
 import yarnflow as yf
 from yarnflow.conf import Configuration
 from yarnflow.jobgraph import InvalidPipelineError, JobGraph, JobVertex, ShipStrategy
-from yarnflow.taskexecutor.operators import MapOperator, TableSource
+from yarnflow.taskexecutor.operators import MapOperator
 
 TABLE = pa.table({"k": [1, 2, 3], "v": [1.0, 2.0, 3.0]})
 
