@@ -111,3 +111,26 @@ def test_cancel_ends_the_job_canceled_and_frees_its_slots(tmp_path):
         assert result.status is JobStatus.CANCELED
         wait_until(lambda: all(w.free_slots == w.num_slots for w in cluster.overview().workers),
                    10, "slots freed after cancel")
+
+
+def test_csv_source_flat_map_and_hash_join_match_pyarrow(fast_config, tmp_path):
+    import pyarrow.csv as pacsv
+    orders = pa.table({"customer": [i % 50 for i in range(3000)], "amount": list(range(3000))})
+    customers = pa.table({"customer": list(range(50)), "region": [f"r{i % 4}" for i in range(50)]})
+    for i in range(3):
+        pacsv.write_csv(orders.slice(i * 1000, 1000), tmp_path / f"orders-{i}.csv")
+
+    def split_in_two(batch: pa.RecordBatch):
+        half = batch.num_rows // 2
+        return [batch.slice(0, half), batch.slice(half)]
+    p = yf.Pipeline("csv-join", parallelism=2)
+    p.read_csv(str(tmp_path)).flat_map(split_in_two) \
+     .join(p.from_arrow(customers), on="customer", strategy="hash") \
+     .write_parquet(str(tmp_path / "out"))
+    with LocalCluster(fast_config) as cluster:
+        result = cluster.submit(p.job_graph(fast_config)).wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    got = pq.read_table(tmp_path / "out").sort_by("amount")
+    want = orders.join(customers, keys="customer").sort_by("amount")
+    assert got.num_rows == 3000
+    assert got.column("region").to_pylist() == want.column("region").to_pylist()

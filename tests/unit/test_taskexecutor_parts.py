@@ -1,0 +1,52 @@
+"""Slot table fencing and state machine; pipelined backpressure."""
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+import pytest
+
+from tests.conftest import wait_until
+from yarnflow.resources import ResourceSpec
+from yarnflow.taskexecutor.network.partition import PipelinedSubpartition
+from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotState, TaskSlotTable
+
+
+def test_a_task_from_another_job_master_is_refused_by_the_slot_table():
+    table = TaskSlotTable(2, ResourceSpec(1, 512))
+    table.allocate(0, "job", "alloc-1", "jm-leader", "jm:1")
+    with pytest.raises(SlotStateError, match="another JobMaster"):
+        table.add_task("alloc-1", "jm-stale", "attempt", object())
+    table.add_task("alloc-1", "jm-leader", "attempt", object())
+    assert table.slots[0].state is TaskSlotState.ACTIVE
+
+
+def test_a_busy_slot_cannot_be_allocated_twice_and_frees_after_its_tasks():
+    table = TaskSlotTable(1, ResourceSpec(1, 512))
+    table.allocate(0, "job", "alloc-1", "jm", "jm:1")
+    table.allocate(0, "job", "alloc-1", "jm", "jm:1")      # the same request again: idempotent
+    with pytest.raises(SlotStateError, match="already allocated"):
+        table.allocate(0, "job", "alloc-2", "jm", "jm:1")
+    table.add_task("alloc-1", "jm", "t1", object())
+    assert table.free("alloc-1").state is TaskSlotState.RELEASING
+    assert table.remove_task("alloc-1", "t1").state is TaskSlotState.FREE
+
+
+def test_pipelined_subpartition_blocks_a_producer_that_gets_ahead():
+    sub = PipelinedSubpartition(capacity=2)
+    batch = pa.record_batch([pa.array([1])], names=["x"])
+    added = []
+
+    def produce() -> None:
+        for i in range(5):
+            sub.add(batch, lambda: False)
+            added.append(i)
+        sub.finish()
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    wait_until(lambda: len(added) == 2, 5, "the producer to fill the subpartition")
+    producer.join(0.3)   # bounded join: it must still be blocked on the full queue
+    assert producer.is_alive() and len(added) == 2, "backpressure: the third batch must wait"
+    assert len(list(sub.read())) == 5
+    producer.join(5)
+    assert not producer.is_alive()
