@@ -6,14 +6,19 @@ import os
 import runpy
 import sys
 
+from typing import Any
+
 import click
 from rich.console import Console
+
+from yarnflow.display import progress_table
 
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.jobgraph import InvalidPipelineError
+from yarnflow.targets.yarn_errors import YarnError
 
-TARGETS = ["local"]   # yarn-per-job and yarn-session arrive with the YARN driver
+TARGETS = ["local", "yarn-per-job"]   # yarn-session arrives with the Dispatcher
 
 
 @click.group()
@@ -35,12 +40,17 @@ def main() -> None:
               default=None, help="Configuration file (default: $YARNFLOW_CONF_DIR/yarnflow.yaml).")
 @click.option("--progress/--no-progress", default=None,
               help="Show the live progress display (default: when stdout is a terminal).")
+@click.option("--attach/--detached", default=None,
+              help="On YARN: follow the job to its end (exit status = the job's) or return "
+                   "once YARN accepted the application (default: execution.attached, false).")
 @click.option("-v", "--verbose", is_flag=True, help="Log the runtime's components to stderr.")
 def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         parallelism: int | None, dynamic: tuple[str, ...], conf_file: str | None,
-        progress: bool | None, verbose: bool) -> None:
+        progress: bool | None, attach: bool | None, verbose: bool) -> None:
     """Run PIPELINE (a Python script that builds a Pipeline and calls execute()) like
-    `flink run`: the exit status is the job's. SCRIPT_ARGS go to the script's sys.argv."""
+    `flink run`. On `local` the exit status is the job's; on YARN the client returns
+    once the application is accepted, printing its id (unless --attach).
+    SCRIPT_ARGS go to the script's sys.argv."""
     console = Console()
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -50,10 +60,13 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
             config.set(options.DEFAULT_PARALLELISM, parallelism)
         if target is not None:
             config.set(options.TARGET, target)
+        if attach is not None:
+            config.set(options.ATTACHED, attach)
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
     context = ExecutionContext(config, config.get(options.TARGET),
-                               sys.stdout.isatty() if progress is None else progress, console)
+                               sys.stdout.isatty() if progress is None else progress, console,
+                               pipeline_path=pipeline)
     set_context(context)
     saved_argv = sys.argv
     sys.argv = [pipeline, *script_args]
@@ -68,6 +81,9 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
     except (InvalidPipelineError, ConfigError) as err:
         console.print(f"[bold red]error:[/] {err}", highlight=False)
         sys.exit(2)
+    except YarnError as err:
+        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        sys.exit(1)
     finally:
         sys.argv = saved_argv
         set_context(None)
@@ -75,6 +91,71 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         console.print(f"[bold red]error:[/] {pipeline} ran but never called execute() on a "
                       "Pipeline, so no job was submitted")
         sys.exit(2)
+
+
+
+def _application(app_id: str, conf_file: str | None, dynamic: tuple[str, ...]) -> Any:
+    from yarnflow.targets.yarn_apps import YarnApplication
+    config = Configuration.load(conf_file, dynamic)
+    return YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT))
+
+
+def _app_command(fn: Any) -> Any:
+    """The shared shape of status/cancel/logs: APP_ID, -D, -c, clear errors."""
+    fn = click.argument("app_id")(fn)
+    fn = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
+                      help="Override a configuration option.")(fn)
+    fn = click.option("-c", "--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
+                      default=None, help="Configuration file.")(fn)
+    return fn
+
+
+@main.command()
+@_app_command
+def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
+    """Show a YARN application's state, its job's progress while it runs, and the
+    failure (with the traceback summary) when it failed."""
+    console = Console()
+    try:
+        with _application(app_id, conf_file, dynamic) as app:
+            st = app.status()
+    except (YarnError, ConfigError) as err:
+        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        sys.exit(1)
+    console.print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
+    console.print(f"tracking URL: {st.tracking_url}", highlight=False)
+    if st.details is not None:
+        console.print(progress_table(st.details))
+    if st.diagnostics:
+        console.print(st.diagnostics, markup=False, highlight=False)
+
+
+@main.command()
+@_app_command
+def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
+    """Cancel the job of a YARN application; the application ends KILLED."""
+    console = Console()
+    try:
+        with _application(app_id, conf_file, dynamic) as app:
+            st = app.cancel()
+    except (YarnError, ConfigError) as err:
+        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        sys.exit(1)
+    console.print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
+
+
+@main.command()
+@_app_command
+def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
+    """Print the logs of every container of a YARN application (ApplicationMaster and
+    TaskExecutors), running or finished."""
+    from yarnflow.targets.yarn_apps import application_logs
+    try:
+        config = Configuration.load(conf_file, dynamic)
+        click.echo(application_logs(app_id, config.get(options.YARN_CLIENT_TIMEOUT) * 4))
+    except (YarnError, ConfigError) as err:
+        Console().print(f"[bold red]error:[/] {err}", highlight=False)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ class ExecutionContext:
     show_progress: bool = True
     console: Console = field(default_factory=lambda: Console(stderr=False))
     results: list[Any] = field(default_factory=list)
+    pipeline_path: str | None = None     # shipped to YARN with the job
 
 
 _CONTEXT: ExecutionContext | None = None
@@ -46,14 +47,20 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
                                            show_progress=sys.stdout.isatty())
     config = config or context.config
     target = target or (context.target if _CONTEXT else config.get(options.TARGET))
+    if target.startswith("yarn"):
+        from yarnflow.targets.yarn import prepare_config
+        config = prepare_config(config)     # YARN's largest container bounds the profiles
     graph = pipeline.job_graph(config)
     if target == "local":
         from yarnflow.targets.run_local import run_local
         result = run_local(graph, config, context)
+    elif target == "yarn-per-job":
+        from yarnflow.targets.run_yarn import run_yarn_per_job
+        result = run_yarn_per_job(graph, config, context)
     else:
         raise ValueError(f"target {target!r} is not available in this version of yarnflow yet; "
-                         "use -t local")
+                         "use -t local or -t yarn-per-job")
     context.results.append(result)
-    if result.status.value != "FINISHED":
+    if result.status.value not in ("FINISHED", "SUBMITTED"):
         raise JobFailedError(result)
     return result

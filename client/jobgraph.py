@@ -207,8 +207,8 @@ class JobGraph:
                     f"more than the largest container allowed ({max_worker})",
                     "lower the operators' ResourceSpec, move heavy operators into a slot "
                     "sharing group of their own, or raise resourcemanager.max-worker.cpu / "
-                    "resourcemanager.max-worker.memory (on YARN: the scheduler's maximum "
-                    "allocation)")
+                    "resourcemanager.max-worker.memory (on YARN, ask for a larger "
+                    "yarn.scheduler.maximum-allocation-mb / -vcores)")
 
     def _validate_co_location(self) -> None:
         by_group: dict[str, list[JobVertex]] = {}

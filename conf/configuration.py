@@ -85,6 +85,10 @@ class Configuration:
             return option.parse(self._values[option.key])
         return option.default
 
+    def is_set(self, option: Option[Any]) -> bool:
+        """Whether a file or flag set it (a target may pick a different default)."""
+        return option.key in self._values
+
     def update(self, other: "Configuration") -> None:
         self._values.update(other._values)
 

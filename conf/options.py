@@ -77,15 +77,18 @@ REGISTRATION_MAX_BACKOFF = _option("cluster.registration.max-timeout", parse_dur
 WORKER_START_TIMEOUT = _option("resourcemanager.worker.start-timeout", parse_duration, 120.0,
                                "A requested worker that has not registered this long counts as failed to start.")
 WORKER_RETRY_INTERVAL = _option("resourcemanager.start-worker-retry-interval", parse_duration, 3.0,
-                                "Pause before requesting a replacement for a worker that failed to start.")
+                                "First pause before replacing a worker that failed to start; doubles per failure in a row, up to 60 s.")
 WORKER_MAX_START_FAILURES = _option("resourcemanager.start-worker-max-failures", _nonneg_int, 5,
                                     "Failed worker starts in a row after which pending slot requests fail.")
+UPSTREAM_FAILURE_GRACE = _option(
+    "jobmaster.upstream-failure.grace", parse_duration, 2.0,
+    "How long a task's 'input went away' failure waits for the real cause (a lost executor) before it becomes the job's cause; YARN targets default to 10 s.")
 JOB_CANCEL_TIMEOUT = _option("job.cancel.timeout", parse_duration, 30.0,
                              "How long cancelling a job waits for its tasks to acknowledge.")
 
 # --- slots and workers (fine-grained resource profiles) -------------------------------
 NUM_TASK_SLOTS = _option("taskmanager.numberOfTaskSlots", _pos_int, 1,
-                         "Slots per TaskExecutor; its container is this many slot profiles big.")
+                         "Most slots per TaskExecutor; a per-job worker gets no more than its job needs of that profile.")
 DEFAULT_SLOT_CPU = _option("taskmanager.default-slot.cpu", _pos_float, 1.0,
                            "Cores of a slot whose operators declare no ResourceSpec.")
 DEFAULT_SLOT_MEMORY = _option("taskmanager.default-slot.memory", parse_memory_mb, 1024,
@@ -119,5 +122,23 @@ TARGET = _option("execution.target", _str, "local",
                  "Where jobs run: local, yarn-per-job or yarn-session.")
 LOCAL_PYTHON = _option("local.python", _str, "",
                        "Python interpreter for local TaskExecutors; empty means the client's own.")
-ATTACHED = _option("execution.attached", parse_bool, True,
-                   "Whether the client waits for the job to finish.")
+ATTACHED = _option("execution.attached", parse_bool, False,
+                   "Whether `yarnflow run` on YARN follows the job to its end (local always does).")
+
+# --- YARN ------------------------------------------------------------------------------
+YARN_APP_NAME = _option("yarn.application.name", _str, "",
+                        "YARN application name; empty means the job's name.")
+YARN_QUEUE = _option("yarn.application.queue", _str, "default",
+                     "YARN queue the application is submitted to.")
+YARN_AM_MEMORY = _option("yarn.appmaster.memory", parse_memory_mb, 1024,
+                         "ApplicationMaster container memory (MB): Skein's JVM (-Xmx128m, ~350 MB) plus ours.")
+YARN_AM_VCORES = _option("yarn.appmaster.vcores", _pos_int, 1,
+                         "ApplicationMaster container vcores.")
+YARN_PYTHON = _option("yarn.python", _str, "",
+                      "Python interpreter on the nodes; empty means the client's own path (nodes share its file system).")
+YARN_SHIP_ENVIRONMENT = _option("yarn.ship-environment", _str, "",
+                                "A packed environment (venv-pack/conda-pack .tar.gz) to localize into every container and run.")
+YARN_CLIENT_TIMEOUT = _option("yarn.client.timeout", parse_duration, 30.0,
+                              "How long the client waits for YARN's ResourceManager before calling it unreachable.")
+YARN_CONTAINER_POLL_INTERVAL = _option("yarn.container-poll-interval", parse_duration, 0.5,
+                                       "How often the ApplicationMaster checks Skein for completed containers.")

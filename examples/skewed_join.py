@@ -89,8 +89,9 @@ def main() -> None:
     if os.path.isdir(args.out):
         for name in os.listdir(args.out):
             os.remove(os.path.join(args.out, name))
-    build(args.data, args.out, args.strategy, args.parallelism).execute()
-    print(f"wrote {pq.read_table(args.out).num_rows:,} rows to {args.out}")
+    result = build(args.data, args.out, args.strategy, args.parallelism).execute()
+    if result.status.value == "FINISHED":     # a detached YARN run is only SUBMITTED here
+        print(f"wrote {pq.read_table(args.out).num_rows:,} rows to {args.out}")
 
 
 if __name__ == "__main__":

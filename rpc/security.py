@@ -17,8 +17,11 @@ from pathlib import Path
 import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+# The name Skein's own clients check on its ApplicationMaster's certificate.
+SKEIN_NAME = "skein-internal"
 
 # The name every certificate carries and every channel checks, whatever address it
 # dials (TaskExecutors and masters are reached by IP; one shared name avoids
@@ -114,3 +117,42 @@ def generate_cluster_credentials(valid_days: int = 30) -> TlsCredentials:
         key_pem=key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
                                   serialization.NoEncryption()),
     )
+
+
+def generate_application_credentials(valid_days: int = 30) -> TlsCredentials:
+    """One self-signed certificate for a YARN application, given to Skein as the
+    application's security: Skein's ApplicationMaster trusts exactly this certificate,
+    localizes it into every container, and yarnflow's servers and channels use it as
+    CA and identity alike. It names both Skein's and yarnflow's server names, so one
+    secret guards the application; RSA because Skein's Java side expects it."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(SKEIN_NAME))
+        .issuer_name(_name(SKEIN_NAME))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=valid_days))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName(SKEIN_NAME), x509.DNSName(CLUSTER_NAME)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    cert_pem = cert.public_bytes(pem)
+    return TlsCredentials(ca_pem=cert_pem, cert_pem=cert_pem,
+                          key_pem=key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                    serialization.NoEncryption()))
+
+
+def read_skein_container_credentials(directory: str | os.PathLike[str] = ".") -> TlsCredentials:
+    """The application's credentials inside a Skein container (its working directory
+    holds ``.skein.crt`` and ``.skein.pem``)."""
+    path = Path(directory)
+    try:
+        cert = (path / ".skein.crt").read_bytes()
+        return TlsCredentials(cert, cert, (path / ".skein.pem").read_bytes())
+    except FileNotFoundError as err:
+        raise RuntimeError(f"{err.filename} missing: not running in a Skein container of a "
+                           "yarnflow application") from None

@@ -10,32 +10,51 @@ import sys
 import threading
 from pathlib import Path
 
-from yarnflow.conf import Configuration
+from yarnflow.conf import Configuration, options
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.security import TlsCredentials
 from yarnflow.taskexecutor.taskexecutor import TaskExecutor, configure_logging
 
 
+# Batches from the network are not 64-byte aligned; Acero would warn once per batch.
+os.environ.setdefault("ACERO_ALIGNMENT_HANDLING", "ignore")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="yarnflow-taskexecutor")
-    parser.add_argument("--resource-id", required=True)
-    parser.add_argument("--rm-address", required=True)
-    parser.add_argument("--tls-dir", required=True)
+    parser.add_argument("--yarn", action="store_true",
+                        help="run in a YARN container: ids, TLS and addresses come from it")
+    parser.add_argument("--resource-id")
+    parser.add_argument("--rm-address")
+    parser.add_argument("--tls-dir")
     parser.add_argument("--conf", required=True)
     parser.add_argument("--slots", type=int, default=1)
     parser.add_argument("--slot-cpu", type=float, required=True)
     parser.add_argument("--slot-memory", type=int, required=True)
     parser.add_argument("--worker-spec", default="")
-    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--workdir")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--log-file", default=None)
     args = parser.parse_args(argv)
+    config = Configuration.from_yaml_file(args.conf)
+    if args.yarn:
+        from yarnflow.taskexecutor.yarn_container import ContainerEnvironment, find_appmaster
+        container = ContainerEnvironment.from_environment()
+        args.resource_id, args.host = container.resource_id, container.host
+        args.log_file, args.workdir = str(container.log_file), str(container.workdir)
+        tls = container.tls
+    elif not (args.resource_id and args.rm_address and args.tls_dir and args.workdir):
+        parser.error("--resource-id, --rm-address, --tls-dir and --workdir are required "
+                     "outside YARN")
+    else:
+        tls = TlsCredentials.read(args.tls_dir)
     configure_logging(args.log_file)
     log_stream = open(args.log_file, "a") if args.log_file else None
     # `kill -USR1 <pid>` writes every thread's stack to the log, like jstack.
     faulthandler.register(signal.SIGUSR1, file=log_stream or sys.stderr, all_threads=True)
-    te = TaskExecutor(args.resource_id, args.rm_address, TlsCredentials.read(args.tls_dir),
-                      Configuration.from_yaml_file(args.conf), args.slots,
+    if args.yarn:
+        args.rm_address = find_appmaster(config.get(options.REGISTRATION_TIMEOUT))
+    te = TaskExecutor(args.resource_id, args.rm_address, tls, config, args.slots,
                       ResourceSpec(args.slot_cpu, args.slot_memory), args.worker_spec,
                       Path(args.workdir), args.host)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(
@@ -47,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         while not te._stopped.wait(1.0):
             if os.getppid() != parent:
                 te.stop("the process that started this executor is gone")
-    threading.Thread(target=orphan_watch, daemon=True).start()
+    if not args.yarn:             # on YARN the NodeManager owns the container's lifetime
+        threading.Thread(target=orphan_watch, daemon=True).start()
     te.wait()
     te.stopped_cleanly.wait(10.0)
     logging.shutdown()

@@ -253,14 +253,15 @@ class JobMaster:
         """Fail one attempt and, through it, the job. A failure ``upstream`` (an input's
         producer went away) is usually the echo of another failure that is still on its
         way, so it becomes the job's cause only if nothing else arrives within a grace
-        period of one heartbeat interval (at most 2 s)."""
+        period (``jobmaster.upstream-failure.grace``, at most one heartbeat interval)."""
         if execution.state.is_terminal:
             return
         if upstream and self.graph.status is JobStatus.RUNNING:
             execution.failure, execution.failure_detail = cause, detail
             execution.transition(ExecutionState.FAILED)
             self.scheduler.release_slot_of(execution.vertex)
-            grace = min(2.0, self.config.get(options.HEARTBEAT_INTERVAL))
+            grace = min(self.config.get(options.UPSTREAM_FAILURE_GRACE),
+                        self.config.get(options.HEARTBEAT_INTERVAL))
             self.main.schedule(grace, self._fail_job_if_running, cause, detail)
             return
         if execution.state is ExecutionState.CANCELING and \

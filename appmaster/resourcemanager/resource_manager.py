@@ -47,7 +47,8 @@ class RegisteredJobMaster:
 
 class ResourceManager:
     def __init__(self, config: Configuration, driver: ResourceDriver, channels: ChannelCache,
-                 min_workers: int = 0) -> None:
+                 min_workers: int = 0,
+                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None) -> None:
         self.config = config
         self.driver = driver
         self.resource_manager_id = uuid.uuid4().hex
@@ -57,7 +58,8 @@ class ResourceManager:
         self._min_workers = min_workers
         self.slot_manager = SlotManager(
             self, config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
-            config.get(options.MAX_WORKERS), config.get(options.TASKMANAGER_TIMEOUT))
+            config.get(options.MAX_WORKERS), config.get(options.TASKMANAGER_TIMEOUT),
+            worker_specs)
         self.executors: dict[str, RegisteredExecutor] = {}
         self.job_masters: dict[str, RegisteredJobMaster] = {}
         self._start_failures = 0
@@ -135,8 +137,10 @@ class ResourceManager:
                 resource_id, f"TaskExecutor {resource_id} failed to start: {cause} "
                 f"({self._start_failures} failures in a row, more than "
                 "resourcemanager.start-worker-max-failures)", give_up)
-            self.main.schedule(self.config.get(options.WORKER_RETRY_INTERVAL),
-                               self.slot_manager.match_waiting_requests)
+            # back off exponentially while starts keep failing (a bad node, a full queue)
+            delay = min(self.config.get(options.WORKER_RETRY_INTERVAL)
+                        * 2 ** (self._start_failures - 1), 60.0)
+            self.main.schedule(delay, self.slot_manager.match_waiting_requests)
             return
         self.close_task_executor(resource_id, f"TaskExecutor {resource_id} was lost: {cause}")
 

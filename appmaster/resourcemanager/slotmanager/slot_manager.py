@@ -91,7 +91,8 @@ class SlotManagerActions(Protocol):
 
 class SlotManager:
     def __init__(self, actions: SlotManagerActions, slots_per_worker: int, overhead_mb: int,
-                 max_workers: int, taskmanager_timeout: float) -> None:
+                 max_workers: int, taskmanager_timeout: float,
+                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None) -> None:
         self._actions = actions
         self._slots_per_worker = slots_per_worker
         self._overhead_mb = overhead_mb
@@ -101,8 +102,14 @@ class SlotManager:
         self.pending_workers: dict[str, PendingWorker] = {}
         self.requests: dict[str, SlotRequest] = {}
         self.started_per_spec: dict[str, int] = {}
+        self._worker_specs = dict(worker_specs or {})
 
     def worker_spec_for(self, profile: ResourceSpec) -> WorkerSpec:
+        """The planned spec (per-job mode knows its job's profiles up front), else
+        ``taskmanager.numberOfTaskSlots`` slots of the profile."""
+        planned = self._worker_specs.get(profile)
+        if planned is not None:
+            return planned
         return WorkerSpec(profile, self._slots_per_worker, self._overhead_mb)
 
     # --- requests --------------------------------------------------------------------

@@ -1,9 +1,14 @@
 """A worker spec: the container size for a slot profile."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from yarnflow.resources import ResourceSpec
+
+if TYPE_CHECKING:
+    from yarnflow.jobgraph import JobGraph
 
 
 @dataclass(frozen=True)
@@ -22,3 +27,27 @@ class WorkerSpec:
     def container(self) -> ResourceSpec:
         total = self.slot_profile * self.num_slots
         return ResourceSpec(total.cpu, total.memory_mb + self.overhead_mb, total.gpus)
+
+    @property
+    def vcores(self) -> int:
+        """YARN grants whole vcores."""
+        return max(1, math.ceil(self.container.cpu - 1e-9))
+
+
+def plan_worker_specs(graph: "JobGraph", default_slot: ResourceSpec, max_slots: int,
+                      overhead_mb: int, largest: ResourceSpec) -> dict[ResourceSpec, WorkerSpec]:
+    """One worker spec per slot profile of a job known up front (per-job mode): as many
+    slots as the job can use at once of that profile, up to
+    ``taskmanager.numberOfTaskSlots`` and what fits the largest container. Packing a
+    job's small slots into one TaskExecutor pays its process overhead once."""
+    needed: dict[ResourceSpec, int] = {}
+    for group, members in graph.slot_sharing_groups().items():
+        profile = graph.slot_profile(group, default_slot)
+        needed[profile] = needed.get(profile, 0) + max(v.parallelism or 1 for v in members)
+    specs = {}
+    for profile, count in needed.items():
+        slots = max(1, min(max_slots, count))
+        while slots > 1 and not WorkerSpec(profile, slots, overhead_mb).container.fits_in(largest):
+            slots -= 1
+        specs[profile] = WorkerSpec(profile, slots, overhead_mb)
+    return specs

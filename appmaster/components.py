@@ -1,0 +1,115 @@
+"""What an ApplicationMaster hosts, whatever runs it: one mutual-TLS gRPC server
+with the ResourceManager and a JobMaster per submitted job (Flink's
+DispatcherResourceManagerComponent). The ``local`` target builds it with the local
+driver inside the client's process; on YARN the ApplicationMaster builds it with the
+YARN driver inside the Skein master container."""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from typing import Any
+
+from yarnflow.appmaster.jobmaster.jobmaster import JobMaster, JobResult
+from yarnflow.appmaster.jobmaster.service import JobMasterService
+from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
+from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
+from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
+from yarnflow.appmaster.resourcemanager.service import ResourceManagerService
+from yarnflow.appmaster.resourcemanager.slotmanager import WorkerSpec
+from yarnflow.conf import Configuration, options
+from yarnflow.jobgraph import JobGraph
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.channels import ChannelCache, start_server
+from yarnflow.rpc.gateways import (GrpcResourceManagerGateway, GrpcTaskExecutorGateway,
+                                   register_job_master)
+from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2_grpc, resourcemanager_pb2, resourcemanager_pb2_grpc
+from yarnflow.rpc.security import TlsCredentials
+
+log = logging.getLogger(__name__)
+
+
+class JobClient:
+    """A handle on a submitted job, in the process that hosts its JobMaster."""
+
+    def __init__(self, job_master: JobMaster) -> None:
+        self.job_master = job_master
+        self.job_id = job_master.job_id
+
+    @property
+    def result_future(self) -> "Future[JobResult]":
+        return self.job_master.result
+
+    def wait(self, timeout: float | None = None) -> JobResult:
+        return self.job_master.result.result(timeout=timeout)
+
+    def details(self) -> Any:
+        return self.job_master.details()
+
+    def cancel(self) -> None:
+        self.job_master.cancel()
+
+
+class ApplicationMasterComponents:
+    def __init__(self, config: Configuration, driver: ResourceDriver, tls: TlsCredentials,
+                 bind_host: str = "127.0.0.1", advertised_host: str | None = None,
+                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None) -> None:
+        self.config = config
+        self.tls = tls
+        self.channels = ChannelCache(tls)
+        self.driver = driver
+        self.resource_manager = ResourceManager(config, driver, self.channels,
+                                                worker_specs=worker_specs)
+        self._timeout = config.get(options.RPC_ASK_TIMEOUT)
+        self.job_masters = JobMasterService(self._timeout)
+        self._bind_host = bind_host
+        self._advertised_host = advertised_host or bind_host
+        self._server: Any = None
+        self.address = ""
+        self.jobs: list[JobMaster] = []
+
+    def start(self) -> "ApplicationMasterComponents":
+        def register(server: Any) -> None:
+            resourcemanager_pb2_grpc.add_ResourceManagerServicer_to_server(
+                ResourceManagerService(self.resource_manager, self._timeout), server)
+            jobmaster_pb2_grpc.add_JobMasterServicer_to_server(self.job_masters, server)
+        self._server, bound = start_server(self.tls, register, host=self._bind_host, workers=32)
+        self.address = f"{self._advertised_host}:{bound.rsplit(':', 1)[1]}"
+        self.resource_manager.start(self.address)
+        return self
+
+    def submit(self, job_graph: JobGraph | jobgraph_pb2.JobGraph) -> JobClient:
+        """Start a JobMaster for the job; returns at once."""
+        message = job_graph.to_proto() if isinstance(job_graph, JobGraph) else job_graph
+        jm = JobMaster(message, self.config, self.address, self._te_gateway_factory)
+        jm_id = jm.job_master_id
+        self.job_masters.register(jm)
+        channel = self.channels.get(self.address)
+        rm_id = register_job_master(channel, jm.job_id, jm_id, self.address, self._timeout)
+        jm.connect_resource_manager(GrpcResourceManagerGateway(
+            channel, rm_id, jm.job_id, jm_id, self.address, self._timeout))
+        jm.add_termination_listener(lambda result: self.job_masters.unregister(jm))
+        jm.start()
+        self.jobs.append(jm)
+        return JobClient(jm)
+
+    def _te_gateway_factory(self, location: TaskExecutorLocation,
+                            job_master_id: str) -> GrpcTaskExecutorGateway:
+        return GrpcTaskExecutorGateway(self.channels.get(location.rpc_address), job_master_id,
+                                       self._timeout)
+
+    def overview(self) -> resourcemanager_pb2.ClusterOverview:
+        return self.resource_manager.main.call(self.resource_manager.overview)
+
+    def stop(self) -> None:
+        for jm in self.jobs:
+            if not jm.result.done():
+                try:
+                    jm.cancel()
+                    jm.result.result(timeout=self.config.get(options.JOB_CANCEL_TIMEOUT))
+                except Exception:
+                    log.warning("job %s did not cancel cleanly", jm.job_id)
+            jm.shutdown()
+        self.resource_manager.stop()
+        if self._server is not None:
+            self._server.stop(grace=1.0)
+        self.channels.close()

@@ -1,0 +1,130 @@
+"""The ApplicationMaster on YARN (per-job mode), run by Skein's master script:
+
+    python -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml --services services.json
+
+It hosts the ResourceManager (with the YARN driver) and the job's JobMaster on one
+mutual-TLS gRPC server, publishes that server's address in Skein's key-value store
+for TaskExecutors and clients, runs the job, and ends the YARN application with the
+job's outcome: SUCCEEDED, FAILED with the failure's summary, or KILLED when
+cancelled. Skein ends the application when this process exits, so it exits only
+after telling Skein the final status.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+from yarnflow.appmaster.components import ApplicationMasterComponents
+from yarnflow.appmaster.jobmaster.jobmaster import JobResult
+from yarnflow.appmaster.resourcemanager.drivers.yarn import APPMASTER_ADDRESS_KEY, YarnDriver
+from yarnflow.appmaster.resourcemanager.slotmanager import WorkerSpec
+from yarnflow.conf import Configuration, options
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.generated import jobgraph_pb2
+from yarnflow.rpc.security import read_skein_container_credentials
+
+log = logging.getLogger("yarnflow.appmaster")
+
+# YARN keeps diagnostics in the ResourceManager's memory; keep ours short.
+_DIAGNOSTICS_LIMIT = 4000
+FINAL_STATUS = {"FINISHED": "SUCCEEDED", "FAILED": "FAILED", "CANCELED": "KILLED"}
+
+
+def configure_logging() -> Path:
+    """Log into the container's log directory, where `yarnflow logs` and YARN's log
+    aggregation find it."""
+    log_dir = Path((os.environ.get("LOG_DIRS") or ".").split(",")[0])
+    log_file = log_dir / "appmaster.log"
+    logging.basicConfig(level=logging.INFO, filename=str(log_file),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return log_file
+
+
+def load_worker_specs(path: str) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str]]:
+    """The container sizes the client declared as Skein services (services.json)."""
+    specs: dict[ResourceSpec, WorkerSpec] = {}
+    services: dict[str, str] = {}
+    for entry in json.loads(Path(path).read_text()):
+        profile = ResourceSpec(entry["slot_cpu"], entry["slot_memory_mb"])
+        spec = WorkerSpec(profile, entry["num_slots"], entry["overhead_mb"])
+        specs[profile] = spec
+        services[spec.name] = entry["service"]
+    return specs, services
+
+
+def diagnostics_of(result: JobResult) -> str:
+    if result.status.value == "FINISHED":
+        return f"yarnflow job {result.job_id} finished"
+    text = f"yarnflow job {result.job_id} {result.status.value}: {result.failure}"
+    detail = (result.failure_detail or "").strip()
+    if detail:
+        text += "\n" + detail[-(_DIAGNOSTICS_LIMIT - len(text) - 1):]
+    return text[:_DIAGNOSTICS_LIMIT]
+
+
+def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
+    config = Configuration.from_yaml_file(args.conf)
+    message = jobgraph_pb2.JobGraph.FromString(Path(args.job).read_bytes())
+    worker_specs, services = load_worker_specs(args.services)
+    max_container = ResourceSpec(config.get(options.MAX_WORKER_CPU),
+                                 config.get(options.MAX_WORKER_MEMORY))
+    driver = YarnDriver(config, app, services, max_container)
+    tls = read_skein_container_credentials(".")
+    host = os.environ.get("NM_HOST", "127.0.0.1")
+    components = ApplicationMasterComponents(config, driver, tls, bind_host="0.0.0.0",
+                                             advertised_host=host, worker_specs=worker_specs)
+    components.start()
+    app.kv[APPMASTER_ADDRESS_KEY] = components.address.encode()
+    log.info("ApplicationMaster serving at %s; worker specs: %s", components.address,
+             {name: service for name, service in services.items()})
+    client = components.submit(message)
+    app.kv["yarnflow.job.id"] = client.job_id.encode()
+
+    def on_sigterm(*_: object) -> None:   # `yarn application -kill`, or YARN stopping us
+        log.warning("SIGTERM: cancelling job %s", client.job_id)
+        threading.Thread(target=client.cancel, daemon=True).start()
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+    result = client.wait()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # Skein stops us after unregistering
+    log.info("job %s ended %s%s", result.job_id, result.status.value,
+             f": {result.failure}" if result.failure else "")
+    components.stop()
+    return FINAL_STATUS.get(result.status.value, "FAILED"), diagnostics_of(result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="yarnflow-appmaster")
+    parser.add_argument("--job", required=True, help="the serialized JobGraph")
+    parser.add_argument("--conf", required=True)
+    parser.add_argument("--services", required=True, help="worker specs -> Skein services")
+    args = parser.parse_args(argv)
+    log_file = configure_logging()
+    print(f"yarnflow ApplicationMaster; log: {log_file}", flush=True)
+    sys.path.insert(0, os.getcwd())     # the localized pipeline script
+    import skein
+    app = skein.ApplicationClient.from_current()
+    try:
+        status, diagnostics = run(args, app)
+    except BaseException:   # noqa: BLE001 - whatever happened, YARN must hear it
+        status, diagnostics = "FAILED", ("yarnflow ApplicationMaster failed:\n"
+                                         + traceback.format_exc()[-_DIAGNOSTICS_LIMIT:])
+        log.exception("ApplicationMaster failed")
+    log.info("ending the application %s", status)
+    logging.shutdown()
+    app.shutdown(status, diagnostics)
+    # Skein stops this process once it has unregistered; do not linger in
+    # interpreter finalization meanwhile.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

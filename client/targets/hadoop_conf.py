@@ -1,0 +1,87 @@
+"""What the client reads from the Hadoop configuration ($HADOOP_CONF_DIR): where
+YARN's ResourceManager is and the largest container it grants. Flink asks the
+ResourceManager for the maximum; Skein does not expose that call, and the
+scheduler's own setting in yarn-site.xml is the same number on every cluster we
+target."""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+# Hadoop's own defaults (yarn-default.xml) for what a site file may leave out.
+_DEFAULTS = {
+    "yarn.resourcemanager.hostname": "0.0.0.0",
+    "yarn.resourcemanager.address": "${yarn.resourcemanager.hostname}:8032",
+    "yarn.resourcemanager.webapp.address": "${yarn.resourcemanager.hostname}:8088",
+    "yarn.scheduler.maximum-allocation-mb": "8192",
+    "yarn.scheduler.maximum-allocation-vcores": "4",
+}
+_VAR = re.compile(r"\$\{([^}]+)\}")
+
+
+class HadoopConfigError(RuntimeError):
+    pass
+
+
+@dataclass
+class HadoopConf:
+    values: dict[str, str]
+    conf_dir: Path
+
+    @classmethod
+    def load(cls) -> "HadoopConf":
+        conf_dir = os.environ.get("HADOOP_CONF_DIR") or (
+            os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop")
+            if os.environ.get("HADOOP_HOME") else "")
+        if not conf_dir or not Path(conf_dir, "yarn-site.xml").exists():
+            raise HadoopConfigError(
+                "no YARN configuration found: HADOOP_CONF_DIR is "
+                f"{conf_dir or 'unset'} and holds no yarn-site.xml. Fix: export HADOOP_CONF_DIR "
+                "to your cluster's configuration directory (for the test cluster: "
+                "eval \"$(docker-hadoop/native/cluster up)\")")
+        values = dict(_DEFAULTS)
+        for name in ("core-site.xml", "yarn-site.xml"):
+            path = Path(conf_dir, name)
+            if path.exists():
+                for prop in ET.parse(path).getroot().iter("property"):
+                    key, value = prop.findtext("name"), prop.findtext("value")
+                    if key and value is not None:
+                        values[key.strip()] = value.strip()
+        return cls(values, Path(conf_dir))
+
+    def get(self, key: str) -> str:
+        value = self.values.get(key, "")
+        for _ in range(10):          # Hadoop's ${var} substitution, bounded like Hadoop's
+            expanded = _VAR.sub(lambda m: self.values.get(m.group(1), os.environ.get(
+                m.group(1), m.group(0))), value)
+            if expanded == value:
+                break
+            value = expanded
+        return value
+
+    @property
+    def rm_address(self) -> str:
+        return self.get("yarn.resourcemanager.address")
+
+    @property
+    def max_allocation(self) -> tuple[int, int]:
+        """(memory MB, vcores) of the largest container the scheduler grants."""
+        return (int(self.get("yarn.scheduler.maximum-allocation-mb")),
+                int(self.get("yarn.scheduler.maximum-allocation-vcores")))
+
+    def check_rm_reachable(self, timeout: float) -> None:
+        """Fail fast, naming the address, when nothing listens there: Hadoop's client
+        would retry for minutes before saying anything."""
+        host, _, port = self.rm_address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=min(timeout, 5.0)):
+                return
+        except OSError as err:
+            raise HadoopConfigError(
+                f"YARN ResourceManager at {self.rm_address} is unreachable ({err}). Fix: start "
+                f"the cluster, or point HADOOP_CONF_DIR (now {self.conf_dir}) at the right "
+                "one") from None

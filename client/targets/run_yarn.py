@@ -1,0 +1,58 @@
+"""``yarnflow run -t yarn-per-job``: submit, print the application, and return — or,
+with ``--attach``, follow the job to its end with the live display."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.live import Live
+
+from yarnflow.conf import Configuration, options
+from yarnflow.display import print_summary, progress_table
+from yarnflow.jobgraph import JobGraph
+from yarnflow.targets.yarn import Submission, submit_per_job
+from yarnflow.targets.yarn_apps import YarnApplication
+
+_JOB_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "KILLED": "CANCELED"}
+
+
+@dataclass
+class AttachedResult:
+    """How an attached run ended, in the shape of a local JobResult."""
+    job_id: str
+    app_id: str
+    status: enum.Enum
+    failure: str
+    failure_detail: str
+    details: Any
+
+
+def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Submission | AttachedResult:
+    pipeline = Path(context.pipeline_path) if getattr(context, "pipeline_path", None) else None
+    submission = submit_per_job(graph, config, pipeline)
+    console = context.console
+    console.print(f"submitted job {submission.job_id} as YARN application "
+                  f"[bold]{submission.app_id}[/]", highlight=False)
+    console.print(f"tracking URL: {submission.tracking_url}", highlight=False)
+    if not config.get(options.ATTACHED):
+        console.print(f"follow it with: yarnflow status {submission.app_id}", highlight=False)
+        return submission
+    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
+    last: list[Any] = []
+    with YarnApplication(submission.app_id, timeout) as app:
+        if context.show_progress:
+            with Live(console=console, refresh_per_second=4, transient=True) as live:
+                final = app.follow(lambda d: (last.append(d), live.update(progress_table(d))))
+        else:
+            final = app.follow(last.append)
+    details = last[-1] if last else None
+    if details is not None:
+        print_summary(details, console)
+    status = _JOB_STATUS.get(final.final_status, "FAILED")
+    console.print(f"application {final.app_id} {final.state} ({final.final_status})", highlight=False)
+    failure = "" if status == "FINISHED" else final.diagnostics
+    return AttachedResult(submission.job_id, submission.app_id,
+                          enum.Enum("Status", {status: status})[status], failure.split("\n")[0],
+                          failure, details)

@@ -1,0 +1,186 @@
+"""The ``yarn-per-job`` target: one YARN application per job, launched through Skein.
+
+The client builds the JobGraph, plans one container size per slot profile, and
+submits a Skein application whose master script starts yarnflow's
+ApplicationMaster with the serialized JobGraph, the configuration and the pipeline
+script localized. It returns as soon as YARN accepted the application; ``--attach``
+follows the job through the ApplicationMaster's JobMaster instead.
+
+How Python reaches the nodes: by default the containers run the client's own
+interpreter path (``sys.executable``), which suits clusters whose nodes share that
+path — the native test cluster does. On a real cluster pack an environment
+(``venv-pack`` or ``conda-pack``) and set ``yarn.ship-environment`` to the archive:
+YARN localizes it into every container as ``environment/`` and runs
+``environment/bin/python``. ``yarn.python`` names any other interpreter on the nodes.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
+from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec, plan_worker_specs
+from yarnflow.conf import Configuration, options
+from yarnflow.jobgraph import InvalidPipelineError, JobGraph
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.security import generate_application_credentials
+from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.targets.yarn_errors import YarnError
+
+T = TypeVar("T")
+YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~5 s
+
+
+def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
+    """Run a call that may block on an unreachable ResourceManager, with a deadline
+    (Hadoop's client retries for minutes without a word)."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(call).result(timeout=timeout)
+    except FutureTimeout:
+        raise YarnError(f"{what} did not complete within {timeout:g} s (yarn.client.timeout): "
+                        "is YARN's ResourceManager up and HADOOP_CONF_DIR pointing at it?") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def skein_client(timeout: float) -> Any:
+    """A Skein client (it starts Skein's Java driver), logging to ~/.yarnflow."""
+    import skein
+    log = ApplicationStore().root / "skein-driver.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    return bounded(lambda: skein.Client(log=str(log)), timeout, "starting Skein's driver")
+
+
+def load_hadoop_conf(config: Configuration) -> HadoopConf:
+    try:
+        hadoop = HadoopConf.load()
+        hadoop.check_rm_reachable(config.get(options.YARN_CLIENT_TIMEOUT))
+    except HadoopConfigError as err:
+        raise YarnError(str(err)) from None
+    return hadoop
+
+
+def prepare_config(config: Configuration) -> Configuration:
+    """The configuration the job is validated with and the ApplicationMaster gets: the
+    largest container is what YARN's scheduler grants."""
+    hadoop = load_hadoop_conf(config)
+    config = config.copy()
+    max_mb, max_vcores = hadoop.max_allocation
+    config.set(options.MAX_WORKER_MEMORY, max_mb)
+    config.set(options.MAX_WORKER_CPU, max_vcores)
+    if not config.is_set(options.UPSTREAM_FAILURE_GRACE):
+        config.set(options.UPSTREAM_FAILURE_GRACE, YARN_DEFAULT_UPSTREAM_GRACE)
+    return config
+
+
+def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
+    """One container size per slot profile; refuse, before YARN sees anything, a
+    profile whose container exceeds the scheduler's maximum allocation."""
+    largest = ResourceSpec(config.get(options.MAX_WORKER_CPU), config.get(options.MAX_WORKER_MEMORY))
+    default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
+                                config.get(options.DEFAULT_SLOT_MEMORY))
+    specs = plan_worker_specs(graph, default_slot, config.get(options.NUM_TASK_SLOTS),
+                              config.get(options.WORKER_OVERHEAD_MEMORY), largest)
+    for group, members in graph.slot_sharing_groups().items():
+        spec = specs[graph.slot_profile(group, default_slot)]
+        if spec.container.memory_mb > largest.memory_mb or spec.vcores > largest.cpu:
+            raise InvalidPipelineError(
+                members[0].name,
+                f"slot sharing group '{group}' needs a container of {spec.container.memory_mb} MB "
+                f"and {spec.vcores} vcores (its slot profile {spec.slot_profile} plus the "
+                f"TaskExecutor's {spec.overhead_mb} MB), more than YARN grants "
+                f"(yarn.scheduler.maximum-allocation-mb={largest.memory_mb:d}, "
+                f"yarn.scheduler.maximum-allocation-vcores={largest.cpu:g})",
+                "lower the operator's ResourceSpec, split heavy operators into slot sharing "
+                "groups of their own, or ask the cluster's administrator for larger containers")
+    return specs
+
+
+@dataclass
+class Submission:
+    """What a detached run returns: the job runs on, in YARN."""
+    app_id: str
+    job_id: str
+    tracking_url: str
+
+    class _Status:
+        value = "SUBMITTED"
+    status = _Status()
+
+
+def python_and_files(config: Configuration) -> tuple[str, dict[str, Any]]:
+    import skein
+    packed = config.get(options.YARN_SHIP_ENVIRONMENT)
+    if packed:
+        if not Path(packed).exists():
+            raise YarnError(f"yarn.ship-environment {packed} does not exist. Fix: pack the "
+                            "environment first, e.g. `venv-pack -o env.tar.gz`")
+        return "environment/bin/python", {"environment": skein.File(source=str(Path(packed).resolve()),
+                                                                     type="archive")}
+    return config.get(options.YARN_PYTHON) or sys.executable, {}
+
+
+def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
+               staging: Path, pipeline: Path | None, tls: Any) -> Any:
+    import skein
+    python, files = python_and_files(config)
+    (staging / "job.pb").write_bytes(graph.to_proto().SerializeToString())
+    (staging / "yarnflow.yaml").write_text(config.to_yaml())
+    services_json = [{"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
+                      "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
+                      "overhead_mb": s.overhead_mb} for s in specs.values()]
+    (staging / "services.json").write_text(json.dumps(services_json, indent=1))
+    common = dict(files)
+    common["yarnflow.yaml"] = skein.File(source=str(staging / "yarnflow.yaml"))
+    if pipeline is not None:
+        common[pipeline.name] = skein.File(source=str(pipeline.resolve()))
+    env = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": "."}
+    master = skein.Master(
+        resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
+                                  vcores=config.get(options.YARN_AM_VCORES)),
+        files={**common, "job.pb": skein.File(source=str(staging / "job.pb")),
+               "services.json": skein.File(source=str(staging / "services.json"))},
+        env=env, security=tls,
+        script=(f"exec {python} -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml "
+                "--services services.json"))
+    services = {}
+    for spec in specs.values():
+        services[service_name(spec)] = skein.Service(
+            resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
+            instances=0, max_restarts=0, allow_failures=True, files=common, env=env,
+            script=(f"exec {python} -m yarnflow.taskexecutor --yarn --conf yarnflow.yaml "
+                    f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
+                    f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
+    return skein.ApplicationSpec(
+        name=config.get(options.YARN_APP_NAME) or graph.name, queue=config.get(options.YARN_QUEUE),
+        master=master, services=services, tags=["yarnflow"], max_attempts=1)
+
+
+def submit_per_job(graph: JobGraph, config: Configuration, pipeline: Path | None) -> Submission:
+    """Submit the job as its own YARN application; returns once YARN accepted it.
+    ``config`` has been through ``prepare_config``."""
+    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
+    specs = plan_containers(graph, config)
+    import skein
+    credentials = generate_application_credentials()
+    security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
+    with tempfile.TemporaryDirectory(prefix="yarnflow-submit-") as staging:
+        spec = build_spec(graph, config, specs, Path(staging), pipeline, security)
+        client = skein_client(timeout)
+        try:
+            app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
+            report = bounded(lambda: client.application_report(app_id), timeout,
+                             "reading the application report")
+        finally:
+            client.close()
+    ApplicationStore().save(app_id, credentials, {"job_id": graph.job_id, "name": graph.name,
+                                                  "submitted": time.time()})
+    return Submission(app_id, graph.job_id, report.tracking_url or "")

@@ -1,0 +1,164 @@
+"""Following, inspecting and cancelling a yarnflow application on YARN from the
+client: `yarnflow run --attach`, `status`, `cancel`, `logs`.
+
+While the application runs, its JobMaster answers over the application's mutual-TLS
+gRPC (address from Skein's key-value store, certificate from the client's
+application store); once it ended, YARN's application report holds the outcome
+(final status and the job's failure summary as diagnostics)."""
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import grpc
+
+from yarnflow.appmaster.resourcemanager.drivers.yarn import APPMASTER_ADDRESS_KEY
+from yarnflow.rpc.channels import ChannelCache
+from yarnflow.rpc.generated import jobmaster_pb2, jobmaster_pb2_grpc
+from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.yarn import YarnError, bounded, skein_client
+
+FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
+
+
+@dataclass
+class ApplicationStatus:
+    app_id: str
+    state: str              # YARN's: ACCEPTED, RUNNING, FINISHED, FAILED, KILLED
+    final_status: str       # SUCCEEDED, FAILED, KILLED, UNDEFINED
+    diagnostics: str
+    tracking_url: str
+    details: Any = None     # the JobMaster's JobDetails while it runs
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+
+class YarnApplication:
+    """One submitted application, reached through YARN and, while it runs, its
+    ApplicationMaster."""
+
+    def __init__(self, app_id: str, timeout: float, store: ApplicationStore | None = None) -> None:
+        self.app_id = app_id
+        self.timeout = timeout
+        self.store = store or ApplicationStore()
+        self._client = skein_client(timeout)
+        self._stub: Any = None
+        self._channels: ChannelCache | None = None
+        self.job_id = self.store.info(app_id).get("job_id", "")
+
+    def close(self) -> None:
+        if self._channels is not None:
+            self._channels.close()
+        self._client.close()
+
+    def __enter__(self) -> "YarnApplication":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- YARN's view -----------------------------------------------------------------
+    def report(self) -> Any:
+        try:
+            return bounded(lambda: self._client.application_report(self.app_id), self.timeout,
+                           f"asking YARN about {self.app_id}")
+        except ValueError as err:
+            raise YarnError(f"YARN knows no application {self.app_id}: {err}") from None
+
+    def status(self, with_details: bool = True) -> ApplicationStatus:
+        report = self.report()
+        status = ApplicationStatus(self.app_id, str(report.state), str(report.final_status),
+                                   report.diagnostics or "", report.tracking_url or "")
+        if with_details and status.state == "RUNNING":
+            status.details = self.job_details()
+        return status
+
+    def wait_finished(self, timeout: float, poll: float = 0.5) -> ApplicationStatus:
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.status(with_details=False)
+            if status.finished:
+                return status
+            if time.monotonic() > deadline:
+                raise YarnError(f"{self.app_id} still {status.state} after {timeout:g} s")
+            time.sleep(poll)
+
+    # --- the JobMaster's view --------------------------------------------------------
+    def _job_master(self) -> Any:
+        if self._stub is None:
+            import skein
+            tls = self.store.credentials(self.app_id)
+            app = bounded(lambda: self._client.connect(
+                self.app_id, wait=False, security=skein.Security(cert_bytes=tls.cert_pem,
+                                                                 key_bytes=tls.key_pem)),
+                self.timeout, f"connecting to {self.app_id}'s ApplicationMaster")
+            address = app.kv.get(APPMASTER_ADDRESS_KEY)
+            if address is None:
+                return None
+            self.job_id = self.job_id or (app.kv.get("yarnflow.job.id") or b"").decode()
+            self._channels = ChannelCache(tls)
+            self._stub = jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address.decode()))
+        return self._stub
+
+    def job_details(self) -> Any:
+        """The JobMaster's JobDetails, or None while it is not up (or already gone)."""
+        try:
+            stub = self._job_master()
+            if stub is None:
+                return None
+            return stub.GetJobDetails(jobmaster_pb2.JobId(job_id=self.job_id), timeout=self.timeout)
+        except (grpc.RpcError, ConnectionError, KeyError):
+            return None
+        except Exception as err:   # skein.ConnectionError etc. once the application ended
+            if type(err).__module__.startswith("skein"):
+                return None
+            raise
+
+    def cancel(self) -> ApplicationStatus:
+        """Cancel the job (the application then ends KILLED); if its JobMaster cannot be
+        reached, have YARN kill the application."""
+        status = self.status(with_details=False)
+        if status.finished:
+            return status
+        cancelled = False
+        try:
+            stub = self._job_master()
+            if stub is not None:
+                ack = stub.CancelJob(jobmaster_pb2.JobId(job_id=self.job_id), timeout=self.timeout)
+                cancelled = ack.ok
+        except (grpc.RpcError, KeyError):
+            cancelled = False
+        if not cancelled:
+            bounded(lambda: self._client.kill_application(self.app_id), self.timeout,
+                    f"killing {self.app_id}")
+        return self.wait_finished(self.timeout * 2)
+
+    def follow(self, on_details: Callable[[Any], None], poll: float = 0.5) -> ApplicationStatus:
+        """Poll the job until the application ends; ``on_details`` sees every JobDetails."""
+        while True:
+            status = self.status(with_details=True)
+            if status.details is not None:
+                on_details(status.details)
+            if status.finished:
+                return status
+            time.sleep(poll)
+
+
+def application_logs(app_id: str, timeout: float) -> str:
+    """All container logs of the application, through Hadoop's `yarn logs` (it reads
+    running containers from the NodeManagers and finished ones from aggregation)."""
+    try:
+        result = subprocess.run(["yarn", "logs", "-applicationId", app_id], capture_output=True,
+                                text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise YarnError("Hadoop's `yarn` command is not on PATH. Fix: put your Hadoop "
+                        "installation's bin/ first on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise YarnError(f"`yarn logs` took longer than {timeout:g} s") from None
+    if result.returncode != 0 and not result.stdout:
+        raise YarnError(f"`yarn logs -applicationId {app_id}` failed: {result.stderr.strip()[-2000:]}")
+    return result.stdout

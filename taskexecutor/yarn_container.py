@@ -1,0 +1,51 @@
+"""What a TaskExecutor learns from its YARN container: its Skein container id (the
+resource id the ResourceManager expects), its node, its log directory, the
+application's credentials, and — from Skein's key-value store — where the
+ApplicationMaster is."""
+from __future__ import annotations
+
+import os
+import queue
+from dataclasses import dataclass
+from pathlib import Path
+
+from yarnflow.appmaster.resourcemanager.drivers.yarn import APPMASTER_ADDRESS_KEY
+from yarnflow.rpc.security import TlsCredentials, read_skein_container_credentials
+
+
+@dataclass
+class ContainerEnvironment:
+    resource_id: str
+    host: str
+    log_file: Path
+    workdir: Path
+    tls: TlsCredentials
+
+    @classmethod
+    def from_environment(cls) -> "ContainerEnvironment":
+        resource_id = os.environ.get("SKEIN_CONTAINER_ID")
+        if not resource_id:
+            raise RuntimeError("SKEIN_CONTAINER_ID is not set: --yarn runs only inside a Skein "
+                               "container of a yarnflow application")
+        log_dir = Path((os.environ.get("LOG_DIRS") or ".").split(",")[0])
+        return cls(resource_id, os.environ.get("NM_HOST", "127.0.0.1"),
+                   log_dir / "taskexecutor.log", Path.cwd() / "work",
+                   read_skein_container_credentials("."))
+
+
+def find_appmaster(timeout: float) -> str:
+    """The ApplicationMaster's address from Skein's key-value store. ``kv.wait`` has no
+    timeout, so subscribe first, then look, then wait on the subscription."""
+    import skein
+    app = skein.ApplicationClient.from_current()
+    events = app.kv.events(key=APPMASTER_ADDRESS_KEY, event_type="put")
+    value = app.kv.get(APPMASTER_ADDRESS_KEY)
+    if value is None:
+        try:
+            value = events.get(timeout=timeout).value
+        except queue.Empty:
+            raise TimeoutError(
+                f"the ApplicationMaster did not publish '{APPMASTER_ADDRESS_KEY}' in Skein's "
+                f"key-value store within {timeout:g} s (taskmanager.registration.timeout)"
+            ) from None
+    return value.decode()
