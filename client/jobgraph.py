@@ -202,8 +202,9 @@ class JobGraph:
             profile = self.slot_profile(group, default_slot)
             if not profile.fits_in(max_worker):
                 names = ", ".join(f"'{v.name}'" for v in members)
+                heaviest = max(members, key=lambda v: v.resources.memory_mb if v.resources else -1)
                 raise InvalidPipelineError(
-                    members[0].name, f"slot sharing group '{group}' ({names}) needs {profile}, "
+                    heaviest.name, f"slot sharing group '{group}' ({names}) needs {profile}, "
                     f"more than the largest container allowed ({max_worker})",
                     "lower the operators' ResourceSpec, move heavy operators into a slot "
                     "sharing group of their own, or raise resourcemanager.max-worker.cpu / "

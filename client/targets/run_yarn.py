@@ -34,10 +34,10 @@ def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Su
     submission = submit_per_job(graph, config, pipeline)
     console = context.console
     console.print(f"submitted job {submission.job_id} as YARN application "
-                  f"[bold]{submission.app_id}[/]", highlight=False)
-    console.print(f"tracking URL: {submission.tracking_url}", highlight=False)
+                  f"[bold]{submission.app_id}[/]", highlight=False, soft_wrap=True)
+    console.print(f"tracking URL: {submission.tracking_url}", highlight=False, soft_wrap=True)
     if not config.get(options.ATTACHED):
-        console.print(f"follow it with: yarnflow status {submission.app_id}", highlight=False)
+        console.print(f"follow it with: yarnflow status {submission.app_id}", highlight=False, soft_wrap=True)
         return submission
     timeout = config.get(options.YARN_CLIENT_TIMEOUT)
     last: list[Any] = []
@@ -51,7 +51,7 @@ def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Su
     if details is not None:
         print_summary(details, console)
     status = _JOB_STATUS.get(final.final_status, "FAILED")
-    console.print(f"application {final.app_id} {final.state} ({final.final_status})", highlight=False)
+    console.print(f"application {final.app_id} {final.state} ({final.final_status})", highlight=False, soft_wrap=True)
     failure = "" if status == "FINISHED" else final.diagnostics
     return AttachedResult(submission.job_id, submission.app_id,
                           enum.Enum("Status", {status: status})[status], failure.split("\n")[0],

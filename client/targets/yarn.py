@@ -92,8 +92,9 @@ def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec
     for group, members in graph.slot_sharing_groups().items():
         spec = specs[graph.slot_profile(group, default_slot)]
         if spec.container.memory_mb > largest.memory_mb or spec.vcores > largest.cpu:
+            heaviest = max(members, key=lambda v: v.resources.memory_mb if v.resources else -1)
             raise InvalidPipelineError(
-                members[0].name,
+                heaviest.name,
                 f"slot sharing group '{group}' needs a container of {spec.container.memory_mb} MB "
                 f"and {spec.vcores} vcores (its slot profile {spec.slot_profile} plus the "
                 f"TaskExecutor's {spec.overhead_mb} MB), more than YARN grants "

@@ -1,0 +1,178 @@
+"""yarn-per-job end to end, on the real Hadoop 3.5 cluster of docker-hadoop/native."""
+from __future__ import annotations
+
+import importlib.util
+import time
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import wait_until
+from yarnflow.rpc.generated import common_pb2
+from yarnflow.targets.yarn_apps import YarnApplication
+from tests.yarn.conftest import FAST, PIPELINES, ROOT, submitted_app_id, yarnflow
+
+SHAPES = str(PIPELINES / "shapes.py")
+SMALL_BATCHES = ["-D", "pipeline.batch-rows=250"]   # several batches, so rebalance feeds all
+pytestmark = pytest.mark.usefixtures("yarn_cluster")
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("skewed_join", ROOT / "examples" / "skewed_join.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_main_example_per_job_returns_at_once_and_succeeds(yarn_cluster, tmp_path):
+    data, out = tmp_path / "data", tmp_path / "out"
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "examples/skewed_join.py", "--",
+                    "--rows", "30000", "--data", str(data), "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    # the client has exited; the application is still going
+    assert yarn_cluster.app(app_id)["state"] in ("ACCEPTED", "RUNNING", "SUBMITTED")
+    app = yarn_cluster.wait_finished(app_id)
+    assert app["finalStatus"] == "SUCCEEDED", app["diagnostics"]
+    got = pq.read_table(out).sort_by("InstrumentId")
+    want = load_example().reference(str(data)).sort_by("InstrumentId")
+    assert got.num_rows == 30000
+    assert got.equals(want.select(got.column_names))
+
+
+def test_two_profiles_get_containers_of_exactly_those_sizes(yarn_cluster, tmp_path):
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "two-profiles",
+                    "--work", "5", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    seen: dict[str, tuple[int, int]] = {}
+
+    def both_sizes_seen() -> bool:
+        if yarn_cluster.app(app_id)["state"] in ("FINISHED", "FAILED", "KILLED"):
+            raise AssertionError(f"{app_id} ended before both sizes were seen: {seen}")
+        for c in yarn_cluster.running_containers(app_id):
+            seen[c["containerId"]] = (c["allocatedMB"], c["allocatedVCores"])
+        return len(seen) >= 5       # the ApplicationMaster and four TaskExecutors
+    wait_until(both_sizes_seen, 120, "the application's five containers", interval=0.3)
+    am = min(seen)                   # container ..._000001 is the ApplicationMaster's
+    executors = sorted(size for cid, size in seen.items() if cid != am)
+    # slot profile + the TaskExecutor's 256 MB; vcores rounded up to whole cores
+    assert executors == [(768, 1), (768, 1), (1792, 2), (1792, 2)]
+    assert seen[am] == (1024, 1)
+    assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
+
+
+def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster, tmp_path):
+    """LAZY_FROM_SOURCES: stage 2 runs on executors of its own profile; stage 1's
+    container must go within slot.idle.timeout + taskmanager-timeout + 2 s of its
+    subtask finishing, as YARN itself sees it."""
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "lazy", "--work", "25",
+                    "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    with YarnApplication(app_id, timeout=30) as app:
+        def stage1_finished():
+            details = app.job_details()
+            if details is None:
+                return None
+            source = next(v for v in details.vertices if v.name == "arrow-source")
+            return all(s.state == common_pb2.FINISHED for s in source.subtasks) and time.monotonic()
+        idle_from = wait_until(stage1_finished, 120, "stage 1 to finish", interval=0.2)
+        stage1 = next(c["containerId"] for c in yarn_cluster.running_containers(app_id)
+                      if c["allocatedMB"] == 768)       # 512 MB slot + 256 MB
+        wait_until(lambda: stage1 not in {c["containerId"] for c in
+                                          yarn_cluster.running_containers(app_id)},
+                   30, f"YARN to see {stage1} released", interval=0.2)
+        released_after = time.monotonic() - idle_from
+        stage2_running = [c for c in yarn_cluster.running_containers(app_id)
+                          if c["allocatedMB"] == 1024]  # 768 MB slot + 256 MB: still working
+    assert released_after <= 1 + 3 + 2, f"released {released_after:.1f} s after going idle"
+    assert stage2_running, "stage 2's executor went away with stage 1's"
+    assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
+
+
+def _subtasks_running(app: "YarnApplication", vertex: str, count: int) -> bool:
+    details = app.job_details()
+    if details is None:
+        return False
+    subtasks = next(v for v in details.vertices if v.name == vertex).subtasks
+    return sum(s.state == common_pb2.RUNNING for s in subtasks) == count
+
+
+def _taskexecutor_processes(app_id: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "yarnflow.taskexecutor" in cmd and "--yarn" in cmd:
+            try:
+                if app_id in proc.cwd():
+                    found.append(proc)
+            except psutil.Error:
+                pass
+    return found
+
+
+def test_container_killed_from_outside_fails_the_job_with_its_cause(yarn_cluster, tmp_path):
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES, SHAPES, "--", "long",
+                    "--work", "60", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    with YarnApplication(app_id, timeout=30) as app:
+        wait_until(lambda: _subtasks_running(app, "work", 2), 120, "both subtasks to run",
+                   interval=0.5)
+    victims = _taskexecutor_processes(app_id)
+    assert len(victims) == 2
+    container_id = next(part for part in victims[0].cwd().split("/") if part.startswith("container_"))
+    victims[0].kill()
+    app = yarn_cluster.wait_finished(app_id, timeout=120)
+    # the ApplicationMaster survived and ended the application with the job's failure
+    assert app["finalStatus"] == "FAILED"
+    assert app["diagnostics"].startswith("yarnflow job"), app["diagnostics"]
+    assert f"YARN container {container_id}" in app["diagnostics"]
+    assert "ended FAILED" in app["diagnostics"]
+    logs = yarnflow("logs", app_id, timeout=120).stdout
+    assert f"TaskExecutor container lost: YARN container {container_id}" in logs
+
+
+@pytest.mark.parametrize("memory,needle", [
+    ("8000m", "yarn.scheduler.maximum-allocation-mb=8192"),   # container with overhead too big
+    ("20g", "more than the largest container allowed"),       # the profile alone is too big
+])
+def test_profile_beyond_yarn_maximum_is_refused_before_submission(yarn_cluster, tmp_path,
+                                                                   memory, needle):
+    before = yarn_cluster.app_ids()
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "huge", "--memory", memory,
+                    "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "huge-op" in proc.stdout and needle in proc.stdout, proc.stdout
+    assert "Fix:" in proc.stdout
+    assert yarn_cluster.app_ids() == before, "an application was submitted anyway"
+
+
+def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluster, tmp_path):
+    proc = yarnflow("run", "-t", "yarn-per-job", "--attach", "--no-progress", *FAST, SHAPES,
+                    "--", "raise", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    app = yarn_cluster.app(app_id)
+    assert (app["state"], app["finalStatus"]) == ("FINISHED", "FAILED")
+    status = yarnflow("status", app_id)
+    assert status.returncode == 0, status.stderr
+    assert "FAILED" in status.stdout
+    assert "ValueError: bad input: 10 rows of which none is valid" in status.stdout
+    assert "explode" in status.stdout            # the traceback names the user's function
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_cancel_ends_the_application_killed(yarn_cluster, tmp_path):
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES, SHAPES, "--", "long",
+                    "--work", "60", "--out", str(tmp_path / "out"))
+    app_id = submitted_app_id(proc)
+    with YarnApplication(app_id, timeout=30) as app:
+        wait_until(lambda: _subtasks_running(app, "work", 2), 120, "the job to be running",
+                   interval=0.5)
+    cancelled = yarnflow("cancel", app_id)
+    assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    app = yarn_cluster.wait_finished(app_id, timeout=60)
+    assert app["finalStatus"] == "KILLED", app["diagnostics"]
