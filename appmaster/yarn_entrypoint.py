@@ -48,16 +48,20 @@ def configure_logging() -> Path:
     return log_file
 
 
-def load_worker_specs(path: str) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str]]:
-    """The container sizes the client declared as Skein services (services.json)."""
+def load_worker_specs(path: str) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str],
+                                         list[tuple[str, WorkerSpec]]]:
+    """The container sizes the client declared as Skein services (services.json), and
+    the containers Skein requests at start (``instances``; ids ``<service>_<i>``)."""
     specs: dict[ResourceSpec, WorkerSpec] = {}
     services: dict[str, str] = {}
+    starting: list[tuple[str, WorkerSpec]] = []
     for entry in json.loads(Path(path).read_text()):
         profile = ResourceSpec(entry["slot_cpu"], entry["slot_memory_mb"])
         spec = WorkerSpec(profile, entry["num_slots"], entry["overhead_mb"])
         specs[profile] = spec
         services[spec.name] = entry["service"]
-    return specs, services
+        starting += [(f"{entry['service']}_{i}", spec) for i in range(entry.get("instances", 0))]
+    return specs, services, starting
 
 
 def diagnostics_of(result: JobResult) -> str:
@@ -73,7 +77,7 @@ def diagnostics_of(result: JobResult) -> str:
 def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     config = Configuration.from_yaml_file(args.conf)
     message = jobgraph_pb2.JobGraph.FromString(Path(args.job).read_bytes())
-    worker_specs, services = load_worker_specs(args.services)
+    worker_specs, services, starting = load_worker_specs(args.services)
     max_container = ResourceSpec(config.get(options.MAX_WORKER_CPU),
                                  config.get(options.MAX_WORKER_MEMORY))
     driver = YarnDriver(config, app, services, max_container)
@@ -82,6 +86,10 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     components = ApplicationMasterComponents(config, driver, tls, bind_host="0.0.0.0",
                                              advertised_host=host, worker_specs=worker_specs)
     components.start()
+    driver.adopt([resource_id for resource_id, _ in starting])
+    rm = components.resource_manager
+    for resource_id, spec in starting:
+        rm.main.call(rm.slot_manager.add_starting_worker, resource_id, spec)
     app.kv[APPMASTER_ADDRESS_KEY] = components.address.encode()
     log.info("ApplicationMaster serving at %s; worker specs: %s", components.address,
              {name: service for name, service in services.items()})

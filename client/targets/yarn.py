@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec, plan_worker_specs
+from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import (WorkerSpec, plan_worker_specs,
+                                                                       slots_needed)
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import InvalidPipelineError, JobGraph
+from yarnflow.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.targets.app_store import ApplicationStore
@@ -52,8 +53,14 @@ def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
 
 
 def skein_client(timeout: float) -> Any:
-    """A Skein client (it starts Skein's Java driver), logging to ~/.yarnflow."""
+    """A Skein client: through the user's global Skein driver when one runs (`skein
+    driver start`, as Skein's own CLI does; saves starting a JVM per command), else
+    through a private driver logging to ~/.yarnflow."""
     import skein
+    try:
+        return bounded(skein.Client.from_global_driver, timeout, "connecting to Skein's driver")
+    except (skein.exceptions.DriverNotRunningError, skein.exceptions.ConnectionError):
+        pass
     log = ApplicationStore().root / "skein-driver.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     return bounded(lambda: skein.Client(log=str(log)), timeout, "starting Skein's driver")
@@ -129,15 +136,33 @@ def python_and_files(config: Configuration) -> tuple[str, dict[str, Any]]:
     return config.get(options.YARN_PYTHON) or sys.executable, {}
 
 
+def initial_instances(graph: JobGraph, config: Configuration,
+                      specs: dict[ResourceSpec, WorkerSpec]) -> dict[str, int]:
+    """An EAGER job needs all its slots at once, and per-job mode knows them before
+    YARN does: declaring those containers as the services' instances lets YARN
+    allocate them while the ApplicationMaster is still starting. LAZY jobs ask as
+    their stages come (instances 0)."""
+    counts = {spec.name: 0 for spec in specs.values()}
+    if graph.schedule_mode is ScheduleMode.EAGER:
+        default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
+                                    config.get(options.DEFAULT_SLOT_MEMORY))
+        for profile, slots in slots_needed(graph, default_slot).items():
+            spec = specs[profile]
+            counts[spec.name] = -(-slots // spec.num_slots)
+    return counts
+
+
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
                staging: Path, pipeline: Path | None, tls: Any) -> Any:
     import skein
     python, files = python_and_files(config)
     (staging / "job.pb").write_bytes(graph.to_proto().SerializeToString())
     (staging / "yarnflow.yaml").write_text(config.to_yaml())
+    instances = initial_instances(graph, config, specs)
     services_json = [{"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
                       "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
-                      "overhead_mb": s.overhead_mb} for s in specs.values()]
+                      "overhead_mb": s.overhead_mb, "instances": instances[s.name]}
+                     for s in specs.values()]
     (staging / "services.json").write_text(json.dumps(services_json, indent=1))
     common = dict(files)
     common["yarnflow.yaml"] = skein.File(source=str(staging / "yarnflow.yaml"))
@@ -156,7 +181,8 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     for spec in specs.values():
         services[service_name(spec)] = skein.Service(
             resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
-            instances=0, max_restarts=0, allow_failures=True, files=common, env=env,
+            instances=instances[spec.name], max_restarts=0, allow_failures=True, files=common,
+            env=env,
             script=(f"exec {python} -m yarnflow.taskexecutor --yarn --conf yarnflow.yaml "
                     f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
                     f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
@@ -181,7 +207,7 @@ def submit_per_job(graph: JobGraph, config: Configuration, pipeline: Path | None
             report = bounded(lambda: client.application_report(app_id), timeout,
                              "reading the application report")
         finally:
-            client.close()
+            client.close()        # stops a private driver; a global one stays up
     ApplicationStore().save(app_id, credentials, {"job_id": graph.job_id, "name": graph.name,
                                                   "submitted": time.time()})
     return Submission(app_id, graph.job_id, report.tracking_url or "")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from yarnflow.jobgraph import ShipStrategy
@@ -17,6 +16,7 @@ def hash_rows(batch: pa.RecordBatch, keys: tuple[str, ...] | list[str]) -> np.nd
         array = column.to_numpy(zero_copy_only=False)
         if pa.types.is_integer(column.type) and column.null_count == 0:
             array = array.astype(np.int64)
+        import pandas as pd      # only hash-partitioning tasks pay its import (~0.2 s)
         values = pd.util.hash_array(array)
         combined = values if combined is None else combined * np.uint64(1000003) ^ values
     assert combined is not None

@@ -79,6 +79,12 @@ class YarnDriver(ResourceDriver):
                  container.id, service, spec.container.memory_mb, spec.vcores, spec.name)
         return container.id
 
+    def adopt(self, resource_ids: list[str]) -> None:
+        """Containers Skein requested at application start (services declared with
+        instances): watched like requested ones."""
+        with self._lock:
+            self._requested.update(resource_ids)
+
     def release_worker(self, resource_id: str) -> None:
         with self._lock:
             if resource_id in self._released:

@@ -154,6 +154,12 @@ class SlotManager:
         self.pending_workers[resource_id] = pending
         request.worker = resource_id
 
+    def add_starting_worker(self, resource_id: str, spec: WorkerSpec) -> None:
+        """A worker the driver started without being asked (per-job containers YARN
+        allocates with the application): requests reserve it like one they started."""
+        self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
+        self.pending_workers[resource_id] = PendingWorker(resource_id, spec, time.monotonic())
+
     def _find_free_slot(self, profile: ResourceSpec) -> TaskManagerSlot | None:
         best: TaskManagerSlot | None = None
         best_key: tuple[int, float] | None = None

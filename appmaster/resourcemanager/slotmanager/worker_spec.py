@@ -40,14 +40,19 @@ def plan_worker_specs(graph: "JobGraph", default_slot: ResourceSpec, max_slots: 
     slots as the job can use at once of that profile, up to
     ``taskmanager.numberOfTaskSlots`` and what fits the largest container. Packing a
     job's small slots into one TaskExecutor pays its process overhead once."""
-    needed: dict[ResourceSpec, int] = {}
-    for group, members in graph.slot_sharing_groups().items():
-        profile = graph.slot_profile(group, default_slot)
-        needed[profile] = needed.get(profile, 0) + max(v.parallelism or 1 for v in members)
     specs = {}
-    for profile, count in needed.items():
+    for profile, count in slots_needed(graph, default_slot).items():
         slots = max(1, min(max_slots, count))
         while slots > 1 and not WorkerSpec(profile, slots, overhead_mb).container.fits_in(largest):
             slots -= 1
         specs[profile] = WorkerSpec(profile, slots, overhead_mb)
     return specs
+
+
+def slots_needed(graph: "JobGraph", default_slot: ResourceSpec) -> dict[ResourceSpec, int]:
+    """Slots of each profile the job holds when all of it runs at once (EAGER)."""
+    needed: dict[ResourceSpec, int] = {}
+    for group, members in graph.slot_sharing_groups().items():
+        profile = graph.slot_profile(group, default_slot)
+        needed[profile] = needed.get(profile, 0) + max(v.parallelism or 1 for v in members)
+    return needed

@@ -1,0 +1,50 @@
+"""Jobs for bench/yarn_submit.py (run through `yarnflow run -t yarn-per-job`).
+
+    to-running         8 subtasks, two profiles: 4 x (2 cores, 1.5 GB) feeding 4 x (1 core, 512 MB)
+    alloc [--fixed]    2 subtasks of 3 GB and 6 of 512 MB; --fixed gives every slot the
+                       largest profile, as one fixed container size would
+"""
+import argparse
+import time
+
+import pyarrow as pa
+
+import yarnflow as yf
+
+
+def working(seconds: float):
+    def work(batch: pa.RecordBatch) -> pa.RecordBatch:
+        time.sleep(seconds)    # the workload: a task busy for a known time
+        return batch
+    return work
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("job", choices=["to-running", "alloc"])
+    parser.add_argument("--fixed", action="store_true")
+    parser.add_argument("--work", type=float, default=5.0)
+    parser.add_argument("--out", default="/tmp/yarnflow-bench-out")
+    args = parser.parse_args()
+    table = pa.table({"k": pa.array(range(4000), pa.int64())})
+    R = yf.ResourceSpec
+    if args.job == "to-running":
+        p = yf.Pipeline("bench-to-running")
+        heavy = p.from_arrow(table, name="heavy").set_parallelism(4) \
+            .resources(R(2, "1536m")).slot_sharing_group("heavy")
+        light = heavy.rebalance().map(working(args.work), name="light").set_parallelism(4) \
+            .resources(R(1, "512m")).slot_sharing_group("light")
+        light.write_parquet(args.out).set_parallelism(4).slot_sharing_group("light")
+    else:
+        big, small = R(1, "3g"), R(1, "512m")
+        p = yf.Pipeline("bench-alloc")
+        heavy = p.from_arrow(table, name="heavy").set_parallelism(2).resources(big) \
+            .slot_sharing_group("heavy")
+        light = heavy.rebalance().map(working(args.work), name="light").set_parallelism(6) \
+            .resources(big if args.fixed else small).slot_sharing_group("light")
+        light.write_parquet(args.out).set_parallelism(6).slot_sharing_group("light")
+    p.execute()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Per-job submission on the native test cluster, against bare Skein measured in the
+same run. Prints one JSON object.
+
+    eval "$(docker-hadoop/native/cluster up)"; python bench/yarn_submit.py
+
+- client_return_s: `yarnflow run -t yarn-per-job` from start to exit (a small job);
+  skein_submit_s: `skein application submit` of a one-container app, the floor. Both
+  go through one global Skein driver (`skein driver start`), started for the run.
+- to_running_s: submit until all 8 subtasks of a two-profile job have been RUNNING;
+  bare_skein_s: a bare Skein application getting the same containers (4 x 1792 MB /
+  2 vcores, 4 x 768 MB / 1 vcore) running `sleep`, until all are RUNNING; ratio.
+- alloc_efficiency_profiles / _fixed: slot MB·s the operators asked for ÷ container
+  MB·s YARN allocated, for 2 x 3 GB + 6 x 512 MB slots, with a container per slot
+  profile and with every slot forced to the largest profile (one fixed size, Flink's
+  default). A slot counts over the lifetime of the container hosting it, so the
+  figure measures how well container sizes fit the profiles (startup and idle time
+  cost both sides alike).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+JOBS = str(ROOT / "bench" / "yarn_jobs.py")
+RM = os.environ.get("YARNFLOW_TEST_YARN_RM", "http://127.0.0.1:8088")
+CONF = ["-D", "heartbeat.interval=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
+        "-D", "slot.idle.timeout=1 s"]
+
+
+def rest(path: str) -> Any:
+    with urllib.request.urlopen(RM + path, timeout=10) as r:
+        return json.load(r)
+
+
+def app_state(app_id: str) -> dict:
+    return rest(f"/ws/v1/cluster/apps/{app_id}")["app"]
+
+
+def running_containers(app_id: str) -> list[dict]:
+    attempts = rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    data = rest(f"/ws/v1/cluster/apps/{app_id}/appattempts/{attempts[-1]['appAttemptId']}/containers")
+    return data.get("container", []) if isinstance(data, dict) else []
+
+
+def poll(condition, timeout: float, what: str, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_finished(app_id: str) -> dict:
+    return poll(lambda: (a := app_state(app_id))["state"] in ("FINISHED", "FAILED", "KILLED") and a,
+                300, f"{app_id} to finish", 0.5)
+
+
+def yarnflow_submit(*args: str) -> tuple[str, float]:
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", "-t", "yarn-per-job",
+                           *CONF, *args], capture_output=True, text=True, timeout=300)
+    elapsed = time.monotonic() - start
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout + proc.stderr)
+    app_id = next(w for w in proc.stdout.split() if w.startswith("application_"))
+    return app_id, elapsed
+
+
+def skein_submit(spec: str) -> tuple[str, float]:
+    start = time.monotonic()
+    proc = subprocess.run([str(Path(sys.executable).parent / "skein"), "application", "submit",
+                           spec], capture_output=True, text=True, timeout=300)
+    elapsed = time.monotonic() - start
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout + proc.stderr)
+    return proc.stdout.split()[-1], elapsed
+
+
+def bare_spec(directory: str, services: dict[str, tuple[int, int, int]]) -> str:
+    lines = ["name: bare-skein", "queue: default", "master:", "  resources: {memory: 1024, vcores: 1}",
+             "  script: sleep 600", "services:"]
+    for name, (memory, vcores, instances) in services.items():
+        lines += [f"  {name}:", f"    instances: {instances}",
+                  f"    resources: {{memory: {memory}, vcores: {vcores}}}", "    script: sleep 600"]
+    path = os.path.join(directory, f"bare-{len(services)}.yaml")
+    Path(path).write_text("\n".join(lines) + "\n")
+    return path
+
+
+def kill(app_id: str) -> None:
+    subprocess.run([str(Path(sys.executable).parent / "skein"), "application", "kill", app_id],
+                   capture_output=True, timeout=120)
+
+
+def measure_bare(directory: str) -> dict:
+    floor_id, skein_submit_s = skein_submit(bare_spec(directory, {"one": (256, 1, 1)}))
+    kill(floor_id)
+    start = time.monotonic()
+    app_id, _ = skein_submit(bare_spec(directory, {"heavy": (1792, 2, 4), "light": (768, 1, 4)}))
+    poll(lambda: len(running_containers(app_id)) >= 9, 180, "8 bare containers")
+    bare_s = time.monotonic() - start
+    kill(app_id)
+    return {"skein_submit_s": skein_submit_s, "bare_skein_s": bare_s}
+
+
+def measure_ours() -> dict:
+    from yarnflow.rpc.generated import common_pb2
+    from yarnflow.targets.yarn_apps import YarnApplication
+    start = time.monotonic()
+    app_id, client_return_s = yarnflow_submit(JOBS, "--", "to-running", "--work", "3")
+    seen: set[tuple[str, int]] = set()
+    with YarnApplication(app_id, timeout=30) as app:
+        def all_running() -> bool:
+            details = app.job_details()
+            for vertex in (details.vertices if details else []):
+                for s in vertex.subtasks:
+                    if s.state in (common_pb2.RUNNING, common_pb2.FINISHED):
+                        seen.add((vertex.name, s.index))
+            return len({key for key in seen if key[0] in ("heavy", "light")}) == 8
+        poll(all_running, 180, "8 subtasks RUNNING", 0.1)
+        to_running_s = time.monotonic() - start
+    final = wait_finished(app_id)
+    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
+    return {"client_return_s": client_return_s, "to_running_s": to_running_s}
+
+
+def measure_alloc(fixed: bool) -> float:
+    """Each slot counts with the operators' real profile over the lifetime of the
+    container hosting it (from the job's own slot placement); each container with its
+    allocated size over its lifetime (from YARN)."""
+    import skein
+    from yarnflow.targets.yarn_apps import YarnApplication
+    real_mb = {"heavy": 3072, "light": 512}
+    args = ["-D", "taskmanager.numberOfTaskSlots=8", JOBS, "--", "alloc", "--work", "3"]
+    app_id, _ = yarnflow_submit(*(args + ["--fixed"] if fixed else args))
+    lifetimes: dict[str, list] = {}        # YARN container id -> [mb, first seen, last seen]
+    slots: dict[str, tuple[str, int]] = {}  # allocation id -> (Skein container id, real MB)
+    skein_to_yarn: dict[str, str] = {}
+    with YarnApplication(app_id, timeout=30) as app:
+        am = None
+        while app_state(app_id)["state"] not in ("FINISHED", "FAILED", "KILLED"):
+            now = time.monotonic()
+            for c in running_containers(app_id):
+                if not c["containerId"].endswith("_000001"):        # not the ApplicationMaster
+                    entry = lifetimes.setdefault(c["containerId"], [c["allocatedMB"], now, now])
+                    entry[2] = now
+            details = app.job_details()
+            for vertex in (details.vertices if details else []):
+                group = "heavy" if vertex.name == "heavy" else "light"
+                for s in vertex.subtasks:
+                    if s.allocation_id and s.resource_id:
+                        slots[s.allocation_id] = (s.resource_id, real_mb[group])
+            try:
+                if am is None and app._stub is not None:
+                    tls = app.store.credentials(app_id)
+                    am = app._client.connect(app_id, wait=False, security=skein.Security(
+                        cert_bytes=tls.cert_pem, key_bytes=tls.key_pem))
+                if am is not None:
+                    for c in am.get_containers(states=["RUNNING", "SUCCEEDED", "KILLED", "FAILED"]):
+                        skein_to_yarn[c.id] = c.yarn_container_id
+            except Exception:
+                pass                        # the application is ending
+            time.sleep(0.2)
+    life = {cid: last - first for cid, (_, first, last) in lifetimes.items()}
+    slot_mb_s = sum(mb * life.get(skein_to_yarn.get(rid, ""), 0.0) for rid, mb in slots.values())
+    container_mb_s = sum(mb * life[cid] for cid, (mb, _, _) in lifetimes.items())
+    return slot_mb_s / container_mb_s
+
+
+def skein_driver(action: str) -> None:
+    subprocess.run([str(Path(sys.executable).parent / "skein"), "driver", action],
+                   capture_output=True, timeout=120)
+
+
+def main() -> None:
+    # One global Skein driver serves both sides (Skein's CLI and yarnflow use it when it
+    # runs), so neither pays a JVM start per command.
+    skein_driver("start")
+    try:
+        run()
+    finally:
+        skein_driver("stop")
+
+
+def run() -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        result = measure_bare(directory)
+    print(f"bare: {result}", file=sys.stderr, flush=True)
+    result.update(measure_ours())
+    print(f"+ ours: {result}", file=sys.stderr, flush=True)
+    result["ratio"] = result["to_running_s"] / result["bare_skein_s"]
+    result["alloc_efficiency_profiles"] = measure_alloc(fixed=False)
+    result["alloc_efficiency_fixed"] = measure_alloc(fixed=True)
+    result["profiles_over_fixed"] = result["alloc_efficiency_profiles"] / result["alloc_efficiency_fixed"]
+    print(json.dumps({k: round(v, 3) for k, v in result.items()}))
+
+
+if __name__ == "__main__":
+    main()

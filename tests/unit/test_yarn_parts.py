@@ -1,0 +1,169 @@
+"""The YARN pieces that need no cluster: container planning, the Hadoop configuration
+reader, and the YARN driver against an in-memory stand-in for Skein's client."""
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+
+import pytest
+
+import yarnflow as yf
+from tests.conftest import wait_until
+from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver, service_name
+from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec, plan_worker_specs
+from yarnflow.conf import Configuration
+from yarnflow.jobgraph import InvalidPipelineError
+from yarnflow.resources import ResourceSpec
+from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.targets.yarn import initial_instances, plan_containers
+
+R = ResourceSpec
+
+
+def two_profile_job(mode: str = "EAGER") -> yf.Pipeline:
+    p = yf.Pipeline("j", schedule_mode=mode)
+    heavy = p.from_arrow(__import__("pyarrow").table({"x": [1]}), name="heavy") \
+        .set_parallelism(2).resources(R(1, "3g")).slot_sharing_group("heavy")
+    heavy.rebalance().map(lambda b: b, name="light").set_parallelism(6) \
+        .resources(R(1, "512m")).slot_sharing_group("light")
+    return p
+
+
+def yarn_config(*overrides: str) -> Configuration:
+    return Configuration.load(overrides=["resourcemanager.max-worker.memory=8192",
+                                         "resourcemanager.max-worker.cpu=8", *overrides])
+
+
+def test_each_profile_gets_its_own_container_size_packed_up_to_the_slot_limit():
+    config = yarn_config("taskmanager.numberOfTaskSlots=8")
+    graph = two_profile_job().job_graph(config)
+    specs = plan_containers(graph, config)
+    heavy, light = specs[R(1, "3g")], specs[R(1, "512m")]
+    assert (heavy.num_slots, heavy.container.memory_mb, heavy.vcores) == (2, 6400, 2)
+    assert (light.num_slots, light.container.memory_mb, light.vcores) == (6, 3328, 6)
+    assert initial_instances(graph, config, specs) == {heavy.name: 1, light.name: 1}
+
+
+def test_one_slot_per_container_by_default_and_lazy_jobs_start_nothing_up_front():
+    config = yarn_config()
+    graph = two_profile_job("LAZY_FROM_SOURCES").job_graph(config)
+    specs = plan_containers(graph, config)
+    assert {s.num_slots for s in specs.values()} == {1}
+    assert set(initial_instances(graph, config, specs).values()) == {0}
+
+
+def test_packing_stops_at_the_largest_container():
+    specs = plan_worker_specs(two_profile_job().job_graph(yarn_config()), R(1, 1024), 8, 256,
+                              R(8, 8192))
+    assert specs[R(1, "3g")].num_slots == 2          # 3 x 3 GB + 256 MB > 8 GB
+
+
+def test_a_container_beyond_yarns_maximum_names_the_vertex_and_the_setting():
+    config = yarn_config()
+    p = yf.Pipeline("j")
+    p.from_arrow(__import__("pyarrow").table({"x": [1]})) \
+        .map(lambda b: b, name="fat").resources(R(1, "8000m"))
+    graph = p.job_graph(config)
+    with pytest.raises(InvalidPipelineError) as err:
+        plan_containers(graph, config)
+    assert "'fat'" in str(err.value) and "yarn.scheduler.maximum-allocation-mb=8192" in str(err.value)
+
+
+def test_service_names_are_what_skein_accepts():
+    assert service_name(WorkerSpec(R(0.5, 512), 2, 256)) == "te-2x0_5c-512m"
+
+
+def test_hadoop_conf_expands_variables_and_reads_the_maximum(tmp_path, monkeypatch):
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.hostname</name><value>rm.example"
+        "</value></property><property><name>yarn.scheduler.maximum-allocation-mb</name>"
+        "<value>16384</value></property></configuration>")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    conf = HadoopConf.load()
+    assert conf.rm_address == "rm.example:8032"
+    assert conf.max_allocation == (16384, 4)          # vcores: Hadoop's default
+
+
+def test_unreachable_resource_manager_is_named_at_once(tmp_path, monkeypatch):
+    with socket.socket() as s:                          # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.address</name>"
+        f"<value>127.0.0.1:{port}</value></property></configuration>")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    with pytest.raises(HadoopConfigError, match=f"127.0.0.1:{port} is unreachable"):
+        HadoopConf.load().check_rm_reachable(5)
+
+
+def test_missing_hadoop_configuration_says_how_to_fix_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    with pytest.raises(HadoopConfigError, match="export HADOOP_CONF_DIR"):
+        HadoopConf.load()
+
+
+# --- the YARN driver against a stand-in for skein.ApplicationClient -------------------
+@dataclass
+class FakeContainer:
+    service_name: str
+    instance: int
+    state: str = "REQUESTED"
+    yarn_container_id: str = ""
+    yarn_node_http_address: str = "127.0.0.2:8042"
+    exit_message: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.service_name}_{self.instance}"
+
+
+@dataclass
+class FakeSkeinApp:
+    containers: dict[str, FakeContainer] = field(default_factory=dict)
+    killed: list[str] = field(default_factory=list)
+
+    def add_container(self, service: str) -> FakeContainer:
+        c = FakeContainer(service, sum(x.service_name == service for x in self.containers.values()))
+        c.yarn_container_id = f"container_1_0001_01_{len(self.containers) + 2:06d}"
+        self.containers[c.id] = c
+        return c
+
+    def kill_container(self, container_id: str) -> None:
+        self.killed.append(container_id)
+        self.containers[container_id].state = "KILLED"
+
+    def get_containers(self, states: list[str]) -> list[FakeContainer]:
+        return [c for c in self.containers.values() if c.state in states]
+
+
+class Events:
+    def __init__(self) -> None:
+        self.terminated: list[tuple[str, str]] = []
+
+    def on_worker_terminated(self, resource_id: str, cause: str) -> None:
+        self.terminated.append((resource_id, cause))
+
+
+def test_driver_adds_and_kills_exactly_its_containers_and_reports_losses_with_yarns_cause():
+    spec = WorkerSpec(R(1, 512), 1, 256)
+    app, events = FakeSkeinApp(), Events()
+    driver = YarnDriver(Configuration.load(overrides=["yarn.container-poll-interval=0.02 s"]),
+                        app, {spec.name: service_name(spec)}, R(8, 8192))
+    driver.start(events, "am:1")
+    first, second = driver.request_worker(spec), driver.request_worker(spec)
+    assert (first, second) == ("te-1x1c-512m_0", "te-1x1c-512m_1")
+    driver.release_worker(first)
+    assert app.killed == [first]
+    app.containers[second].state = "FAILED"
+    app.containers[second].exit_message = "Container preempted by scheduler"
+    wait_until(lambda: events.terminated, 5, "the loss to be reported")
+    driver.stop()
+    (resource_id, cause), = events.terminated          # the released one is not a loss
+    assert resource_id == second
+    assert "container_1_0001_01_000003" in cause and "preempted" in cause and "FAILED" in cause
+
+
+def test_driver_refuses_a_spec_the_application_did_not_declare():
+    driver = YarnDriver(Configuration.load(), FakeSkeinApp(), {}, R(8, 8192))
+    with pytest.raises(RuntimeError, match="declared no container size"):
+        driver.request_worker(WorkerSpec(R(1, 512), 1, 256))
