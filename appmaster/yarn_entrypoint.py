@@ -1,6 +1,6 @@
 """The ApplicationMaster on YARN (per-job mode), run by Skein's master script:
 
-    python -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml --services services.json
+    python -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml
 
 It hosts the ResourceManager (with the YARN driver) and the job's JobMaster on one
 mutual-TLS gRPC server, publishes that server's address in Skein's key-value store
@@ -12,11 +12,11 @@ after telling Skein the final status.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
 import signal
-import sys
 import threading
 import traceback
 from pathlib import Path
@@ -24,7 +24,8 @@ from typing import Any
 
 from yarnflow.appmaster.components import ApplicationMasterComponents
 from yarnflow.appmaster.jobmaster.jobmaster import JobResult
-from yarnflow.appmaster.resourcemanager.drivers.yarn import APPMASTER_ADDRESS_KEY, YarnDriver
+from yarnflow.appmaster.resourcemanager.drivers.yarn import (APPMASTER_ADDRESS_KEY, SERVICES_ENV,
+                                                             YarnDriver)
 from yarnflow.appmaster.resourcemanager.slotmanager import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.resources import ResourceSpec
@@ -48,14 +49,14 @@ def configure_logging() -> Path:
     return log_file
 
 
-def load_worker_specs(path: str) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str],
+def load_worker_specs(plan: str) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str],
                                          list[tuple[str, WorkerSpec]]]:
-    """The container sizes the client declared as Skein services (services.json), and
+    """The container sizes the client declared as Skein services ($YARNFLOW_SERVICES), and
     the containers Skein requests at start (``instances``; ids ``<service>_<i>``)."""
     specs: dict[ResourceSpec, WorkerSpec] = {}
     services: dict[str, str] = {}
     starting: list[tuple[str, WorkerSpec]] = []
-    for entry in json.loads(Path(path).read_text()):
+    for entry in json.loads(base64.b64decode(plan)):
         profile = ResourceSpec(entry["slot_cpu"], entry["slot_memory_mb"])
         spec = WorkerSpec(profile, entry["num_slots"], entry["overhead_mb"])
         specs[profile] = spec
@@ -77,7 +78,7 @@ def diagnostics_of(result: JobResult) -> str:
 def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     config = Configuration.from_yaml_file(args.conf)
     message = jobgraph_pb2.JobGraph.FromString(Path(args.job).read_bytes())
-    worker_specs, services, starting = load_worker_specs(args.services)
+    worker_specs, services, starting = load_worker_specs(os.environ[SERVICES_ENV])
     max_container = ResourceSpec(config.get(options.MAX_WORKER_CPU),
                                  config.get(options.MAX_WORKER_MEMORY))
     driver = YarnDriver(config, app, services, max_container)
@@ -113,11 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="yarnflow-appmaster")
     parser.add_argument("--job", required=True, help="the serialized JobGraph")
     parser.add_argument("--conf", required=True)
-    parser.add_argument("--services", required=True, help="worker specs -> Skein services")
     args = parser.parse_args(argv)
     log_file = configure_logging()
     print(f"yarnflow ApplicationMaster; log: {log_file}", flush=True)
-    sys.path.insert(0, os.getcwd())     # the localized pipeline script
     import skein
     app = skein.ApplicationClient.from_current()
     try:

@@ -65,8 +65,7 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
     context = ExecutionContext(config, config.get(options.TARGET),
-                               sys.stdout.isatty() if progress is None else progress, console,
-                               pipeline_path=pipeline)
+                               sys.stdout.isatty() if progress is None else progress, console)
     set_context(context)
     saved_argv = sys.argv
     sys.argv = [pipeline, *script_args]

@@ -27,7 +27,6 @@ class ExecutionContext:
     show_progress: bool = True
     console: Console = field(default_factory=lambda: Console(stderr=False))
     results: list[Any] = field(default_factory=list)
-    pipeline_path: str | None = None     # shipped to YARN with the job
 
 
 _CONTEXT: ExecutionContext | None = None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rich.live import Live
@@ -30,8 +29,7 @@ class AttachedResult:
 
 
 def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Submission | AttachedResult:
-    pipeline = Path(context.pipeline_path) if getattr(context, "pipeline_path", None) else None
-    submission = submit_per_job(graph, config, pipeline)
+    submission = submit_per_job(graph, config)
     console = context.console
     console.print(f"submitted job {submission.job_id} as YARN application "
                   f"[bold]{submission.app_id}[/]", highlight=False, soft_wrap=True)

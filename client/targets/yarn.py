@@ -2,8 +2,8 @@
 
 The client builds the JobGraph, plans one container size per slot profile, and
 submits a Skein application whose master script starts yarnflow's
-ApplicationMaster with the serialized JobGraph, the configuration and the pipeline
-script localized. It returns as soon as YARN accepted the application; ``--attach``
+ApplicationMaster with the serialized JobGraph (user code travels inside it as
+cloudpickle bytes) and the configuration localized. It returns as soon as YARN accepted the application; ``--attach``
 follows the job through the ApplicationMaster's JobMaster instead.
 
 How Python reaches the nodes: by default the containers run the client's own
@@ -15,6 +15,7 @@ YARN localizes it into every container as ``environment/`` and runs
 """
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import tempfile
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
+from yarnflow.appmaster.resourcemanager.drivers.yarn import SERVICES_ENV, service_name
 from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import (WorkerSpec, plan_worker_specs,
                                                                        slots_needed)
 from yarnflow.conf import Configuration, options
@@ -153,7 +154,7 @@ def initial_instances(graph: JobGraph, config: Configuration,
 
 
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
-               staging: Path, pipeline: Path | None, tls: Any) -> Any:
+               staging: Path, tls: Any) -> Any:
     import skein
     python, files = python_and_files(config)
     (staging / "job.pb").write_bytes(graph.to_proto().SerializeToString())
@@ -163,20 +164,20 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
                       "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
                       "overhead_mb": s.overhead_mb, "instances": instances[s.name]}
                      for s in specs.values()]
-    (staging / "services.json").write_text(json.dumps(services_json, indent=1))
+    # Every localized file is one more upload to the cluster's file system before YARN
+    # accepts the application: the container-size plan travels in the environment, and
+    # user code inside the JobGraph (cloudpickle), so only two files are staged.
     common = dict(files)
     common["yarnflow.yaml"] = skein.File(source=str(staging / "yarnflow.yaml"))
-    if pipeline is not None:
-        common[pipeline.name] = skein.File(source=str(pipeline.resolve()))
-    env = {"PYTHONUNBUFFERED": "1", "PYTHONPATH": "."}
+    env = {"PYTHONUNBUFFERED": "1"}
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
                                   vcores=config.get(options.YARN_AM_VCORES)),
-        files={**common, "job.pb": skein.File(source=str(staging / "job.pb")),
-               "services.json": skein.File(source=str(staging / "services.json"))},
-        env=env, security=tls,
-        script=(f"exec {python} -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml "
-                "--services services.json"))
+        files={**common, "job.pb": skein.File(source=str(staging / "job.pb"))},
+        # base64: YARN's launch script does not keep JSON's quotes intact
+        env={**env, SERVICES_ENV: base64.b64encode(json.dumps(services_json).encode()).decode()},
+        security=tls,
+        script=f"exec {python} -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml")
     services = {}
     for spec in specs.values():
         services[service_name(spec)] = skein.Service(
@@ -191,7 +192,7 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
         master=master, services=services, tags=["yarnflow"], max_attempts=1)
 
 
-def submit_per_job(graph: JobGraph, config: Configuration, pipeline: Path | None) -> Submission:
+def submit_per_job(graph: JobGraph, config: Configuration) -> Submission:
     """Submit the job as its own YARN application; returns once YARN accepted it.
     ``config`` has been through ``prepare_config``."""
     timeout = config.get(options.YARN_CLIENT_TIMEOUT)
@@ -200,7 +201,7 @@ def submit_per_job(graph: JobGraph, config: Configuration, pipeline: Path | None
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
     with tempfile.TemporaryDirectory(prefix="yarnflow-submit-") as staging:
-        spec = build_spec(graph, config, specs, Path(staging), pipeline, security)
+        spec = build_spec(graph, config, specs, Path(staging), security)
         client = skein_client(timeout)
         try:
             app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
