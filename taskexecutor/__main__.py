@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.yarn:
         from yarnflow.taskexecutor.yarn_container import ContainerEnvironment, find_appmaster
         container = ContainerEnvironment.from_environment()
+        container.check_fits(args.slots, args.slot_memory)
         args.resource_id, args.host = container.resource_id, container.host
         args.log_file, args.workdir = str(container.log_file), str(container.workdir)
         tls = container.tls
@@ -53,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     # `kill -USR1 <pid>` writes every thread's stack to the log, like jstack.
     faulthandler.register(signal.SIGUSR1, file=log_stream or sys.stderr, all_threads=True)
     if args.yarn:
+        logging.getLogger("yarnflow.taskexecutor").info(
+            "YARN container %s: %d MB, %d vcores, %d slots of %g cores / %d MB",
+            container.resource_id, container.memory_mb, container.vcores, args.slots,
+            args.slot_cpu, args.slot_memory)
         args.rm_address = find_appmaster(config.get(options.REGISTRATION_TIMEOUT))
     te = TaskExecutor(args.resource_id, args.rm_address, tls, config, args.slots,
                       ResourceSpec(args.slot_cpu, args.slot_memory), args.worker_spec,

@@ -20,6 +20,8 @@ class ContainerEnvironment:
     log_file: Path
     workdir: Path
     tls: TlsCredentials
+    memory_mb: int          # what the container was given (Skein's service resources)
+    vcores: int
 
     @classmethod
     def from_environment(cls) -> "ContainerEnvironment":
@@ -30,7 +32,18 @@ class ContainerEnvironment:
         log_dir = Path((os.environ.get("LOG_DIRS") or ".").split(",")[0])
         return cls(resource_id, os.environ.get("NM_HOST", "127.0.0.1"),
                    log_dir / "taskexecutor.log", Path.cwd() / "work",
-                   read_skein_container_credentials("."))
+                   read_skein_container_credentials("."),
+                   int(os.environ.get("SKEIN_RESOURCE_MEMORY", "0")),
+                   int(os.environ.get("SKEIN_RESOURCE_VCORES", "0")))
+
+    def check_fits(self, slots: int, slot_memory_mb: int) -> None:
+        """Refuse to offer more slot memory than the container holds: YARN would kill
+        the executor mid-job instead."""
+        if self.memory_mb and slots * slot_memory_mb > self.memory_mb:
+            raise RuntimeError(
+                f"container {self.resource_id} has {self.memory_mb} MB but {slots} slots of "
+                f"{slot_memory_mb} MB were asked for: the application's container plan is "
+                "inconsistent; resubmit the job")
 
 
 def find_appmaster(timeout: float) -> str:

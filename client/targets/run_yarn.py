@@ -2,7 +2,6 @@
 with ``--attach``, follow the job to its end with the live display."""
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,10 +10,11 @@ from rich.live import Live
 from yarnflow.conf import Configuration, options
 from yarnflow.display import print_summary, progress_table
 from yarnflow.jobgraph import JobGraph
-from yarnflow.targets.yarn import Submission, submit_per_job
+from yarnflow.targets.yarn import RunStatus, Submission, submit_per_job
 from yarnflow.targets.yarn_apps import YarnApplication
 
-_JOB_STATUS = {"SUCCEEDED": "FINISHED", "FAILED": "FAILED", "KILLED": "CANCELED"}
+_JOB_STATUS = {"SUCCEEDED": RunStatus.FINISHED, "FAILED": RunStatus.FAILED,
+               "KILLED": RunStatus.CANCELED}
 
 
 @dataclass
@@ -22,7 +22,7 @@ class AttachedResult:
     """How an attached run ended, in the shape of a local JobResult."""
     job_id: str
     app_id: str
-    status: enum.Enum
+    status: RunStatus
     failure: str
     failure_detail: str
     details: Any
@@ -48,9 +48,8 @@ def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Su
     details = last[-1] if last else None
     if details is not None:
         print_summary(details, console)
-    status = _JOB_STATUS.get(final.final_status, "FAILED")
+    status = _JOB_STATUS.get(final.final_status, RunStatus.FAILED)
     console.print(f"application {final.app_id} {final.state} ({final.final_status})", highlight=False, soft_wrap=True)
-    failure = "" if status == "FINISHED" else final.diagnostics
-    return AttachedResult(submission.job_id, submission.app_id,
-                          enum.Enum("Status", {status: status})[status], failure.split("\n")[0],
+    failure = "" if status is RunStatus.FINISHED else final.diagnostics
+    return AttachedResult(submission.job_id, submission.app_id, status, failure.split("\n")[0],
                           failure, details)

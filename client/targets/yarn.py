@@ -16,6 +16,7 @@ YARN localizes it into every container as ``environment/`` and runs
 from __future__ import annotations
 
 import base64
+import enum
 import json
 import sys
 import tempfile
@@ -113,16 +114,21 @@ def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec
     return specs
 
 
+class RunStatus(enum.Enum):
+    """How a YARN run ended for the client (the names of a local JobResult's status)."""
+    SUBMITTED = "SUBMITTED"      # detached: the job runs on in YARN
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+
 @dataclass
 class Submission:
     """What a detached run returns: the job runs on, in YARN."""
     app_id: str
     job_id: str
     tracking_url: str
-
-    class _Status:
-        value = "SUBMITTED"
-    status = _Status()
+    status: RunStatus = RunStatus.SUBMITTED
 
 
 def python_and_files(config: Configuration) -> tuple[str, dict[str, Any]]:
