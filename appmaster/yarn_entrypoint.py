@@ -1,6 +1,10 @@
 """The ApplicationMaster on YARN (per-job mode), run by Skein's master script:
 
-    python -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml
+    python -m yarnflow.appmaster [--job job.pb]
+
+The configuration and the container-size plan come in the launch environment, and
+so does the serialized JobGraph (user code inside it as cloudpickle bytes) unless it
+is too big for it; then it is localized as ``job.pb``.
 
 It hosts the ResourceManager (with the YARN driver) and the job's JobMaster on one
 mutual-TLS gRPC server, publishes that server's address in Skein's key-value store
@@ -24,13 +28,14 @@ from typing import Any
 
 from yarnflow.appmaster.components import ApplicationMasterComponents
 from yarnflow.appmaster.jobmaster.jobmaster import JobResult
-from yarnflow.appmaster.resourcemanager.drivers.yarn import (APPMASTER_ADDRESS_KEY, SERVICES_ENV,
-                                                             YarnDriver)
+from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
 from yarnflow.appmaster.resourcemanager.slotmanager import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.generated import jobgraph_pb2
 from yarnflow.rpc.security import read_skein_container_credentials
+from yarnflow.rpc.skein_contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY,
+                                         SERVICES_ENV, decode_env)
 
 log = logging.getLogger("yarnflow.appmaster")
 
@@ -76,8 +81,9 @@ def diagnostics_of(result: JobResult) -> str:
 
 
 def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
-    config = Configuration.from_yaml_file(args.conf)
-    message = jobgraph_pb2.JobGraph.FromString(Path(args.job).read_bytes())
+    config = Configuration.from_yaml(decode_env(CONF_ENV).decode())
+    job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
+    message = jobgraph_pb2.JobGraph.FromString(job_bytes)
     worker_specs, services, starting = load_worker_specs(os.environ[SERVICES_ENV])
     max_container = ResourceSpec(config.get(options.MAX_WORKER_CPU),
                                  config.get(options.MAX_WORKER_MEMORY))
@@ -95,7 +101,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     log.info("ApplicationMaster serving at %s; worker specs: %s", components.address,
              {name: service for name, service in services.items()})
     client = components.submit(message)
-    app.kv["yarnflow.job.id"] = client.job_id.encode()
+    app.kv[JOB_ID_KEY] = client.job_id.encode()
 
     def on_sigterm(*_: object) -> None:   # `yarn application -kill`, or YARN stopping us
         log.warning("SIGTERM: cancelling job %s", client.job_id)
@@ -112,8 +118,8 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="yarnflow-appmaster")
-    parser.add_argument("--job", required=True, help="the serialized JobGraph")
-    parser.add_argument("--conf", required=True)
+    parser.add_argument("--job", help="the serialized JobGraph, when it was too big for "
+                        f"${JOB_ENV}")
     args = parser.parse_args(argv)
     log_file = configure_logging()
     print(f"yarnflow ApplicationMaster; log: {log_file}", flush=True)

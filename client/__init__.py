@@ -4,12 +4,47 @@ This package is what a pipeline author imports::
 
     import yarnflow as yf
     p = yf.Pipeline("example", parallelism=4)
-"""
-from yarnflow.resources import ResourceSpec
-from yarnflow.jobgraph import (InvalidPipelineError, JobGraph, PartitionType, ScheduleMode,
-                               ShipStrategy)
-from yarnflow.pipeline import DataSet, Pipeline
-from yarnflow.context import JobFailedError
 
-__all__ = ["Pipeline", "DataSet", "ResourceSpec", "ScheduleMode", "ShipStrategy",
-           "PartitionType", "JobGraph", "InvalidPipelineError", "JobFailedError"]
+The names below are loaded on first use (PEP 562): every TaskExecutor and
+ApplicationMaster process imports ``yarnflow`` first, and the pipeline API it does
+not need (the pipeline API, rich) would cost each of them start-up time
+on a busy node.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ResourceSpec": "yarnflow.resources",
+    "InvalidPipelineError": "yarnflow.jobgraph",
+    "JobGraph": "yarnflow.jobgraph",
+    "PartitionType": "yarnflow.jobgraph",
+    "ScheduleMode": "yarnflow.jobgraph",
+    "ShipStrategy": "yarnflow.jobgraph",
+    "DataSet": "yarnflow.pipeline",
+    "Pipeline": "yarnflow.pipeline",
+    "JobFailedError": "yarnflow.context",
+}
+
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:
+    from yarnflow.context import JobFailedError
+    from yarnflow.jobgraph import (InvalidPipelineError, JobGraph, PartitionType, ScheduleMode,
+                                   ShipStrategy)
+    from yarnflow.pipeline import DataSet, Pipeline
+    from yarnflow.resources import ResourceSpec
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'yarnflow' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resource-id")
     parser.add_argument("--rm-address")
     parser.add_argument("--tls-dir")
-    parser.add_argument("--conf", required=True)
+    parser.add_argument("--conf", help="configuration file (on YARN: from the launch environment)")
     parser.add_argument("--slots", type=int, default=1)
     parser.add_argument("--slot-cpu", type=float, required=True)
     parser.add_argument("--slot-memory", type=int, required=True)
@@ -36,18 +36,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--log-file", default=None)
     args = parser.parse_args(argv)
-    config = Configuration.from_yaml_file(args.conf)
     if args.yarn:
-        from yarnflow.taskexecutor.yarn_container import ContainerEnvironment, find_appmaster
+        from yarnflow.taskexecutor.yarn_container import (ContainerEnvironment, configuration_yaml,
+                                                          find_appmaster)
+        config = (Configuration.from_yaml_file(args.conf) if args.conf
+                  else Configuration.from_yaml(configuration_yaml()))
         container = ContainerEnvironment.from_environment()
         container.check_fits(args.slots, args.slot_memory)
         args.resource_id, args.host = container.resource_id, container.host
         args.log_file, args.workdir = str(container.log_file), str(container.workdir)
         tls = container.tls
-    elif not (args.resource_id and args.rm_address and args.tls_dir and args.workdir):
-        parser.error("--resource-id, --rm-address, --tls-dir and --workdir are required "
-                     "outside YARN")
+    elif not (args.resource_id and args.rm_address and args.tls_dir and args.workdir
+              and args.conf):
+        parser.error("--resource-id, --rm-address, --tls-dir, --workdir and --conf are "
+                     "required outside YARN")
     else:
+        config = Configuration.from_yaml_file(args.conf)
         tls = TlsCredentials.read(args.tls_dir)
     configure_logging(args.log_file)
     log_stream = open(args.log_file, "a") if args.log_file else None

@@ -102,6 +102,8 @@ class Task:
         if target not in _TASK_TRANSITIONS[self.state]:
             raise RuntimeError(f"task {self.name}: {self.state.name} -> {target.name} "
                                "is not allowed")
+        log.info("%s (attempt %s) switched from %s to %s", self.name, self.attempt_id[:8],
+                 self.state.name, target.name)
         self.state = target
 
     # --- the task thread ---------------------------------------------------------------
@@ -139,7 +141,7 @@ class Task:
         self.metrics.duration_s = time.monotonic() - started
         with self._lock:
             if self.state is TaskState.DEPLOYING and final is TaskState.CANCELED:
-                self.state = TaskState.CANCELED
+                self._transition(TaskState.CANCELED)
             elif final is TaskState.CANCELED and self.state is TaskState.RUNNING:
                 self._transition(TaskState.CANCELING)
                 self._transition(final)

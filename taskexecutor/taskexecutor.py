@@ -240,6 +240,8 @@ class TaskExecutor:
             self.slots.add_task(tdd.allocation_id, tdd.job_master_id, tdd.attempt_id, task)
         except SlotStateError as err:
             return f"cannot run {task.name}: {err}"
+        log.info("deploying %s (attempt %s) of job %s in slot %s", task.name,
+                 task.attempt_id[:8], task.job_id[:8], tdd.allocation_id[:8])
         task.start()
         return ""
 

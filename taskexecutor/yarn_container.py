@@ -5,12 +5,11 @@ ApplicationMaster is."""
 from __future__ import annotations
 
 import os
-import queue
 from dataclasses import dataclass
 from pathlib import Path
 
-from yarnflow.appmaster.resourcemanager.drivers.yarn import APPMASTER_ADDRESS_KEY
 from yarnflow.rpc.security import TlsCredentials, read_skein_container_credentials
+from yarnflow.rpc.skein_contract import APPMASTER_ADDRESS_KEY, CONF_ENV, decode_env, wait_for_key
 
 
 @dataclass
@@ -47,18 +46,11 @@ class ContainerEnvironment:
 
 
 def find_appmaster(timeout: float) -> str:
-    """The ApplicationMaster's address from Skein's key-value store. ``kv.wait`` has no
-    timeout, so subscribe first, then look, then wait on the subscription."""
-    import skein
-    app = skein.ApplicationClient.from_current()
-    events = app.kv.events(key=APPMASTER_ADDRESS_KEY, event_type="put")
-    value = app.kv.get(APPMASTER_ADDRESS_KEY)
-    if value is None:
-        try:
-            value = events.get(timeout=timeout).value
-        except queue.Empty:
-            raise TimeoutError(
-                f"the ApplicationMaster did not publish '{APPMASTER_ADDRESS_KEY}' in Skein's "
-                f"key-value store within {timeout:g} s (taskmanager.registration.timeout)"
-            ) from None
-    return value.decode()
+    """The ApplicationMaster's address, from Skein's key-value store."""
+    return wait_for_key(APPMASTER_ADDRESS_KEY, timeout,
+                        "the ApplicationMaster's address (taskmanager.registration.timeout)").decode()
+
+
+def configuration_yaml() -> str:
+    """The job's configuration, which the client put in the launch environment."""
+    return decode_env(CONF_ENV).decode()

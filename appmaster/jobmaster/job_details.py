@@ -23,6 +23,8 @@ def job_details(graph: ExecutionGraph) -> jobmaster_pb2.JobDetails:
                                       resource_id=execution.resource_id or "",
                                       allocation_id=execution.allocation_id or "",
                                       error=execution.failure)
+            for state, at in execution.state_timestamps.items():
+                sub.state_timestamps[state.name] = at
             if execution.metrics is not None:
                 sub.metrics.CopyFrom(execution.metrics)
     return details

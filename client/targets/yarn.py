@@ -3,7 +3,8 @@
 The client builds the JobGraph, plans one container size per slot profile, and
 submits a Skein application whose master script starts yarnflow's
 ApplicationMaster with the serialized JobGraph (user code travels inside it as
-cloudpickle bytes) and the configuration localized. It returns as soon as YARN accepted the application; ``--attach``
+cloudpickle bytes) and the configuration, in the launch environment when they are
+small and the JobGraph localized as ``job.pb`` when it is not. It returns as soon as YARN accepted the application; ``--attach``
 follows the job through the ApplicationMaster's JobMaster instead.
 
 How Python reaches the nodes: by default the containers run the client's own
@@ -15,7 +16,6 @@ YARN localizes it into every container as ``environment/`` and runs
 """
 from __future__ import annotations
 
-import base64
 import enum
 import json
 import sys
@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from yarnflow.appmaster.resourcemanager.drivers.yarn import SERVICES_ENV, service_name
+from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
 from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import (WorkerSpec, plan_worker_specs,
                                                                        slots_needed)
 from yarnflow.conf import Configuration, options
 from yarnflow.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.security import generate_application_credentials
+from yarnflow.rpc.skein_contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.targets.yarn_errors import YarnError
@@ -163,34 +164,35 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
                staging: Path, tls: Any) -> Any:
     import skein
     python, files = python_and_files(config)
-    (staging / "job.pb").write_bytes(graph.to_proto().SerializeToString())
-    (staging / "yarnflow.yaml").write_text(config.to_yaml())
     instances = initial_instances(graph, config, specs)
     services_json = [{"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
                       "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
                       "overhead_mb": s.overhead_mb, "instances": instances[s.name]}
                      for s in specs.values()]
-    # Every localized file is one more upload to the cluster's file system before YARN
-    # accepts the application: the container-size plan travels in the environment, and
-    # user code inside the JobGraph (cloudpickle), so only two files are staged.
-    common = dict(files)
-    common["yarnflow.yaml"] = skein.File(source=str(staging / "yarnflow.yaml"))
-    env = {"PYTHONUNBUFFERED": "1"}
+    # Each localized file is one more upload before YARN accepts the application: the
+    # configuration and plan travel in the environment, and so does a small JobGraph.
+    env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_yaml().encode())}
+    master_env = {**env, SERVICES_ENV: encode(json.dumps(services_json).encode())}
+    master_files = dict(files)
+    job = graph.to_proto().SerializeToString()
+    if len(job) <= JOB_ENV_LIMIT:
+        master_env[JOB_ENV] = encode(job)
+        master_script = f"exec {python} -m yarnflow.appmaster"
+    else:
+        (staging / "job.pb").write_bytes(job)
+        master_files["job.pb"] = skein.File(source=str(staging / "job.pb"))
+        master_script = f"exec {python} -m yarnflow.appmaster --job job.pb"
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
                                   vcores=config.get(options.YARN_AM_VCORES)),
-        files={**common, "job.pb": skein.File(source=str(staging / "job.pb"))},
-        # base64: YARN's launch script does not keep JSON's quotes intact
-        env={**env, SERVICES_ENV: base64.b64encode(json.dumps(services_json).encode()).decode()},
-        security=tls,
-        script=f"exec {python} -m yarnflow.appmaster --job job.pb --conf yarnflow.yaml")
+        files=master_files, env=master_env, security=tls, script=master_script)
     services = {}
     for spec in specs.values():
         services[service_name(spec)] = skein.Service(
             resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
-            instances=instances[spec.name], max_restarts=0, allow_failures=True, files=common,
+            instances=instances[spec.name], max_restarts=0, allow_failures=True, files=files,
             env=env,
-            script=(f"exec {python} -m yarnflow.taskexecutor --yarn --conf yarnflow.yaml "
+            script=(f"exec {python} -m yarnflow.taskexecutor --yarn "
                     f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
                     f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
     return skein.ApplicationSpec(

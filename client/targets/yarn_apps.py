@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import grpc
 
-from yarnflow.appmaster.resourcemanager.drivers.yarn import APPMASTER_ADDRESS_KEY
+from yarnflow.rpc.skein_contract import APPMASTER_ADDRESS_KEY, JOB_ID_KEY
 from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.generated import jobmaster_pb2, jobmaster_pb2_grpc
 from yarnflow.targets.app_store import ApplicationStore
@@ -99,7 +99,7 @@ class YarnApplication:
             address = app.kv.get(APPMASTER_ADDRESS_KEY)
             if address is None:
                 return None
-            self.job_id = self.job_id or (app.kv.get("yarnflow.job.id") or b"").decode()
+            self.job_id = self.job_id or (app.kv.get(JOB_ID_KEY) or b"").decode()
             self._channels = ChannelCache(tls)
             self._stub = jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address.decode()))
         return self._stub

@@ -116,7 +116,14 @@ class JobId(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class SubtaskDetails(_message.Message):
-    __slots__ = ("index", "state", "attempt", "resource_id", "allocation_id", "metrics", "error")
+    __slots__ = ("index", "state", "attempt", "resource_id", "allocation_id", "metrics", "error", "state_timestamps")
+    class StateTimestampsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
     INDEX_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
@@ -124,6 +131,7 @@ class SubtaskDetails(_message.Message):
     ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    STATE_TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
     index: int
     state: _common_pb2.ExecutionState
     attempt: int
@@ -131,7 +139,8 @@ class SubtaskDetails(_message.Message):
     allocation_id: str
     metrics: _common_pb2.TaskMetrics
     error: str
-    def __init__(self, index: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
+    state_timestamps: _containers.ScalarMap[str, float]
+    def __init__(self, index: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., error: _Optional[str] = ..., state_timestamps: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class VertexDetails(_message.Message):
     __slots__ = ("id", "name", "parallelism", "subtasks")

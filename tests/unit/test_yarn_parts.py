@@ -167,3 +167,62 @@ def test_driver_refuses_a_spec_the_application_did_not_declare():
     driver = YarnDriver(Configuration.load(), FakeSkeinApp(), {}, R(8, 8192))
     with pytest.raises(RuntimeError, match="declared no container size"):
         driver.request_worker(WorkerSpec(R(1, 512), 1, 256))
+
+
+def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_path):
+    """Nothing but what the ApplicationMaster needs is staged: a small JobGraph and the
+    configuration ride in the environment; the executors get the configuration only."""
+    import base64
+    from yarnflow.jobgraph import JobGraph
+    from yarnflow.rpc.generated import jobgraph_pb2
+    from yarnflow.rpc.security import generate_application_credentials
+    from yarnflow.rpc.skein_contract import CONF_ENV, JOB_ENV
+    from yarnflow.targets.yarn import build_spec
+    import skein
+    config = yarn_config()
+    graph = two_profile_job().job_graph(config)
+    creds = generate_application_credentials()
+    spec = build_spec(graph, config, plan_containers(graph, config), tmp_path,
+                      skein.Security(cert_bytes=creds.cert_pem, key_bytes=creds.key_pem))
+    assert spec.master.files == {} and "--job" not in spec.master.script
+    sent = jobgraph_pb2.JobGraph.FromString(base64.b64decode(spec.master.env[JOB_ENV]))
+    assert JobGraph.from_proto(sent).job_id == graph.job_id
+    from yarnflow.conf import options
+    assert Configuration.from_yaml(base64.b64decode(spec.master.env[CONF_ENV]).decode()) \
+        .get(options.MAX_WORKER_MEMORY) == 8192
+    for service in spec.services.values():
+        assert JOB_ENV not in service.env and CONF_ENV in service.env and service.files == {}
+
+
+def test_a_job_too_big_for_the_environment_is_localized_as_a_file(tmp_path):
+    import pyarrow as pa
+    from yarnflow.rpc.skein_contract import JOB_ENV, JOB_ENV_LIMIT
+    from yarnflow.targets.yarn import build_spec
+    config = yarn_config()
+    p = yf.Pipeline("big")
+    p.from_arrow(pa.table({"x": pa.array(range(JOB_ENV_LIMIT // 4), pa.int64())})) \
+        .write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(config)
+    spec = build_spec(graph, config, plan_containers(graph, config), tmp_path, None)
+    assert "job.pb" in spec.master.files and spec.master.script.endswith("--job job.pb")
+    assert JOB_ENV not in spec.master.env
+
+
+def test_the_launch_environment_names_a_missing_variable(monkeypatch):
+    from yarnflow.rpc.skein_contract import CONF_ENV, decode_env, encode
+    monkeypatch.delenv(CONF_ENV, raising=False)
+    with pytest.raises(RuntimeError, match=CONF_ENV):
+        decode_env(CONF_ENV)
+    monkeypatch.setenv(CONF_ENV, encode(b"a: 1"))
+    assert decode_env(CONF_ENV) == b"a: 1"
+
+
+def test_application_credentials_are_a_quick_ec_key_that_names_skein_and_yarnflow():
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from yarnflow.rpc.security import CLUSTER_NAME, SKEIN_NAME, generate_application_credentials
+    creds = generate_application_credentials()
+    cert = x509.load_pem_x509_certificate(creds.cert_pem)
+    assert isinstance(cert.public_key(), ec.EllipticCurvePublicKey)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert set(names.get_values_for_type(x509.DNSName)) == {SKEIN_NAME, CLUSTER_NAME}

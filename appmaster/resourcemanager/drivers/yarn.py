@@ -23,11 +23,6 @@ from yarnflow.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
 
-# Skein's key-value store key under which the ApplicationMaster publishes its address.
-APPMASTER_ADDRESS_KEY = "yarnflow.appmaster.address"
-# The ApplicationMaster's environment variable holding the container-size plan: a
-# base64-encoded JSON list of {service, slot_cpu, slot_memory_mb, num_slots, overhead_mb, instances}.
-SERVICES_ENV = "YARNFLOW_SERVICES"
 _FINISHED_STATES = ["SUCCEEDED", "FAILED", "KILLED"]
 
 
