@@ -66,6 +66,7 @@ class JobVertex:
     co_location_group: str | None = None
     num_inputs: int = 0
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    uses_spark: bool = False
 
     @property
     def is_source(self) -> bool:
@@ -95,6 +96,9 @@ class JobGraph:
         self.job_id = job_id or uuid.uuid4().hex
         self.vertices: dict[str, JobVertex] = {}
         self.edges: list[JobEdge] = []
+        # The Spark JVM's non-heap memory (taskmanager.spark.jvm-overhead), which a slot
+        # hosting Spark operators needs on top of what they declare.
+        self.spark_overhead_mb = 0
 
     # --- building --------------------------------------------------------------------
     def add_vertex(self, vertex: JobVertex) -> JobVertex:
@@ -162,12 +166,13 @@ class JobGraph:
         """A shared slot needs the sum of its vertices' specs (Flink merges them the same
         way); vertices without a spec add nothing, and a group with no spec at all gets
         the default slot profile."""
-        specs = [v.resources for v in self.slot_sharing_groups()[group] if v.resources]
-        if not specs:
-            return default
-        total = specs[0]
+        members = self.slot_sharing_groups()[group]
+        specs = [v.resources for v in members if v.resources]
+        total = specs[0] if specs else default
         for spec in specs[1:]:
             total = total + spec
+        if self.spark_overhead_mb and any(v.uses_spark for v in members):
+            total = ResourceSpec(total.cpu, total.memory_mb + self.spark_overhead_mb, total.gpus)
         return total
 
     def validate(self, max_worker: ResourceSpec, default_slot: ResourceSpec) -> None:
@@ -234,13 +239,15 @@ class JobGraph:
     # --- wire form ---------------------------------------------------------------------
     def to_proto(self) -> jobgraph_pb2.JobGraph:
         message = jobgraph_pb2.JobGraph(job_id=self.job_id, name=self.name,
-                                        schedule_mode=int(self.schedule_mode))
+                                        schedule_mode=int(self.schedule_mode),
+                                        spark_overhead_mb=self.spark_overhead_mb)
         for vertex in self.vertices.values():
             out = message.vertices.add(
                 id=vertex.id, name=vertex.name, parallelism=vertex.parallelism or 0,
                 slot_sharing_group=vertex.slot_sharing_group or "",
                 co_location_group=vertex.co_location_group or "",
-                operator=cloudpickle.dumps(vertex.operator), num_inputs=vertex.num_inputs)
+                operator=cloudpickle.dumps(vertex.operator), num_inputs=vertex.num_inputs,
+                uses_spark=vertex.uses_spark)
             if vertex.resources is not None:
                 out.has_resources = True
                 vertex.resources.to_proto(out.resources)
@@ -255,13 +262,15 @@ class JobGraph:
     def from_proto(cls, message: jobgraph_pb2.JobGraph, load_operators: bool = True) -> "JobGraph":
         """Rebuild the graph; operators stay bytes unless ``load_operators``."""
         graph = cls(message.name, ScheduleMode(message.schedule_mode), message.job_id)
+        graph.spark_overhead_mb = message.spark_overhead_mb
         for v in message.vertices:
             operator: Any = cloudpickle.loads(v.operator) if load_operators else v.operator
             graph.add_vertex(JobVertex(
                 name=v.name, operator=operator, parallelism=v.parallelism or None,
                 resources=ResourceSpec.from_proto(v.resources) if v.has_resources else None,
                 slot_sharing_group=v.slot_sharing_group or None,
-                co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id))
+                co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
+                uses_spark=v.uses_spark))
         for e in message.edges:
             graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
                           e.keys, PartitionType(e.partition_type), e.target_input)

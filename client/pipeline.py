@@ -23,6 +23,7 @@ from yarnflow.resources import ResourceSpec
 from yarnflow.taskexecutor.operators import (AggregateOperator, CsvSource, FilterOperator,
                                              FlatMapOperator, HashJoinOperator, MapOperator,
                                              ParquetSink, ParquetSource, TableSource)
+from yarnflow.taskexecutor.operators.spark import SparkOperator
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Pipeline:
         config = config or Configuration.load()
         default_parallelism = self.parallelism or config.get(options.DEFAULT_PARALLELISM)
         graph = JobGraph(self.name, self.schedule_mode)
+        graph.spark_overhead_mb = config.get(options.SPARK_JVM_OVERHEAD)
         for vertex in self._vertices:
             graph.add_vertex(vertex)
             if vertex.parallelism is None:
@@ -183,6 +185,22 @@ class DataSet:
     def flat_map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None) -> "DataSet":
         name = name or _fn_name(fn, "flat_map")
         return self._unary(FlatMapOperator(fn, name), name)
+
+    def spark_sql(self, sql: str, name: str = "spark-sql") -> "DataSet":
+        """Run Spark SQL over this data set, registered as the view ``input``; each
+        subtask runs the query on its share of the rows in its TaskExecutor's
+        SparkSession (``SELECT ... FROM input``)."""
+        return self._spark(SparkOperator(name, sql=sql), name)
+
+    def spark(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "DataSet":
+        """``fn(spark, df) -> df``: any DataFrame code over this subtask's rows."""
+        name = name or _fn_name(fn, "spark")
+        return self._spark(SparkOperator(name, fn=fn), name)
+
+    def _spark(self, operator: Any, name: str) -> "DataSet":
+        out = self._unary(operator, name)
+        out.vertex.uses_spark = True
+        return out
 
     def aggregate(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]],
                   name: str = "aggregate") -> "DataSet":

@@ -48,6 +48,13 @@ def _nonneg_int(value: object) -> int:
     return number
 
 
+def _fraction(value: object) -> float:
+    number = float(value)  # type: ignore[arg-type]
+    if not 0 < number <= 1:
+        raise ValueError(f"{value!r} must be a fraction in (0, 1]")
+    return number
+
+
 def _pos_float(value: object) -> float:
     number = float(value)  # type: ignore[arg-type]
     if number <= 0:
@@ -95,6 +102,12 @@ DEFAULT_SLOT_MEMORY = _option("taskmanager.default-slot.memory", parse_memory_mb
                               "Memory (MB) of a slot whose operators declare no ResourceSpec.")
 WORKER_OVERHEAD_MEMORY = _option("taskmanager.memory.overhead", parse_memory_mb, 256,
                                  "Memory (MB) added to each container for the TaskExecutor's own Python process.")
+SPARK_JVM_OVERHEAD = _option(
+    "taskmanager.spark.jvm-overhead", parse_memory_mb, 384,
+    "Memory (MB) added to a slot whose operators use Spark, for the Spark JVM's non-heap memory.")
+SPARK_HEAP_FRACTION = _option(
+    "taskmanager.spark.heap-fraction", _fraction, 0.6,
+    "Share of a TaskExecutor's slot memory given to its Spark JVM's heap; the rest holds Arrow data on the Python side.")
 MAX_WORKER_CPU = _option("resourcemanager.max-worker.cpu", _pos_float, 16.0,
                          "Most cores one container may have; larger slot profiles are rejected at submission.")
 MAX_WORKER_MEMORY = _option("resourcemanager.max-worker.memory", parse_memory_mb, 32768,

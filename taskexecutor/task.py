@@ -26,6 +26,7 @@ from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
 from yarnflow.taskexecutor.network.partition import ResultPartition, TaskCancelled
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
+from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ class TaskServices:
     buffers_per_channel: int
     batch_rows: int
     spill_dir: Path
+    spark: SparkSessionHolder
 
 
 class Task:
@@ -241,6 +243,9 @@ class _Context:
 
     def next_split(self) -> Any | None:
         return self._task.next_split()
+
+    def spark(self) -> Any:
+        return self._task._services.spark.get()
 
     @property
     def cancelled(self) -> bool:

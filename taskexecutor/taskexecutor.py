@@ -23,6 +23,7 @@ from yarnflow.rpc.security import TlsCredentials
 from yarnflow.taskexecutor.network.data_server import DataClients, DataServer
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotTable
+from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 from yarnflow.taskexecutor.task import Task, TaskServices
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,8 @@ class TaskExecutor:
         self._services = TaskServices(
             resource_id, self.partitions, DataClients(tls), self._job_master_stub, self._timeout,
             config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
-            config.get(options.BATCH_ROWS), workdir / "partitions")
+            config.get(options.BATCH_ROWS), workdir / "partitions",
+            SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")))
         self._server: Any = None
         self.rpc_address = ""
 
@@ -95,6 +97,7 @@ class TaskExecutor:
         if self._server is not None:
             self._server.stop(grace=1.0)
         self.data_server.shutdown()
+        self._services.spark.stop()
         self._channels.close()
         self.main.shutdown()
         shutil.rmtree(self.workdir / "partitions", ignore_errors=True)

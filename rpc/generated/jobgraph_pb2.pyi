@@ -41,7 +41,7 @@ EAGER: ScheduleMode
 LAZY_FROM_SOURCES: ScheduleMode
 
 class JobVertex(_message.Message):
-    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs")
+    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs", "uses_spark")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class JobVertex(_message.Message):
     CO_LOCATION_GROUP_FIELD_NUMBER: _ClassVar[int]
     OPERATOR_FIELD_NUMBER: _ClassVar[int]
     NUM_INPUTS_FIELD_NUMBER: _ClassVar[int]
+    USES_SPARK_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     parallelism: int
@@ -60,7 +61,8 @@ class JobVertex(_message.Message):
     co_location_group: str
     operator: bytes
     num_inputs: int
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ...) -> None: ...
+    uses_spark: bool
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ...) -> None: ...
 
 class JobEdge(_message.Message):
     __slots__ = ("source", "target", "target_input", "distribution", "ship", "keys", "partition_type")
@@ -81,15 +83,17 @@ class JobEdge(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., target_input: _Optional[int] = ..., distribution: _Optional[_Union[DistributionPattern, str]] = ..., ship: _Optional[_Union[ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., partition_type: _Optional[_Union[PartitionType, str]] = ...) -> None: ...
 
 class JobGraph(_message.Message):
-    __slots__ = ("job_id", "name", "vertices", "edges", "schedule_mode")
+    __slots__ = ("job_id", "name", "vertices", "edges", "schedule_mode", "spark_overhead_mb")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERTICES_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_MODE_FIELD_NUMBER: _ClassVar[int]
+    SPARK_OVERHEAD_MB_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     vertices: _containers.RepeatedCompositeFieldContainer[JobVertex]
     edges: _containers.RepeatedCompositeFieldContainer[JobEdge]
     schedule_mode: ScheduleMode
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., vertices: _Optional[_Iterable[_Union[JobVertex, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[JobEdge, _Mapping]]] = ..., schedule_mode: _Optional[_Union[ScheduleMode, str]] = ...) -> None: ...
+    spark_overhead_mb: int
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., vertices: _Optional[_Iterable[_Union[JobVertex, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[JobEdge, _Mapping]]] = ..., schedule_mode: _Optional[_Union[ScheduleMode, str]] = ..., spark_overhead_mb: _Optional[int] = ...) -> None: ...

@@ -226,3 +226,16 @@ def test_application_credentials_are_a_quick_ec_key_that_names_skein_and_yarnflo
     assert isinstance(cert.public_key(), ec.EllipticCurvePublicKey)
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert set(names.get_values_for_type(x509.DNSName)) == {SKEIN_NAME, CLUSTER_NAME}
+
+
+def test_a_slot_hosting_spark_operators_counts_the_spark_jvm_once():
+    config = yarn_config("taskmanager.spark.jvm-overhead=384m")
+    p = yf.Pipeline("spark-sizing")
+    src = p.from_arrow(__import__("pyarrow").table({"x": [1]})).resources(R(1, "512m"))
+    src.spark_sql("SELECT x FROM input").resources(R(1, "1g")) \
+       .spark_sql("SELECT x FROM input").resources(R(1, "1g"))
+    graph = p.job_graph(config)
+    assert graph.slot_profile("default", R(1, 1024)) == R(3, 512 + 1024 + 1024 + 384)
+    plain = yf.Pipeline("no-spark")
+    plain.from_arrow(__import__("pyarrow").table({"x": [1]})).resources(R(1, "512m"))
+    assert plain.job_graph(config).slot_profile("default", R(1, 1024)) == R(1, 512)

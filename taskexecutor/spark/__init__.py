@@ -1,0 +1,1 @@
+"""Spark inside a TaskExecutor: one local-mode SparkSession per executor process."""

@@ -1,0 +1,79 @@
+"""The TaskExecutor's SparkSession: created by the first Spark task, reused by every
+later task and job on this executor (a JVM start costs seconds; warm executors in a
+session keep theirs).
+
+How an executor's resources become Spark settings: its slots' cores are the local
+master's threads (``local[n]``, n = ceil(slots x slot cpu)); the driver heap is
+``taskmanager.spark.heap-fraction`` of the slots' memory (the rest holds Arrow data
+on the Python side); the JVM's non-heap memory is ``taskmanager.spark.jvm-overhead``,
+which the job's container plan adds to every slot whose operators use Spark. Spark's
+console output goes to the executor's stdout, that is its log file, never to the
+user's terminal.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any
+
+from yarnflow.conf import Configuration, options
+from yarnflow.resources import ResourceSpec
+
+log = logging.getLogger(__name__)
+
+
+class SparkSessionHolder:
+    def __init__(self, config: Configuration, num_slots: int, slot_profile: ResourceSpec,
+                 scratch_dir: str) -> None:
+        self._config = config
+        self._num_slots = num_slots
+        self._slot_profile = slot_profile
+        self._scratch_dir = scratch_dir
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self.sessions_created = 0
+
+    def settings(self) -> dict[str, str]:
+        overhead = self._config.get(options.SPARK_JVM_OVERHEAD)
+        slot_memory = max(self._slot_profile.memory_mb - overhead, 128)
+        heap_mb = max(256, int(self._num_slots * slot_memory
+                               * self._config.get(options.SPARK_HEAP_FRACTION)))
+        cores = max(1, math.ceil(self._num_slots * self._slot_profile.cpu - 1e-9))
+        return {
+            "spark.master": f"local[{cores}]",
+            "spark.driver.memory": f"{heap_mb}m",
+            "spark.sql.shuffle.partitions": str(cores),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.local.dir": self._scratch_dir,
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+            "spark.sql.session.timeZone": "UTC",
+        }
+
+    def get(self) -> Any:
+        """The executor's session, started on first use."""
+        with self._lock:
+            if self._session is None:
+                try:
+                    from pyspark.sql import SparkSession
+                except ImportError:
+                    raise RuntimeError(
+                        "this job uses Spark operators but pyspark is not installed where "
+                        "the TaskExecutor runs: pip install 'yarnflow[spark]'") from None
+                builder = SparkSession.builder.appName("yarnflow-taskexecutor")
+                settings = self.settings()
+                for key, value in settings.items():
+                    builder = builder.config(key, value)
+                self._session = builder.getOrCreate()
+                self._session.sparkContext.setLogLevel("WARN")
+                self.sessions_created += 1
+                log.info("started a SparkSession (%s, heap %s) for this TaskExecutor",
+                         settings["spark.master"], settings["spark.driver.memory"])
+            return self._session
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.stop()
+                self._session = None
