@@ -67,6 +67,9 @@ class JobVertex:
     num_inputs: int = 0
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     uses_spark: bool = False
+    # A sink's output committer (commit(job_id) / abort(job_id)), run by the JobMaster
+    # when the job ends, so its output appears whole or not at all.
+    committer: Any = None
 
     @property
     def is_source(self) -> bool:
@@ -247,7 +250,8 @@ class JobGraph:
                 slot_sharing_group=vertex.slot_sharing_group or "",
                 co_location_group=vertex.co_location_group or "",
                 operator=cloudpickle.dumps(vertex.operator), num_inputs=vertex.num_inputs,
-                uses_spark=vertex.uses_spark)
+                uses_spark=vertex.uses_spark,
+                committer=cloudpickle.dumps(vertex.committer) if vertex.committer else b"")
             if vertex.resources is not None:
                 out.has_resources = True
                 vertex.resources.to_proto(out.resources)
@@ -270,7 +274,8 @@ class JobGraph:
                 resources=ResourceSpec.from_proto(v.resources) if v.has_resources else None,
                 slot_sharing_group=v.slot_sharing_group or None,
                 co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
-                uses_spark=v.uses_spark))
+                uses_spark=v.uses_spark,
+                committer=cloudpickle.loads(v.committer) if v.committer else None))
         for e in message.edges:
             graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
                           e.keys, PartitionType(e.partition_type), e.target_input)

@@ -233,7 +233,13 @@ class DataSet:
         return DataSet(self.pipeline, vertex)
 
     def write_parquet(self, path: str, name: str = "parquet-sink") -> "DataSet":
-        return self._unary(ParquetSink(str(path)), name)
+        """Write Parquet files under ``path``; they appear there, replacing an older
+        output, only when the job has finished: a failed or cancelled job leaves
+        ``path`` as it was."""
+        sink = ParquetSink(str(path))
+        out = self._unary(sink, name)
+        out.vertex.committer = sink.committer
+        return out
 
 
 def _keys(value: str | Sequence[str] | None) -> list[str]:

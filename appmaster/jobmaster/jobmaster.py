@@ -7,6 +7,7 @@ other subtask has been cancelled, with the first failure as the job's cause.
 from __future__ import annotations
 
 import logging
+import traceback
 import time
 import uuid
 from concurrent.futures import Future
@@ -63,6 +64,7 @@ class JobMaster:
 
         graph = JobGraph.from_proto(job_graph, load_operators=False)
         self.graph = ExecutionGraph(graph)
+        self._committers = [(v.name, v.committer) for v in graph.vertices.values() if v.committer]
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                     config.get(options.DEFAULT_SLOT_MEMORY))
         profiles = {name: graph.slot_profile(name, default_slot)
@@ -322,14 +324,40 @@ class JobMaster:
     def _check_termination(self) -> None:
         status = self.graph.status
         if status is JobStatus.RUNNING and self.graph.all_finished():
-            self._transition(JobStatus.FINISHED)
+            failure = self._commit_outputs()
+            if failure:
+                self.graph.failure, self.graph.failure_detail = failure
+                self._transition(JobStatus.FAILING)
+                self._transition(JobStatus.FAILED)
+            else:
+                self._transition(JobStatus.FINISHED)
         elif status is JobStatus.FAILING and self.graph.all_terminal():
             self._transition(JobStatus.FAILED)
         elif status is JobStatus.CANCELLING and self.graph.all_terminal():
             self._transition(JobStatus.CANCELED)
         else:
             return
+        if self.graph.status is not JobStatus.FINISHED:
+            self._abort_outputs()
         self._terminate()
+
+    def _commit_outputs(self) -> tuple[str, str] | None:
+        """Make every sink's output visible; the first that cannot be committed fails
+        the job (and what was not yet committed is discarded)."""
+        for name, committer in self._committers:
+            try:
+                committer.commit(self.job_id)
+            except Exception as err:   # noqa: BLE001 - a file system error, named below
+                return (f"committing the output of {name} failed: {type(err).__name__}: {err}",
+                        traceback.format_exc())
+        return None
+
+    def _abort_outputs(self) -> None:
+        for name, committer in self._committers:
+            try:
+                committer.abort(self.job_id)
+            except Exception:
+                log.exception("discarding the partial output of %s failed", name)
 
     def _transition(self, status: JobStatus) -> None:
         self.graph.transition(status)

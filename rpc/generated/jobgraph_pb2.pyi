@@ -41,7 +41,7 @@ EAGER: ScheduleMode
 LAZY_FROM_SOURCES: ScheduleMode
 
 class JobVertex(_message.Message):
-    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs", "uses_spark")
+    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs", "uses_spark", "committer")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class JobVertex(_message.Message):
     OPERATOR_FIELD_NUMBER: _ClassVar[int]
     NUM_INPUTS_FIELD_NUMBER: _ClassVar[int]
     USES_SPARK_FIELD_NUMBER: _ClassVar[int]
+    COMMITTER_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     parallelism: int
@@ -62,7 +63,8 @@ class JobVertex(_message.Message):
     operator: bytes
     num_inputs: int
     uses_spark: bool
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ...) -> None: ...
+    committer: bytes
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ..., committer: _Optional[bytes] = ...) -> None: ...
 
 class JobEdge(_message.Message):
     __slots__ = ("source", "target", "target_input", "distribution", "ship", "keys", "partition_type")
