@@ -16,7 +16,6 @@ after telling Skein the final status.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import logging
 import os
@@ -54,14 +53,14 @@ def configure_logging() -> Path:
     return log_file
 
 
-def load_worker_specs(plan: str) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str],
+def load_worker_specs(plan: bytes) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str],
                                          list[tuple[str, WorkerSpec]]]:
     """The container sizes the client declared as Skein services ($YARNFLOW_SERVICES), and
     the containers Skein requests at start (``instances``; ids ``<service>_<i>``)."""
     specs: dict[ResourceSpec, WorkerSpec] = {}
     services: dict[str, str] = {}
     starting: list[tuple[str, WorkerSpec]] = []
-    for entry in json.loads(base64.b64decode(plan)):
+    for entry in json.loads(plan):
         profile = ResourceSpec(entry["slot_cpu"], entry["slot_memory_mb"])
         spec = WorkerSpec(profile, entry["num_slots"], entry["overhead_mb"])
         specs[profile] = spec
@@ -84,7 +83,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     config = Configuration.from_yaml(decode_env(CONF_ENV).decode())
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
     message = jobgraph_pb2.JobGraph.FromString(job_bytes)
-    worker_specs, services, starting = load_worker_specs(os.environ[SERVICES_ENV])
+    worker_specs, services, starting = load_worker_specs(decode_env(SERVICES_ENV))
     max_container = ResourceSpec(config.get(options.MAX_WORKER_CPU),
                                  config.get(options.MAX_WORKER_MEMORY))
     driver = YarnDriver(config, app, services, max_container)

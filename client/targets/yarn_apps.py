@@ -148,9 +148,41 @@ class YarnApplication:
             time.sleep(poll)
 
 
+# YARN's log aggregation states that mean "still collecting".
+_AGGREGATING = ("NOT_START", "RUNNING", "RUNNING_WITH_FAILURE")
+
+
+def wait_for_log_aggregation(app_id: str, timeout: float) -> None:
+    """Right after an application ends, its NodeManagers are still uploading container
+    logs; `yarn logs` would print only the containers already collected. Wait (up to
+    ``timeout``) until the ResourceManager reports aggregation done, then read."""
+    import json
+    import urllib.request
+    from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+    try:
+        web = HadoopConf.load().get("yarn.resourcemanager.webapp.address")
+    except HadoopConfigError:
+        return                         # `yarn logs` will say what is wrong
+    url = f"http://{web}/ws/v1/cluster/apps/{app_id}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=max(1.0, deadline - time.monotonic())) as r:
+                report = json.load(r)["app"]
+        except (OSError, ValueError, KeyError):
+            return
+        if report.get("state") not in FINISHED_STATES or \
+                report.get("logAggregationStatus") not in _AGGREGATING:
+            return
+        if time.monotonic() >= deadline:
+            return                     # print what is collected so far
+        time.sleep(0.5)
+
+
 def application_logs(app_id: str, timeout: float) -> str:
     """All container logs of the application, through Hadoop's `yarn logs` (it reads
     running containers from the NodeManagers and finished ones from aggregation)."""
+    wait_for_log_aggregation(app_id, timeout / 2)
     try:
         result = subprocess.run(["yarn", "logs", "-applicationId", app_id], capture_output=True,
                                 text=True, timeout=timeout)
