@@ -126,6 +126,35 @@ class MainThread:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
+def when_all_done(main: MainThread, futures: "list[Future[Any]]", timeout: float,
+                  then: Callable[[], None]) -> None:
+    """Run ``then`` once on ``main`` when every future is done (failed ones count) or
+    ``timeout`` seconds passed, whichever comes first: a silent peer delays, never blocks."""
+    lock = threading.Lock()
+    state = {"left": len(futures), "fired": False}
+
+    def fire() -> None:
+        with lock:
+            if state["fired"]:
+                return
+            state["fired"] = True
+        main.execute(then)
+
+    def one_done(_: "Future[Any]") -> None:
+        with lock:
+            state["left"] -= 1
+            last = state["left"] == 0
+        if last:
+            fire()
+
+    if not futures:
+        fire()
+        return
+    main.schedule(timeout, fire)
+    for future in futures:
+        future.add_done_callback(one_done)
+
+
 def describe_rpc_error(err: BaseException) -> str:
     """One line for a gRPC failure: its status code and details, not a repr."""
     if isinstance(err, grpc.RpcError) and hasattr(err, "code"):

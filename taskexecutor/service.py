@@ -1,6 +1,7 @@
 """The TaskExecutor's gRPC service: each call hops onto its main thread."""
 from __future__ import annotations
 
+from concurrent.futures import wait
 from typing import TYPE_CHECKING
 
 from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
@@ -33,8 +34,12 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
         return _ack(self._call(self._te.cancel_task, request.job_master_id, request.attempt_id))
 
     def FreeSlot(self, request, context):  # noqa: N802
-        return _ack(self._call(self._te.free_slot, request.allocation_id, request.cause,
-                               request.job_master_id))
+        error, rm_heard = self._call(self._te.free_slot, request.allocation_id, request.cause,
+                                     request.job_master_id)
+        if rm_heard is not None:
+            # Off the main thread: answer once the ResourceManager knows the slot is free.
+            wait([rm_heard], timeout=self._timeout)
+        return _ack(error)
 
     def ReleaseJobPartitions(self, request, context):  # noqa: N802
         self._call(self._te.release_job_partitions, request.job_id)

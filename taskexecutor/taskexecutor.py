@@ -9,6 +9,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from concurrent.futures import Future
 from typing import Any
 
 from yarnflow.conf import Configuration, options
@@ -263,24 +264,28 @@ class TaskExecutor:
         if freed is not None:
             self._notify_slot_available(freed.index, task.allocation_id)
 
-    def free_slot(self, allocation_id: str, cause: str, job_master_id: str | None = None) -> str:
+    def free_slot(self, allocation_id: str, cause: str,
+                  job_master_id: str | None = None) -> tuple[str, "Future[Any] | None"]:
+        """Returns an error (or '') and the ResourceManager's acknowledgement of the now
+        free slot, which the caller may wait for so the slot is known free at once."""
         slot = self.slots.by_allocation(allocation_id)
         if slot is None:
-            return ""
+            return "", None
         if job_master_id is not None and slot.job_master_id != job_master_id:
-            return "stale JobMasterId (fencing)"
+            return "stale JobMasterId (fencing)", None
         for task in list(slot.tasks.values()):
             task.cancel()
         index = slot.index
         if self.slots.free(allocation_id) is not None and not slot.tasks:
-            self._notify_slot_available(index, allocation_id)
-        return ""
+            return "", self._notify_slot_available(index, allocation_id)
+        return "", None
 
-    def _notify_slot_available(self, index: int, allocation_id: str) -> None:
-        if self.resource_manager_id:
-            call_future(self._rm_stub.NotifySlotAvailable, resourcemanager_pb2.SlotAvailable(
-                resource_manager_id=self.resource_manager_id, resource_id=self.resource_id,
-                slot_index=index, allocation_id=allocation_id), self._timeout)
+    def _notify_slot_available(self, index: int, allocation_id: str) -> "Future[Any] | None":
+        if not self.resource_manager_id:
+            return None
+        return call_future(self._rm_stub.NotifySlotAvailable, resourcemanager_pb2.SlotAvailable(
+            resource_manager_id=self.resource_manager_id, resource_id=self.resource_id,
+            slot_index=index, allocation_id=allocation_id), self._timeout)
 
     def release_job_partitions(self, job_id: str) -> None:
         self.partitions.release_job(job_id)

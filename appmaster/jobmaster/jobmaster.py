@@ -31,7 +31,7 @@ from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
 from yarnflow.conf import Configuration, options
 from yarnflow.jobgraph import JobGraph
 from yarnflow.resources import ResourceSpec
-from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
+from yarnflow.rpc.endpoint import MainThread, describe_rpc_error, when_all_done
 from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
 
 log = logging.getLogger(__name__)
@@ -370,11 +370,17 @@ class JobMaster:
             self._heartbeat_check.cancel()
         for gateway in self._gateways.values():
             gateway.release_job_partitions(self.job_id)
-        self.slot_pool.close(f"job {self.job_id} is {self.graph.status.value}")
+        freed = self.slot_pool.close(f"job {self.job_id} is {self.graph.status.value}")
         if self._rm is not None and hasattr(self._rm, "disconnect_job_master"):
             self._rm.disconnect_job_master(f"job {self.graph.status.value}")
         result = JobResult(self.job_id, self.graph.status, self.graph.failure,
                            self.graph.failure_detail, job_details(self.graph))
+        when_all_done(self.main, freed, self.config.get(options.RPC_ASK_TIMEOUT),
+                      lambda: self._publish(result))
+
+    def _publish(self, result: JobResult) -> None:
+        """Announce the end only once the executors freed the job's slots (or did not
+        answer within rpc.ask-timeout): whoever submits next finds them free."""
         if not self.result.done():
             self.result.set_result(result)
         for listener in self._on_terminated:

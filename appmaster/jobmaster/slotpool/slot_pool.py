@@ -273,11 +273,12 @@ class SlotPool:
             if held.idle_since is not None and now - held.idle_since >= self._idle_timeout:
                 self._give_back(allocation_id, "idle longer than slot.idle.timeout")
 
-    def _give_back(self, allocation_id: str, cause: str) -> None:
+    def _give_back(self, allocation_id: str, cause: str) -> "Future[Any] | None":
         held = self._held.pop(allocation_id)
         self._forget_slot(held)
         if held.slot.gateway is not None:
-            held.slot.gateway.free_slot(allocation_id, cause)
+            return held.slot.gateway.free_slot(allocation_id, cause)
+        return None
 
     def release_task_manager(self, resource_id: str, cause: str) -> list[PhysicalSlot]:
         """An executor is gone: drop its slots and tell the owners of allocated ones."""
@@ -294,16 +295,19 @@ class SlotPool:
             self._on_lost(slot, cause)
         return lost
 
-    def close(self, cause: str) -> None:
-        """The job ended: fail what is pending, give every slot back."""
+    def close(self, cause: str) -> "list[Future[Any]]":
+        """The job ended: fail what is pending, give every slot back.
+
+        Returns the executors' acknowledgements, so the job's end can wait until its
+        slots are free again at the ResourceManager: the next job must find them warm."""
         self._closed = True
         self._idle_check.cancel()
         for allocation_id in list(self._pending):
             if self._rm is not None:
                 self._rm.cancel_slot_request(allocation_id)
             self._fail_pending(allocation_id, cause)
-        for allocation_id in list(self._held):
-            self._give_back(allocation_id, cause)
+        freed = (self._give_back(allocation_id, cause) for allocation_id in list(self._held))
+        return [f for f in freed if f is not None]
 
     # --- views -----------------------------------------------------------------------
     @property
