@@ -12,6 +12,7 @@ from setuptools import setup
 PACKAGES = {
     "yarnflow": "client",
     "yarnflow.targets": "client/targets",
+    "yarnflow.planner": "client/planner",
     "yarnflow.conf": "conf",
     "yarnflow.rpc": "rpc",
     "yarnflow.rpc.generated": "rpc/generated",

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from yarnflow.display import progress_table
+from yarnflow.display import progress_table, subtask_table, summary_table
 
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
@@ -43,10 +43,12 @@ def main() -> None:
 @click.option("--attach/--detached", default=None,
               help="On YARN: follow the job to its end (exit status = the job's) or return "
                    "once YARN accepted the application (default: execution.attached, false).")
+@click.option("--subtasks", is_flag=True,
+              help="After the summary, list every subtask's records, bytes and seconds.")
 @click.option("-v", "--verbose", is_flag=True, help="Log the runtime's components to stderr.")
 def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         parallelism: int | None, dynamic: tuple[str, ...], conf_file: str | None,
-        progress: bool | None, attach: bool | None, verbose: bool) -> None:
+        progress: bool | None, attach: bool | None, subtasks: bool, verbose: bool) -> None:
     """Run PIPELINE (a Python script that builds a Pipeline and calls execute()) like
     `flink run`. On `local` the exit status is the job's; on YARN the client returns
     once the application is accepted, printing its id (unless --attach).
@@ -65,7 +67,16 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
     context = ExecutionContext(config, config.get(options.TARGET),
-                               sys.stdout.isatty() if progress is None else progress, console)
+                               sys.stdout.isatty() if progress is None else progress, console,
+                               show_subtasks=subtasks)
+    _run_script(pipeline, script_args, context, verbose)
+
+
+def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionContext,
+                verbose: bool) -> None:
+    """Run the user's script as ``__main__`` with ``context`` set, as ``flink run`` does;
+    its exit status says how its jobs ended."""
+    console = context.console
     set_context(context)
     saved_argv = sys.argv
     sys.argv = [pipeline, *script_args]
@@ -92,6 +103,29 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         sys.exit(2)
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("pipeline", type=click.Path(exists=True, dir_okay=False))
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+              help="Default parallelism of operators that set none (parallelism.default).")
+@click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
+              help="Override a configuration option, e.g. -D planner.broadcast-threshold=1mb.")
+@click.option("-c", "--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
+              default=None, help="Configuration file (default: $YARNFLOW_CONF_DIR/yarnflow.yaml).")
+def explain(pipeline: str, script_args: tuple[str, ...], parallelism: int | None,
+            dynamic: tuple[str, ...], conf_file: str | None) -> None:
+    """Print the plan PIPELINE would run with — vertices, parallelism, slot profiles,
+    ship strategies, estimated rows and bytes, and why each join got its strategy —
+    without running it. SCRIPT_ARGS go to the script's sys.argv."""
+    try:
+        config = Configuration.load(conf_file, dynamic)
+        if parallelism is not None:
+            config.set(options.DEFAULT_PARALLELISM, parallelism)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    console = Console() if sys.stdout.isatty() else Console(width=160)   # a plan is wide
+    _run_script(pipeline, script_args, ExecutionContext(config, "explain", False, console), False)
+
 
 def _application(app_id: str, conf_file: str | None, dynamic: tuple[str, ...]) -> Any:
     from yarnflow.targets.yarn_apps import YarnApplication
@@ -111,9 +145,10 @@ def _app_command(fn: Any) -> Any:
 
 @main.command()
 @_app_command
-def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
-    """Show a YARN application's state, its job's progress while it runs, and the
-    failure (with the traceback summary) when it failed."""
+@click.option("--subtasks", is_flag=True, help="Also list every subtask's records, bytes and seconds.")
+def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtasks: bool) -> None:
+    """Show a YARN application's state, its job's progress and metrics while it runs,
+    and the failure (with the traceback summary) when it failed."""
     console = Console()
     try:
         with _application(app_id, conf_file, dynamic) as app:
@@ -125,6 +160,9 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None
     console.print(f"tracking URL: {st.tracking_url}", highlight=False)
     if st.details is not None:
         console.print(progress_table(st.details))
+        console.print(summary_table(st.details))
+        if subtasks:
+            console.print(subtask_table(st.details))
     if st.diagnostics:
         console.print(st.diagnostics, markup=False, highlight=False)
 

@@ -27,6 +27,7 @@ class ExecutionContext:
     show_progress: bool = True
     console: Console = field(default_factory=lambda: Console(stderr=False))
     results: list[Any] = field(default_factory=list)
+    show_subtasks: bool = False     # print every subtask's metrics after the summary
 
 
 _CONTEXT: ExecutionContext | None = None
@@ -50,6 +51,12 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
         from yarnflow.targets.yarn import prepare_config
         config = prepare_config(config)     # YARN's largest container bounds the profiles
     graph = pipeline.job_graph(config)
+    if target == "explain":
+        from yarnflow.explain import ExplainResult, plan_renderable
+        context.console.print(plan_renderable(graph, config))
+        result: Any = ExplainResult(graph)
+        context.results.append(result)
+        return result
     if target == "local":
         from yarnflow.targets.run_local import run_local
         result = run_local(graph, config, context)

@@ -29,21 +29,49 @@ def progress_table(details: Any) -> Table:
     return table
 
 
+def input_skew(metrics: list[Any]) -> float | None:
+    """Most records one subtask read ÷ the mean: 1.0 is perfectly balanced; a hash join
+    on a skewed key shows nearly the parallelism here."""
+    counts = [m.records_in for m in metrics]
+    mean = sum(counts) / len(counts) if counts else 0
+    return max(counts) / mean if mean else None
+
+
 def summary_table(details: Any) -> Table:
     duration = (details.end_time - details.start_time) if details.end_time else 0.0
     table = Table(title=f"job {details.job_id} {details.status} in {duration:.2f} s",
                   title_justify="left")
     for column in ("vertex", "subtasks", "records in", "records out", "MB in", "MB out",
-                   "max subtask s"):
+                   "in max/mean", "max subtask s"):
         table.add_column(column, justify="left" if column == "vertex" else "right")
     for vertex in details.vertices:
         metrics = [s.metrics for s in vertex.subtasks]
+        skew = input_skew(metrics)
         table.add_row(
             vertex.name, str(vertex.parallelism),
             f"{sum(m.records_in for m in metrics):,}", f"{sum(m.records_out for m in metrics):,}",
             f"{sum(m.bytes_in for m in metrics) / 2**20:.1f}",
             f"{sum(m.bytes_out for m in metrics) / 2**20:.1f}",
+            "-" if skew is None else f"{skew:.2f}",
             f"{max((m.duration_s for m in metrics), default=0.0):.2f}")
+    return table
+
+
+def subtask_table(details: Any) -> Table:
+    """Every subtask's own figures: where the rows went, and which one was slow."""
+    table = Table(title=f"subtasks of job {details.job_id}", title_justify="left")
+    for column in ("subtask", "state", "executor", "records in", "records out", "MB in",
+                   "MB out", "seconds"):
+        table.add_column(column, justify="left" if column in ("subtask", "state", "executor")
+                         else "right")
+    for vertex in details.vertices:
+        for s in vertex.subtasks:
+            m = s.metrics
+            table.add_row(f"{vertex.name} ({s.index + 1}/{vertex.parallelism})",
+                          common_pb2.ExecutionState.Name(s.state), s.resource_id,
+                          f"{m.records_in:,}", f"{m.records_out:,}",
+                          f"{m.bytes_in / 2**20:.1f}", f"{m.bytes_out / 2**20:.1f}",
+                          f"{m.duration_s:.2f}")
     return table
 
 
@@ -60,7 +88,9 @@ def follow(get_details: Callable[[], Any], done: Callable[[], bool], console: Co
                 break
 
 
-def print_summary(details: Any, console: Console) -> None:
+def print_summary(details: Any, console: Console, subtasks: bool = False) -> None:
     console.print(summary_table(details))
+    if subtasks:
+        console.print(subtask_table(details))
     if details.failure:
         console.print(f"[bold red]job failed:[/] {details.failure}")

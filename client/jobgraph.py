@@ -70,6 +70,8 @@ class JobVertex:
     # A sink's output committer (commit(job_id) / abort(job_id)), run by the JobMaster
     # when the job ends, so its output appears whole or not at all.
     committer: Any = None
+    # The planner's estimate of its output (rows, bytes); client-side, for the plan.
+    estimate: Any = None
 
     @property
     def is_source(self) -> bool:
@@ -102,6 +104,8 @@ class JobGraph:
         # The Spark JVM's non-heap memory (taskmanager.spark.jvm-overhead), which a slot
         # hosting Spark operators needs on top of what they declare.
         self.spark_overhead_mb = 0
+        # How the planner resolved each join (vertex id -> JoinPlan); client-side.
+        self.join_plans: dict[str, Any] = {}
 
     # --- building --------------------------------------------------------------------
     def add_vertex(self, vertex: JobVertex) -> JobVertex:

@@ -19,11 +19,24 @@ import pyarrow as pa
 
 from yarnflow.conf import Configuration, options
 from yarnflow.jobgraph import (JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy)
+from yarnflow.planner import JoinStrategy, estimate_vertices, plan_join
 from yarnflow.resources import ResourceSpec
 from yarnflow.taskexecutor.operators import (AggregateOperator, CsvSource, FilterOperator,
                                              FlatMapOperator, HashJoinOperator, MapOperator,
                                              ParquetSink, ParquetSource, TableSource)
 from yarnflow.taskexecutor.operators.spark import SparkOperator
+
+
+@dataclass
+class _PendingJoin:
+    """A join whose ship strategies the planner chooses when the JobGraph is built,
+    from the estimates of both inputs."""
+    vertex: JobVertex
+    left: "DataSet"
+    right: "DataSet"
+    left_keys: list[str]
+    right_keys: list[str]
+    strategy: JoinStrategy
 
 
 @dataclass
@@ -49,6 +62,7 @@ class Pipeline:
         self.exchange = PartitionType.BLOCKING if exchange == "blocking" else PartitionType.PIPELINED
         self._vertices: list[JobVertex] = []
         self._edges: list[_PendingEdge] = []
+        self._joins: list[_PendingJoin] = []
         self._names: dict[str, int] = {}
 
     # --- sources ---------------------------------------------------------------------
@@ -82,16 +96,22 @@ class Pipeline:
 
     # --- the JobGraph ----------------------------------------------------------------
     def job_graph(self, config: Configuration | None = None) -> JobGraph:
-        """The JobGraph, resolved and validated against ``config``."""
+        """The JobGraph, planned and validated against ``config``."""
         config = config or Configuration.load()
         default_parallelism = self.parallelism or config.get(options.DEFAULT_PARALLELISM)
         graph = JobGraph(self.name, self.schedule_mode)
         graph.spark_overhead_mb = config.get(options.SPARK_JVM_OVERHEAD)
+        estimates = estimate_vertices(self._producers_first(), self._inputs_of)
         for vertex in self._vertices:
+            vertex.estimate = estimates[vertex.id]
             graph.add_vertex(vertex)
+        edges = list(self._edges)
+        for join in self._joins:
+            edges += self._plan_join(join, graph, config.get(options.BROADCAST_THRESHOLD))
+        for vertex in self._vertices:
             if vertex.parallelism is None:
                 vertex.parallelism = default_parallelism
-        for edge in self._edges:
+        for edge in edges:
             ship = edge.ship
             if ship is None:
                 ship = ShipStrategy.FORWARD if edge.source.parallelism == edge.target.parallelism \
@@ -106,6 +126,49 @@ class Pipeline:
                        ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                     config.get(options.DEFAULT_SLOT_MEMORY)))
         return graph
+
+    def _inputs_of(self, vertex: JobVertex) -> list[JobVertex]:
+        for join in self._joins:
+            if join.vertex is vertex:
+                return [join.left.vertex, join.right.vertex]
+        edges = sorted((e for e in self._edges if e.target is vertex), key=lambda e: e.target_input)
+        return [e.source for e in edges]
+
+    def _producers_first(self) -> list[JobVertex]:
+        order: list[JobVertex] = []
+        placed: set[str] = set()
+
+        def place(vertex: JobVertex, path: tuple[str, ...]) -> None:
+            if vertex.id in placed or vertex.id in path:   # a cycle: validate() names it
+                return
+            for upstream in self._inputs_of(vertex):
+                place(upstream, path + (vertex.id,))
+            placed.add(vertex.id)
+            order.append(vertex)
+        for vertex in self._vertices:
+            place(vertex, ())
+        return order
+
+    def _plan_join(self, join: _PendingJoin, graph: JobGraph, threshold: int) -> list[_PendingEdge]:
+        """The join's two input edges, as its plan says: the broadcast side BROADCAST and
+        the other side FORWARD at its own parallelism, or both HASH on the keys."""
+        sides = (join.left, join.right)
+        keys = (tuple(join.left_keys), tuple(join.right_keys))
+        plan = plan_join(join.strategy, join.left.vertex.estimate, join.right.vertex.estimate,
+                         threshold, (join.left.vertex.name, join.right.vertex.name),
+                         join.vertex.operator.how)
+        graph.join_plans[join.vertex.id] = plan
+        join.vertex.operator.build_input = plan.build_input
+        if plan.broadcast_input is None:
+            return [_PendingEdge(side.vertex, join.vertex, ShipStrategy.HASH, keys[i],
+                                 side._partition_type, i) for i, side in enumerate(sides)]
+        kept = 1 - plan.broadcast_input
+        if join.vertex.parallelism is None:
+            join.vertex.parallelism = sides[kept].vertex.parallelism or self.parallelism
+        return [_PendingEdge(side.vertex, join.vertex,
+                             ShipStrategy.BROADCAST if i == plan.broadcast_input else side._ship,
+                             () if i == plan.broadcast_input else side._keys,
+                             side._partition_type, i) for i, side in enumerate(sides)]
 
     def execute(self, target: str | None = None, config: Configuration | None = None) -> Any:
         """Run the pipeline: on the CLI's target when run by ``yarnflow run``, else here."""
@@ -211,25 +274,20 @@ class DataSet:
     def join(self, other: "DataSet", on: str | Sequence[str] | None = None,
              left_on: str | Sequence[str] | None = None,
              right_on: str | Sequence[str] | None = None, how: str = "inner",
-             strategy: str = "hash", name: str = "join") -> "DataSet":
-        """Join with ``other``. ``strategy='hash'`` hash-partitions both sides on the keys;
-        ``'broadcast'`` sends ``other`` whole to every subtask and keeps this side's
-        partitioning (choose it when ``other`` is small)."""
+             strategy: str = "auto", name: str = "join") -> "DataSet":
+        """Join with ``other``. ``strategy='auto'`` lets the planner decide from both
+        sides' size estimates: it broadcasts a side estimated within
+        ``planner.broadcast-threshold`` and keeps the other where it is, else it
+        hash-partitions both on the keys. ``'broadcast'`` (sends ``other`` whole to
+        every subtask) and ``'hash'`` force the choice."""
         left_keys = _keys(left_on if left_on is not None else on)
         right_keys = _keys(right_on if right_on is not None else on)
         if not left_keys or len(left_keys) != len(right_keys):
             raise ValueError("join needs on=..., or left_on and right_on of equal length")
         operator = HashJoinOperator(left_keys, right_keys, how, build_input=1)
         vertex = self.pipeline._add_vertex(name, operator, 2)
-        if strategy == "hash":
-            self.pipeline._connect(self, vertex, 0, ShipStrategy.HASH, left_keys)
-            self.pipeline._connect(other, vertex, 1, ShipStrategy.HASH, right_keys)
-        elif strategy == "broadcast":
-            vertex.parallelism = self.vertex.parallelism
-            self.pipeline._connect(self, vertex, 0)
-            self.pipeline._connect(other, vertex, 1, ShipStrategy.BROADCAST)
-        else:
-            raise ValueError(f"join strategy {strategy!r} is not one of 'hash', 'broadcast'")
+        self.pipeline._joins.append(_PendingJoin(vertex, self, other, left_keys, right_keys,
+                                                 JoinStrategy.parse(strategy)))
         return DataSet(self.pipeline, vertex)
 
     def write_parquet(self, path: str, name: str = "parquet-sink") -> "DataSet":

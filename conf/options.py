@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 
-from yarnflow.conf.types import parse_bool, parse_duration, parse_memory_mb
+from yarnflow.conf.types import parse_bool, parse_bytes, parse_duration, parse_memory_mb
 
 T = TypeVar("T")
 
@@ -129,6 +129,11 @@ TMP_DIRS = _option("io.tmp.dirs", _str, "",
                    "Directory for TaskExecutor scratch files; empty means the system temp directory.")
 TASK_CANCEL_TIMEOUT = _option("task.cancellation.timeout", parse_duration, 30.0,
                               "A task that ignores cancellation this long gets its TaskExecutor killed.")
+
+# --- planner ---------------------------------------------------------------------------
+BROADCAST_THRESHOLD = _option(
+    "planner.broadcast-threshold", parse_bytes, 10 * 2**20,
+    "A join with strategy 'auto' broadcasts a side estimated at most this large (bytes; '10 mb') and keeps the other side where it is.")
 
 # --- deployment ------------------------------------------------------------------------
 TARGET = _option("execution.target", _str, "local",

@@ -36,6 +36,18 @@ def parse_memory_mb(value: object) -> int:
     return int(round(float(match.group(1)) * _MEMORY_UNITS[unit]))
 
 
+def parse_bytes(value: object) -> int:
+    """Bytes from ``10 mb``, ``512k``, ``1g`` or a bare number of bytes."""
+    if isinstance(value, (int, float)):
+        return int(value)
+    match = _NUMBER_UNIT.match(str(value))
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _MEMORY_UNITS:
+        raise ValueError(f"{value!r} is not a size; write e.g. '10 mb', '512k' or '1g'")
+    mb_per_unit = _MEMORY_UNITS[unit] if unit else 1 / 2**20
+    return int(round(float(match.group(1)) * mb_per_unit * 2**20))
+
+
 def parse_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value

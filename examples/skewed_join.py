@@ -1,18 +1,23 @@
-"""Seed 003's skewed join: 14/14 of instruments, 13 of them priced in one currency,
-joined to a 492-row currencies table.
+"""Seed 003's skewed join: instruments joined to the 492-row currencies table.
 
-A hash join on the currency id would send ~13/14 of all rows to one subtask. This
-pipeline broadcasts the small table and keeps the big one where it is, so every join
-subtask gets an equal share.
+13/14 of the instruments are priced in one currency. A hash join on the currency id
+sends those rows to one subtask; the planner instead sees (from the Parquet footers,
+carried through the Spark SQL step) that currencies are tiny, broadcasts them, and
+keeps the instruments where their source read them, so every join subtask gets an
+equal share. ``CurrencyCode`` is the seed's CASE expression, run in Spark SQL.
 
-    yarnflow run examples/skewed_join.py -- --rows 200000
+    yarnflow run examples/skewed_join.py                       # 200,000 instruments
+    yarnflow run examples/skewed_join.py -- --rows 14000000    # the seed's size
+    yarnflow explain examples/skewed_join.py                   # the plan, not a run
+
+The data are generated with PySpark the first time (or when --rows changes).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -21,47 +26,69 @@ import yarnflow as yf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUM_CURRENCIES = 492
-DOMINANT_CURRENCY = 7
+DOMINANT_CURRENCY = 44
+CURRENCY_CODE_SQL = """
+    SELECT CurrencyId,
+           CASE WHEN ISOCode IS NULL OR ISOCode = '' THEN ISOExtended ELSE ISOCode END
+               AS CurrencyCode
+    FROM input"""
 
 
-def generate(data_dir: str, rows: int, seed: int = 3) -> None:
-    """Write instruments (``rows`` rows, 13/14 in one currency) and currencies as Parquet."""
-    rng = np.random.default_rng(seed)
-    os.makedirs(os.path.join(data_dir, "instruments"), exist_ok=True)
-    os.makedirs(os.path.join(data_dir, "currencies"), exist_ok=True)
-    ids = np.arange(NUM_CURRENCIES, dtype=np.int64)
-    iso = [None if i % 5 == 0 else f"C{i:03d}" for i in ids]   # some lack an ISO code
-    currencies = pa.table({"CurrencyId": ids, "ISOCode": pa.array(iso, pa.string()),
-                           "ISOExtended": [f"X-{i:03d}" for i in ids]})
-    pq.write_table(currencies, os.path.join(data_dir, "currencies", "part-0.parquet"))
-    chunk = 1_000_000
-    for part, start in enumerate(range(0, rows, chunk)):
-        n = min(chunk, rows - start)
-        skewed = rng.random(n) < 13 / 14
-        currency = np.where(skewed, DOMINANT_CURRENCY, rng.integers(0, NUM_CURRENCIES, n))
-        table = pa.table({"InstrumentId": np.arange(start, start + n, dtype=np.int64),
-                          "CurrencyId": currency.astype(np.int64),
-                          "Price": rng.random(n) * 100})
-        pq.write_table(table, os.path.join(data_dir, "instruments", f"part-{part}.parquet"),
-                       row_group_size=max(1, -(-n // 8)))
+def default_files(rows: int) -> int:
+    """Enough Parquet files (one input split each) that subtasks asking for splits end
+    up with near-equal shares, and none larger than ~250,000 rows."""
+    return max(32, -(-rows // 250_000))
 
 
-def currency_code(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """CASE WHEN ISOCode IS NOT NULL THEN ISOCode ELSE ISOExtended END AS CurrencyCode"""
-    code = pc.if_else(pc.is_valid(batch["ISOCode"]), batch["ISOCode"], batch["ISOExtended"])
-    return pa.RecordBatch.from_arrays(
-        [batch["InstrumentId"], batch["CurrencyId"], batch["Price"], code],
-        names=["InstrumentId", "CurrencyId", "Price", "CurrencyCode"])
+def generate(data_dir: str, rows: int, files: int | None = None, seed: int = 3) -> None:
+    """Write ``instruments`` (``rows`` rows, 13/14 in one currency) and ``currencies``
+    (492 rows; every fifth has no ISO code, every seventh an empty one) as Parquet,
+    with PySpark."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    spark = (SparkSession.builder.master("local[*]").appName("skewed-join-data")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "2g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        cid = F.col("id")
+        currencies = spark.range(NUM_CURRENCIES).select(
+            cid.alias("CurrencyId"),
+            F.when(cid % 5 == 0, F.lit(None)).when(cid % 7 == 0, F.lit(""))
+             .otherwise(F.format_string("C%03d", cid)).alias("ISOCode"),
+            F.format_string("X-%03d", cid).alias("ISOExtended"))
+        currencies.coalesce(1).write.mode("overwrite").parquet(os.path.join(data_dir, "currencies"))
+        instruments = spark.range(0, rows, 1, files or default_files(rows)).select(
+            cid.alias("InstrumentId"),
+            F.format_string("RIC%010d", cid).alias("RIC"),
+            F.when(F.rand(seed) < 13 / 14, F.lit(DOMINANT_CURRENCY))
+             .otherwise((F.rand(seed + 1) * NUM_CURRENCIES).cast("long")).alias("CurrencyId"),
+            F.round(F.rand(seed + 2) * 100, 2).alias("Price"))
+        instruments.write.mode("overwrite").parquet(os.path.join(data_dir, "instruments"))
+    finally:
+        spark.stop()
 
 
-def build(data_dir: str, out_dir: str, strategy: str = "broadcast",
+def ensure_data(data_dir: str, rows: int) -> None:
+    marker = os.path.join(data_dir, f".rows-{rows}")
+    if not os.path.exists(marker):
+        print(f"generating {rows:,} instruments with PySpark into {data_dir}", flush=True)
+        shutil.rmtree(data_dir, ignore_errors=True)
+        generate(data_dir, rows)
+        open(marker, "w").close()
+
+
+def build(data_dir: str, out_dir: str, strategy: str = "auto",
           parallelism: int = 2) -> yf.Pipeline:
     pipeline = yf.Pipeline("skewed-join", parallelism=parallelism)
     instruments = pipeline.read_parquet(os.path.join(data_dir, "instruments"), name="instruments")
     currencies = pipeline.read_parquet(os.path.join(data_dir, "currencies"),
                                        name="currencies").set_parallelism(1)
-    joined = instruments.join(currencies, on="CurrencyId", strategy=strategy, name="join")
-    joined.map(currency_code, name="currency-code").write_parquet(out_dir, name="sink")
+    codes = currencies.spark_sql(CURRENCY_CODE_SQL, name="currency-code").set_parallelism(1)
+    instruments.join(codes, on="CurrencyId", strategy=strategy, name="join") \
+        .write_parquet(out_dir, name="sink")
     return pipeline
 
 
@@ -69,29 +96,27 @@ def reference(data_dir: str) -> pa.Table:
     """The same answer computed with plain pyarrow, for comparison."""
     instruments = pq.read_table(os.path.join(data_dir, "instruments"))
     currencies = pq.read_table(os.path.join(data_dir, "currencies"))
-    joined = instruments.join(currencies, keys="CurrencyId")
-    return pa.Table.from_batches([currency_code(b) for b in joined.to_batches()])
+    iso = currencies["ISOCode"]
+    use_extended = pc.or_kleene(pc.is_null(iso), pc.equal(iso, ""))   # SQL OR: null OR true
+    codes = pa.table({"CurrencyId": currencies["CurrencyId"],
+                      "CurrencyCode": pc.if_else(use_extended, currencies["ISOExtended"], iso)})
+    return instruments.join(codes, keys="CurrencyId")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=200_000)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=200_000, help="instruments to generate")
     parser.add_argument("--data", default=os.path.join(HERE, "data", "skewed_join"))
     parser.add_argument("--out", default=os.path.join(HERE, "output", "skewed_join"))
-    parser.add_argument("--strategy", choices=["broadcast", "hash"], default="broadcast")
+    parser.add_argument("--strategy", choices=["auto", "broadcast", "hash"], default="auto")
     parser.add_argument("--parallelism", type=int, default=2)
     args = parser.parse_args()
-    marker = os.path.join(args.data, f".rows-{args.rows}")
-    if not os.path.exists(marker):
-        print(f"generating {args.rows:,} instruments into {args.data}")
-        generate(args.data, args.rows)
-        open(marker, "w").close()
-    if os.path.isdir(args.out):
-        for name in os.listdir(args.out):
-            os.remove(os.path.join(args.out, name))
+    ensure_data(args.data, args.rows)
     result = build(args.data, args.out, args.strategy, args.parallelism).execute()
     if result.status.value == "FINISHED":     # a detached YARN run is only SUBMITTED here
-        print(f"wrote {pq.read_table(args.out).num_rows:,} rows to {args.out}")
+        rows = pq.read_table(args.out, columns=["InstrumentId"]).num_rows
+        print(f"wrote {rows:,} rows to {args.out}")
 
 
 if __name__ == "__main__":

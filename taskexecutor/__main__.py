@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import faulthandler
 import os
 import signal
@@ -63,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             container.resource_id, container.memory_mb, container.vcores, args.slots,
             args.slot_cpu, args.slot_memory)
         args.rm_address = find_appmaster(config.get(options.REGISTRATION_TIMEOUT))
+    limit_compute_threads(args.slots, args.slot_cpu)
     te = TaskExecutor(args.resource_id, args.rm_address, tls, config, args.slots,
                       ResourceSpec(args.slot_cpu, args.slot_memory), args.worker_spec,
                       Path(args.workdir), args.host)
@@ -83,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     # Everything is stopped and flushed; skip interpreter finalization, where gRPC's and
     # Flight's native threads can hold the exit for seconds.
     os._exit(0)
+
+
+def limit_compute_threads(slots: int, slot_cpu: float) -> None:
+    """Arrow's compute pool (Parquet decoding and encoding, joins, kernels) gets the
+    executor's cores, ceil(slots x slot cores), as its Spark gets local[n]: an executor
+    must not take the cores of its neighbours on the same machine."""
+    import pyarrow as pa
+    pa.set_cpu_count(max(1, math.ceil(slots * slot_cpu)))
 
 
 if __name__ == "__main__":

@@ -16,5 +16,5 @@ def run_local(graph: JobGraph, config: Configuration, context: Any) -> JobResult
         if context.show_progress:
             follow(client.details, client.result_future.done, context.console)
         result = client.wait()
-    print_summary(result.details, context.console)
+    print_summary(result.details, context.console, context.show_subtasks)
     return result

@@ -47,7 +47,7 @@ def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Su
             final = app.follow(last.append)
     details = last[-1] if last else None
     if details is not None:
-        print_summary(details, console)
+        print_summary(details, console, context.show_subtasks)
     status = _JOB_STATUS.get(final.final_status, RunStatus.FAILED)
     console.print(f"application {final.app_id} {final.state} ({final.final_status})", highlight=False, soft_wrap=True)
     failure = "" if status is RunStatus.FINISHED else final.diagnostics

@@ -5,6 +5,8 @@ from typing import Any, Iterable, Iterator, Protocol
 
 import pyarrow as pa
 
+from yarnflow.planner.estimates import UNKNOWN, Estimate
+
 
 class OperatorContext(Protocol):
     """What a running task gives its operator."""
@@ -28,6 +30,12 @@ class Operator:
 
     def run(self, ctx: OperatorContext) -> None:
         raise NotImplementedError
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        """What this operator's output is estimated at, given its inputs' estimates.
+        Knowing nothing better, an operator keeps its input's estimate (a map or a
+        filter is at most as large): dropping it is what made Flink hash seed 003's join."""
+        return inputs[0] if inputs else UNKNOWN
 
 
 def to_batches(data: Any, what: str) -> Iterable[pa.RecordBatch]:

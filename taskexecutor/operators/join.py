@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from yarnflow.planner.estimates import Estimate
 from yarnflow.taskexecutor.operators.base import Operator, OperatorContext, concat
 
 
@@ -24,6 +25,18 @@ class HashJoinOperator(Operator):
         self.build_input = build_input
         self.left_suffix = left_suffix
         self.right_suffix = right_suffix
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        """A key join matches each row of the larger side about once: its rows, each
+        as wide as a row of both sides."""
+        left, right = inputs
+        if left.rows is None or right.rows is None:
+            return Estimate()
+        rows = max(left.rows, right.rows)
+        if left.bytes is None or right.bytes is None:
+            return Estimate(rows, None)
+        width = sum(e.bytes / e.rows for e in (left, right) if e.rows)   # type: ignore[operator]
+        return Estimate(rows, int(rows * width))
 
     def run(self, ctx: OperatorContext) -> None:
         build = concat(ctx.input(self.build_input))

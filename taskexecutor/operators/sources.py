@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from yarnflow.planner.estimates import UNKNOWN, Estimate
 from yarnflow.taskexecutor.operators.base import Operator, OperatorContext
 
 
@@ -22,6 +23,9 @@ class Source(Operator):
 
     def read_split(self, split: Any, batch_rows: int) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        return UNKNOWN
 
     def run(self, ctx: OperatorContext) -> None:
         while not ctx.cancelled:
@@ -71,6 +75,23 @@ class ParquetSource(Source):
             splits.extend(ParquetSplit(file, i) for i in range(meta.num_row_groups))
         return splits
 
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        """Rows and uncompressed bytes (of the projected columns) from the files'
+        footers: close to the Arrow size, unlike the compressed file size."""
+        rows = size = 0
+        for file in expand_paths(self.path, ".parquet"):
+            meta = pq.read_metadata(file)
+            rows += meta.num_rows
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                if self.columns is None:
+                    size += group.total_byte_size
+                else:
+                    size += sum(group.column(c).total_uncompressed_size
+                                for c in range(group.num_columns)
+                                if group.column(c).path_in_schema.split(".")[0] in self.columns)
+        return Estimate(rows, size)
+
     def read_split(self, split: ParquetSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
         return pq.ParquetFile(split.path).iter_batches(
             batch_size=batch_rows, row_groups=[split.row_group], columns=self.columns)
@@ -85,6 +106,10 @@ class CsvSource(Source):
 
     def create_input_splits(self, parallelism: int) -> list[Any]:
         return expand_paths(self.path, ".csv")
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        """CSV text is about as large as its Arrow form; rows are unknown until read."""
+        return Estimate(None, sum(os.path.getsize(f) for f in expand_paths(self.path, ".csv")))
 
     def read_split(self, split: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
         reader = pacsv.open_csv(split, **self.read_options)
@@ -103,6 +128,9 @@ class TableSource(Source):
         pieces = max(parallelism, 1)
         step = max(1, -(-rows // pieces))
         return [(start, min(step, rows - start)) for start in range(0, rows, step)]
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        return Estimate(self.table.num_rows, self.table.nbytes)
 
     def read_split(self, split: tuple[int, int], batch_rows: int) -> Iterator[pa.RecordBatch]:
         start, length = split

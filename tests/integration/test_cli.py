@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["-D", "heartbeat.interval=0.5 s", "-D", "resourcemanager.taskmanager-timeout=2 s"]
@@ -18,19 +19,43 @@ def yarnflow(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[st
                           text=True, timeout=timeout, cwd=ROOT)
 
 
-def test_main_example_output_equals_pyarrow(tmp_path):
-    data, out = tmp_path / "data", tmp_path / "out"
+@pytest.fixture(scope="module")
+def main_run(tmp_path_factory):
+    """The README's main command on fresh data: generates it with PySpark, then runs."""
+    tmp = tmp_path_factory.mktemp("main-example")
+    data, out = tmp / "data", tmp / "out"
     proc = yarnflow("run", *FAST, "examples/skewed_join.py", "--", "--rows", "30000",
                     "--data", str(data), "--out", str(out))
+    return proc, data, out
+
+
+def test_main_example_output_equals_pyarrow(main_run):
+    proc, data, out = main_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "FINISHED" in proc.stdout
+    assert "FINISHED" in proc.stdout and "max/mean" in proc.stdout   # the skew column
     spec = importlib.util.spec_from_file_location("skewed_join", ROOT / "examples" / "skewed_join.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     got = pq.read_table(out).sort_by("InstrumentId")
     want = example.reference(str(data)).sort_by("InstrumentId")
     assert got.num_rows == 30000
-    assert got.equals(want.select(got.column_names))
+    assert got.select(want.column_names).equals(want)
+
+
+def test_explain_prints_the_plan_with_estimates_and_the_join_decision(main_run):
+    _, data, _ = main_run
+    args = ["examples/skewed_join.py", "--", "--rows", "30000", "--data", str(data)]
+    proc = yarnflow("explain", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "FORWARD <- instruments" in text and "BROADCAST <- currency-code" in text
+    assert "30,000" in text and "492" in text            # estimated rows, from the footers
+    assert "join: BROADCAST join — currency-code is estimated at" in text
+    assert "FINISHED" not in text                        # nothing ran
+    hashed = yarnflow("explain", "-D", "planner.broadcast-threshold=100b", *args)
+    assert hashed.returncode == 0, hashed.stdout + hashed.stderr
+    text = " ".join(hashed.stdout.split())
+    assert "HASH(CurrencyId) <- instruments" in text and "join: HASH join — no side within" in text
 
 
 def test_failing_job_exits_1_and_names_the_error(tmp_path):

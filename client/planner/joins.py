@@ -1,0 +1,65 @@
+"""Choosing a join's ship strategies from its inputs' estimates.
+
+``auto`` broadcasts a side estimated at most ``planner.broadcast-threshold`` and keeps
+the other side where it is (FORWARD): every subtask joins its own share against the
+whole small side, so a skewed key cannot pile rows onto one subtask. Without such a
+side both inputs are hash-partitioned on the keys. ``broadcast`` and ``hash`` force
+the choice.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from yarnflow.planner.estimates import Estimate, format_bytes
+
+
+class JoinStrategy(enum.Enum):
+    AUTO = "auto"
+    BROADCAST = "broadcast"
+    HASH = "hash"
+
+    @classmethod
+    def parse(cls, value: "str | JoinStrategy") -> "JoinStrategy":
+        if isinstance(value, JoinStrategy):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"join strategy {value!r} is not one of 'auto', 'broadcast', "
+                             "'hash'") from None
+
+
+@dataclass(frozen=True)
+class JoinPlan:
+    strategy: JoinStrategy          # BROADCAST or HASH, never AUTO
+    broadcast_input: int | None     # the input sent whole to every subtask
+    build_input: int                # the input the join holds in memory
+    reason: str
+
+
+def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshold: int,
+              names: tuple[str, str], how: str = "inner") -> JoinPlan:
+    """A left outer join keeps every left row once, so only its right side may be
+    broadcast or held as the build side."""
+    estimates = (left, right)
+    allowed = (1,) if how == "left outer" else (0, 1)
+    if requested is JoinStrategy.BROADCAST:
+        return JoinPlan(JoinStrategy.BROADCAST, 1, 1, f"broadcast {names[1]} (forced)")
+    if requested is JoinStrategy.AUTO:
+        small = [i for i in allowed
+                 if estimates[i].bytes is not None and estimates[i].bytes <= threshold]
+        if small:
+            side = min(small, key=lambda i: estimates[i].bytes or 0)
+            return JoinPlan(JoinStrategy.BROADCAST, side, side,
+                            f"{names[side]} is estimated at {format_bytes(estimates[side].bytes)}, "
+                            f"within planner.broadcast-threshold ({format_bytes(threshold)}): "
+                            f"broadcast it, keep {names[1 - side]} where it is")
+        why = "; ".join(f"{names[i]} {format_bytes(estimates[i].bytes)}" for i in allowed)
+        reason = f"no side within planner.broadcast-threshold ({format_bytes(threshold)}): {why}"
+    else:
+        reason = "hash both sides (forced)"
+    known = [i for i in allowed if estimates[i].bytes is not None]
+    build = min(known, key=lambda i: estimates[i].bytes or 0) if len(known) == len(allowed) \
+        else allowed[-1]
+    return JoinPlan(JoinStrategy.HASH, None, build, reason)

@@ -1,0 +1,109 @@
+"""The planner: estimates from sources through every operator, and join strategies."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import yarnflow as yf
+from yarnflow.conf import Configuration
+from yarnflow.jobgraph import ShipStrategy
+from yarnflow.planner import Estimate, JoinStrategy, plan_join
+
+SMALL = pa.table({"k": list(range(10)), "name": [f"n{i}" for i in range(10)]})
+
+
+def big_parquet(tmp_path, rows: int = 200_000) -> str:
+    path = tmp_path / "big"
+    path.mkdir()
+    table = pa.table({"k": pa.array([i % 10 for i in range(rows)], pa.int64()),
+                      "v": pa.array(range(rows), pa.int64()),
+                      "pad": pa.array([1.5] * rows)})
+    pq.write_table(table, path / "part-0.parquet", row_group_size=rows // 4)
+    return str(path)
+
+
+def edge_into(graph, vertex_name: str, input_index: int):
+    vertex = next(v for v in graph.vertices.values() if v.name == vertex_name)
+    return next(e for e in graph.inputs_of(vertex) if e.target_input == input_index)
+
+
+def test_parquet_estimates_come_from_the_footer_and_survive_map_filter_flat_map_and_spark(tmp_path):
+    p = yf.Pipeline("est")
+    src = p.read_parquet(big_parquet(tmp_path), name="src")
+    out = src.map(lambda b: b, name="m").filter(lambda b: b["v"], name="f") \
+             .flat_map(lambda b: [b], name="fm").spark_sql("SELECT * FROM input", name="sql")
+    out.write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(Configuration.load())
+    by_name = {v.name: v.estimate for v in graph.vertices.values()}
+    meta = pq.read_metadata(tmp_path / "big" / "part-0.parquet")
+    want = Estimate(200_000, sum(meta.row_group(i).total_byte_size for i in range(4)))
+    assert by_name["src"] == want
+    assert by_name["m"] == by_name["f"] == by_name["fm"] == by_name["sql"] == want
+    assert by_name["parquet-sink"] == want
+
+
+def test_projected_columns_count_only_their_bytes(tmp_path):
+    p = yf.Pipeline("proj")
+    whole = p.read_parquet(big_parquet(tmp_path), name="whole")
+    part = p.read_parquet(str(tmp_path / "big"), columns=["k"], name="part")
+    whole.write_parquet(str(tmp_path / "o1"))
+    part.write_parquet(str(tmp_path / "o2"))
+    graph = p.job_graph(Configuration.load())
+    est = {v.name: v.estimate for v in graph.vertices.values()}
+    assert est["part"].rows == est["whole"].rows
+    assert 0 < est["part"].bytes < est["whole"].bytes / 2
+
+
+def test_auto_broadcasts_the_small_side_behind_an_operator_and_forwards_the_big_one(tmp_path):
+    p = yf.Pipeline("auto", parallelism=3)
+    big = p.read_parquet(big_parquet(tmp_path), name="big")
+    small = p.from_arrow(SMALL, name="small").set_parallelism(1).map(lambda b: b, name="codes") \
+        .set_parallelism(1)
+    big.join(small, on="k", name="join").write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(Configuration.load())
+    plan = next(iter(graph.join_plans.values()))
+    assert plan.strategy is JoinStrategy.BROADCAST and plan.broadcast_input == 1
+    assert edge_into(graph, "join", 0).ship is ShipStrategy.FORWARD
+    assert edge_into(graph, "join", 1).ship is ShipStrategy.BROADCAST
+    join = next(v for v in graph.vertices.values() if v.name == "join")
+    assert join.parallelism == 3 and join.operator.build_input == 1
+    assert "codes" in plan.reason and "planner.broadcast-threshold" in plan.reason
+
+
+def test_auto_hashes_when_no_side_is_within_the_threshold_and_the_threshold_is_an_option(tmp_path):
+    def plan(threshold: str):
+        p = yf.Pipeline("auto", parallelism=2)
+        big = p.read_parquet(big_parquet(tmp_path) if not (tmp_path / "big").exists()
+                             else str(tmp_path / "big"), name="big")
+        big.join(p.from_arrow(SMALL, name="small"), on="k").write_parquet(str(tmp_path / "o"))
+        graph = p.job_graph(Configuration.load(overrides=[f"planner.broadcast-threshold={threshold}"]))
+        return graph, next(iter(graph.join_plans.values()))
+    graph, hashed = plan("10b")
+    assert hashed.strategy is JoinStrategy.HASH
+    assert edge_into(graph, "join", 0).ship is ShipStrategy.HASH
+    assert edge_into(graph, "join", 1).keys == ("k",)
+    assert hashed.build_input == 1          # the smaller side is held in memory
+    _, broadcast = plan("1mb")
+    assert broadcast.strategy is JoinStrategy.BROADCAST
+
+
+def test_forced_strategies_and_left_outer_joins_never_broadcast_the_kept_side():
+    tiny, huge = Estimate(10, 100), Estimate(10**8, 10**10)
+    assert plan_join(JoinStrategy.HASH, huge, tiny, 2**20, ("a", "b")).strategy is JoinStrategy.HASH
+    forced = plan_join(JoinStrategy.BROADCAST, tiny, huge, 2**20, ("a", "b"))
+    assert forced.strategy is JoinStrategy.BROADCAST and forced.broadcast_input == 1
+    # the left side is tiny, but a left outer join keeps each left row exactly once
+    outer = plan_join(JoinStrategy.AUTO, tiny, huge, 2**20, ("a", "b"), how="left outer")
+    assert outer.strategy is JoinStrategy.HASH and outer.build_input == 1
+    inner = plan_join(JoinStrategy.AUTO, tiny, huge, 2**20, ("a", "b"))
+    assert inner.broadcast_input == 0 and inner.build_input == 0
+    unknown = plan_join(JoinStrategy.AUTO, Estimate(), Estimate(), 2**20, ("a", "b"))
+    assert unknown.strategy is JoinStrategy.HASH and "? bytes" in unknown.reason
+
+
+def test_an_unknown_strategy_is_refused_naming_the_choices():
+    p = yf.Pipeline("bad")
+    a = p.from_arrow(SMALL)
+    with pytest.raises(ValueError, match="'auto', 'broadcast', 'hash'"):
+        a.join(p.from_arrow(SMALL), on="k", strategy="sort-merge")
