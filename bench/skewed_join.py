@@ -62,10 +62,11 @@ def run_yarnflow(cluster, example, config, data: str, out: str, strategy: str,
 
 def run_pyspark(spark, example, data: str, out: str) -> float:
     start = time.monotonic()
-    spark.read.parquet(os.path.join(data, "currencies")).createOrReplaceTempView("input")
+    uri = example.spark_uri
+    spark.read.parquet(uri(os.path.join(data, "currencies"))).createOrReplaceTempView("input")
     codes = spark.sql(example.CURRENCY_CODE_SQL)
-    instruments = spark.read.parquet(os.path.join(data, "instruments"))
-    instruments.join(codes, "CurrencyId").write.mode("overwrite").parquet(out)
+    instruments = spark.read.parquet(uri(os.path.join(data, "instruments")))
+    instruments.join(codes, "CurrencyId").write.mode("overwrite").parquet(uri(out))
     return time.monotonic() - start
 
 

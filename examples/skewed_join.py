@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +41,12 @@ def default_files(rows: int) -> int:
     return max(32, -(-rows // 250_000))
 
 
+def spark_uri(path: str) -> str:
+    """A local path as a file: URI, so Spark does not resolve it against a cluster's
+    fs.defaultFS (HADOOP_CONF_DIR may point at HDFS)."""
+    return path if "://" in path else Path(path).resolve().as_uri()
+
+
 def generate(data_dir: str, rows: int, files: int | None = None, seed: int = 3) -> None:
     """Write ``instruments`` (``rows`` rows, 13/14 in one currency) and ``currencies``
     (492 rows; every fifth has no ISO code, every seventh an empty one) as Parquet,
@@ -59,14 +66,15 @@ def generate(data_dir: str, rows: int, files: int | None = None, seed: int = 3) 
             F.when(cid % 5 == 0, F.lit(None)).when(cid % 7 == 0, F.lit(""))
              .otherwise(F.format_string("C%03d", cid)).alias("ISOCode"),
             F.format_string("X-%03d", cid).alias("ISOExtended"))
-        currencies.coalesce(1).write.mode("overwrite").parquet(os.path.join(data_dir, "currencies"))
+        currencies.coalesce(1).write.mode("overwrite").parquet(
+            spark_uri(os.path.join(data_dir, "currencies")))
         instruments = spark.range(0, rows, 1, files or default_files(rows)).select(
             cid.alias("InstrumentId"),
             F.format_string("RIC%010d", cid).alias("RIC"),
             F.when(F.rand(seed) < 13 / 14, F.lit(DOMINANT_CURRENCY))
              .otherwise((F.rand(seed + 1) * NUM_CURRENCIES).cast("long")).alias("CurrencyId"),
             F.round(F.rand(seed + 2) * 100, 2).alias("Price"))
-        instruments.write.mode("overwrite").parquet(os.path.join(data_dir, "instruments"))
+        instruments.write.mode("overwrite").parquet(spark_uri(os.path.join(data_dir, "instruments")))
     finally:
         spark.stop()
 

@@ -127,7 +127,9 @@ class BlockingSubpartition:
                 raise TaskCancelled()
         if not self._path.exists():
             return
-        with pa.memory_map(str(self._path), "r") as source:
+        # Read, not memory-mapped: each batch is in memory only while it is used, so a
+        # partition larger than the executor's memory is read within it.
+        with pa.OSFile(str(self._path), "rb") as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
                 yield reader.get_batch(i)

@@ -1,0 +1,93 @@
+"""A shuffle larger than the executors' memory completes through BLOCKING result
+partitions: producers write Arrow IPC files to local disk and consumers read them
+after the producers finished, so neither side ever holds the shuffle in memory."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import psutil
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+import yarnflow as yf
+from tests.conftest import FAST
+from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
+from yarnflow.conf import Configuration, options
+from yarnflow.jobgraph import PartitionType
+from yarnflow.targets.local import LocalCluster
+
+BATCH_ROWS = 1 << 20                  # 8 MB of int64 per column and batch
+BATCHES_PER_SEED = 40                 # 40 x 16 MB = 640 MB per producer subtask
+HALF_SLOT = yf.ResourceSpec(0.5, "128m")   # producer + consumer share a 1-core, 256 MB slot
+
+
+def expand(batch: pa.RecordBatch):
+    """Each seed row becomes 640 MB of rows, made on the fly (never held at once)."""
+    for seed in batch["seed"].to_pylist():
+        rng = np.random.default_rng(seed)
+        for _ in range(BATCHES_PER_SEED):
+            values = rng.integers(0, 1000, BATCH_ROWS)
+            yield pa.record_batch({"k": pa.array(values % 16), "v": pa.array(values)})
+
+
+def summarize(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return pa.record_batch({"rows": [batch.num_rows], "total": [pc.sum(batch["v"]).as_py()],
+                            "one": [1]})
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        line = next(l for l in status if l.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_a_shuffle_larger_than_executor_memory_completes_through_blocking_partitions(tmp_path):
+    config = Configuration.load(overrides=FAST + ["resourcemanager.taskmanager-timeout=60 s"])
+    p = yf.Pipeline("big-shuffle", parallelism=2, schedule_mode="LAZY_FROM_SOURCES")
+    seeds = p.from_arrow(pa.table({"seed": [1, 2]}), name="seeds")
+    data = seeds.rebalance().flat_map(expand, name="expand").resources(HALF_SLOT)   # a seed each
+    data.key_by("k").blocking().map(summarize, name="summarize").resources(HALF_SLOT) \
+        .aggregate(["one"], [("rows", "sum"), ("total", "sum")]).set_parallelism(1) \
+        .write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(config)
+    shuffle = next(e for e in graph.edges if e.source.name == "expand")
+    assert shuffle.partition_type is PartitionType.BLOCKING
+
+    with LocalCluster(config) as cluster:
+        job = cluster.submit(graph)
+        pids: set[int] = set()
+        done = threading.Event()
+
+        def watch_executors() -> None:      # remember every executor process of the job
+            while not done.wait(0.2):
+                for worker in cluster.overview().workers:
+                    pid = cluster.driver.pid_of(worker.resource_id)
+                    if pid:
+                        pids.add(pid)
+        watcher = threading.Thread(target=watch_executors, daemon=True)
+        watcher.start()
+        result = job.wait(600)
+        peaks = {pid: peak_rss_mb(pid) for pid in pids if psutil.pid_exists(pid)}
+        done.set()
+        watcher.join()
+        worker = cluster.overview().workers[0]
+        container_mb = worker.slot_profile.memory_mb * worker.num_slots \
+            + config.get(options.WORKER_OVERHEAD_MEMORY)
+
+    assert result.status is JobStatus.FINISHED, result.failure
+    expand_vertex = next(v for v in result.details.vertices if v.name == "expand")
+    shuffled_mb = [s.metrics.bytes_out / 2**20 for s in expand_vertex.subtasks]
+    # every producer wrote more than a whole executor may hold ...
+    assert min(shuffled_mb) > container_mb, (shuffled_mb, container_mb)
+    # ... and no executor came near holding it
+    assert peaks and max(peaks.values()) < container_mb, (peaks, container_mb)
+    out = pq.read_table(tmp_path / "out")
+    assert out["rows_sum"].to_pylist() == [2 * BATCHES_PER_SEED * BATCH_ROWS]
+    want_total = 0
+    for seed in (1, 2):
+        rng = np.random.default_rng(seed)
+        want_total += sum(int(rng.integers(0, 1000, BATCH_ROWS).sum())
+                          for _ in range(BATCHES_PER_SEED))
+    assert out["total_sum"].to_pylist() == [want_total]
