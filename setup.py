@@ -17,6 +17,7 @@ PACKAGES = {
     "yarnflow.rpc": "rpc",
     "yarnflow.rpc.generated": "rpc/generated",
     "yarnflow.appmaster": "appmaster",
+    "yarnflow.appmaster.dispatcher": "appmaster/dispatcher",
     "yarnflow.appmaster.jobmaster": "appmaster/jobmaster",
     "yarnflow.appmaster.jobmaster.slotpool": "appmaster/jobmaster/slotpool",
     "yarnflow.appmaster.jobmaster.scheduler": "appmaster/jobmaster/scheduler",

@@ -15,7 +15,7 @@ from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
 from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
 from yarnflow.appmaster.resourcemanager.service import ResourceManagerService
-from yarnflow.appmaster.resourcemanager.slotmanager import WorkerSpec
+from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.jobgraph import JobGraph
 from yarnflow.resources import ResourceSpec
@@ -52,13 +52,14 @@ class JobClient:
 class ApplicationMasterComponents:
     def __init__(self, config: Configuration, driver: ResourceDriver, tls: TlsCredentials,
                  bind_host: str = "127.0.0.1", advertised_host: str | None = None,
-                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None) -> None:
+                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
+                 ladder: ContainerLadder | None = None, min_workers: int = 0) -> None:
         self.config = config
         self.tls = tls
         self.channels = ChannelCache(tls)
         self.driver = driver
-        self.resource_manager = ResourceManager(config, driver, self.channels,
-                                                worker_specs=worker_specs)
+        self.resource_manager = ResourceManager(config, driver, self.channels, min_workers,
+                                                worker_specs=worker_specs, ladder=ladder)
         self._timeout = config.get(options.RPC_ASK_TIMEOUT)
         self.job_masters = JobMasterService(self._timeout)
         self._bind_host = bind_host

@@ -160,3 +160,11 @@ YARN_CLIENT_TIMEOUT = _option("yarn.client.timeout", parse_duration, 30.0,
                               "How long the client waits for YARN's ResourceManager before calling it unreachable.")
 YARN_CONTAINER_POLL_INTERVAL = _option("yarn.container-poll-interval", parse_duration, 0.5,
                                        "How often the ApplicationMaster checks Skein for completed containers.")
+
+# --- session ---------------------------------------------------------------------------
+SESSION_CONTAINER_SIZES = _option(
+    "session.container-sizes", _str, "1c-1536m, 2c-3072m, 4c-6144m",
+    "A session's container sizes ('<cores>c-<memory>', comma-separated); each worker gets the smallest that fits its slot.")
+SESSION_HISTORY_DIR = _option(
+    "session.history-dir", _str, "",
+    "Where a session archives each finished job's summary; empty means ~/.yarnflow/history.")

@@ -111,7 +111,15 @@ class JobMaster:
         self.main.call(connect)
 
     def add_termination_listener(self, listener: Callable[[JobResult], None]) -> None:
-        self._on_terminated.append(listener)
+        """``listener(result)`` once the job has ended; at once if it already has."""
+        def add() -> JobResult | None:
+            if self.result.done():
+                return self.result.result()
+            self._on_terminated.append(listener)
+            return None
+        ended = self.result.result() if self.result.done() else self.main.call(add)
+        if ended is not None:
+            listener(ended)
 
     def cancel(self) -> None:
         self.main.call(self._cancel)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
-from yarnflow.appmaster.resourcemanager.slotmanager import (SlotManager, SlotRequest,
-                                                            WorkerSpec)
+from yarnflow.appmaster.resourcemanager.slotmanager import (ContainerLadder, NoContainerFits,
+                                                            SlotManager, SlotRequest, WorkerSpec)
 from yarnflow.conf import Configuration, options
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache
@@ -48,7 +48,8 @@ class RegisteredJobMaster:
 class ResourceManager:
     def __init__(self, config: Configuration, driver: ResourceDriver, channels: ChannelCache,
                  min_workers: int = 0,
-                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None) -> None:
+                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
+                 ladder: ContainerLadder | None = None) -> None:
         self.config = config
         self.driver = driver
         self.resource_manager_id = uuid.uuid4().hex
@@ -59,7 +60,7 @@ class ResourceManager:
         self.slot_manager = SlotManager(
             self, config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
             config.get(options.MAX_WORKERS), config.get(options.TASKMANAGER_TIMEOUT),
-            worker_specs)
+            worker_specs, ladder)
         self.executors: dict[str, RegisteredExecutor] = {}
         self.job_masters: dict[str, RegisteredJobMaster] = {}
         self._start_failures = 0
@@ -178,7 +179,10 @@ class ResourceManager:
         if jm is None or jm.job_master_id != message.job_master_id:
             return f"job {message.job_id} has no registered JobMaster with that JobMasterId"
         profile = ResourceSpec.from_proto(message.profile)
-        spec = self.slot_manager.worker_spec_for(profile)
+        try:
+            spec = self.slot_manager.worker_spec_for(profile)
+        except NoContainerFits as err:
+            return str(err)
         largest = self.driver.max_worker_resources()
         if not spec.container.fits_in(largest):
             return (f"a slot of {profile} needs a container of {spec.container}, larger than the "

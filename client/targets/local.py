@@ -8,8 +8,10 @@ import tempfile
 from pathlib import Path
 
 from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
+from yarnflow.appmaster.dispatcher import Dispatcher, JobArchive
+from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, parse_container_sizes
 from yarnflow.appmaster.resourcemanager.drivers.local import LocalDriver
-from yarnflow.conf import Configuration
+from yarnflow.conf import Configuration, options
 from yarnflow.jobgraph import JobGraph
 from yarnflow.rpc.generated import resourcemanager_pb2
 from yarnflow.rpc.security import generate_cluster_credentials
@@ -18,14 +20,24 @@ __all__ = ["JobClient", "LocalCluster"]
 
 
 class LocalCluster:
-    def __init__(self, config: Configuration | None = None, workdir: str | Path | None = None) -> None:
+    """With ``session=True`` it is a local session: a Dispatcher in front, the
+    container sizes of ``session.container-sizes`` and ``min_executors`` kept warm."""
+
+    def __init__(self, config: Configuration | None = None, workdir: str | Path | None = None,
+                 session: bool = False, min_executors: int = 0) -> None:
         self.config = config or Configuration.load()
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="yarnflow-local-"))
         self.tls = generate_cluster_credentials()
         self.tls_dir = self.tls.write(self.workdir / "tls")
         self.driver = LocalDriver(self.config, self.workdir / "executors", self.tls_dir)
-        self.components = ApplicationMasterComponents(self.config, self.driver, self.tls)
+        ladder = ContainerLadder(parse_container_sizes(self.config.get(options.SESSION_CONTAINER_SIZES)),
+                                 self.config.get(options.WORKER_OVERHEAD_MEMORY)) if session else None
+        self.components = ApplicationMasterComponents(self.config, self.driver, self.tls,
+                                                      ladder=ladder, min_workers=min_executors)
+        self.dispatcher = Dispatcher(self.components, ladder, JobArchive(
+            self.config.get(options.SESSION_HISTORY_DIR) or self.workdir / "history")) \
+            if session else None
 
     @property
     def resource_manager(self):  # noqa: ANN201 - tests reach into the components

@@ -12,10 +12,13 @@ import enum
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
 from yarnflow.resources import ResourceSpec
+
+if TYPE_CHECKING:
+    from yarnflow.appmaster.resourcemanager.slotmanager.container_ladder import ContainerLadder
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +95,10 @@ class SlotManagerActions(Protocol):
 class SlotManager:
     def __init__(self, actions: SlotManagerActions, slots_per_worker: int, overhead_mb: int,
                  max_workers: int, taskmanager_timeout: float,
-                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None) -> None:
+                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
+                 ladder: "ContainerLadder | None" = None) -> None:
         self._actions = actions
+        self.ladder = ladder
         self._slots_per_worker = slots_per_worker
         self._overhead_mb = overhead_mb
         self._max_workers = max_workers
@@ -105,11 +110,14 @@ class SlotManager:
         self._worker_specs = dict(worker_specs or {})
 
     def worker_spec_for(self, profile: ResourceSpec) -> WorkerSpec:
-        """The planned spec (per-job mode knows its job's profiles up front), else
+        """The planned spec (per-job mode knows its job's profiles up front), else the
+        session's smallest container size that fits (raises NoContainerFits), else
         ``taskmanager.numberOfTaskSlots`` slots of the profile."""
         planned = self._worker_specs.get(profile)
         if planned is not None:
             return planned
+        if self.ladder is not None:
+            return self.ladder.spec_for(profile)
         return WorkerSpec(profile, self._slots_per_worker, self._overhead_mb)
 
     # --- requests --------------------------------------------------------------------

@@ -1,0 +1,120 @@
+"""The Dispatcher: one per session ApplicationMaster.
+
+Each submitted job gets its own JobMaster and SlotPool on the session's shared
+ResourceManager, so slots a finished job gives back serve the next job without a new
+container, and executors (with their SparkSessions) stay warm between jobs. A job
+whose slot profile fits no container size of the session is rejected before it
+starts, naming the sizes on offer. Every job that ends is archived.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from yarnflow.appmaster.dispatcher.archive import JobArchive
+from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, NoContainerFits
+from yarnflow.conf import options
+from yarnflow.jobgraph import JobGraph
+from yarnflow.resources import ResourceSpec
+from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
+
+if TYPE_CHECKING:
+    from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
+    from yarnflow.appmaster.jobmaster.jobmaster import JobResult
+
+log = logging.getLogger(__name__)
+
+
+class JobRejected(ValueError):
+    """A job the session cannot run; the message names the problem and the fix."""
+
+
+class Dispatcher:
+    def __init__(self, components: "ApplicationMasterComponents",
+                 ladder: ContainerLadder | None, archive: JobArchive | None) -> None:
+        self._components = components
+        self._ladder = ladder
+        self._archive = archive
+        self._lock = threading.Lock()
+        self._running: dict[str, "JobClient"] = {}
+        self._finished: dict[str, jobmaster_pb2.JobDetails] = {}
+
+    def submit(self, message: jobgraph_pb2.JobGraph) -> str:
+        """Start the job's JobMaster; returns its job id once the job is accepted."""
+        with self._lock:
+            if message.job_id in self._running or message.job_id in self._finished:
+                raise JobRejected(f"job {message.job_id} was already submitted to this session")
+        self._check_fits(message)
+        client = self._components.submit(message)
+        with self._lock:
+            self._running[client.job_id] = client
+        client.job_master.add_termination_listener(self._archive_result)
+        log.info("accepted job %s (%s)", message.name, client.job_id)
+        return client.job_id
+
+    def _check_fits(self, message: jobgraph_pb2.JobGraph) -> None:
+        if self._ladder is None:
+            return
+        config = self._components.config
+        graph = JobGraph.from_proto(message, load_operators=False)
+        default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
+                                    config.get(options.DEFAULT_SLOT_MEMORY))
+        for group in graph.slot_sharing_groups():
+            try:
+                self._ladder.spec_for(graph.slot_profile(group, default_slot))
+            except NoContainerFits as err:
+                raise JobRejected(f"job {message.name} ({message.job_id}), slot sharing group "
+                                  f"'{group}': {err}") from None
+
+    def _archive_result(self, result: "JobResult") -> None:
+        details = result.details
+        with self._lock:
+            self._running.pop(result.job_id, None)
+            self._finished[result.job_id] = details
+        if self._archive is not None:
+            try:
+                self._archive.store(details)
+            except OSError:
+                log.exception("archiving job %s failed", result.job_id)
+
+    def list_jobs(self) -> list[jobmaster_pb2.JobDetails]:
+        """Running jobs first (live), then finished ones (as archived), oldest first."""
+        with self._lock:
+            running = list(self._running.values())
+            finished = list(self._finished.values())
+        live = []
+        for client in running:
+            try:
+                live.append(client.details())
+            except Exception:   # noqa: BLE001 - it ended meanwhile: it is in finished now
+                pass
+        return sorted(live, key=lambda d: d.start_time) + \
+            sorted(finished, key=lambda d: d.start_time)
+
+    def details(self, job_id: str) -> jobmaster_pb2.JobDetails:
+        with self._lock:
+            client = self._running.get(job_id)
+            finished = self._finished.get(job_id)
+        if finished is not None:
+            return finished
+        if client is not None:
+            return client.details()
+        raise KeyError(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
+
+    def cancel(self, job_id: str) -> None:
+        with self._lock:
+            client = self._running.get(job_id)
+            done = job_id in self._finished
+        if client is None:
+            raise KeyError(f"job {job_id} has already ended" if done else
+                           f"no job {job_id} in this session; `yarnflow list` shows its jobs")
+        client.cancel()
+
+    def wait(self, job_id: str, timeout: float) -> "jobmaster_pb2.JobDetails":
+        """Block until the job ended (or ``timeout``), then its archived summary."""
+        with self._lock:
+            client = self._running.get(job_id)
+        if client is not None:
+            client.wait(timeout)
+        return self.details(job_id)

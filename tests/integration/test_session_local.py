@@ -1,0 +1,95 @@
+"""A session on the local target: the Dispatcher runs many jobs on one shared
+ResourceManager; warm executors serve later jobs; finished jobs stay queryable."""
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import yarnflow as yf
+from tests.conftest import FAST, wait_until
+from yarnflow.appmaster.dispatcher import JobArchive, JobRejected
+from yarnflow.conf import Configuration, options
+from yarnflow.rpc.generated import common_pb2
+from yarnflow.targets.local import LocalCluster
+
+TABLE = pa.table({"x": pa.array(range(2000), pa.int64())})
+SESSION = FAST + ["pipeline.batch-rows=100", "resourcemanager.taskmanager-timeout=3 s",
+                  "session.container-sizes=1c-1536m, 2c-2048m"]
+
+
+def slow(batch: pa.RecordBatch) -> pa.RecordBatch:
+    time.sleep(0.05)         # the workload: each batch keeps its task busy a while
+    return batch
+
+
+def job(name: str, out, config, parallelism: int = 2, resources=None):
+    p = yf.Pipeline(name, parallelism=parallelism)
+    ds = p.from_arrow(TABLE).map(slow, name="slow")
+    if resources is not None:
+        ds = ds.resources(resources)
+    ds.write_parquet(str(out))
+    return p.job_graph(config).to_proto()
+
+
+def all_running(dispatcher, job_id: str) -> bool:
+    details = dispatcher.details(job_id)
+    return all(s.state == common_pb2.RUNNING for v in details.vertices if v.name == "slow"
+               for s in v.subtasks)
+
+
+@pytest.fixture
+def config():
+    return Configuration.load(overrides=SESSION)
+
+
+def test_jobs_share_the_session_and_finished_ones_stay_queryable(tmp_path, config):
+    history = tmp_path / "history"
+    config.set(options.SESSION_HISTORY_DIR, str(history))
+    with LocalCluster(config, session=True, min_executors=1) as session:
+        dispatcher = session.dispatcher
+        a = dispatcher.submit(job("a", tmp_path / "a", config))
+        b = dispatcher.submit(job("b", tmp_path / "b", config))
+        # both run at once on the session's executors ...
+        wait_until(lambda: all_running(dispatcher, a) and all_running(dispatcher, b), 60,
+                   "both jobs running at once")
+        # ... and cancelling one leaves the other alone
+        dispatcher.cancel(a)
+        assert dispatcher.wait(a, 60).status == "CANCELED"
+        done_b = dispatcher.wait(b, 120)
+        assert done_b.status == "FINISHED", done_b.failure
+        assert pq.read_table(tmp_path / "b").sort_by("x").equals(TABLE)
+        assert not (tmp_path / "a").exists()
+
+        # a third job runs on the warm executors: no new one is started
+        started = dict(session.overview().workers_started_per_spec)
+        c = dispatcher.submit(job("c", tmp_path / "c", config))
+        assert dispatcher.wait(c, 120).status == "FINISHED"
+        assert dict(session.overview().workers_started_per_spec) == started
+        assert pq.read_table(tmp_path / "c").num_rows == TABLE.num_rows
+
+        # a job needing more than the largest size is refused; the session serves on
+        with pytest.raises(JobRejected) as refused:
+            dispatcher.submit(job("huge", tmp_path / "h", config,
+                                  resources=yf.ResourceSpec(4, "16g")))
+        assert "1c-1536m (slot 1c-1280m), 2c-2048m (slot 2c-1792m)" in str(refused.value)
+        assert "session.container-sizes" in str(refused.value)
+        assert [d.name for d in dispatcher.list_jobs()] == ["a", "b", "c"]
+
+        # idle executors beyond --min-executors go; one stays warm
+        wait_until(lambda: len(session.overview().workers) == 1, 30,
+                   "idle executors beyond min-executors to be released")
+        d = dispatcher.submit(job("d", tmp_path / "d", config, parallelism=1))
+        assert dispatcher.wait(d, 120).status == "FINISHED"
+        assert dict(session.overview().workers_started_per_spec) == started
+
+    # the history outlives the session
+    archive = JobArchive(history)
+    assert archive.job_ids() == sorted([a, b, c, d])
+    summary = archive.load(b)
+    assert summary.status == "FINISHED" and summary.name == "b"
+    slow_vertex = next(v for v in summary.vertices if v.name == "slow")
+    assert sum(s.metrics.records_in for s in slow_vertex.subtasks) == TABLE.num_rows
+    assert archive.load(a).status == "CANCELED"
