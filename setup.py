@@ -51,6 +51,8 @@ setup(
         "psutil>=5.9",
         "numpy>=1.26",
         "pandas>=2.2",
+        "fsspec>=2024.2",     # the job history archive (WebHDFS on YARN)
+        "requests>=2.31",     # fsspec's WebHDFS client
     ],
     extras_require={
         "spark": ["pyspark>=4.0"],

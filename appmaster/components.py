@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Callable
 
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster, JobResult
 from yarnflow.appmaster.jobmaster.service import JobMasterService
@@ -68,11 +68,15 @@ class ApplicationMasterComponents:
         self.address = ""
         self.jobs: list[JobMaster] = []
 
-    def start(self) -> "ApplicationMasterComponents":
+    def start(self, register_more: Callable[[Any], None] | None = None) -> "ApplicationMasterComponents":
+        """``register_more(server)`` adds services of the hosting mode (a session's
+        Dispatcher) to the same mutual-TLS server."""
         def register(server: Any) -> None:
             resourcemanager_pb2_grpc.add_ResourceManagerServicer_to_server(
                 ResourceManagerService(self.resource_manager, self._timeout), server)
             jobmaster_pb2_grpc.add_JobMasterServicer_to_server(self.job_masters, server)
+            if register_more is not None:
+                register_more(server)
         self._server, bound = start_server(self.tls, register, host=self._bind_host, workers=32)
         self.address = f"{self._advertised_host}:{bound.rsplit(':', 1)[1]}"
         self.resource_manager.start(self.address)

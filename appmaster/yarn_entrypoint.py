@@ -1,6 +1,7 @@
-"""The ApplicationMaster on YARN (per-job mode), run by Skein's master script:
+"""The ApplicationMaster on YARN, run by Skein's master script:
 
-    python -m yarnflow.appmaster [--job job.pb]
+    python -m yarnflow.appmaster [--job job.pb]     (per-job mode)
+    python -m yarnflow.appmaster --session          (session mode: see yarn_session.py)
 
 The configuration and the container-size plan come in the launch environment, and
 so does the serialized JobGraph (user code inside it as cloudpickle bytes) unless it
@@ -23,12 +24,12 @@ import signal
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from yarnflow.appmaster.components import ApplicationMasterComponents
 from yarnflow.appmaster.jobmaster.jobmaster import JobResult
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
-from yarnflow.appmaster.resourcemanager.slotmanager import WorkerSpec
+from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.generated import jobgraph_pb2
@@ -79,19 +80,24 @@ def diagnostics_of(result: JobResult) -> str:
     return text[:_DIAGNOSTICS_LIMIT]
 
 
-def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
-    config = Configuration.from_yaml(decode_env(CONF_ENV).decode())
-    job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
-    message = jobgraph_pb2.JobGraph.FromString(job_bytes)
+def start_components(config: Configuration, app: Any, ladder: ContainerLadder | None = None,
+                     min_workers: int = 0,
+                     register_more: Callable[[ApplicationMasterComponents, Any], None] | None = None
+                     ) -> ApplicationMasterComponents:
+    """The ResourceManager (YARN driver), the JobMaster service and whatever
+    ``register_more(components, server)`` adds, on one mutual-TLS server whose address goes to Skein's
+    key-value store; containers Skein starts with the application are adopted."""
     worker_specs, services, starting = load_worker_specs(decode_env(SERVICES_ENV))
     max_container = ResourceSpec(config.get(options.MAX_WORKER_CPU),
                                  config.get(options.MAX_WORKER_MEMORY))
     driver = YarnDriver(config, app, services, max_container)
     tls = read_skein_container_credentials(".")
     host = os.environ.get("NM_HOST", "127.0.0.1")
-    components = ApplicationMasterComponents(config, driver, tls, bind_host="0.0.0.0",
-                                             advertised_host=host, worker_specs=worker_specs)
-    components.start()
+    components = ApplicationMasterComponents(
+        config, driver, tls, bind_host="0.0.0.0", advertised_host=host,
+        worker_specs=None if ladder else worker_specs, ladder=ladder, min_workers=min_workers)
+    components.start(None if register_more is None else
+                     lambda server: register_more(components, server))
     driver.adopt([resource_id for resource_id, _ in starting])
     rm = components.resource_manager
     for resource_id, spec in starting:
@@ -99,6 +105,14 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     app.kv[APPMASTER_ADDRESS_KEY] = components.address.encode()
     log.info("ApplicationMaster serving at %s; worker specs: %s", components.address,
              {name: service for name, service in services.items()})
+    return components
+
+
+def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
+    config = Configuration.from_yaml(decode_env(CONF_ENV).decode())
+    job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
+    message = jobgraph_pb2.JobGraph.FromString(job_bytes)
+    components = start_components(config, app)
     client = components.submit(message)
     app.kv[JOB_ID_KEY] = client.job_id.encode()
 
@@ -119,13 +133,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="yarnflow-appmaster")
     parser.add_argument("--job", help="the serialized JobGraph, when it was too big for "
                         f"${JOB_ENV}")
+    parser.add_argument("--session", action="store_true",
+                        help="run a session (a Dispatcher taking jobs) instead of one job")
     args = parser.parse_args(argv)
     log_file = configure_logging()
     print(f"yarnflow ApplicationMaster; log: {log_file}", flush=True)
     import skein
     app = skein.ApplicationClient.from_current()
     try:
-        status, diagnostics = run(args, app)
+        if args.session:
+            from yarnflow.appmaster.yarn_session import run_session
+            status, diagnostics = run_session(app)
+        else:
+            status, diagnostics = run(args, app)
     except BaseException:   # noqa: BLE001 - whatever happened, YARN must hear it
         status, diagnostics = "FAILED", ("yarnflow ApplicationMaster failed:\n"
                                          + traceback.format_exc()[-_DIAGNOSTICS_LIMIT:])

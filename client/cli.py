@@ -16,9 +16,11 @@ from yarnflow.display import progress_table, subtask_table, summary_table
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.jobgraph import InvalidPipelineError
+from yarnflow.session_cli import (cancel_session_job, history, list_jobs, session, session_option,
+                                  show_session_job)
 from yarnflow.targets.yarn_errors import YarnError
 
-TARGETS = ["local", "yarn-per-job"]   # yarn-session arrives with the Dispatcher
+TARGETS = ["local", "yarn-per-job", "yarn-session"]
 
 
 @click.group()
@@ -45,13 +47,18 @@ def main() -> None:
                    "once YARN accepted the application (default: execution.attached, false).")
 @click.option("--subtasks", is_flag=True,
               help="After the summary, list every subtask's records, bytes and seconds.")
+@click.option("-a", "--application", "session", default=None, metavar="APP_ID|NAME",
+              help="With -t yarn-session: the session to submit to (yarn.application.id; "
+                   "default: the newest running one started from this account).")
 @click.option("-v", "--verbose", is_flag=True, help="Log the runtime's components to stderr.")
 def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         parallelism: int | None, dynamic: tuple[str, ...], conf_file: str | None,
-        progress: bool | None, attach: bool | None, subtasks: bool, verbose: bool) -> None:
+        progress: bool | None, attach: bool | None, subtasks: bool, session: str | None,
+        verbose: bool) -> None:
     """Run PIPELINE (a Python script that builds a Pipeline and calls execute()) like
     `flink run`. On `local` the exit status is the job's; on YARN the client returns
-    once the application is accepted, printing its id (unless --attach).
+    once the application is accepted, printing its id (unless --attach); on a
+    session, once the Dispatcher accepted the job, printing the job id.
     SCRIPT_ARGS go to the script's sys.argv."""
     console = Console()
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
@@ -64,6 +71,8 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
             config.set(options.TARGET, target)
         if attach is not None:
             config.set(options.ATTACHED, attach)
+        if session is not None:
+            config.set(options.YARN_APPLICATION_ID, session)
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
     context = ExecutionContext(config, config.get(options.TARGET),
@@ -127,6 +136,13 @@ def explain(pipeline: str, script_args: tuple[str, ...], parallelism: int | None
     _run_script(pipeline, script_args, ExecutionContext(config, "explain", False, console), False)
 
 
+def _load_config(conf_file: str | None, dynamic: tuple[str, ...]) -> Configuration:
+    try:
+        return Configuration.load(conf_file, dynamic)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+
+
 def _application(app_id: str, conf_file: str | None, dynamic: tuple[str, ...]) -> Any:
     from yarnflow.targets.yarn_apps import YarnApplication
     config = Configuration.load(conf_file, dynamic)
@@ -143,13 +159,23 @@ def _app_command(fn: Any) -> Any:
     return fn
 
 
+def _is_application(ref: str) -> bool:
+    return ref.startswith("application_")
+
+
 @main.command()
 @_app_command
 @click.option("--subtasks", is_flag=True, help="Also list every subtask's records, bytes and seconds.")
-def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtasks: bool) -> None:
+@session_option
+def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtasks: bool,
+           session: str) -> None:
     """Show a YARN application's state, its job's progress and metrics while it runs,
-    and the failure (with the traceback summary) when it failed."""
+    and the failure (with the traceback summary) when it failed. Given a job id of a
+    session (APP_ID is then JOB_ID), that job's, live or from the history."""
     console = Console()
+    if not _is_application(app_id):
+        show_session_job(app_id, session, _load_config(conf_file, dynamic), subtasks)
+        return
     try:
         with _application(app_id, conf_file, dynamic) as app:
             st = app.status()
@@ -169,9 +195,14 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
 
 @main.command()
 @_app_command
-def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
-    """Cancel the job of a YARN application; the application ends KILLED."""
+@session_option
+def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session: str) -> None:
+    """Cancel the job of a YARN application (which ends KILLED), or, given a job id
+    of a session, that job alone."""
     console = Console()
+    if not _is_application(app_id):
+        cancel_session_job(app_id, session, _load_config(conf_file, dynamic))
+        return
     try:
         with _application(app_id, conf_file, dynamic) as app:
             st = app.cancel()
@@ -194,6 +225,10 @@ def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
         Console().print(f"[bold red]error:[/] {err}", highlight=False)
         sys.exit(1)
 
+
+main.add_command(session)
+main.add_command(list_jobs)
+main.add_command(history)
 
 if __name__ == "__main__":
     main()

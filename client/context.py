@@ -63,9 +63,11 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     elif target == "yarn-per-job":
         from yarnflow.targets.run_yarn import run_yarn_per_job
         result = run_yarn_per_job(graph, config, context)
+    elif target == "yarn-session":
+        from yarnflow.targets.run_session import run_yarn_session
+        result = run_yarn_session(graph, config, context)
     else:
-        raise ValueError(f"target {target!r} is not available in this version of yarnflow yet; "
-                         "use -t local or -t yarn-per-job")
+        raise ValueError(f"unknown target {target!r}: use local, yarn-per-job or yarn-session")
     context.results.append(result)
     if result.status.value not in ("FINISHED", "SUBMITTED"):
         raise JobFailedError(result)

@@ -94,3 +94,17 @@ def print_summary(details: Any, console: Console, subtasks: bool = False) -> Non
         console.print(subtask_table(details))
     if details.failure:
         console.print(f"[bold red]job failed:[/] {details.failure}")
+
+
+def jobs_table(jobs: list[Any], title: str) -> Table:
+    """One line per job of a session or its history: what ran, how it ended, how long."""
+    table = Table(title=title, title_justify="left")
+    for column in ("job id", "name", "status", "started", "seconds", "failure"):
+        table.add_column(column, justify="right" if column == "seconds" else "left")
+    for job in jobs:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.start_time)) \
+            if job.start_time else "-"
+        seconds = f"{job.end_time - job.start_time:.2f}" if job.end_time else "-"
+        table.add_row(job.job_id, job.name, job.status, started, seconds,
+                      (job.failure or "")[:80])
+    return table

@@ -167,4 +167,10 @@ SESSION_CONTAINER_SIZES = _option(
     "A session's container sizes ('<cores>c-<memory>', comma-separated); each worker gets the smallest that fits its slot.")
 SESSION_HISTORY_DIR = _option(
     "session.history-dir", _str, "",
-    "Where a session archives each finished job's summary; empty means ~/.yarnflow/history.")
+    "Where a session archives finished jobs (a path or URL; hdfs:// goes through WebHDFS); empty: /user/<user>/.yarnflow/history on HDFS, else ~/.yarnflow/history.")
+SESSION_MIN_EXECUTORS = _option("session.min-executors", _nonneg_int, 0,
+                                "TaskExecutors a session starts at once and keeps warm however long they idle.")
+SESSION_START_TIMEOUT = _option("session.start-timeout", parse_duration, 180.0,
+                                "How long `yarnflow session start` waits for the session's Dispatcher to answer.")
+YARN_APPLICATION_ID = _option("yarn.application.id", _str, "",
+                              "The session (application id or name) `-t yarn-session` submits to; empty: the only running one.")

@@ -1,41 +1,75 @@
 """Finished jobs' summaries, archived where they outlive the session (Flink's
-HistoryServer archive): one ``<job_id>.pb`` JobDetails message per job in a history
-directory. On YARN that directory is on the cluster's file system; locally any path."""
+HistoryServer archive, ``jobmanager.archive.fs.dir``): one ``<job_id>.pb`` JobDetails
+message per job in a history directory.
+
+The directory is any fsspec location: on YARN a ``webhdfs://`` URL on the cluster's
+file system (WebHDFS needs no Hadoop client libraries in the ApplicationMaster or on
+the user's machine), locally a plain path.
+"""
 from __future__ import annotations
 
-import os
-import tempfile
+import getpass
+import uuid
 from pathlib import Path
+from typing import Any
+
+import fsspec
 
 from yarnflow.rpc.generated import jobmaster_pb2
 
 
 class JobArchive:
-    def __init__(self, directory: str | Path) -> None:
-        self.directory = Path(directory)
+    def __init__(self, location: str | Path, **storage_options: Any) -> None:
+        """``storage_options`` go to fsspec (for WebHDFS: ``user``, the HDFS user
+        with simple authentication)."""
+        self.location = str(location)
+        self._fs, self._dir = fsspec.core.url_to_fs(self.location, **storage_options)
 
-    def store(self, details: jobmaster_pb2.JobDetails) -> Path:
-        """Written to a temporary name and renamed, so a reader never sees half a job."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.directory / f"{details.job_id}.pb"
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            out.write(details.SerializeToString())
-        os.replace(tmp, target)
+    @property
+    def directory(self) -> str:
+        return self.location
+
+    def _path(self, job_id: str) -> str:
+        return f"{self._dir.rstrip('/')}/{job_id}.pb"
+
+    def store(self, details: jobmaster_pb2.JobDetails) -> str:
+        """Written to a hidden temporary name and renamed, so a reader never sees half a
+        job (a rename is atomic on HDFS and on local file systems)."""
+        self._fs.makedirs(self._dir, exist_ok=True)
+        target = self._path(details.job_id)
+        tmp = f"{self._dir.rstrip('/')}/.{details.job_id}.{uuid.uuid4().hex[:8]}.tmp"
+        self._fs.pipe_file(tmp, details.SerializeToString())
+        if self._fs.exists(target):         # HDFS's rename does not overwrite
+            self._fs.rm(target)
+        self._fs.mv(tmp, target)
         return target
 
     def load(self, job_id: str) -> jobmaster_pb2.JobDetails:
-        path = self.directory / f"{job_id}.pb"
-        if not path.exists():
+        path = self._path(job_id)
+        try:
+            data = self._fs.cat_file(path)
+        except FileNotFoundError:
             known = ", ".join(self.job_ids()) or "none"
-            raise KeyError(f"no archived job {job_id} in {self.directory} (archived: {known})")
-        return jobmaster_pb2.JobDetails.FromString(path.read_bytes())
+            raise KeyError(f"no archived job {job_id} in {self.location} "
+                           f"(archived: {known})") from None
+        return jobmaster_pb2.JobDetails.FromString(data)
 
     def job_ids(self) -> list[str]:
-        if not self.directory.is_dir():
+        try:
+            names = self._fs.ls(self._dir, detail=False)
+        except FileNotFoundError:
             return []
-        return sorted(p.stem for p in self.directory.glob("*.pb"))
+        stems = (name.rstrip("/").rsplit("/", 1)[-1] for name in names)
+        return sorted(s[:-3] for s in stems if s.endswith(".pb") and not s.startswith("."))
 
     def all(self) -> list[jobmaster_pb2.JobDetails]:
         return sorted((self.load(job_id) for job_id in self.job_ids()),
                       key=lambda d: d.start_time)
+
+
+def open_archive(location: str | Path) -> JobArchive:
+    """WebHDFS with simple authentication acts as the user this process runs for (in a
+    YARN container: the user who submitted the application)."""
+    if str(location).startswith("webhdfs://"):
+        return JobArchive(location, user=getpass.getuser())
+    return JobArchive(location)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from concurrent import futures
 from typing import TYPE_CHECKING
 
 from yarnflow.appmaster.dispatcher.archive import JobArchive
@@ -39,10 +41,17 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._running: dict[str, "JobClient"] = {}
         self._finished: dict[str, jobmaster_pb2.JobDetails] = {}
+        # Archiving may talk to a remote file system: never on a JobMaster's thread.
+        self._archiver = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive")
+        self._archiving: list[futures.Future] = []
+        self._closed = False
 
     def submit(self, message: jobgraph_pb2.JobGraph) -> str:
         """Start the job's JobMaster; returns its job id once the job is accepted."""
         with self._lock:
+            if self._closed:
+                raise JobRejected("this session is shutting down; start a new one with "
+                                  "`yarnflow session start`")
             if message.job_id in self._running or message.job_id in self._finished:
                 raise JobRejected(f"job {message.job_id} was already submitted to this session")
         self._check_fits(message)
@@ -73,10 +82,16 @@ class Dispatcher:
             self._running.pop(result.job_id, None)
             self._finished[result.job_id] = details
         if self._archive is not None:
-            try:
-                self._archive.store(details)
-            except OSError:
-                log.exception("archiving job %s failed", result.job_id)
+            with self._lock:
+                self._archiving.append(self._archiver.submit(self._store, details))
+
+    def _store(self, details: jobmaster_pb2.JobDetails) -> None:
+        try:
+            where = self._archive.store(details)   # type: ignore[union-attr]
+            log.info("archived job %s to %s", details.job_id, where)
+        except Exception:   # noqa: BLE001 - the job's outcome stays in memory meanwhile
+            log.exception("archiving job %s to %s failed", details.job_id,
+                          self._archive.directory)   # type: ignore[union-attr]
 
     def list_jobs(self) -> list[jobmaster_pb2.JobDetails]:
         """Running jobs first (live), then finished ones (as archived), oldest first."""
@@ -118,3 +133,29 @@ class Dispatcher:
         if client is not None:
             client.wait(timeout)
         return self.details(job_id)
+
+    def counts(self) -> tuple[int, int]:
+        """(running, finished) jobs."""
+        with self._lock:
+            return len(self._running), len(self._finished)
+
+    def close(self, timeout: float) -> None:
+        """Refuse new jobs, cancel running ones, and wait (up to ``timeout`` in all) until
+        each is archived, so the history outlives the session."""
+        with self._lock:
+            self._closed = True
+            running = list(self._running.values())
+        for client in running:
+            client.cancel()
+        deadline = time.monotonic() + timeout
+        for client in running:
+            try:
+                client.wait(max(0.1, deadline - time.monotonic()))
+            except Exception:   # noqa: BLE001 - a timeout: log it and archive what we have
+                log.warning("job %s did not end within the shutdown timeout", client.job_id)
+        with self._lock:
+            pending = list(self._archiving)
+        done, not_done = futures.wait(pending, timeout=max(0.1, deadline - time.monotonic()))
+        if not_done:
+            log.warning("%d job archives were still being written at shutdown", len(not_done))
+        self._archiver.shutdown(wait=False)

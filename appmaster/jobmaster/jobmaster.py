@@ -389,13 +389,16 @@ class JobMaster:
     def _publish(self, result: JobResult) -> None:
         """Announce the end only once the executors freed the job's slots (or did not
         answer within rpc.ask-timeout): whoever submits next finds them free."""
-        if not self.result.done():
-            self.result.set_result(result)
+        if self.result.done():
+            return
+        # Listeners first: whoever waits on the result then finds the job archived
+        # and unregistered.
         for listener in self._on_terminated:
             try:
                 listener(result)
             except Exception:
                 log.exception("job termination listener failed")
+        self.result.set_result(result)
 
     def details(self) -> jobmaster_pb2.JobDetails:
         return self.main.call(job_details, self.graph)

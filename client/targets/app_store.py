@@ -1,6 +1,8 @@
 """Where the client keeps what it needs to talk to an application it submitted: the
 application's certificate and key (the only way into its mutual-TLS services) and
-the job's id. ``~/.yarnflow/applications/<app id>/``, readable by the owner only."""
+the job's id (per job: ``~/.yarnflow/applications/<app id>/``, readable by the owner
+only); for a session also its name, Dispatcher address and history directory, and
+for every job submitted to a session, which session took it (``jobs/<job id>``)."""
 from __future__ import annotations
 
 import json
@@ -32,3 +34,23 @@ class ApplicationStore:
     def info(self, app_id: str) -> dict[str, Any]:
         path = self._dir(app_id) / "info.json"
         return json.loads(path.read_text()) if path.exists() else {}
+
+    def update(self, app_id: str, **info: Any) -> None:
+        path = self._dir(app_id) / "info.json"
+        path.write_text(json.dumps({**self.info(app_id), **info}))
+
+    def sessions(self) -> list[tuple[str, dict[str, Any]]]:
+        """The sessions started from this account, newest first."""
+        root = self.root / "applications"
+        found = [(d.name, self.info(d.name)) for d in root.iterdir()] if root.is_dir() else []
+        return sorted(((app_id, info) for app_id, info in found if info.get("kind") == "session"),
+                      key=lambda item: item[1].get("submitted", 0), reverse=True)
+
+    def remember_job(self, job_id: str, app_id: str) -> None:
+        path = self.root / "jobs" / job_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(app_id)
+
+    def app_of_job(self, job_id: str) -> str | None:
+        path = self.root / "jobs" / job_id
+        return path.read_text().strip() if path.exists() else None

@@ -44,7 +44,7 @@ class HadoopConf:
                 "to your cluster's configuration directory (for the test cluster: "
                 "eval \"$(docker-hadoop/native/cluster up)\")")
         values = dict(_DEFAULTS)
-        for name in ("core-site.xml", "yarn-site.xml"):
+        for name in ("core-site.xml", "hdfs-site.xml", "yarn-site.xml"):
             path = Path(conf_dir, name)
             if path.exists():
                 for prop in ET.parse(path).getroot().iter("property"):

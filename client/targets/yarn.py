@@ -160,19 +160,37 @@ def initial_instances(graph: JobGraph, config: Configuration,
     return counts
 
 
+def services_plan(specs: list[WorkerSpec], instances: dict[str, int]) -> str:
+    """The container sizes as the ApplicationMaster reads them ($YARNFLOW_SERVICES)."""
+    return encode(json.dumps([
+        {"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
+         "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
+         "overhead_mb": s.overhead_mb, "instances": instances.get(s.name, 0)}
+        for s in specs]).encode())
+
+
+def taskexecutor_service(spec: WorkerSpec, instances: int, python: str, files: dict[str, Any],
+                         env: dict[str, str]) -> Any:
+    """One container size: a Skein service whose containers run a TaskExecutor. Skein
+    neither restarts nor gives up on them; the ResourceManager decides."""
+    import skein
+    return skein.Service(
+        resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
+        instances=instances, max_restarts=0, allow_failures=True, files=files, env=env,
+        script=(f"exec {python} -m yarnflow.taskexecutor --yarn "
+                f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
+                f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
+
+
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
                staging: Path, tls: Any) -> Any:
     import skein
     python, files = python_and_files(config)
     instances = initial_instances(graph, config, specs)
-    services_json = [{"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
-                      "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
-                      "overhead_mb": s.overhead_mb, "instances": instances[s.name]}
-                     for s in specs.values()]
     # Each localized file is one more upload before YARN accepts the application: the
     # configuration and plan travel in the environment, and so does a small JobGraph.
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_yaml().encode())}
-    master_env = {**env, SERVICES_ENV: encode(json.dumps(services_json).encode())}
+    master_env = {**env, SERVICES_ENV: services_plan(list(specs.values()), instances)}
     master_files = dict(files)
     job = graph.to_proto().SerializeToString()
     if len(job) <= JOB_ENV_LIMIT:
@@ -186,15 +204,9 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
                                   vcores=config.get(options.YARN_AM_VCORES)),
         files=master_files, env=master_env, security=tls, script=master_script)
-    services = {}
-    for spec in specs.values():
-        services[service_name(spec)] = skein.Service(
-            resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
-            instances=instances[spec.name], max_restarts=0, allow_failures=True, files=files,
-            env=env,
-            script=(f"exec {python} -m yarnflow.taskexecutor --yarn "
-                    f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
-                    f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
+    services = {service_name(spec): taskexecutor_service(spec, instances[spec.name], python,
+                                                         files, env)
+                for spec in specs.values()}
     return skein.ApplicationSpec(
         name=config.get(options.YARN_APP_NAME) or graph.name, queue=config.get(options.YARN_QUEUE),
         master=master, services=services, tags=["yarnflow"], max_attempts=1)

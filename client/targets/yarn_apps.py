@@ -88,20 +88,28 @@ class YarnApplication:
             time.sleep(poll)
 
     # --- the JobMaster's view --------------------------------------------------------
+    def appmaster_address(self) -> str | None:
+        """The ApplicationMaster's gRPC address from Skein's key-value store; None
+        while it has not published one."""
+        import skein
+        tls = self.store.credentials(self.app_id)
+        app = bounded(lambda: self._client.connect(
+            self.app_id, wait=False, security=skein.Security(cert_bytes=tls.cert_pem,
+                                                             key_bytes=tls.key_pem)),
+            self.timeout, f"connecting to {self.app_id}'s ApplicationMaster")
+        address = app.kv.get(APPMASTER_ADDRESS_KEY)
+        if address is None:
+            return None
+        self.job_id = self.job_id or (app.kv.get(JOB_ID_KEY) or b"").decode()
+        return address.decode()
+
     def _job_master(self) -> Any:
         if self._stub is None:
-            import skein
-            tls = self.store.credentials(self.app_id)
-            app = bounded(lambda: self._client.connect(
-                self.app_id, wait=False, security=skein.Security(cert_bytes=tls.cert_pem,
-                                                                 key_bytes=tls.key_pem)),
-                self.timeout, f"connecting to {self.app_id}'s ApplicationMaster")
-            address = app.kv.get(APPMASTER_ADDRESS_KEY)
+            address = self.appmaster_address()
             if address is None:
                 return None
-            self.job_id = self.job_id or (app.kv.get(JOB_ID_KEY) or b"").decode()
-            self._channels = ChannelCache(tls)
-            self._stub = jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address.decode()))
+            self._channels = ChannelCache(self.store.credentials(self.app_id))
+            self._stub = jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address))
         return self._stub
 
     def job_details(self) -> Any:
@@ -133,9 +141,13 @@ class YarnApplication:
         except (grpc.RpcError, KeyError):
             cancelled = False
         if not cancelled:
-            bounded(lambda: self._client.kill_application(self.app_id), self.timeout,
-                    f"killing {self.app_id}")
+            self.kill()
         return self.wait_finished(self.timeout * 2)
+
+    def kill(self) -> None:
+        """Have YARN kill the application, whatever its ApplicationMaster does."""
+        bounded(lambda: self._client.kill_application(self.app_id), self.timeout,
+                f"killing {self.app_id}")
 
     def follow(self, on_details: Callable[[Any], None], poll: float = 0.5) -> ApplicationStatus:
         """Poll the job until the application ends; ``on_details`` sees every JobDetails."""

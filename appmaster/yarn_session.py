@@ -1,0 +1,80 @@
+"""The ApplicationMaster of a yarn-session (``python -m yarnflow.appmaster --session``):
+FLIP-6's session cluster on YARN.
+
+It hosts the shared ResourceManager (containers from the session's ladder of sizes,
+one Skein service each), a Dispatcher that starts a JobMaster per submitted job, and
+the Dispatcher's gRPC service next to the ResourceManager's, its address in Skein's
+key-value store. It runs until `yarnflow session stop` (the Dispatcher's Shutdown) or
+YARN's SIGTERM: then running jobs are cancelled, every job is in the history
+directory, and the application ends SUCCEEDED (KILLED when YARN killed it).
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Any
+
+from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
+from yarnflow.appmaster.dispatcher.service import DispatcherService
+from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, parse_container_sizes
+from yarnflow.appmaster.yarn_entrypoint import start_components
+from yarnflow.conf import Configuration, options
+from yarnflow.rpc.generated import dispatcher_pb2, dispatcher_pb2_grpc
+from yarnflow.rpc.skein_contract import CONF_ENV, decode_env
+
+log = logging.getLogger("yarnflow.appmaster.session")
+
+
+class Session:
+    def __init__(self, config: Configuration, app: Any) -> None:
+        self.config = config
+        self.ladder = ContainerLadder(parse_container_sizes(config.get(options.SESSION_CONTAINER_SIZES)),
+                                      config.get(options.WORKER_OVERHEAD_MEMORY))
+        self.history_dir = config.get(options.SESSION_HISTORY_DIR)
+        self._stopped = threading.Event()
+        self.reason = ""
+        self.dispatcher: Dispatcher | None = None
+        self.components: Any = None
+        start_components(
+            config, app, self.ladder, config.get(options.SESSION_MIN_EXECUTORS),
+            register_more=self._register_dispatcher)
+
+    def _register_dispatcher(self, components: Any, server: Any) -> None:
+        # Runs while the components start, before their address is published: no
+        # client can reach the server before the Dispatcher is on it.
+        self.components = components
+        self.dispatcher = Dispatcher(components, self.ladder,
+                                     open_archive(self.history_dir) if self.history_dir else None)
+        dispatcher_pb2_grpc.add_DispatcherServicer_to_server(
+            DispatcherService(self.dispatcher, self.overview, self.stop), server)
+
+    def overview(self) -> dispatcher_pb2.SessionOverview:
+        cluster = self.components.overview()
+        running, finished = self.dispatcher.counts()   # type: ignore[union-attr]
+        return dispatcher_pb2.SessionOverview(
+            history_dir=self.history_dir, container_sizes=self.ladder.describe(),
+            executors=len(cluster.workers), free_slots=sum(w.free_slots for w in cluster.workers),
+            total_slots=sum(w.num_slots for w in cluster.workers),
+            running_jobs=running, finished_jobs=finished)
+
+    def stop(self, reason: str) -> None:
+        if not self._stopped.is_set():
+            self.reason = reason
+            self._stopped.set()
+
+    def serve(self) -> tuple[str, str]:
+        self._stopped.wait()
+        log.info("stopping the session: %s", self.reason)
+        self.dispatcher.close(self.config.get(options.JOB_CANCEL_TIMEOUT))   # type: ignore[union-attr]
+        running, finished = self.dispatcher.counts()   # type: ignore[union-attr]
+        self.components.stop()
+        status = "KILLED" if self.reason.startswith("SIGTERM") else "SUCCEEDED"
+        return status, f"yarnflow session stopped ({self.reason}); {finished} jobs ran"
+
+
+def run_session(app: Any) -> tuple[str, str]:
+    config = Configuration.from_yaml(decode_env(CONF_ENV).decode())
+    session = Session(config, app)
+    signal.signal(signal.SIGTERM, lambda *_: session.stop("SIGTERM from YARN"))
+    return session.serve()

@@ -1,0 +1,48 @@
+"""Where finished session jobs are archived, seen from the client: the history
+directory a session is started with, and reading it back (`yarnflow history`), during
+the session or long after it stopped.
+
+``hdfs://`` locations are read and written through WebHDFS (the NameNode's HTTP
+address from the Hadoop configuration), so neither the client nor the
+ApplicationMaster needs Hadoop's native client libraries.
+"""
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from yarnflow.conf import Configuration, options
+from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+
+
+def webhdfs_url(hdfs_url: str, hadoop: HadoopConf) -> str:
+    """``hdfs://nn:9000/p`` (or ``hdfs:///p``) -> ``webhdfs://<dfs.namenode.http-address>/p``."""
+    http = hadoop.get("dfs.namenode.http-address")
+    if not http or http.startswith("0.0.0.0"):
+        host = urlparse(hdfs_url).hostname or urlparse(hadoop.get("fs.defaultFS")).hostname
+        http = f"{host}:{(http or ':9870').rsplit(':', 1)[1]}"
+    return f"webhdfs://{http}{urlparse(hdfs_url).path}"
+
+
+def history_location(config: Configuration) -> str:
+    """The configured ``session.history-dir`` as a location both the
+    ApplicationMaster and the client can open; by default the user's directory on
+    the cluster's HDFS, or ``~/.yarnflow/history`` without one."""
+    configured = config.get(options.SESSION_HISTORY_DIR)
+    try:
+        hadoop: HadoopConf | None = HadoopConf.load()
+    except HadoopConfigError:
+        hadoop = None
+    default_fs = hadoop.get("fs.defaultFS") if hadoop else ""
+    if not configured:
+        if hadoop is not None and default_fs.startswith("hdfs://"):
+            return webhdfs_url(f"{default_fs}/user/{getpass.getuser()}/.yarnflow/history", hadoop)
+        return str(Path(os.environ.get("YARNFLOW_HOME", Path.home() / ".yarnflow")) / "history")
+    if configured.startswith("hdfs://"):
+        if hadoop is None:
+            raise HadoopConfigError(f"session.history-dir {configured} is on HDFS but no Hadoop "
+                                    "configuration names the NameNode; export HADOOP_CONF_DIR")
+        return webhdfs_url(configured, hadoop)
+    return configured

@@ -1,0 +1,261 @@
+"""``yarn-session`` from the client: start a session application, find it by id or
+name, talk to its Dispatcher, stop it.
+
+A session is one long-running Skein application: its master runs
+``python -m yarnflow.appmaster --session`` and it declares one TaskExecutor service
+per size of ``session.container-sizes``. The client keeps the session's certificate
+(the only way into its mutual-TLS Dispatcher) and, once the Dispatcher answered, its
+address in the application store, so submitting a job is one gRPC call: no JVM
+(Skein's driver) on that path. Skein's key-value store is the fallback.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
+from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, parse_container_sizes
+from yarnflow.conf import ConfigError, Configuration, options
+from yarnflow.rpc.channels import ChannelCache
+from yarnflow.rpc.generated import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc, jobgraph_pb2, jobmaster_pb2
+from yarnflow.rpc.security import generate_application_credentials
+from yarnflow.rpc.skein_contract import APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode
+from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.history import history_location
+from yarnflow.targets.yarn import (bounded, prepare_config, python_and_files, services_plan,
+                                   skein_client, taskexecutor_service)
+from yarnflow.targets.yarn_errors import YarnError
+
+SESSION_TAG = "yarnflow-session"
+DEFAULT_NAME = "yarnflow-session"
+
+
+class JobNotFound(YarnError):
+    """The session never ran this job."""
+
+
+@dataclass
+class SessionStarted:
+    app_id: str
+    name: str
+    tracking_url: str
+    dispatcher: str
+    history_dir: str
+    container_sizes: str
+
+
+def session_ladder(config: Configuration) -> ContainerLadder:
+    try:
+        return ContainerLadder(parse_container_sizes(config.get(options.SESSION_CONTAINER_SIZES)),
+                               config.get(options.WORKER_OVERHEAD_MEMORY))
+    except ValueError as err:
+        raise ConfigError(f"session.container-sizes: {err}") from None
+
+
+def check_ladder_fits_yarn(ladder: ContainerLadder, config: Configuration) -> None:
+    max_mb, max_vcores = config.get(options.MAX_WORKER_MEMORY), config.get(options.MAX_WORKER_CPU)
+    for spec in ladder.specs:
+        if spec.container.memory_mb > max_mb or spec.vcores > max_vcores:
+            raise YarnError(
+                f"session container size {spec.container.label()} is larger than YARN grants "
+                f"(yarn.scheduler.maximum-allocation-mb={max_mb}, "
+                f"yarn.scheduler.maximum-allocation-vcores={max_vcores:g}); fix: drop it from "
+                "session.container-sizes")
+
+
+def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder,
+                       min_executors: int, security: Any) -> Any:
+    """Warm executors to start with are of the smallest size: a job that needs more
+    gets its own containers, and they are released again when idle."""
+    import skein
+    python, files = python_and_files(config)
+    env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_yaml().encode())}
+    instances = {ladder.specs[0].name: min_executors}
+    master = skein.Master(
+        resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
+                                  vcores=config.get(options.YARN_AM_VCORES)),
+        files=dict(files), env={**env, SERVICES_ENV: services_plan(ladder.specs, instances)},
+        security=security, script=f"exec {python} -m yarnflow.appmaster --session")
+    services = {service_name(s): taskexecutor_service(s, instances.get(s.name, 0), python, files, env)
+                for s in ladder.specs}
+    return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
+                                 services=services, tags=["yarnflow", SESSION_TAG], max_attempts=1)
+
+
+def start_session(config: Configuration, name: str | None, min_executors: int) -> SessionStarted:
+    """Submit the session and wait (``session.start-timeout``) until its Dispatcher
+    answers; returns its application id and Dispatcher address."""
+    config = prepare_config(config)
+    ladder = session_ladder(config)
+    check_ladder_fits_yarn(ladder, config)
+    name = name or DEFAULT_NAME
+    history = history_location(config)
+    config.set(options.SESSION_HISTORY_DIR, history)
+    config.set(options.SESSION_MIN_EXECUTORS, min_executors)
+    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
+    import skein
+    credentials = generate_application_credentials()
+    security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
+    spec = build_session_spec(config, name, ladder, min_executors, security)
+    store = ApplicationStore()
+    client = skein_client(timeout)
+    try:
+        app_id = bounded(lambda: client.submit(spec), timeout, "submitting the session to YARN")
+        store.save(app_id, credentials, {"kind": "session", "name": name, "history_dir": history,
+                                         "container_sizes": ladder.describe(),
+                                         "min_executors": min_executors, "submitted": time.time()})
+        address, tracking_url = _wait_for_dispatcher(client, app_id, security, timeout,
+                                                     config.get(options.SESSION_START_TIMEOUT))
+    finally:
+        client.close()
+    store.update(app_id, dispatcher=address)
+    SessionClient(app_id, timeout, store).overview()     # it answers over our certificate
+    return SessionStarted(app_id, name, tracking_url, address, history, ladder.describe())
+
+
+def _wait_for_dispatcher(client: Any, app_id: str, security: Any, timeout: float,
+                         start_timeout: float) -> tuple[str, str]:
+    deadline = time.monotonic() + start_timeout
+    app = None
+    while True:
+        report = bounded(lambda: client.application_report(app_id), timeout,
+                         f"asking YARN about {app_id}")
+        state = str(report.state)
+        if state in ("FINISHED", "FAILED", "KILLED"):
+            raise YarnError(f"session {app_id} ended {state} while starting: "
+                            f"{(report.diagnostics or '').strip()[-2000:]}; see `yarnflow logs {app_id}`")
+        if state == "RUNNING":
+            if app is None:
+                app = bounded(lambda: client.connect(app_id, wait=False, security=security), timeout,
+                              f"connecting to {app_id}'s ApplicationMaster")
+            address = app.kv.get(APPMASTER_ADDRESS_KEY)
+            if address is not None:
+                return address.decode(), report.tracking_url or ""
+        if time.monotonic() > deadline:
+            raise YarnError(f"session {app_id} was {state} without a Dispatcher after "
+                            f"{start_timeout:g} s (session.start-timeout); it is still in YARN: "
+                            f"inspect it with `yarnflow logs {app_id}`, stop it with "
+                            f"`yarnflow session stop {app_id}`")
+        time.sleep(0.2)
+
+
+class SessionClient:
+    """One session's Dispatcher."""
+
+    def __init__(self, app_id: str, timeout: float, store: ApplicationStore | None = None) -> None:
+        self.app_id = app_id
+        self.timeout = timeout
+        self.store = store or ApplicationStore()
+        self.info = self.store.info(app_id)
+        self._channels = ChannelCache(self.store.credentials(app_id))
+        self._address = self.info.get("dispatcher", "")
+
+    def close(self) -> None:
+        self._channels.close()
+
+    def __enter__(self) -> "SessionClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _lookup_address(self) -> str:
+        from yarnflow.targets.yarn_apps import YarnApplication
+        with YarnApplication(self.app_id, self.timeout, self.store) as app:
+            state = app.status(with_details=False)
+            address = app.appmaster_address() if state.state == "RUNNING" else None
+        if address is None:
+            raise YarnError(f"session {self.app_id} is {state.state}, not serving jobs"
+                            + (f": {state.diagnostics.strip()[:500]}" if state.diagnostics else "")
+                            + "; start one with `yarnflow session start`")
+        self.store.update(self.app_id, dispatcher=address)
+        return address
+
+    def _call(self, method: str, request: Any, timeout: float | None = None) -> Any:
+        if not self._address:
+            self._address = self._lookup_address()
+        stub = dispatcher_pb2_grpc.DispatcherStub(self._channels.get(self._address))
+        try:
+            return getattr(stub, method)(request, timeout=timeout or self.timeout)
+        except grpc.RpcError as err:
+            code = err.code()
+            if code == grpc.StatusCode.NOT_FOUND:
+                raise JobNotFound(err.details()) from None
+            if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
+                raise YarnError(f"session {self.app_id} refused the job: {err.details()}") from None
+            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                self._lookup_address()      # raises, naming the session's state, when it ended
+                raise YarnError(f"session {self.app_id}'s Dispatcher at {self._address} did not "
+                                f"answer {method} within {timeout or self.timeout:g} s "
+                                "(yarn.client.timeout)") from None
+            raise YarnError(f"session {self.app_id}: {method} failed: {err.details()}") from None
+
+    def submit(self, job: jobgraph_pb2.JobGraph) -> str:
+        return self._call("SubmitJob", job).job_id
+
+    def list_jobs(self) -> list[jobmaster_pb2.JobDetails]:
+        return list(self._call("ListJobs", common_pb2.Empty()).jobs)
+
+    def details(self, job_id: str) -> jobmaster_pb2.JobDetails:
+        return self._call("GetJobDetails", jobmaster_pb2.JobId(job_id=job_id))
+
+    def cancel(self, job_id: str) -> common_pb2.Ack:
+        return self._call("CancelJob", jobmaster_pb2.JobId(job_id=job_id))
+
+    def overview(self, timeout: float | None = None) -> dispatcher_pb2.SessionOverview:
+        return self._call("GetOverview", common_pb2.Empty(), timeout)
+
+    def shutdown(self, reason: str) -> None:
+        self._call("Shutdown", dispatcher_pb2.ShutdownRequest(reason=reason))
+
+
+def resolve_session(ref: str, timeout: float, store: ApplicationStore | None = None) -> str:
+    """An application id as given; a name (or nothing) -> the newest session started
+    from this account under that name (any name) whose Dispatcher answers."""
+    if ref.startswith("application_"):
+        return ref
+    store = store or ApplicationStore()
+    candidates = [(app_id, info) for app_id, info in store.sessions()
+                  if not ref or info.get("name") == ref]
+    for app_id, _ in candidates:
+        try:
+            with SessionClient(app_id, min(timeout, 5.0), store) as session:
+                session.overview()
+            return app_id
+        except (YarnError, KeyError):
+            continue
+    what = f"named '{ref}'" if ref else "at all"
+    raise YarnError(f"no running yarnflow session {what} started from this account"
+                    + (f" (ended: {', '.join(a for a, _ in candidates[:5])})" if candidates else "")
+                    + f"; start one with `yarnflow session start{' --name ' + ref if ref else ''}`, "
+                    "or name one with -a APP_ID")
+
+
+def list_sessions(timeout: float) -> list[Any]:
+    """YARN's reports of the running (or starting) yarnflow sessions, anyone's."""
+    client = skein_client(timeout)
+    try:
+        reports = bounded(lambda: client.get_applications(states=["ACCEPTED", "RUNNING"]),
+                          timeout, "listing YARN applications")
+    finally:
+        client.close()
+    return [r for r in reports if SESSION_TAG in (r.tags or ())]
+
+
+def stop_session(app_id: str, timeout: float, wait: float) -> Any:
+    """Ask the Dispatcher to stop (running jobs are cancelled and archived); if it cannot
+    be reached, have YARN kill the application. Returns YARN's final status."""
+    from yarnflow.targets.yarn_apps import YarnApplication
+    store = ApplicationStore()
+    with YarnApplication(app_id, timeout, store) as app:
+        if app.status(with_details=False).finished:
+            return app.status(with_details=False)
+        try:
+            with SessionClient(app_id, timeout, store) as session:
+                session.shutdown("stopped with `yarnflow session stop`")
+        except (YarnError, KeyError):
+            app.kill()
+        return app.wait_finished(wait)
