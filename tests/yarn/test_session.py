@@ -1,0 +1,145 @@
+"""yarn-session end to end, on the real Hadoop 3.5 cluster of docker-hadoop/native: one
+session application serves several jobs; the tests run in file order against it and
+the last one stops it."""
+from __future__ import annotations
+
+import re
+import uuid
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import wait_until
+from tests.yarn.conftest import FAST, PIPELINES, yarnflow
+from yarnflow.rpc.generated import common_pb2
+from yarnflow.targets.session import SessionClient
+
+SHAPES = str(PIPELINES / "shapes.py")
+NAME = f"test-session-{uuid.uuid4().hex[:6]}"
+# The default slot (1 core, 1 GB) fits the smaller size: its container is 1280 MB.
+SIZES = "1c-1280m, 2c-2304m"
+SESSION_CONF = [*FAST, "-D", "pipeline.batch-rows=250", "-D", f"session.container-sizes={SIZES}",
+                "-D", "resourcemanager.taskmanager-timeout=4 s"]
+MIN_EXECUTORS = 2
+pytestmark = pytest.mark.usefixtures("yarn_cluster")
+
+
+def accepted_job_id(proc) -> str:
+    found = re.search(r"job (\w+) accepted by session", proc.stdout)
+    assert found, f"no job id in the client's output:\n{proc.stdout}\n{proc.stderr}"
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def session(yarn_cluster):
+    history = f"hdfs:///user/yarnflow-tests/history-{uuid.uuid4().hex[:8]}"
+    proc = yarnflow("session", "start", "--name", NAME, "--min-executors", str(MIN_EXECUTORS),
+                    *SESSION_CONF, "-D", f"session.history-dir={history}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = re.search(r"application_\d+_\d+", proc.stdout).group(0)
+    # it returned with the session RUNNING and its Dispatcher answering
+    assert yarn_cluster.app(app_id)["state"] == "RUNNING"
+    client = SessionClient(app_id, timeout=30)
+    yield app_id, client
+    client.close()
+    if yarn_cluster.app(app_id)["state"] not in ("FINISHED", "FAILED", "KILLED"):
+        yarnflow("session", "stop", app_id)
+
+
+def executor_containers(yarn_cluster, app_id: str) -> set[str]:
+    """The application's live containers as YARN sees them, without the master's
+    (container ..._000001)."""
+    return {c["containerId"] for c in yarn_cluster.running_containers(app_id)
+            if not c["containerId"].endswith("_000001")}
+
+
+def work_running(client: SessionClient, job_id: str) -> bool:
+    details = client.details(job_id)
+    work = [s for v in details.vertices if v.name == "work" for s in v.subtasks]
+    return bool(work) and all(s.state == common_pb2.RUNNING for s in work)
+
+
+def ended(client: SessionClient, job_id: str, timeout: float = 120) -> str:
+    return wait_until(lambda: (s := client.details(job_id).status) in
+                      ("FINISHED", "FAILED", "CANCELED") and s, timeout, f"job {job_id} to end")
+
+
+JOBS: dict[str, str] = {}
+
+
+def test_two_jobs_run_concurrently_and_cancelling_one_leaves_the_other(session, tmp_path):
+    app_id, client = session
+    a = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "1.5",
+                 "--out", str(tmp_path / "a"))
+    b = yarnflow("run", "-t", "yarn-session", "-a", app_id, SHAPES, "--", "long", "--work", "6",
+                 "--out", str(tmp_path / "b"))
+    JOBS["a"], JOBS["b"] = accepted_job_id(a), accepted_job_id(b)
+    wait_until(lambda: work_running(client, JOBS["a"]) and work_running(client, JOBS["b"]), 120,
+               "both jobs' subtasks RUNNING at the same time", interval=0.2)
+    cancel = yarnflow("cancel", JOBS["b"])
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert ended(client, JOBS["b"]) == "CANCELED"
+    assert ended(client, JOBS["a"]) == "FINISHED"
+    out = pq.read_table(tmp_path / "a")
+    assert sorted(out.column("k").to_pylist()) == list(range(2000))
+    listing = yarnflow("list", "-a", NAME)
+    assert JOBS["a"][:8] in listing.stdout and "CANCELED" in listing.stdout, listing.stdout
+
+
+def test_idle_executors_beyond_the_minimum_go_and_a_third_job_runs_on_warm_ones(
+        session, yarn_cluster, tmp_path):
+    app_id, client = session
+    # two jobs at once held four executors; past the timeout the session keeps two
+    wait_until(lambda: len(executor_containers(yarn_cluster, app_id)) == MIN_EXECUTORS, 60,
+               f"YARN to show {MIN_EXECUTORS} executor containers left", interval=0.3)
+    assert yarn_cluster.app(app_id)["state"] == "RUNNING"
+    warm = executor_containers(yarn_cluster, app_id)
+    c = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "1",
+                 "--out", str(tmp_path / "c"))
+    JOBS["c"] = accepted_job_id(c)
+    seen: set[str] = set()
+
+    def watch() -> str | bool:
+        seen.update(executor_containers(yarn_cluster, app_id))
+        status = client.details(JOBS["c"]).status
+        return status in ("FINISHED", "FAILED", "CANCELED") and status
+    assert wait_until(watch, 120, "the third job to end", interval=0.2) == "FINISHED"
+    assert seen == warm, f"new containers while the third job ran: {seen - warm}"
+    details = client.details(JOBS["c"])
+    used = {s.resource_id for v in details.vertices for s in v.subtasks}
+    assert len(used) == MIN_EXECUTORS
+    assert pq.read_table(tmp_path / "c").num_rows == 2000
+
+
+def test_a_profile_beyond_the_ladder_is_rejected_and_the_session_keeps_serving(session, tmp_path):
+    app_id, client = session
+    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "huge", "--memory", "6g",
+                    "--out", str(tmp_path / "huge"))
+    assert proc.returncode != 0
+    text = " ".join((proc.stdout + proc.stderr).split())
+    assert "fits no container size of this session" in text, text
+    assert "1c-1280m" in text and "2c-2304m" in text, text
+    overview = client.overview()
+    assert overview.executors >= MIN_EXECUTORS
+    after = yarnflow("run", "-t", "yarn-session", "-a", NAME, "--attach", "--no-progress", SHAPES,
+                     "--", "long", "--work", "0", "--out", str(tmp_path / "after"))
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert pq.read_table(tmp_path / "after").num_rows == 2000
+
+
+def test_history_outlives_the_session(session, yarn_cluster):
+    app_id, client = session
+    stop = yarnflow("session", "stop", NAME)
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    app = yarn_cluster.app(app_id)
+    assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app["diagnostics"]
+    listing = yarnflow("history", "-a", NAME)
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    for job in ("a", "b", "c"):
+        assert JOBS[job][:8] in listing.stdout, listing.stdout
+    one = yarnflow("history", JOBS["a"], "-a", NAME, "--subtasks")
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert f"job {JOBS['a']} FINISHED" in one.stdout, one.stdout
+    assert f"subtasks of job {JOBS['a']}" in one.stdout and "2,000" in one.stdout, one.stdout
+    status = yarnflow("status", JOBS["b"])
+    assert "from its history" in status.stdout and "CANCELED" in status.stdout, status.stdout
