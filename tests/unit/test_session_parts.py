@@ -1,0 +1,48 @@
+"""Session mode's client-side parts: the history archive, where it lives, finding a session."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from yarnflow.appmaster.dispatcher import JobArchive
+from yarnflow.rpc.generated import jobmaster_pb2
+from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.hadoop_conf import HadoopConf
+from yarnflow.targets.history import webhdfs_url
+from yarnflow.targets.session import resolve_session
+from yarnflow.targets.yarn_errors import YarnError
+
+
+def details(job_id: str, status: str, start: float) -> jobmaster_pb2.JobDetails:
+    return jobmaster_pb2.JobDetails(job_id=job_id, name="j", status=status, start_time=start)
+
+
+def test_archive_keeps_every_job_and_a_rewrite_replaces_it(tmp_path):
+    archive = JobArchive(tmp_path / "history")
+    assert archive.job_ids() == []                     # no directory yet: empty, not an error
+    archive.store(details("b", "FAILED", 2.0))
+    archive.store(details("a", "RUNNING", 1.0))
+    archive.store(details("a", "FINISHED", 1.0))
+    assert [d.job_id for d in archive.all()] == ["a", "b"]
+    assert archive.load("a").status == "FINISHED"
+    assert not [p for p in Path(tmp_path / "history").iterdir() if p.name.startswith(".")]
+    with pytest.raises(KeyError, match="archived: a, b"):
+        archive.load("c")
+
+
+def test_hdfs_locations_go_through_the_namenodes_http_address(tmp_path):
+    hadoop = HadoopConf({"fs.defaultFS": "hdfs://nn.example:9000",
+                         "dfs.namenode.http-address": "nn.example:9870"}, tmp_path)
+    assert webhdfs_url("hdfs://nn.example:9000/user/u/h", hadoop) == "webhdfs://nn.example:9870/user/u/h"
+    assert webhdfs_url("hdfs:///user/u/h", hadoop) == "webhdfs://nn.example:9870/user/u/h"
+    wildcard = HadoopConf({"fs.defaultFS": "hdfs://nn.example:9000",
+                           "dfs.namenode.http-address": "0.0.0.0:9870"}, tmp_path)
+    assert webhdfs_url("hdfs:///h", wildcard) == "webhdfs://nn.example:9870/h"
+
+
+def test_a_session_is_found_by_id_as_given_and_an_unknown_name_says_how_to_start_one(tmp_path):
+    store = ApplicationStore(tmp_path)
+    assert resolve_session("application_1_0001", 1.0, store) == "application_1_0001"
+    with pytest.raises(YarnError, match="session start --name etl"):
+        resolve_session("etl", 1.0, store)
