@@ -168,6 +168,8 @@ SESSION_CONTAINER_SIZES = _option(
 SESSION_HISTORY_DIR = _option(
     "session.history-dir", _str, "",
     "Where a session archives finished jobs (a path or URL; hdfs:// goes through WebHDFS); empty: /user/<user>/.yarnflow/history on HDFS, else ~/.yarnflow/history.")
+JOBSTORE_MAX_CAPACITY = _option("jobstore.max-capacity", _pos_int, 1000,
+                                "Finished jobs a session keeps in memory; older ones are read back from the history.")
 SESSION_MIN_EXECUTORS = _option("session.min-executors", _nonneg_int, 0,
                                 "TaskExecutors a session starts at once and keeps warm however long they idle.")
 SESSION_START_TIMEOUT = _option("session.start-timeout", parse_duration, 180.0,

@@ -40,7 +40,8 @@ class Dispatcher:
         self._archive = archive
         self._lock = threading.Lock()
         self._running: dict[str, "JobClient"] = {}
-        self._finished: dict[str, jobmaster_pb2.JobDetails] = {}
+        self._finished: dict[str, jobmaster_pb2.JobDetails] = {}   # the newest, in order
+        self._ended = 0
         # Archiving may talk to a remote file system: never on a JobMaster's thread.
         self._archiver = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive")
         self._archiving: list[futures.Future] = []
@@ -78,9 +79,14 @@ class Dispatcher:
 
     def _archive_result(self, result: "JobResult") -> None:
         details = result.details
+        capacity = self._components.config.get(options.JOBSTORE_MAX_CAPACITY)
         with self._lock:
             self._running.pop(result.job_id, None)
             self._finished[result.job_id] = details
+            self._ended += 1
+            while len(self._finished) > capacity and self._archive is not None:
+                # the oldest ended job leaves memory; details() reads it back from the archive
+                self._finished.pop(next(iter(self._finished)))
         if self._archive is not None:
             with self._lock:
                 self._archiving.append(self._archiver.submit(self._store, details))
@@ -115,6 +121,8 @@ class Dispatcher:
             return finished
         if client is not None:
             return client.details()
+        if self._archive is not None and job_id in self._archive.job_ids():
+            return self._archive.load(job_id)
         raise KeyError(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
 
     def cancel(self, job_id: str) -> None:
@@ -137,7 +145,7 @@ class Dispatcher:
     def counts(self) -> tuple[int, int]:
         """(running, finished) jobs."""
         with self._lock:
-            return len(self._running), len(self._finished)
+            return len(self._running), self._ended
 
     def close(self, timeout: float) -> None:
         """Refuse new jobs, cancel running ones, and wait (up to ``timeout`` in all) until

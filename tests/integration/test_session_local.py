@@ -93,3 +93,28 @@ def test_jobs_share_the_session_and_finished_ones_stay_queryable(tmp_path, confi
     slow_vertex = next(v for v in summary.vertices if v.name == "slow")
     assert sum(s.metrics.records_in for s in slow_vertex.subtasks) == TABLE.num_rows
     assert archive.load(a).status == "CANCELED"
+
+
+def test_a_session_keeps_only_the_newest_ended_jobs_in_memory_and_reads_older_ones_back(
+        tmp_path, config):
+    config.set(options.SESSION_HISTORY_DIR, str(tmp_path / "history"))
+    config.set(options.JOBSTORE_MAX_CAPACITY, 1)
+    with LocalCluster(config, session=True) as session:
+        dispatcher = session.dispatcher
+        first = dispatcher.submit(job("first", tmp_path / "1", config, parallelism=1))
+        assert dispatcher.wait(first, 120).status == "FINISHED"
+        second = dispatcher.submit(job("second", tmp_path / "2", config, parallelism=1))
+        assert dispatcher.wait(second, 120).status == "FINISHED"
+        assert [d.name for d in dispatcher.list_jobs()] == ["second"]
+        # the first one left memory but not the session: it comes back from the history
+        older = wait_until(lambda: _details_or_none(dispatcher, first), 30,
+                           "the first job's archive to be readable")
+        assert older.name == "first" and older.status == "FINISHED"
+        assert dispatcher.counts() == (0, 2)
+
+
+def _details_or_none(dispatcher, job_id):
+    try:
+        return dispatcher.details(job_id)
+    except KeyError:
+        return None
