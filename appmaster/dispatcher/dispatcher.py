@@ -89,6 +89,7 @@ class Dispatcher:
                 self._finished.pop(next(iter(self._finished)))
         if self._archive is not None:
             with self._lock:
+                self._archiving = [f for f in self._archiving if not f.done()]
                 self._archiving.append(self._archiver.submit(self._store, details))
 
     def _store(self, details: jobmaster_pb2.JobDetails) -> None:
@@ -121,8 +122,11 @@ class Dispatcher:
             return finished
         if client is not None:
             return client.details()
-        if self._archive is not None and job_id in self._archive.job_ids():
-            return self._archive.load(job_id)
+        if self._archive is not None:
+            try:
+                return self._archive.load(job_id)   # ended long ago: out of memory
+            except (KeyError, OSError):
+                pass
         raise KeyError(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
 
     def cancel(self, job_id: str) -> None:
