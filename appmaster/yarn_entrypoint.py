@@ -109,7 +109,7 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
 
 
 def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
-    config = Configuration.from_yaml(decode_env(CONF_ENV).decode())
+    config = Configuration.from_json(decode_env(CONF_ENV).decode())
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
     message = jobgraph_pb2.JobGraph.FromString(job_bytes)
     components = start_components(config, app)

@@ -74,7 +74,7 @@ class Session:
 
 
 def run_session(app: Any) -> tuple[str, str]:
-    config = Configuration.from_yaml(decode_env(CONF_ENV).decode())
+    config = Configuration.from_json(decode_env(CONF_ENV).decode())
     session = Session(config, app)
     signal.signal(signal.SIGTERM, lambda *_: session.stop("SIGTERM from YARN"))
     return session.serve()

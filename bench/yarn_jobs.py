@@ -1,6 +1,7 @@
 """Jobs for bench/yarn_submit.py (run through `yarnflow run -t yarn-per-job`).
 
-    to-running         8 subtasks, two profiles: 4 x (2 cores, 1.5 GB) feeding 4 x (1 core, 512 MB)
+    to-running         2 x --parallelism subtasks (default 8), two profiles: 4 x (2 cores,
+                       1.5 GB) feeding 4 x (1 core, 512 MB)
     alloc [--fixed]    2 subtasks of 3 GB and 6 of 512 MB; --fixed gives every slot the
                        largest profile, as one fixed container size would
 """
@@ -24,17 +25,19 @@ def main() -> None:
     parser.add_argument("job", choices=["to-running", "alloc"])
     parser.add_argument("--fixed", action="store_true")
     parser.add_argument("--work", type=float, default=5.0)
+    parser.add_argument("--parallelism", type=int, default=4)
     parser.add_argument("--out", default="/tmp/yarnflow-bench-out")
     args = parser.parse_args()
     table = pa.table({"k": pa.array(range(4000), pa.int64())})
     R = yf.ResourceSpec
     if args.job == "to-running":
         p = yf.Pipeline("bench-to-running")
-        heavy = p.from_arrow(table, name="heavy").set_parallelism(4) \
+        n = args.parallelism
+        heavy = p.from_arrow(table, name="heavy").set_parallelism(n) \
             .resources(R(2, "1536m")).slot_sharing_group("heavy")
-        light = heavy.rebalance().map(working(args.work), name="light").set_parallelism(4) \
+        light = heavy.rebalance().map(working(args.work), name="light").set_parallelism(n) \
             .resources(R(1, "512m")).slot_sharing_group("light")
-        light.write_parquet(args.out).set_parallelism(4).slot_sharing_group("light")
+        light.write_parquet(args.out).set_parallelism(n).slot_sharing_group("light")
     else:
         big, small = R(1, "3g"), R(1, "512m")
         p = yf.Pipeline("bench-alloc")

@@ -1,21 +1,24 @@
 """Per-job submission on the native test cluster, against bare Skein measured in the
 same run. Prints one JSON object.
 
-    eval "$(docker-hadoop/native/cluster up)"; python bench/yarn_submit.py [--repeats 3]
+    eval "$(docker-hadoop/native/cluster up)"; python bench/yarn_submit.py [--repeats 5]
 
-Latencies are medians over --repeats alternating bare/yarnflow pairs.
+Latencies are medians over --repeats alternating bare/yarnflow pairs; each measurement
+starts on an idle cluster.
 
 - client_return_s: `yarnflow run -t yarn-per-job` from start to exit (a small job);
   skein_submit_s: `skein application submit` of a one-container app, the floor. Both
   go through one global Skein driver (`skein driver start`), started for the run.
 - to_running_s: submit until all 8 subtasks of a two-profile job were RUNNING, by the
-  JobMaster's per-subtask timestamps; bare_skein_s: a bare Skein application getting
-  the same containers (4 x 1792 MB / 2 vcores, 4 x 768 MB / 1 vcore) until `sleep` runs
+  JobMaster's per-subtask timestamps (--parallelism N: 2N subtasks); bare_skein_s: a bare
+  Skein application getting the same containers (4 x 1792 MB / 2 vcores, 4 x 768 MB /
+  1 vcore; N of each) until `sleep` runs
   in all of them, by a timestamp each container's script writes just before it
   execs `sleep` (the test cluster's NodeManagers share this machine's clock and /tmp);
   ratio. Both end when work runs in every container: YARN's REST API calls a container
   RUNNING once it is allocated, 1-2 s before its NodeManager has launched anything.
-  containers_allocated_s: when YARN had allocated all of yarnflow's containers.
+  containers_allocated_s: when YARN had allocated all of yarnflow's containers (the
+  ResourceManager's startedTime of each).
 - alloc_efficiency_profiles / _fixed: slot MB·s the operators asked for ÷ container
   MB·s YARN allocated, for 2 x 3 GB + 6 x 512 MB slots, with a container per slot
   profile and with every slot forced to the largest profile (one fixed size, Flink's
@@ -36,6 +39,10 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import skein
+# Imported here, not while an application's executors start on the same two cores.
+from yarnflow.targets.yarn_apps import YarnApplication
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = str(ROOT / "bench" / "yarn_jobs.py")
@@ -69,6 +76,24 @@ def poll(condition, timeout: float, what: str, interval: float = 0.1):
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+def nodemanagers_idle() -> bool:
+    """No application left on any NodeManager: containers stopped, logs aggregated."""
+    for node in rest("/ws/v1/cluster/nodes")["nodes"]["node"]:
+        for what in ("apps", "containers"):
+            with urllib.request.urlopen(f"http://{node['nodeHTTPAddress']}/ws/v1/node/{what}",
+                                        timeout=10) as r:
+                if json.load(r)[what]:
+                    return False
+    return True
+
+
+def wait_quiet() -> None:
+    """Each measurement starts on an idle cluster: the NodeManagers clean up after a
+    killed or finished application for a second or so, on the same two cores."""
+    poll(lambda: rest("/ws/v1/cluster/metrics")["clusterMetrics"]["appsRunning"] == 0
+         and nodemanagers_idle(), 120, "the cluster to be idle", 0.2)
 
 
 def wait_finished(app_id: str) -> dict:
@@ -118,51 +143,55 @@ def kill(app_id: str) -> None:
                    capture_output=True, timeout=120)
 
 
-def measure_bare(directory: str) -> dict:
+def measure_bare(directory: str, n: int) -> dict:
+    wait_quiet()
     floor_id, skein_submit_s = skein_submit(bare_spec(directory, {"one": (256, 1, 1)}))
     kill(floor_id)
+    wait_quiet()
     started = Path(directory, "started")
     start_wall = time.time()
-    app_id, _ = skein_submit(bare_spec(directory, {"heavy": (1792, 2, 4), "light": (768, 1, 4)}))
+    app_id, _ = skein_submit(bare_spec(directory, {"heavy": (1792, 2, n), "light": (768, 1, n)}))
     stamps = poll(lambda: (s := [f.read_text().strip() for f in started.iterdir()]) and
-                  len(s) == 8 and all(s) and s, 180, "sleep running in 8 bare containers")
+                  len(s) == 2 * n and all(s) and s, 180, f"sleep running in {2 * n} bare containers")
     bare_s = max(float(stamp) for stamp in stamps) - start_wall
     kill(app_id)
     return {"skein_submit_s": skein_submit_s, "bare_skein_s": bare_s}
 
 
-def measure_ours() -> dict:
+def measure_ours(n: int) -> dict:
     """The moment every subtask was RUNNING comes from the JobMaster's own per-subtask
-    timestamps (same machine, same clock), so how often this loop polls does not count."""
-    from yarnflow.targets.yarn_apps import YarnApplication
-    start_wall, start = time.time(), time.monotonic()
-    app_id, client_return_s = yarnflow_submit(JOBS, "--", "to-running", "--work", "3")
+    timestamps, and when YARN allocated each container from YARN's own record, both on
+    this machine's clock; so this loop polls gently (every 0.5 s), not to take CPU from
+    the executors starting on the same two cores."""
+    wait_quiet()
+    start_wall = time.time()
+    app_id, client_return_s = yarnflow_submit(JOBS, "--", "to-running", "--work", "3",
+                                              "--parallelism", str(n))
     running_at: dict[tuple[str, int], float] = {}
-    containers_at: list[float] = []
     with YarnApplication(app_id, timeout=30) as app:
         def all_running() -> bool:
-            if not containers_at and len(app_containers(app_id)) >= 9:   # allocated
-                containers_at.append(time.monotonic() - start)
             details = app.job_details()
             for vertex in (details.vertices if details else []):
                 for s in vertex.subtasks:
                     if vertex.name in ("heavy", "light") and "RUNNING" in s.state_timestamps:
                         running_at[(vertex.name, s.index)] = s.state_timestamps["RUNNING"]
-            return len(running_at) == 8
-        poll(all_running, 180, "8 subtasks RUNNING", 0.1)
+            return len(running_at) == 2 * n
+        poll(all_running, 180, f"{2 * n} subtasks RUNNING", 0.5)
+        allocated = [c["startedTime"] / 1000 for c in app_containers(app_id)
+                     if not c["containerId"].endswith("_000001")]
+    if len(allocated) < 2 * n:
+        allocated = [float("nan")]
     to_running_s = max(running_at.values()) - start_wall
     final = wait_finished(app_id)
     assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
     return {"client_return_s": client_return_s, "to_running_s": to_running_s,
-            "containers_allocated_s": containers_at[0] if containers_at else float("nan")}
+            "containers_allocated_s": max(allocated) - start_wall}
 
 
 def measure_alloc(fixed: bool) -> float:
     """Each slot counts with the operators' real profile over the lifetime of the
     container hosting it (from the job's own slot placement); each container with its
     allocated size over its lifetime (from YARN)."""
-    import skein
-    from yarnflow.targets.yarn_apps import YarnApplication
     real_mb = {"heavy": 3072, "light": 512}
     args = ["-D", "taskmanager.numberOfTaskSlots=8", JOBS, "--", "alloc", "--work", "3"]
     app_id, _ = yarnflow_submit(*(args + ["--fixed"] if fixed else args))
@@ -207,36 +236,42 @@ def skein_driver(action: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3,
+    parser.add_argument("--repeats", type=int, default=5,
                         help="bare/ours pairs, interleaved; latencies are their medians")
+    parser.add_argument("--parallelism", type=int, default=4,
+                        help="N: the to-running job has 2N subtasks, each in its own container")
+    parser.add_argument("--skip-alloc", action="store_true",
+                        help="latencies only, no alloc_efficiency runs")
     args = parser.parse_args()
     # One global Skein driver serves both sides (Skein's CLI and yarnflow use it when it
     # runs), so neither pays a JVM start per command.
     skein_driver("start")
     try:
-        run(args.repeats)
+        run(args.repeats, args.parallelism, not args.skip_alloc)
     finally:
         skein_driver("stop")
 
 
-def run(repeats: int) -> None:
+def run(repeats: int, n: int, alloc: bool) -> None:
     """Latencies on a shared two-core machine swing by a second from one run to the
     next, so bare and ours alternate and each reports its median."""
     samples: dict[str, list[float]] = {}
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as directory:
-            pair = measure_bare(directory)
-        pair.update(measure_ours())
+            pair = measure_bare(directory, n)
+        pair.update(measure_ours(n))
         print(f"pair: {pair}", file=sys.stderr, flush=True)
         for key, value in pair.items():
             samples.setdefault(key, []).append(value)
     result = {key: statistics.median(values) for key, values in samples.items()}
     result["ratio"] = result["to_running_s"] / result["bare_skein_s"]
-    result["alloc_efficiency_profiles"] = measure_alloc(fixed=False)
-    result["alloc_efficiency_fixed"] = measure_alloc(fixed=True)
-    result["profiles_over_fixed"] = result["alloc_efficiency_profiles"] / result["alloc_efficiency_fixed"]
+    if alloc:
+        result["alloc_efficiency_profiles"] = measure_alloc(fixed=False)
+        result["alloc_efficiency_fixed"] = measure_alloc(fixed=True)
+        result["profiles_over_fixed"] = (result["alloc_efficiency_profiles"]
+                                         / result["alloc_efficiency_fixed"])
     result = {key: round(value, 3) for key, value in result.items()}
-    result["repeats"] = repeats
+    result["repeats"], result["subtasks"] = repeats, 2 * n
     print(json.dumps(result))
 
 

@@ -20,7 +20,7 @@ JOB_ID_KEY = "yarnflow.job.id"
 # The container-size plan (ApplicationMaster): base64 JSON list of {service, slot_cpu,
 # slot_memory_mb, num_slots, overhead_mb, instances}.
 SERVICES_ENV = "YARNFLOW_SERVICES"
-# The configuration as YAML (ApplicationMaster and TaskExecutors).
+# The configuration as JSON (ApplicationMaster and TaskExecutors).
 CONF_ENV = "YARNFLOW_CONF"
 # The serialized JobGraph when it is small enough for the environment (else job.pb).
 JOB_ENV = "YARNFLOW_JOB"

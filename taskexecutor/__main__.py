@@ -38,10 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-file", default=None)
     args = parser.parse_args(argv)
     if args.yarn:
-        from yarnflow.taskexecutor.yarn_container import (ContainerEnvironment, configuration_yaml,
-                                                          find_appmaster)
-        config = (Configuration.from_yaml_file(args.conf) if args.conf
-                  else Configuration.from_yaml(configuration_yaml()))
+        from yarnflow.taskexecutor.yarn_container import (ContainerEnvironment, find_appmaster,
+                                                          launch_configuration)
+        config = Configuration.from_file(args.conf) if args.conf else launch_configuration()
         container = ContainerEnvironment.from_environment()
         container.check_fits(args.slots, args.slot_memory)
         args.resource_id, args.host = container.resource_id, container.host
@@ -52,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--resource-id, --rm-address, --tls-dir, --workdir and --conf are "
                      "required outside YARN")
     else:
-        config = Configuration.from_yaml_file(args.conf)
+        config = Configuration.from_file(args.conf)
         tls = TlsCredentials.read(args.tls_dir)
     configure_logging(args.log_file)
     log_stream = open(args.log_file, "a") if args.log_file else None

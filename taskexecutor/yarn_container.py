@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from yarnflow.conf import Configuration
 from yarnflow.rpc.security import TlsCredentials, read_skein_container_credentials
 from yarnflow.rpc.skein_contract import APPMASTER_ADDRESS_KEY, CONF_ENV, decode_env, wait_for_key
 
@@ -51,6 +52,6 @@ def find_appmaster(timeout: float) -> str:
                         "the ApplicationMaster's address (taskmanager.registration.timeout)").decode()
 
 
-def configuration_yaml() -> str:
+def launch_configuration() -> Configuration:
     """The job's configuration, which the client put in the launch environment."""
-    return decode_env(CONF_ENV).decode()
+    return Configuration.from_json(decode_env(CONF_ENV).decode())

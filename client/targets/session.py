@@ -72,7 +72,7 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     gets its own containers, and they are released again when idle."""
     import skein
     python, files = python_and_files(config)
-    env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_yaml().encode())}
+    env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
     instances = {ladder.specs[0].name: min_executors}
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),

@@ -189,7 +189,7 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     instances = initial_instances(graph, config, specs)
     # Each localized file is one more upload before YARN accepts the application: the
     # configuration and plan travel in the environment, and so does a small JobGraph.
-    env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_yaml().encode())}
+    env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
     master_env = {**env, SERVICES_ENV: services_plan(list(specs.values()), instances)}
     master_files = dict(files)
     job = graph.to_proto().SerializeToString()

@@ -31,3 +31,30 @@ def test_unknown_key_is_refused_with_a_suggestion():
 def test_bad_value_names_the_option():
     with pytest.raises(ConfigError, match="bad value for heartbeat.interval.*not a duration"):
         Configuration.load(overrides=["heartbeat.interval=soon"])
+
+
+def test_shipped_json_round_trips_and_bad_files_name_the_problem(tmp_path):
+    conf = Configuration.load(overrides=["slot.request.timeout=500 ms",
+                                         "taskmanager.default-slot.memory=2g"])
+    back = Configuration.from_json(conf.to_json())
+    assert back.to_dict() == conf.to_dict()
+    assert back.get(options.SLOT_REQUEST_TIMEOUT) == 0.5
+    file = tmp_path / "executor.json"
+    file.write_text(conf.to_json())
+    assert Configuration.from_file(file).to_dict() == conf.to_dict()
+    file.write_text("slot.request.timeout: 1 s")
+    with pytest.raises(ConfigError, match="executor.json is not valid JSON"):
+        Configuration.from_file(file)
+    with pytest.raises(ConfigError, match="unknown configuration option 'slot.timeout'"):
+        Configuration.from_json('{"slot.timeout": "1 s"}')
+
+
+def test_a_taskexecutor_starts_without_a_yaml_parser():
+    """Eight executors start at once on a node: each import is paid eight times over."""
+    import subprocess
+    import sys
+    probe = ("import sys, yarnflow.taskexecutor.__main__, yarnflow.taskexecutor.yarn_container; "
+             "print('yaml' in sys.modules, 'skein' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.split()
+    assert out == ["False", "False"]

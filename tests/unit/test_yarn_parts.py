@@ -188,7 +188,7 @@ def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_
     sent = jobgraph_pb2.JobGraph.FromString(base64.b64decode(spec.master.env[JOB_ENV]))
     assert JobGraph.from_proto(sent).job_id == graph.job_id
     from yarnflow.conf import options
-    assert Configuration.from_yaml(base64.b64decode(spec.master.env[CONF_ENV]).decode()) \
+    assert Configuration.from_json(base64.b64decode(spec.master.env[CONF_ENV]).decode()) \
         .get(options.MAX_WORKER_MEMORY) == 8192
     for service in spec.services.values():
         assert JOB_ENV not in service.env and CONF_ENV in service.env and service.files == {}

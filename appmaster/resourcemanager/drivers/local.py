@@ -37,13 +37,13 @@ class LocalDriver(ResourceDriver):
         self._events: WorkerEvents | None = None
         self._rm_address = ""
         self._lock = threading.Lock()
-        self._conf_file = workdir / "yarnflow.yaml"
+        self._conf_file = workdir / "yarnflow.json"
 
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
         self._events = events
         self._rm_address = resource_manager_address
         self._workdir.mkdir(parents=True, exist_ok=True)
-        self._conf_file.write_text(self._config.to_yaml())
+        self._conf_file.write_text(self._config.to_json())
 
     def request_worker(self, spec: WorkerSpec) -> str:
         resource_id = f"local-te-{uuid.uuid4().hex[:8]}"
