@@ -9,14 +9,14 @@ starts on an idle cluster.
 - client_return_s: `yarnflow run -t yarn-per-job` from start to exit (a small job);
   skein_submit_s: `skein application submit` of a one-container app, the floor. Both
   go through one global Skein driver (`skein driver start`), started for the run.
-- to_running_s: submit until all 8 subtasks of a two-profile job were RUNNING, by the
-  JobMaster's per-subtask timestamps (--parallelism N: 2N subtasks); bare_skein_s: a bare
-  Skein application getting the same containers (4 x 1792 MB / 2 vcores, 4 x 768 MB /
-  1 vcore; N of each) until `sleep` runs
-  in all of them, by a timestamp each container's script writes just before it
-  execs `sleep` (the test cluster's NodeManagers share this machine's clock and /tmp);
-  ratio. Both end when work runs in every container: YARN's REST API calls a container
-  RUNNING once it is allocated, 1-2 s before its NodeManager has launched anything.
+- to_running_s: submit until all 2N subtasks (--parallelism N, default 4) of a
+  two-profile job were RUNNING, by the JobMaster's per-subtask timestamps;
+  bare_skein_s: a bare Skein application getting the same containers (N x 1792 MB /
+  2 vcores, N x 768 MB / 1 vcore) until `sleep` runs in all of them, by a timestamp
+  each container's script writes just before it execs `sleep` (the test cluster's
+  NodeManagers share this machine's clock and /tmp); ratio. Both end when work runs
+  in every container: YARN's REST API calls a container RUNNING once it is allocated,
+  1-2 s before its NodeManager has launched anything.
   containers_allocated_s: when YARN had allocated all of yarnflow's containers (the
   ResourceManager's startedTime of each).
 - alloc_efficiency_profiles / _fixed: slot MB·s the operators asked for ÷ container
@@ -179,13 +179,12 @@ def measure_ours(n: int) -> dict:
         poll(all_running, 180, f"{2 * n} subtasks RUNNING", 0.5)
         allocated = [c["startedTime"] / 1000 for c in app_containers(app_id)
                      if not c["containerId"].endswith("_000001")]
-    if len(allocated) < 2 * n:
-        allocated = [float("nan")]
     to_running_s = max(running_at.values()) - start_wall
     final = wait_finished(app_id)
     assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
     return {"client_return_s": client_return_s, "to_running_s": to_running_s,
-            "containers_allocated_s": max(allocated) - start_wall}
+            "containers_allocated_s": (max(allocated) - start_wall if len(allocated) >= 2 * n
+                                       else float("nan"))}
 
 
 def measure_alloc(fixed: bool) -> float:

@@ -112,10 +112,6 @@ class Configuration:
     def to_dict(self) -> dict[str, Any]:
         return dict(self._values)
 
-    def to_yaml(self) -> str:
-        import yaml
-        return yaml.safe_dump(self._values, sort_keys=True)
-
     def to_json(self) -> str:
         """How the configuration travels between yarnflow's own processes: users write
         YAML, but JSON's parser is built in, and a TaskExecutor starting beside seven
