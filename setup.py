@@ -13,6 +13,8 @@ PACKAGES = {
     "yarnflow": "client",
     "yarnflow.targets": "client/targets",
     "yarnflow.planner": "client/planner",
+    "yarnflow.core": "core",
+    "yarnflow.core.fs": "core/fs",
     "yarnflow.conf": "conf",
     "yarnflow.rpc": "rpc",
     "yarnflow.rpc.generated": "rpc/generated",

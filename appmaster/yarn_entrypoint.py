@@ -108,6 +108,20 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     return components
 
 
+def archive_result(config: Configuration, details: Any) -> None:
+    """The ended job's full details in the job history (as a session archives its
+    jobs): the client's attached summary, ``status`` and ``history`` read them there
+    once this ApplicationMaster is gone."""
+    location = config.get(options.SESSION_HISTORY_DIR)
+    if not location:
+        return
+    from yarnflow.appmaster.dispatcher import open_archive
+    try:
+        log.info("archived job %s to %s", details.job_id, open_archive(location).store(details))
+    except Exception:   # noqa: BLE001 - the job's outcome stands without its archive
+        log.exception("could not archive job %s to %s", details.job_id, location)
+
+
 def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
@@ -125,6 +139,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # Skein stops us after unregistering
     log.info("job %s ended %s%s", result.job_id, result.status.value,
              f": {result.failure}" if result.failure else "")
+    archive_result(config, result.details)
     components.stop()
     return FINAL_STATUS.get(result.status.value, "FAILED"), diagnostics_of(result)
 

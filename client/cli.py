@@ -226,6 +226,54 @@ def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
         sys.exit(1)
 
 
+@main.group(name="fs")
+def fs_group() -> None:
+    """The job's file systems: put data where a cluster job reads it, list, remove.
+    Paths without a scheme are on fs.defaultFS of HADOOP_CONF_DIR, as for `hadoop fs`."""
+
+
+def _fs_command(fn: Any) -> Any:
+    """Run a file command, turning its errors into one line."""
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except (OSError, ValueError) as err:
+            Console().print(f"[bold red]error:[/] {err}", highlight=False)
+            sys.exit(1)
+    run.__name__, run.__doc__ = fn.__name__, fn.__doc__
+    return run
+
+
+@fs_group.command(name="put")
+@click.argument("source", type=click.Path(exists=True))
+@click.argument("destination")
+@click.option("-f", "--force", is_flag=True, help="Replace an existing destination.")
+@_fs_command
+def fs_put(source: str, destination: str, force: bool) -> None:
+    """Copy local SOURCE (a file or a directory tree) to DESTINATION."""
+    from yarnflow import files
+    click.echo(files.put(source, destination, overwrite=force))
+
+
+@fs_group.command(name="ls")
+@click.argument("path")
+@_fs_command
+def fs_ls(path: str) -> None:
+    """List PATH's files (a file, a directory or a glob) with their sizes."""
+    from yarnflow import files
+    for uri, size in files.ls(path):
+        click.echo(f"{size:>14,}  {uri}")
+
+
+@fs_group.command(name="rm")
+@click.argument("path")
+@_fs_command
+def fs_rm(path: str) -> None:
+    """Remove PATH (a whole directory tree); nothing if it is not there."""
+    from yarnflow import files
+    click.echo(f"removed {files.rm(path)}")
+
+
 main.add_command(session)
 main.add_command(list_jobs)
 main.add_command(history)

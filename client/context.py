@@ -51,6 +51,8 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
         from yarnflow.targets.yarn import prepare_config
         config = prepare_config(config)     # YARN's largest container bounds the profiles
     graph = pipeline.job_graph(config)
+    if target != "explain":
+        graph.check_outputs()
     if target == "explain":
         from yarnflow.explain import ExplainResult, plan_renderable
         context.console.print(plan_renderable(graph, config))

@@ -61,17 +61,19 @@ def subtask_table(details: Any) -> Table:
     """Every subtask's own figures: where the rows went, and which one was slow."""
     table = Table(title=f"subtasks of job {details.job_id}", title_justify="left")
     for column in ("subtask", "state", "executor", "records in", "records out", "MB in",
-                   "MB out", "seconds"):
+                   "MB out", "seconds", "splits local/remote"):
         table.add_column(column, justify="left" if column in ("subtask", "state", "executor")
                          else "right")
     for vertex in details.vertices:
         for s in vertex.subtasks:
             m = s.metrics
+            located = s.splits_local + s.splits_remote
             table.add_row(f"{vertex.name} ({s.index + 1}/{vertex.parallelism})",
                           common_pb2.ExecutionState.Name(s.state), s.resource_id,
                           f"{m.records_in:,}", f"{m.records_out:,}",
                           f"{m.bytes_in / 2**20:.1f}", f"{m.bytes_out / 2**20:.1f}",
-                          f"{m.duration_s:.2f}")
+                          f"{m.duration_s:.2f}",
+                          f"{s.splits_local}/{s.splits_remote}" if located else "")
     return table
 
 

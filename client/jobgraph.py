@@ -56,6 +56,12 @@ class InvalidPipelineError(ValueError):
         self.vertex = vertex
 
 
+def path_error(vertex: str, err: Exception) -> InvalidPipelineError:
+    """A data path's error (its message ends in ``. Fix: ...``) as the vertex's."""
+    problem, _, fix = str(err).partition(". Fix: ")
+    return InvalidPipelineError(vertex, problem, fix or "check the path")
+
+
 @dataclass(eq=False)
 class JobVertex:
     name: str
@@ -181,6 +187,16 @@ class JobGraph:
         if self.spark_overhead_mb and any(v.uses_spark for v in members):
             total = ResourceSpec(total.cpu, total.memory_mb + self.spark_overhead_mb, total.gpus)
         return total
+
+    def check_outputs(self) -> None:
+        """Refuse, before anything runs, an output that exists (unless the sink
+        overwrites) or that this user cannot write."""
+        for vertex in self.vertices.values():
+            if vertex.committer is not None:
+                try:
+                    vertex.committer.check_submittable()
+                except ValueError as err:       # the sink's DataPathError
+                    raise path_error(vertex.name, err) from None
 
     def validate(self, max_worker: ResourceSpec, default_slot: ResourceSpec) -> None:
         """Refuse what cannot run, naming the vertex and the fix."""

@@ -18,12 +18,16 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import (JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy)
+from yarnflow.core.fs import LocalPathRefused
+from yarnflow.filesystems import filesystem_settings
+from yarnflow.jobgraph import (JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy,
+                               path_error)
 from yarnflow.planner import JoinStrategy, estimate_vertices, plan_join
 from yarnflow.resources import ResourceSpec
 from yarnflow.taskexecutor.operators import (AggregateOperator, CsvSource, FilterOperator,
                                              FlatMapOperator, HashJoinOperator, MapOperator,
                                              ParquetSink, ParquetSource, TableSource)
+from yarnflow.taskexecutor.operators.files import DataPathError
 from yarnflow.taskexecutor.operators.spark import SparkOperator
 
 
@@ -101,6 +105,16 @@ class Pipeline:
         default_parallelism = self.parallelism or config.get(options.DEFAULT_PARALLELISM)
         graph = JobGraph(self.name, self.schedule_mode)
         graph.spark_overhead_mb = config.get(options.SPARK_JVM_OVERHEAD)
+        settings = filesystem_settings(config)
+        for vertex in self._vertices:
+            operator = vertex.operator
+            try:
+                if hasattr(operator, "bind_filesystem"):
+                    operator.bind_filesystem(settings)
+                if hasattr(operator, "files"):
+                    operator.files()          # a missing input is refused here, by name
+            except (DataPathError, LocalPathRefused) as err:
+                raise path_error(vertex.name, err) from None
         estimates = estimate_vertices(self._producers_first(), self._inputs_of)
         for vertex in self._vertices:
             vertex.estimate = estimates[vertex.id]
@@ -290,11 +304,14 @@ class DataSet:
                                                  JoinStrategy.parse(strategy)))
         return DataSet(self.pipeline, vertex)
 
-    def write_parquet(self, path: str, name: str = "parquet-sink") -> "DataSet":
-        """Write Parquet files under ``path``; they appear there, replacing an older
-        output, only when the job has finished: a failed or cancelled job leaves
-        ``path`` as it was."""
-        sink = ParquetSink(str(path))
+    def write_parquet(self, path: str, mode: str = "errorifexists",
+                      name: str = "parquet-sink") -> "DataSet":
+        """Write Parquet files under ``path`` (a directory on any file system; without
+        a scheme, on the default one). They appear there only when the job has
+        finished, all at once; a failed or cancelled job leaves ``path`` as it was.
+        An existing ``path`` is refused at submission unless ``mode="overwrite"``,
+        which replaces it in one step when the job commits."""
+        sink = ParquetSink(str(path), mode)
         out = self._unary(sink, name)
         out.vertex.committer = sink.committer
         return out

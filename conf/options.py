@@ -130,6 +130,21 @@ TMP_DIRS = _option("io.tmp.dirs", _str, "",
 TASK_CANCEL_TIMEOUT = _option("task.cancellation.timeout", parse_duration, 30.0,
                               "A task that ignores cancellation this long gets its TaskExecutor killed.")
 
+# --- file systems ------------------------------------------------------------------------
+FS_DEFAULT_SCHEME = _option(
+    "fs.default-scheme", _str, "",
+    "File system of paths without a scheme (e.g. hdfs://namenode:9000); empty: fs.defaultFS of HADOOP_CONF_DIR on the YARN targets, the local disk on local.")
+FS_ALLOW_LOCAL_PATHS = _option(
+    "fs.allow-local-paths", parse_bool, False,
+    "Let a job on a cluster read and write file: paths; only for clusters where every node mounts them at the same place.")
+FS_HDFS_HTTP_ADDRESS = _option(
+    "fs.hdfs.http-address", _str, "",
+    "The NameNode's HTTP address (host:port) for WebHDFS; empty: dfs.namenode.http-address of HADOOP_CONF_DIR, else port 9870 of the NameNode's host.")
+
+SOURCE_LOCALITY_WAIT = _option(
+    "source.locality-wait", parse_duration, 3.0,
+    "How long a source subtask with no split left on its own host waits before reading one another subtask would read locally (Spark's spark.locality.wait).")
+
 # --- planner ---------------------------------------------------------------------------
 BROADCAST_THRESHOLD = _option(
     "planner.broadcast-threshold", parse_bytes, 10 * 2**20,

@@ -8,9 +8,14 @@ equal share. ``CurrencyCode`` is the seed's CASE expression, run in Spark SQL.
 
     yarnflow run examples/skewed_join.py                       # 200,000 instruments
     yarnflow run examples/skewed_join.py -- --rows 14000000    # the seed's size
+    yarnflow run -t yarn-per-job examples/skewed_join.py       # on YARN, data on HDFS
     yarnflow explain examples/skewed_join.py                   # the plan, not a run
 
-The data are generated with PySpark the first time (or when --rows changes).
+The data are generated with PySpark on this machine the first time (or when --rows
+changes). On a YARN target the job reads and writes the cluster's file system: the
+data are put there (as `yarnflow fs put` does) under
+/user/<user>/yarnflow-examples/skewed_join/ unless --data says where, and the output
+goes beside them.
 """
 from __future__ import annotations
 
@@ -21,9 +26,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 import yarnflow as yf
+from yarnflow import files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUM_CURRENCIES = 492
@@ -79,7 +84,21 @@ def generate(data_dir: str, rows: int, files: int | None = None, seed: int = 3) 
         spark.stop()
 
 
-def ensure_data(data_dir: str, rows: int) -> None:
+def ensure_data(data: str, rows: int) -> None:
+    """``data`` holds ``rows`` instruments: generated here with PySpark, and put on the
+    cluster's file system when that is where ``data`` is."""
+    marker = f".rows-{rows}"
+    if files.on_cluster() or "://" in data:
+        if files.exists(f"{data}/{marker}"):
+            return
+        local = os.path.join(HERE, "data", f"skewed_join-{rows}")
+        ensure_local_data(local, rows)
+        print(f"putting the data on {files.put(local, data, overwrite=True)}", flush=True)
+    else:
+        ensure_local_data(data, rows)
+
+
+def ensure_local_data(data_dir: str, rows: int) -> None:
     marker = os.path.join(data_dir, f".rows-{rows}")
     if not os.path.exists(marker):
         print(f"generating {rows:,} instruments with PySpark into {data_dir}", flush=True)
@@ -91,19 +110,19 @@ def ensure_data(data_dir: str, rows: int) -> None:
 def build(data_dir: str, out_dir: str, strategy: str = "auto",
           parallelism: int = 2) -> yf.Pipeline:
     pipeline = yf.Pipeline("skewed-join", parallelism=parallelism)
-    instruments = pipeline.read_parquet(os.path.join(data_dir, "instruments"), name="instruments")
-    currencies = pipeline.read_parquet(os.path.join(data_dir, "currencies"),
+    instruments = pipeline.read_parquet(f"{data_dir}/instruments", name="instruments")
+    currencies = pipeline.read_parquet(f"{data_dir}/currencies",
                                        name="currencies").set_parallelism(1)
     codes = currencies.spark_sql(CURRENCY_CODE_SQL, name="currency-code").set_parallelism(1)
     instruments.join(codes, on="CurrencyId", strategy=strategy, name="join") \
-        .write_parquet(out_dir, name="sink")
+        .write_parquet(out_dir, mode="overwrite", name="sink")
     return pipeline
 
 
 def reference(data_dir: str) -> pa.Table:
     """The same answer computed with plain pyarrow, for comparison."""
-    instruments = pq.read_table(os.path.join(data_dir, "instruments"))
-    currencies = pq.read_table(os.path.join(data_dir, "currencies"))
+    instruments = files.read_table(f"{data_dir}/instruments")
+    currencies = files.read_table(f"{data_dir}/currencies")
     iso = currencies["ISOCode"]
     use_extended = pc.or_kleene(pc.is_null(iso), pc.equal(iso, ""))   # SQL OR: null OR true
     codes = pa.table({"CurrencyId": currencies["CurrencyId"],
@@ -115,16 +134,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=200_000, help="instruments to generate")
-    parser.add_argument("--data", default=os.path.join(HERE, "data", "skewed_join"))
-    parser.add_argument("--out", default=os.path.join(HERE, "output", "skewed_join"))
+    parser.add_argument("--data", default=None,
+                        help="where the data are (default: examples/data/skewed_join "
+                             "locally, yarnflow-examples/skewed_join/data on a cluster)")
+    parser.add_argument("--out", default=None, help="where the join goes (default: beside "
+                        "the data's default, .../output/skewed_join or .../skewed_join/output)")
     parser.add_argument("--strategy", choices=["auto", "broadcast", "hash"], default="auto")
     parser.add_argument("--parallelism", type=int, default=2)
     args = parser.parse_args()
-    ensure_data(args.data, args.rows)
-    result = build(args.data, args.out, args.strategy, args.parallelism).execute()
+    cluster = files.on_cluster()
+    data = args.data or ("yarnflow-examples/skewed_join/data" if cluster
+                         else os.path.join(HERE, "data", "skewed_join"))
+    out = args.out or ("yarnflow-examples/skewed_join/output" if cluster
+                       else os.path.join(HERE, "output", "skewed_join"))
+    ensure_data(data, args.rows)
+    result = build(data, out, args.strategy, args.parallelism).execute()
     if result.status.value == "FINISHED":     # a detached YARN run is only SUBMITTED here
-        rows = pq.read_table(args.out, columns=["InstrumentId"]).num_rows
-        print(f"wrote {rows:,} rows to {args.out}")
+        rows = files.read_table(out, columns=["InstrumentId"]).num_rows
+        print(f"wrote {rows:,} rows to {files.resolve(out)[1]}")
 
 
 if __name__ == "__main__":

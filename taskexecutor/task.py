@@ -187,10 +187,17 @@ class Task:
 
     # --- used by the operator through the context --------------------------------------
     def next_split(self) -> Any | None:
-        reply = self._jm.RequestNextInputSplit(jobmaster_pb2.InputSplitRequest(
+        request = jobmaster_pb2.InputSplitRequest(
             job_master_id=self.tdd.job_master_id, vertex_id=self.tdd.vertex_id,
-            attempt_id=self.attempt_id), timeout=self._services.rpc_timeout)
-        return None if reply.end else cloudpickle.loads(reply.split)
+            attempt_id=self.attempt_id)
+        while True:
+            reply = self._jm.RequestNextInputSplit(request, timeout=self._services.rpc_timeout)
+            if reply.retry_after_s <= 0:
+                return None if reply.end else cloudpickle.loads(reply.split)
+            # the splits left are other subtasks' local ones: ask again after the pause
+            # the JobMaster named (a cancel ends the wait at once)
+            if self._cancel.wait(reply.retry_after_s):
+                raise TaskCancelled()
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]:
         gates = [g for g in self.tdd.inputs if g.input_index == index]
@@ -233,6 +240,7 @@ class _Context:
         self.parallelism = task.tdd.parallelism
         self.vertex_name = task.tdd.vertex_name
         self.job_id = task.job_id
+        self.attempt_id = task.attempt_id
         self.batch_rows = task._services.batch_rows
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]:

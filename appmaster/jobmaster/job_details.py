@@ -21,8 +21,12 @@ def job_details(graph: ExecutionGraph) -> jobmaster_pb2.JobDetails:
             sub = vertex.subtasks.add(index=ev.subtask_index, state=int(execution.state),
                                       attempt=execution.attempt_number,
                                       resource_id=execution.resource_id or "",
+                                      host=execution.slot.location.host
+                                      if execution.slot is not None else "",
                                       allocation_id=execution.allocation_id or "",
-                                      error=execution.failure)
+                                      error=execution.failure,
+                                      splits_local=execution.splits_local,
+                                      splits_remote=execution.splits_remote)
             for state, at in execution.state_timestamps.items():
                 sub.state_timestamps[state.name] = at
             if execution.metrics is not None:

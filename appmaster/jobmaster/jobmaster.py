@@ -27,7 +27,7 @@ from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
-from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
+from yarnflow.appmaster.jobmaster.splits import AskAgain, Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
 from yarnflow.jobgraph import JobGraph
 from yarnflow.resources import ResourceSpec
@@ -82,7 +82,8 @@ class JobMaster:
                 try:
                     operator = cloudpickle.loads(ejv.operator_bytes)
                     self._splits[ejv.id] = InputSplitAssigner(
-                        operator.create_input_splits(ejv.parallelism))
+                        operator.create_input_splits(ejv.parallelism),
+                        config.get(options.SOURCE_LOCALITY_WAIT))
                 except Exception as err:  # a missing input, an unreadable file
                     self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
                     break
@@ -93,9 +94,11 @@ class JobMaster:
         self.main.call(self._start)
 
     def _start(self) -> None:
-        if self._split_error:
-            self.graph.failure = self._split_error
+        failure = self._split_error or self._setup_outputs()
+        if failure:
+            self.graph.failure = failure
             self._transition(JobStatus.FAILED)
+            self._abort_outputs()
             self._terminate()
             return
         self._transition(JobStatus.RUNNING)
@@ -204,14 +207,24 @@ class JobMaster:
         result.partitions[execution.vertex.subtask_index].has_data = True
         self.scheduler.on_partition_consumable(result)
 
-    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> bytes | None:
+    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> bytes | AskAgain | None:
         execution = self.graph.attempts.get(attempt_id)
         if execution is None or execution.state.is_terminal:
             raise RuntimeError(f"attempt {attempt_id} is not running in job {self.job_id}")
         assigner = self._splits.get(vertex_id)
         if assigner is None:
             raise RuntimeError(f"vertex {vertex_id} is not a source of job {self.job_id}")
-        return assigner.next_split()
+        host = execution.slot.location.host if execution.slot is not None else ""
+        readers = {v.current.slot.location.host for v in execution.vertex.job_vertex.task_vertices
+                   if v.current.slot is not None and not v.current.state.is_terminal}
+        answer = assigner.next_split(host, readers, attempt_id)
+        if not isinstance(answer, Assigned):
+            return answer
+        if answer.locality is Locality.LOCAL:
+            execution.splits_local += 1
+        elif answer.locality is Locality.REMOTE:
+            execution.splits_remote += 1
+        return answer.split
 
     def offer_slots(self, location: TaskExecutorLocation, offers: list[SlotOffer]) -> list[str]:
         gateway = self._gateways.get(location.resource_id)
@@ -348,6 +361,16 @@ class JobMaster:
         if self.graph.status is not JobStatus.FINISHED:
             self._abort_outputs()
         self._terminate()
+
+    def _setup_outputs(self) -> str:
+        """Each sink's staging directory, made before any task writes; a failure here
+        (the output exists, the file system refuses) ends the job before it starts."""
+        for name, committer in self._committers:
+            try:
+                committer.setup(self.job_id)
+            except Exception as err:   # noqa: BLE001 - a file system error, named below
+                return f"sink '{name}' cannot write its output: {err}"
+        return ""
 
     def _commit_outputs(self) -> tuple[str, str] | None:
         """Make every sink's output visible; the first that cannot be committed fails

@@ -10,6 +10,7 @@ from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
 from yarnflow.resources import ResourceSpec
+from yarnflow.appmaster.jobmaster.splits import AskAgain
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, jobmaster_pb2_grpc
 
 _STALE = "unknown or stale JobMasterId: this JobMaster is not (or no longer) the job's leader"
@@ -64,11 +65,13 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
         if jm is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, _STALE)
         try:
-            split = jm.main.call(jm.request_next_input_split, request.vertex_id,
-                                 request.attempt_id, timeout=self._timeout)
+            answer = jm.main.call(jm.request_next_input_split, request.vertex_id,
+                                  request.attempt_id, timeout=self._timeout)
         except RuntimeError as err:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
-        return jobmaster_pb2.InputSplitResponse(end=split is None, split=split or b"")
+        if isinstance(answer, AskAgain):
+            return jobmaster_pb2.InputSplitResponse(retry_after_s=answer.seconds)
+        return jobmaster_pb2.InputSplitResponse(end=answer is None, split=answer or b"")
 
     def NotifyPartitionDataAvailable(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)

@@ -1,16 +1,101 @@
-"""Input splits handed to source subtasks on request, so fast subtasks take more."""
+"""Input splits handed to source subtasks on request, so fast subtasks take more, and
+each subtask first gets the splits stored on its own host (Flink's
+LocatableInputSplitAssigner): on a cluster a source then reads its local disk instead
+of pulling every block across the network.
+
+Stealing waits, as Spark's delay scheduling does (``spark.locality.wait``): a subtask
+with nothing left on its host takes at once a split with no location or one stored
+on a host where no subtask of this source runs, but a split another subtask will read
+locally only once it has waited ``source.locality-wait``; until then it is told to
+ask again. Without the wait, whichever subtask finishes its own share first takes
+the others' local splits and reads them across the network.
+"""
 from __future__ import annotations
 
+import enum
+import time
 from collections import deque
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Collection
 
 import cloudpickle
 
 
-class InputSplitAssigner:
-    def __init__(self, splits: list[Any]) -> None:
-        self._queue = deque(cloudpickle.dumps(s) for s in splits)
-        self.total = len(self._queue)
+class Locality(enum.Enum):
+    LOCAL = "local"            # stored on the reader's host
+    REMOTE = "remote"          # stored elsewhere
+    UNKNOWN = "unknown"        # the file system reports no locations
 
-    def next_split(self) -> bytes | None:
-        return self._queue.popleft() if self._queue else None
+
+@dataclass(frozen=True)
+class Assigned:
+    split: bytes
+    locality: Locality
+
+
+@dataclass(frozen=True)
+class AskAgain:
+    """Nothing for this subtask yet: splits are left, but for subtasks that read them
+    locally. Ask again after ``seconds``."""
+    seconds: float
+
+
+class InputSplitAssigner:
+    def __init__(self, splits: list[Any], locality_wait: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._splits = [cloudpickle.dumps(s) for s in splits]
+        self._hosts = [tuple(getattr(s, "hosts", ()) or ()) for s in splits]
+        self._taken = [False] * len(splits)
+        self._left = len(splits)
+        self.total = len(splits)
+        self._locality_wait = locality_wait
+        self._clock = clock
+        self._waiting_since: dict[str, float] = {}   # requester -> first AskAgain
+        self._by_host: dict[str, deque[int]] = {}
+        self._left_on: dict[str, int] = {}          # untaken splits stored on each host
+        self._unlocated: deque[int] = deque()
+        for index, hosts in enumerate(self._hosts):
+            if not hosts:
+                self._unlocated.append(index)
+            for host in hosts:
+                self._by_host.setdefault(host, deque()).append(index)
+                self._left_on[host] = self._left_on.get(host, 0) + 1
+
+    def next_split(self, host: str = "", reader_hosts: Collection[str] = (),
+                   requester: str = "") -> Assigned | AskAgain | None:
+        """The next split for ``requester`` on ``host``, given the hosts where subtasks
+        of this source are running; None when every split is taken."""
+        if self._left == 0:
+            return None
+        index = self._take(self._by_host.get(host))
+        if index is not None:
+            return self._give(index, Locality.LOCAL, requester)
+        index = self._take(self._unlocated)
+        if index is not None:
+            return self._give(index, Locality.UNKNOWN, requester)
+        orphans = [h for h, n in self._left_on.items() if n > 0 and h not in reader_hosts]
+        if not orphans:
+            now = self._clock()
+            since = self._waiting_since.setdefault(requester, now)
+            if now - since < self._locality_wait:
+                return AskAgain(min(0.5, self._locality_wait - (now - since)))
+        candidates = orphans or [h for h, n in self._left_on.items() if n > 0]
+        busiest = max(candidates, key=self._left_on.__getitem__)
+        index = self._take(self._by_host[busiest])
+        assert index is not None, "a host with splits left has them in its queue"
+        return self._give(index, Locality.REMOTE, requester)
+
+    def _take(self, queue: deque[int] | None) -> int | None:
+        while queue:
+            index = queue.popleft()
+            if not self._taken[index]:
+                return index
+        return None
+
+    def _give(self, index: int, locality: Locality, requester: str) -> Assigned:
+        self._taken[index] = True
+        self._left -= 1
+        self._waiting_since.pop(requester, None)
+        for host in self._hosts[index]:
+            self._left_on[host] -= 1
+        return Assigned(self._splits[index], locality)

@@ -11,6 +11,7 @@ import socket
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 # Hadoop's own defaults (yarn-default.xml) for what a site file may leave out.
 _DEFAULTS = {
@@ -66,6 +67,19 @@ class HadoopConf:
     @property
     def rm_address(self) -> str:
         return self.get("yarn.resourcemanager.address")
+
+    @property
+    def default_fs(self) -> str:
+        return self.get("fs.defaultFS") or "file:///"
+
+    def namenode_http_address(self, authority: str = "") -> str:
+        """The HTTP (WebHDFS) address of the NameNode at RPC ``authority`` (default:
+        fs.defaultFS's), with a wildcard bind address replaced by the NameNode's host."""
+        http = self.get("dfs.namenode.http-address") or "0.0.0.0:9870"
+        host, _, port = http.rpartition(":")
+        if host in ("", "0.0.0.0"):
+            host = (authority or urlparse(self.default_fs).netloc).rsplit(":", 1)[0]
+        return f"{host}:{port}"
 
     @property
     def max_allocation(self) -> tuple[int, int]:

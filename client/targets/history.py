@@ -19,10 +19,7 @@ from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 def webhdfs_url(hdfs_url: str, hadoop: HadoopConf) -> str:
     """``hdfs://nn:9000/p`` (or ``hdfs:///p``) -> ``webhdfs://<dfs.namenode.http-address>/p``."""
-    http = hadoop.get("dfs.namenode.http-address")
-    if not http or http.startswith("0.0.0.0"):
-        host = urlparse(hdfs_url).hostname or urlparse(hadoop.get("fs.defaultFS")).hostname
-        http = f"{host}:{(http or ':9870').rsplit(':', 1)[1]}"
+    http = hadoop.namenode_http_address(urlparse(hdfs_url).netloc)
     return f"webhdfs://{http}{urlparse(hdfs_url).path}"
 
 

@@ -28,6 +28,19 @@ class AttachedResult:
     details: Any
 
 
+def archived_details(config: Configuration, job_id: str) -> Any:
+    """The job's final details as its ApplicationMaster archived them; None when the
+    archive cannot be read (the live view's last figures then stand in)."""
+    location = config.get(options.SESSION_HISTORY_DIR)
+    if not location:
+        return None
+    from yarnflow.appmaster.dispatcher import open_archive
+    try:
+        return open_archive(location).load(job_id)
+    except (KeyError, OSError, ValueError):
+        return None
+
+
 def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Submission | AttachedResult:
     submission = submit_per_job(graph, config)
     console = context.console
@@ -45,7 +58,7 @@ def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Su
                 final = app.follow(lambda d: (last.append(d), live.update(progress_table(d))))
         else:
             final = app.follow(last.append)
-    details = last[-1] if last else None
+    details = archived_details(config, submission.job_id) or (last[-1] if last else None)
     if details is not None:
         print_summary(details, console, context.show_subtasks)
     status = _JOB_STATUS.get(final.final_status, RunStatus.FAILED)

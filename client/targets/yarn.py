@@ -36,6 +36,7 @@ from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.rpc.skein_contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.targets.history import history_location
 from yarnflow.targets.yarn_errors import YarnError
 
 T = TypeVar("T")
@@ -88,6 +89,11 @@ def prepare_config(config: Configuration) -> Configuration:
     config.set(options.MAX_WORKER_CPU, max_vcores)
     if not config.is_set(options.UPSTREAM_FAILURE_GRACE):
         config.set(options.UPSTREAM_FAILURE_GRACE, YARN_DEFAULT_UPSTREAM_GRACE)
+    # The cluster's paths: one without a scheme is on fs.defaultFS, as for Hadoop's tools.
+    if not config.get(options.FS_DEFAULT_SCHEME):
+        config.set(options.FS_DEFAULT_SCHEME, hadoop.default_fs)
+    if not config.get(options.FS_HDFS_HTTP_ADDRESS) and hadoop.default_fs.startswith("hdfs://"):
+        config.set(options.FS_HDFS_HTTP_ADDRESS, hadoop.namenode_http_address())
     return config
 
 
@@ -217,6 +223,8 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> Submission:
     ``config`` has been through ``prepare_config``."""
     timeout = config.get(options.YARN_CLIENT_TIMEOUT)
     specs = plan_containers(graph, config)
+    # The ApplicationMaster archives the ended job there, so its final figures outlive it.
+    config.set(options.SESSION_HISTORY_DIR, history_location(config))
     import skein
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
@@ -229,6 +237,7 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> Submission:
                              "reading the application report")
         finally:
             client.close()        # stops a private driver; a global one stays up
-    ApplicationStore().save(app_id, credentials, {"job_id": graph.job_id, "name": graph.name,
-                                                  "submitted": time.time()})
+    ApplicationStore().save(app_id, credentials, {
+        "job_id": graph.job_id, "name": graph.name, "submitted": time.time(),
+        "history": config.get(options.SESSION_HISTORY_DIR)})
     return Submission(app_id, graph.job_id, report.tracking_url or "")

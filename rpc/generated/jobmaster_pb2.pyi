@@ -62,12 +62,14 @@ class InputSplitRequest(_message.Message):
     def __init__(self, job_master_id: _Optional[str] = ..., vertex_id: _Optional[str] = ..., attempt_id: _Optional[str] = ...) -> None: ...
 
 class InputSplitResponse(_message.Message):
-    __slots__ = ("end", "split")
+    __slots__ = ("end", "split", "retry_after_s")
     END_FIELD_NUMBER: _ClassVar[int]
     SPLIT_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_S_FIELD_NUMBER: _ClassVar[int]
     end: bool
     split: bytes
-    def __init__(self, end: _Optional[bool] = ..., split: _Optional[bytes] = ...) -> None: ...
+    retry_after_s: float
+    def __init__(self, end: _Optional[bool] = ..., split: _Optional[bytes] = ..., retry_after_s: _Optional[float] = ...) -> None: ...
 
 class PartitionDataAvailable(_message.Message):
     __slots__ = ("job_master_id", "attempt_id", "result_id")
@@ -116,7 +118,7 @@ class JobId(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class SubtaskDetails(_message.Message):
-    __slots__ = ("index", "state", "attempt", "resource_id", "allocation_id", "metrics", "error", "state_timestamps")
+    __slots__ = ("index", "state", "attempt", "resource_id", "allocation_id", "metrics", "error", "state_timestamps", "splits_local", "splits_remote", "host")
     class StateTimestampsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +134,9 @@ class SubtaskDetails(_message.Message):
     METRICS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     STATE_TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
+    SPLITS_LOCAL_FIELD_NUMBER: _ClassVar[int]
+    SPLITS_REMOTE_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
     index: int
     state: _common_pb2.ExecutionState
     attempt: int
@@ -140,7 +145,10 @@ class SubtaskDetails(_message.Message):
     metrics: _common_pb2.TaskMetrics
     error: str
     state_timestamps: _containers.ScalarMap[str, float]
-    def __init__(self, index: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., error: _Optional[str] = ..., state_timestamps: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    splits_local: int
+    splits_remote: int
+    host: str
+    def __init__(self, index: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., error: _Optional[str] = ..., state_timestamps: _Optional[_Mapping[str, float]] = ..., splits_local: _Optional[int] = ..., splits_remote: _Optional[int] = ..., host: _Optional[str] = ...) -> None: ...
 
 class VertexDetails(_message.Message):
     __slots__ = ("id", "name", "parallelism", "subtasks")

@@ -14,6 +14,7 @@ class OperatorContext(Protocol):
     parallelism: int
     vertex_name: str
     job_id: str
+    attempt_id: str
     batch_rows: int
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]: ...

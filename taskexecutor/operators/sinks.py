@@ -1,71 +1,186 @@
-"""Sinks: where results go, and how a job's output becomes visible all at once."""
+"""Sinks: where results go, and how a job's output becomes visible all at once, on
+whatever file system it lives (Hadoop's FileOutputCommitter, Flink's FinalizeOnMaster).
+
+Names beside the target ``<dir>/<base>`` during job ``J``:
+
+- ``<dir>/.<base>.yarnflow-staging-J/`` the job's output until it is committed;
+- ``…-staging-J/_temporary/part-00003-<attempt>.parquet`` one task attempt's file while
+  it is written; the attempt commits it by renaming it to ``…-staging-J/part-00003.parquet``;
+- ``<dir>/.<base>.yarnflow-replaced-J/`` an older output for the moment that
+  ``mode="overwrite"`` swaps it out.
+
+The JobMaster sets the staging directory up before any task runs and, when the job
+has FINISHED, renames it onto the target: one rename, atomic on HDFS and local disks.
+A failed or cancelled job's staging directory is deleted. Task files are created
+without their parent directory, so a task that outlives the abort fails instead of
+bringing staging back. What a crash leaves (an ApplicationMaster killed mid-job, or
+mid-commit) the next job writing the same output clears, restoring an older output
+whose replacement did not complete.
+"""
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
+import logging
+import posixpath
+from typing import Any
 
 import pyarrow.parquet as pq
 
+from yarnflow.core.fs import FileSystem, FileSystemSettings
 from yarnflow.taskexecutor.operators.base import Operator, OperatorContext
+from yarnflow.taskexecutor.operators.files import BoundPaths, DataPathError, unreachable
+
+log = logging.getLogger(__name__)
+
+MODES = {"errorifexists": "errorifexists", "error": "errorifexists", "overwrite": "overwrite"}
 
 
 class DirectoryCommitter:
-    """A job's output directory appears whole or not at all (Hadoop's output committer,
-    Flink's FinalizeOnMaster). Subtasks write into a hidden staging directory beside
-    the target, named for the job; when the job has FINISHED the JobMaster renames it
-    onto the target (replacing an older output only then); when the job fails or is
-    cancelled it deletes it. A reader of the target never sees a partial result."""
+    """Commit protocol of one output directory: ``check_submittable`` in the client,
+    ``setup`` / ``commit`` / ``abort`` in the JobMaster, ``commit_task`` in a task."""
 
-    def __init__(self, path: str) -> None:
-        self.path = os.path.abspath(path)
+    def __init__(self, path: str, mode: str = "errorifexists") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r} is not one of "
+                             f"{', '.join(sorted(set(MODES.values())))}")
+        self.output = BoundPaths(path)
+        self.mode = MODES[mode]
+
+    def bind_filesystem(self, settings: FileSystemSettings) -> None:
+        self.output.bind(settings, "output")
+
+    @property
+    def uri(self) -> str:
+        return self.output.resolved()[0]
+
+    @property
+    def fs(self) -> FileSystem:
+        return self.output.filesystem(self.uri)
+
+    # --- names -----------------------------------------------------------------------
+    def _sibling(self, kind: str, job_id: str) -> str:
+        parent, base = posixpath.split(self.fs.path(self.uri).rstrip("/"))
+        return self.fs.uri(f"{parent}/.{base}.yarnflow-{kind}-{job_id}")
 
     def staging(self, job_id: str) -> str:
-        parent, base = os.path.split(self.path)
-        return os.path.join(parent, f".{base}.yarnflow-staging-{job_id}")
+        return self._sibling("staging", job_id)
+
+    def attempt_file(self, job_id: str, subtask: int, attempt_id: str) -> str:
+        return f"{self.staging(job_id)}/_temporary/part-{subtask:05d}-{attempt_id}.parquet"
+
+    def task_file(self, job_id: str, subtask: int) -> str:
+        return f"{self.staging(job_id)}/part-{subtask:05d}.parquet"
+
+    # --- the client, before submission -------------------------------------------------
+    def check_submittable(self) -> None:
+        """The default mode refuses an existing output (Spark's ``errorifexists``); an
+        output the user may not write is refused too, before any work is done."""
+        try:
+            if self.mode == "errorifexists" and self.fs.exists(self.uri):
+                raise DataPathError(self._exists_message())
+            self.fs.check_writable(self.uri)
+        except PermissionError as err:
+            raise DataPathError(f"output {self.uri} cannot be written: {err}. Fix: write where this user may, or get write access to it") from None
+        except DataPathError:
+            raise
+        except OSError as err:
+            raise unreachable(self.uri, err) from None
+
+    def _exists_message(self) -> str:
+        return (f"output {self.uri} already exists. Fix: write elsewhere, or "
+                "write_parquet(path, mode='overwrite') to replace it")
+
+    # --- the JobMaster -----------------------------------------------------------------
+    def setup(self, job_id: str) -> None:
+        self.recover()
+        if self.mode == "errorifexists" and self.fs.exists(self.uri):
+            raise DataPathError(self._exists_message())
+        self.fs.mkdirs(f"{self.staging(job_id)}/_temporary")
+
+    def recover(self) -> None:
+        """Clear what crashed jobs left beside the target. An older output moved aside
+        by an overwrite whose second rename never happened is put back."""
+        fs = self.fs
+        parent, base = posixpath.split(fs.path(self.uri).rstrip("/"))
+        prefix = f".{base}.yarnflow-"
+        names = [n for n in fs.list_dir(fs.uri(parent)) if n.startswith(prefix)]
+        for name in names:
+            kind, _, job_id = name[len(prefix):].partition("-")
+            leftover = fs.uri(f"{parent}/{name}")
+            if kind == "replaced" and not fs.exists(self.uri) \
+                    and f"{prefix}staging-{job_id}" in names:
+                log.warning("restoring %s: job %s replaced it and crashed before its output "
+                            "took its place", self.uri, job_id)
+                fs.rename(leftover, self.uri)
+            else:
+                log.warning("removing %s, left by job %s that did not end", leftover, job_id)
+                fs.delete(leftover)
 
     def commit(self, job_id: str) -> None:
-        staging = self.staging(job_id)
-        os.makedirs(staging, exist_ok=True)       # a job that wrote no rows: an empty output
-        old = None
-        if os.path.lexists(self.path):
-            parent, base = os.path.split(self.path)
-            old = os.path.join(parent, f".{base}.yarnflow-replaced-{job_id}")
-            os.replace(self.path, old)
-        os.replace(staging, self.path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        fs, staging = self.fs, self.staging(job_id)
+        if not fs.exists(staging):
+            raise FileNotFoundError(f"the staging directory {staging} is gone: did another "
+                                    "job writing the same output remove it?")
+        fs.delete(f"{staging}/_temporary")      # attempts that never committed
+        if fs.exists(self.uri):
+            if self.mode != "overwrite":
+                raise FileExistsError(f"{self._exists_message()} (it appeared while the "
+                                      "job ran)")
+            replaced = self._sibling("replaced", job_id)
+            fs.rename(self.uri, replaced)
+            fs.rename(staging, self.uri)
+            fs.delete(replaced)
+        else:
+            fs.rename(staging, self.uri)
 
     def abort(self, job_id: str) -> None:
-        shutil.rmtree(self.staging(job_id), ignore_errors=True)
+        self.fs.delete(self.staging(job_id))
+
+    # --- a task ------------------------------------------------------------------------
+    def commit_task(self, job_id: str, subtask: int, attempt_id: str) -> None:
+        """The attempt's file becomes the subtask's (replacing an earlier attempt's)."""
+        final = self.task_file(job_id, subtask)
+        self.fs.delete(final)
+        self.fs.rename(self.attempt_file(job_id, subtask, attempt_id), final)
 
 
 class ParquetSink(Operator):
-    """Each subtask writes ``part-NNNNN.parquet`` into the job's staging directory (see
-    DirectoryCommitter), under a temporary name until its input is complete."""
+    """Each subtask attempt writes one Parquet file into the job's staging directory
+    and commits it when its input is complete (see DirectoryCommitter)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, mode: str = "errorifexists") -> None:
         self.path = path
-        self.committer = DirectoryCommitter(path)
+        self.committer = DirectoryCommitter(path, mode)
+
+    def bind_filesystem(self, settings: FileSystemSettings) -> None:
+        self.committer.bind_filesystem(settings)
 
     def run(self, ctx: OperatorContext) -> None:
-        staging = self.committer.staging(ctx.job_id)
-        os.makedirs(staging, exist_ok=True)
-        final = os.path.join(staging, f"part-{ctx.subtask_index:05d}.parquet")
-        temp = os.path.join(staging, f".part-{ctx.subtask_index:05d}.{uuid.uuid4().hex}.tmp")
+        committer = self.committer
+        temp = committer.attempt_file(ctx.job_id, ctx.subtask_index, ctx.attempt_id)
         writer: pq.ParquetWriter | None = None
+        stream: Any = None
         try:
             for batch in ctx.input(0):
                 if writer is None:
-                    writer = pq.ParquetWriter(temp, batch.schema)
+                    stream = committer.fs.open_output(temp)
+                    writer = pq.ParquetWriter(stream, batch.schema)
                 writer.write_batch(batch)
             if writer is None:
                 return
             writer.close()
             writer = None
-            os.replace(temp, final)
+            stream.close()
+            stream = None
+            committer.commit_task(ctx.job_id, ctx.subtask_index, ctx.attempt_id)
         finally:
-            if writer is not None:
-                writer.close()
-            if os.path.exists(temp):
-                os.remove(temp)
+            for closable in (writer, stream):
+                try:
+                    if closable is not None:
+                        closable.close()
+                except Exception:   # the failure being raised already says what went wrong
+                    pass
+            if writer is not None or stream is not None:
+                try:
+                    committer.fs.delete(temp)
+                except Exception:
+                    log.warning("could not remove %s", temp, exc_info=True)

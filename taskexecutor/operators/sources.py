@@ -1,8 +1,9 @@
 """Sources: the JobMaster cuts the input into splits; subtasks ask for the next split
-until none is left, so a fast subtask reads more than a slow one."""
+until none is left, so a fast subtask reads more than a slow one. A split carries the
+hosts that store its bytes (HDFS block locations), and the JobMaster hands a subtask
+the splits stored on its own host first (see ``appmaster/jobmaster/splits.py``)."""
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -11,8 +12,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from yarnflow.core.fs import FileSystemSettings, hosts_of_range
 from yarnflow.planner.estimates import UNKNOWN, Estimate
 from yarnflow.taskexecutor.operators.base import Operator, OperatorContext
+from yarnflow.taskexecutor.operators.files import BoundPaths, DataPathError, unreachable
 
 
 class Source(Operator):
@@ -36,51 +39,92 @@ class Source(Operator):
                 ctx.emit(batch)
 
 
-def expand_paths(path: str | list[str], suffix: str) -> list[str]:
-    """Files named by a path, a directory (all ``*suffix`` files in it) or a glob."""
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    files: list[str] = []
-    for p in map(str, paths):
-        if os.path.isdir(p):
-            files.extend(sorted(glob.glob(os.path.join(p, f"*{suffix}"))))
-        elif any(ch in p for ch in "*?["):
-            files.extend(sorted(glob.glob(p)))
-        elif os.path.exists(p):
-            files.append(p)
-        else:
-            raise FileNotFoundError(f"input {p} does not exist; check the path (it is read on "
-                                    "the cluster, so it must exist there)")
-    if not files:
-        raise FileNotFoundError(f"no {suffix} files found at {path}")
-    return files
+class FileSource(Source):
+    """Files named by paths: a file, a directory (its files ending in ``suffix``) or a
+    glob, on any file system ``yarnflow.core.fs`` opens."""
+    suffix = ""
+
+    def __init__(self, path: str | os.PathLike[str] | list[Any]) -> None:
+        self.inputs = BoundPaths(path)
+
+    @property
+    def path(self) -> Any:
+        return self.inputs.paths[0] if len(self.inputs.paths) == 1 else self.inputs.paths
+
+    def bind_filesystem(self, settings: FileSystemSettings) -> None:
+        self.inputs.bind(settings, "input")
+
+    def files(self) -> list[tuple[str, int]]:
+        """``(uri, size)`` of every input file; a missing input is the user's error."""
+        found: list[tuple[str, int]] = []
+        for uri in self.inputs.resolved():
+            try:
+                listed = self.inputs.filesystem(uri).list_files(uri, self.suffix)
+            except FileNotFoundError:
+                raise DataPathError(
+                    f"input {uri} does not exist. Fix: check the path (a path without a "
+                    f"scheme is on {self.inputs.settings.default_fs}); data for a cluster "
+                    "must be on its file system (yarnflow fs put)") from None
+            except PermissionError as err:
+                raise DataPathError(f"input {uri} is not readable: {err}") from None
+            except OSError as err:            # the NameNode or the store did not answer
+                raise unreachable(uri, err) from None
+            if not listed:
+                raise DataPathError(f"input {uri} holds no {self.suffix or ''} files")
+            found.extend(listed)
+        return found
 
 
 @dataclass(frozen=True)
 class ParquetSplit:
     path: str
     row_group: int
+    hosts: tuple[str, ...] = ()
 
 
-class ParquetSource(Source):
-    """One split per Parquet row group."""
+def _row_group_range(group: Any) -> tuple[int, int]:
+    """Where a row group's column chunks lie in its file: (first byte, bytes)."""
+    starts, size = [], 0
+    for c in range(group.num_columns):
+        column = group.column(c)
+        start = column.data_page_offset
+        if column.has_dictionary_page and column.dictionary_page_offset:
+            start = min(start, column.dictionary_page_offset)
+        starts.append(start)
+        size += column.total_compressed_size
+    return (min(starts) if starts else 0), size
 
-    def __init__(self, path: str | list[str], columns: list[str] | None = None) -> None:
-        self.path = path
+
+class ParquetSource(FileSource):
+    """One split per Parquet row group, located on the hosts of the block holding
+    most of its bytes."""
+    suffix = ".parquet"
+
+    def __init__(self, path: str | os.PathLike[str] | list[Any],
+                 columns: list[str] | None = None) -> None:
+        super().__init__(path)
         self.columns = columns
+
+    def _metadata(self, uri: str) -> Any:
+        with self.inputs.filesystem(uri).open_input(uri) as f:
+            return pq.read_metadata(f)
 
     def create_input_splits(self, parallelism: int) -> list[Any]:
         splits = []
-        for file in expand_paths(self.path, ".parquet"):
-            meta = pq.ParquetFile(file).metadata
-            splits.extend(ParquetSplit(file, i) for i in range(meta.num_row_groups))
+        for uri, _ in self.files():
+            meta = self._metadata(uri)
+            blocks = self.inputs.filesystem(uri).block_locations(uri)
+            for g in range(meta.num_row_groups):
+                start, size = _row_group_range(meta.row_group(g))
+                splits.append(ParquetSplit(uri, g, hosts_of_range(blocks, start, size)))
         return splits
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
         """Rows and uncompressed bytes (of the projected columns) from the files'
         footers: close to the Arrow size, unlike the compressed file size."""
         rows = size = 0
-        for file in expand_paths(self.path, ".parquet"):
-            meta = pq.read_metadata(file)
+        for uri, _ in self.files():
+            meta = self._metadata(uri)
             rows += meta.num_rows
             for g in range(meta.num_row_groups):
                 group = meta.row_group(g)
@@ -93,28 +137,41 @@ class ParquetSource(Source):
         return Estimate(rows, size)
 
     def read_split(self, split: ParquetSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        return pq.ParquetFile(split.path).iter_batches(
-            batch_size=batch_rows, row_groups=[split.row_group], columns=self.columns)
+        # pre_buffer: the row group's column chunks in few large reads, which a remote
+        # file system answers much faster than many small ones
+        with self.inputs.filesystem(split.path).open_input(split.path) as f:
+            yield from pq.ParquetFile(f, pre_buffer=True).iter_batches(
+                batch_size=batch_rows, row_groups=[split.row_group], columns=self.columns)
 
 
-class CsvSource(Source):
+@dataclass(frozen=True)
+class CsvSplit:
+    path: str
+    hosts: tuple[str, ...] = ()
+
+
+class CsvSource(FileSource):
     """One split per CSV file, read as a stream."""
+    suffix = ".csv"
 
-    def __init__(self, path: str | list[str], **read_options: Any) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str] | list[Any], **read_options: Any) -> None:
+        super().__init__(path)
         self.read_options = read_options
 
     def create_input_splits(self, parallelism: int) -> list[Any]:
-        return expand_paths(self.path, ".csv")
+        splits = []
+        for uri, size in self.files():
+            blocks = self.inputs.filesystem(uri).block_locations(uri)
+            splits.append(CsvSplit(uri, hosts_of_range(blocks, 0, size)))
+        return splits
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
         """CSV text is about as large as its Arrow form; rows are unknown until read."""
-        return Estimate(None, sum(os.path.getsize(f) for f in expand_paths(self.path, ".csv")))
+        return Estimate(None, sum(size for _, size in self.files()))
 
-    def read_split(self, split: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        reader = pacsv.open_csv(split, **self.read_options)
-        for batch in reader:
-            yield batch
+    def read_split(self, split: CsvSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
+        with self.inputs.filesystem(split.path).open_input_stream(split.path) as f:
+            yield from pacsv.open_csv(f, **self.read_options)
 
 
 class TableSource(Source):

@@ -3,17 +3,20 @@ mutual TLS, real Arrow Flight exchange."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 import yarnflow as yf
 from tests.conftest import FAST, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
+from yarnflow.jobgraph import InvalidPipelineError
 from yarnflow.rpc.generated import common_pb2
 from yarnflow.targets.local import LocalCluster
 
@@ -89,13 +92,26 @@ def test_user_code_error_fails_the_job_with_the_vertex_and_the_exception(fast_co
     assert "Traceback" in result.failure_detail
 
 
-def test_missing_input_fails_with_a_clear_error(fast_config, tmp_path):
+def test_missing_input_is_refused_at_planning_and_fails_the_job_if_gone_by_run_time(
+        fast_config, tmp_path):
     p = yf.Pipeline("missing")
     p.read_parquet(str(tmp_path / "nope")).write_parquet(str(tmp_path / "o"))
+    with pytest.raises(InvalidPipelineError, match=r"vertex 'parquet-source': input "
+                       r"file://.*/nope does not exist\. Fix: check the path"):
+        p.job_graph(fast_config)
+
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(pa.table({"x": [1, 2]}), data / "a.parquet")
+    p = yf.Pipeline("vanished")
+    p.read_parquet(str(data)).write_parquet(str(tmp_path / "o"))
+    graph = p.job_graph(fast_config)
+    shutil.rmtree(data)
     with LocalCluster(fast_config) as cluster:
-        result = cluster.submit(p.job_graph(fast_config)).wait(60)
+        result = cluster.submit(graph).wait(60)
     assert result.status is JobStatus.FAILED
     assert "parquet-source" in result.failure and "does not exist" in result.failure
+    assert not list(tmp_path.glob(".o.yarnflow-*")), "a job that never started left staging"
 
 
 def test_cancel_ends_the_job_canceled_and_frees_its_slots(tmp_path):

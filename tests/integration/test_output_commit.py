@@ -37,7 +37,7 @@ def test_a_killed_job_leaves_nothing_at_the_target_and_a_rerun_writes_it_whole(
     out = tmp_path / "out"
     with LocalCluster(fast_config) as cluster:
         client = cluster.submit(pipeline(str(out), slow=True).job_graph(fast_config))
-        wait_until(lambda: list(tmp_path.glob(".out.yarnflow-staging-*/.part-*")), 60,
+        wait_until(lambda: list(tmp_path.glob(".out.yarnflow-staging-*/_temporary/part-*")), 60,
                    "the sink to be writing into its staging directory")
         assert not out.exists()
         client.cancel()

@@ -3,17 +3,26 @@ ResourceManager, three NodeManagers and HDFS from Hadoop 3.5 jars) once per sess
 and `down` at the end unless it was already up before the tests started."""
 from __future__ import annotations
 
+import getpass
+import io
 import json
 import os
+import posixpath
 import subprocess
 import sys
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import wait_until
+from yarnflow.core.fs import FileSystemSettings, open_filesystem
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "docker-hadoop" / "native" / "cluster"
@@ -44,6 +53,92 @@ def yarn_cluster() -> "YarnRest":
             subprocess.run([sys.executable, str(CLUSTER), "down"], capture_output=True, timeout=120)
 
 
+# The hosts of docker-hadoop/native/cluster: a NodeManager and a DataNode on each.
+HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+DATANODE_PORT = 9866
+
+
+@pytest.fixture(scope="session")
+def hdfs(yarn_cluster: "YarnRest") -> "Hdfs":
+    return Hdfs(os.environ["YARNFLOW_TEST_HDFS"])
+
+
+class Hdfs:
+    """The test cluster's HDFS seen directly, not through a job: what the tests put
+    there and read back."""
+
+    def __init__(self, default_fs: str) -> None:
+        self.default_fs = default_fs
+        self.settings = FileSystemSettings(
+            default_fs=default_fs, user=getpass.getuser(),
+            hdfs_http_addresses=((urlsplit(default_fs).netloc, "127.0.0.1:9870"),))
+        self.fs = open_filesystem(default_fs + "/", self.settings)
+
+    def scratch(self, name: str) -> str:
+        """A fresh directory's URI. Its path exists on no local disk: a job that read or
+        wrote the local path of the same name would not find or leave its data there."""
+        uri = f"{self.default_fs}/tmp/yarnflow-tests/{name}-{uuid.uuid4().hex[:8]}"
+        self.fs.mkdirs(uri)
+        assert not os.path.exists(urlsplit(uri).path)
+        return uri
+
+    def read_table(self, uri: str) -> pa.Table:
+        return pq.read_table(self.fs.path(uri), filesystem=self.fs.arrow)
+
+    def write_table(self, table: pa.Table, uri: str, **options: Any) -> None:
+        self.fs.mkdirs(posixpath.dirname(uri))
+        with self.fs.open_output(uri) as out:
+            pq.write_table(table, out, **options)
+
+    def write_table_on(self, table: pa.Table, uri: str, host: str, **options: Any) -> None:
+        """A Parquet file whose blocks are all stored on ``host``: WebHDFS's
+        ``excludedatanodes`` leaves the NameNode one DataNode to write through, and
+        HDFS puts a writer's blocks on its own host."""
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, **options)
+        others = ",".join(f"{h}:{DATANODE_PORT}" for h in HOSTS if h != host)
+        webhdfs = self.fs.webhdfs
+        created = webhdfs._call("CREATE", method="put", path=self.fs.path(uri), redirect=False,
+                                overwrite="true", excludedatanodes=others)
+        webhdfs.session.put(created.headers["Location"], data=buffer.getvalue()).raise_for_status()
+
+    def block_hosts(self, uri: str) -> list[tuple[str, ...]]:
+        return [block.hosts for block in self.fs.block_locations(uri)]
+
+    def files_being_written(self, uri: str) -> list[str]:
+        """Task attempts' files in the staging directories beside ``uri``."""
+        parent = posixpath.dirname(uri.rstrip("/"))
+        return [name for staging in self.leftovers(uri) if "-staging-" in staging
+                for name in self.fs.list_dir(f"{parent}/{staging}/_temporary")]
+
+    def leftovers(self, uri: str) -> list[str]:
+        """Staging or moved-aside directories of ``uri`` that a job left beside it."""
+        parent, base = posixpath.split(self.fs.path(uri).rstrip("/"))
+        return [n for n in self.fs.list_dir(self.fs.uri(parent))
+                if n.startswith(f".{base}.yarnflow-")]
+
+
+def appmaster_process(app_id: str) -> psutil.Process:
+    """The yarnflow ApplicationMaster of ``app_id`` (a process of its first container)."""
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "yarnflow.appmaster" in cmd:
+            try:
+                if app_id in proc.cwd():
+                    return proc
+            except psutil.Error:
+                pass
+    raise AssertionError(f"no ApplicationMaster process of {app_id}")
+
+
+def submitted_job_id(proc: subprocess.CompletedProcess[str]) -> str:
+    for line in proc.stdout.splitlines():
+        words = line.split()
+        if words[:2] == ["submitted", "job"]:
+            return words[2]
+    raise AssertionError(f"no job id in the client's output:\n{proc.stdout}\n{proc.stderr}")
+
+
 class YarnRest:
     """YARN's own view, from the ResourceManager's REST API."""
 
@@ -71,6 +166,16 @@ class YarnRest:
     def wait_finished(self, app_id: str, timeout: float = 240) -> dict:
         return wait_until(lambda: (a := self.app(app_id))["state"] in FINISHED and a,
                           timeout, f"{app_id} to finish", interval=0.5)
+
+
+def load_example() -> Any:
+    """examples/skewed_join.py as a module (its data generator and pyarrow reference)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("skewed_join",
+                                                  ROOT / "examples" / "skewed_join.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)   # type: ignore[union-attr]
+    return module
 
 
 def yarnflow(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -1,8 +1,9 @@
 """yarn-per-job end to end, on the real Hadoop 3.5 cluster of docker-hadoop/native."""
 from __future__ import annotations
 
-import importlib.util
+import os
 import time
+from urllib.parse import urlsplit
 
 import psutil
 import pyarrow.parquet as pq
@@ -11,39 +12,37 @@ import pytest
 from tests.conftest import wait_until
 from yarnflow.rpc.generated import common_pb2
 from yarnflow.targets.yarn_apps import YarnApplication
-from tests.yarn.conftest import FAST, PIPELINES, ROOT, submitted_app_id, yarnflow
+from tests.yarn.conftest import FAST, PIPELINES, load_example, submitted_app_id, yarnflow
 
 SHAPES = str(PIPELINES / "shapes.py")
 SMALL_BATCHES = ["-D", "pipeline.batch-rows=250"]   # several batches, so rebalance feeds all
 pytestmark = pytest.mark.usefixtures("yarn_cluster")
 
 
-def load_example():
-    spec = importlib.util.spec_from_file_location("skewed_join", ROOT / "examples" / "skewed_join.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_main_example_per_job_returns_at_once_and_succeeds(yarn_cluster, tmp_path):
-    data, out = tmp_path / "data", tmp_path / "out"
+def test_main_example_per_job_returns_at_once_and_succeeds(yarn_cluster, hdfs):
+    """Seed 003's job with its inputs and output on HDFS, whose blocks live on the
+    NodeManagers' hosts; nothing exists at the local paths of the same names."""
+    base = hdfs.scratch("example")
+    data, out = f"{base}/data", f"{base}/out"
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "examples/skewed_join.py", "--",
-                    "--rows", "30000", "--data", str(data), "--out", str(out))
+                    "--rows", "30000", "--data", data, "--out", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     # the client has exited; the application is still going
     assert yarn_cluster.app(app_id)["state"] in ("ACCEPTED", "RUNNING", "SUBMITTED")
     app = yarn_cluster.wait_finished(app_id)
     assert app["finalStatus"] == "SUCCEEDED", app["diagnostics"]
-    got = pq.read_table(out).sort_by("InstrumentId")
-    want = load_example().reference(str(data)).sort_by("InstrumentId")
+    got = hdfs.read_table(out).sort_by("InstrumentId")
+    want = load_example().reference(data).sort_by("InstrumentId")
     assert got.num_rows == 30000
     assert got.equals(want.select(got.column_names))
+    assert hdfs.leftovers(out) == []
+    assert not os.path.exists(urlsplit(base).path), "something was written to the local path"
 
 
-def test_two_profiles_get_containers_of_exactly_those_sizes(yarn_cluster, tmp_path):
+def test_two_profiles_get_containers_of_exactly_those_sizes(yarn_cluster, hdfs):
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "two-profiles",
-                    "--work", "5", "--out", str(tmp_path / "out"))
+                    "--work", "5", "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     seen: dict[str, tuple[int, int]] = {}
@@ -63,12 +62,12 @@ def test_two_profiles_get_containers_of_exactly_those_sizes(yarn_cluster, tmp_pa
     assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
 
 
-def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster, tmp_path):
+def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster, hdfs):
     """LAZY_FROM_SOURCES: stage 2 runs on executors of its own profile; stage 1's
     container must go within slot.idle.timeout + taskmanager-timeout + 2 s of its
     subtask finishing, as YARN itself sees it."""
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "lazy", "--work", "25",
-                    "--out", str(tmp_path / "out"))
+                    "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     with YarnApplication(app_id, timeout=30) as app:
@@ -113,9 +112,9 @@ def _taskexecutor_processes(app_id: str) -> list[psutil.Process]:
     return found
 
 
-def test_container_killed_from_outside_fails_the_job_with_its_cause(yarn_cluster, tmp_path):
+def test_container_killed_from_outside_fails_the_job_with_its_cause(yarn_cluster, hdfs):
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES, SHAPES, "--", "long",
-                    "--work", "60", "--out", str(tmp_path / "out"))
+                    "--work", "60", "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     with YarnApplication(app_id, timeout=30) as app:
@@ -139,20 +138,21 @@ def test_container_killed_from_outside_fails_the_job_with_its_cause(yarn_cluster
     ("8000m", "yarn.scheduler.maximum-allocation-mb=8192"),   # container with overhead too big
     ("20g", "more than the largest container allowed"),       # the profile alone is too big
 ])
-def test_profile_beyond_yarn_maximum_is_refused_before_submission(yarn_cluster, tmp_path,
+def test_profile_beyond_yarn_maximum_is_refused_before_submission(yarn_cluster, hdfs,
                                                                    memory, needle):
     before = yarn_cluster.app_ids()
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "huge", "--memory", memory,
-                    "--out", str(tmp_path / "out"))
+                    "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "huge-op" in proc.stdout and needle in proc.stdout, proc.stdout
     assert "Fix:" in proc.stdout
     assert yarn_cluster.app_ids() == before, "an application was submitted anyway"
 
 
-def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluster, tmp_path):
+def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluster, hdfs):
+    out = f"{hdfs.scratch('raise')}/out"
     proc = yarnflow("run", "-t", "yarn-per-job", "--attach", "--no-progress", *FAST, SHAPES,
-                    "--", "raise", "--out", str(tmp_path / "out"))
+                    "--", "raise", "--out", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     app = yarn_cluster.app(app_id)
@@ -162,12 +162,12 @@ def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluste
     assert "FAILED" in status.stdout
     assert "ValueError: bad input: 10 rows of which none is valid" in status.stdout
     assert "explode" in status.stdout            # the traceback names the user's function
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    assert not hdfs.fs.exists(out) and hdfs.leftovers(out) == []
 
 
-def test_cancel_ends_the_application_killed(yarn_cluster, tmp_path):
+def test_cancel_ends_the_application_killed(yarn_cluster, hdfs):
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES, SHAPES, "--", "long",
-                    "--work", "60", "--out", str(tmp_path / "out"))
+                    "--work", "60", "--out", f"{hdfs.scratch('out')}/out")
     app_id = submitted_app_id(proc)
     with YarnApplication(app_id, timeout=30) as app:
         wait_until(lambda: _subtasks_running(app, "work", 2), 120, "the job to be running",

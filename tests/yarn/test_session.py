@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 import uuid
 
-import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import wait_until
-from tests.yarn.conftest import FAST, PIPELINES, yarnflow
+from tests.yarn.conftest import FAST, PIPELINES, load_example, yarnflow
 from yarnflow.rpc.generated import common_pb2
 from yarnflow.targets.session import SessionClient
 
@@ -67,10 +66,11 @@ def ended(client: SessionClient, job_id: str, timeout: float = 120) -> str:
 JOBS: dict[str, str] = {}
 
 
-def test_jobs_run_concurrently_and_cancelling_one_leaves_the_others(session, tmp_path):
+def test_jobs_run_concurrently_and_cancelling_one_leaves_the_others(session, hdfs):
     app_id, client = session
+    base = hdfs.scratch("session-concurrent")
     runs = {name: yarnflow("run", "-t", "yarn-session", "-a", ref, SHAPES, "--", "long",
-                           "--work", work, "--out", str(tmp_path / name))
+                           "--work", work, "--out", f"{base}/{name}")
             for name, ref, work in (("a", NAME, "3"), ("b", app_id, "8"), ("d", NAME, "3"))}
     JOBS.update({name: accepted_job_id(proc) for name, proc in runs.items()})
     wait_until(lambda: all(work_running(client, JOBS[j]) for j in "abd"), 120,
@@ -80,23 +80,25 @@ def test_jobs_run_concurrently_and_cancelling_one_leaves_the_others(session, tmp
     assert ended(client, JOBS["b"]) == "CANCELED"
     for job in "ad":
         assert ended(client, JOBS[job]) == "FINISHED", client.details(JOBS[job]).failure
-        out = pq.read_table(tmp_path / job)
+        out = hdfs.read_table(f"{base}/{job}")
         assert sorted(out.column("k").to_pylist()) == list(range(2000))
         assert out.column("v").to_pylist() == [1.0] * 2000
     listing = yarnflow("list", "-a", NAME)
     assert JOBS["a"][:8] in listing.stdout and "CANCELED" in listing.stdout, listing.stdout
+    assert hdfs.leftovers(f"{base}/b") == [] and not hdfs.fs.exists(f"{base}/b")
 
 
 def test_idle_executors_beyond_the_minimum_go_and_a_third_job_runs_on_warm_ones(
-        session, yarn_cluster, tmp_path):
+        session, yarn_cluster, hdfs):
     app_id, client = session
+    out = f"{hdfs.scratch('session-warm')}/c"
     # three jobs at once held six executors; past the timeout the session keeps two
     wait_until(lambda: len(executor_containers(yarn_cluster, app_id)) == MIN_EXECUTORS, 60,
                f"YARN to show {MIN_EXECUTORS} executor containers left", interval=0.3)
     assert yarn_cluster.app(app_id)["state"] == "RUNNING"
     warm = executor_containers(yarn_cluster, app_id)
     c = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "1",
-                 "--out", str(tmp_path / "c"))
+                 "--out", out)
     JOBS["c"] = accepted_job_id(c)
     seen: set[str] = set()
 
@@ -109,13 +111,14 @@ def test_idle_executors_beyond_the_minimum_go_and_a_third_job_runs_on_warm_ones(
     details = client.details(JOBS["c"])
     used = {s.resource_id for v in details.vertices for s in v.subtasks}
     assert len(used) == MIN_EXECUTORS
-    assert pq.read_table(tmp_path / "c").num_rows == 2000
+    assert hdfs.read_table(out).num_rows == 2000
 
 
-def test_a_profile_beyond_the_ladder_is_rejected_and_the_session_keeps_serving(session, tmp_path):
+def test_a_profile_beyond_the_ladder_is_rejected_and_the_session_keeps_serving(session, hdfs):
     app_id, client = session
+    base = hdfs.scratch("session-huge")
     proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "huge", "--memory", "6g",
-                    "--out", str(tmp_path / "huge"))
+                    "--out", f"{base}/huge")
     assert proc.returncode != 0
     text = " ".join((proc.stdout + proc.stderr).split())
     assert "fits no container size of this session" in text, text
@@ -123,9 +126,25 @@ def test_a_profile_beyond_the_ladder_is_rejected_and_the_session_keeps_serving(s
     overview = client.overview()
     assert overview.executors >= MIN_EXECUTORS
     after = yarnflow("run", "-t", "yarn-session", "-a", NAME, "--attach", "--no-progress", SHAPES,
-                     "--", "long", "--work", "0", "--out", str(tmp_path / "after"))
+                     "--", "long", "--work", "0", "--out", f"{base}/after")
     assert after.returncode == 0, after.stdout + after.stderr
-    assert pq.read_table(tmp_path / "after").num_rows == 2000
+    assert hdfs.read_table(f"{base}/after").num_rows == 2000
+
+
+def test_the_main_example_runs_in_the_session_on_hdfs(session, hdfs):
+    """Seed 003's skewed join through the session: its data on HDFS (put there by the
+    example), its Spark SQL step in a session executor, its output committed on HDFS."""
+    base = hdfs.scratch("session-example")
+    data, out = f"{base}/data", f"{base}/out"
+    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, "--attach", "--no-progress",
+                    "examples/skewed_join.py", "--", "--rows", "30000", "--data", data,
+                    "--out", out, timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"wrote 30,000 rows to {out}" in proc.stdout
+    got = hdfs.read_table(out).sort_by("InstrumentId")
+    want = load_example().reference(data).sort_by("InstrumentId")
+    assert got.equals(want.select(got.column_names))
+    assert hdfs.leftovers(out) == []
 
 
 def test_history_outlives_the_session(session, yarn_cluster):

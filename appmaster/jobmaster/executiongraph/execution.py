@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 
 class Execution:
     __slots__ = ("vertex", "attempt_number", "attempt_id", "state", "slot", "failure",
-                 "failure_detail", "metrics", "state_timestamps")
+                 "failure_detail", "metrics", "state_timestamps", "splits_local",
+                 "splits_remote")
 
     def __init__(self, vertex: "ExecutionVertex", attempt_number: int) -> None:
         self.vertex = vertex
@@ -26,6 +27,8 @@ class Execution:
         self.failure_detail: str = ""
         self.metrics: Any = None
         self.state_timestamps: dict[ExecutionState, float] = {}
+        self.splits_local = 0           # input splits read on a host that stores them
+        self.splits_remote = 0
 
     def transition(self, target: ExecutionState) -> None:
         check_transition(EXECUTION_TRANSITIONS, self.state, target, f"execution {self}")

@@ -1,6 +1,7 @@
 """Job shapes for the YARN end-to-end tests, run with `yarnflow run ... shapes.py --
-SHAPE [--out DIR] [--work SECONDS] [--memory SIZE]`. Sleeping maps stand in for real
-work of a known duration (they are the workload, not synchronisation)."""
+SHAPE [--out DIR] [--work SECONDS] [--memory SIZE] [--mode MODE] [--input DIR]`.
+Sleeping maps stand in for real work of a known duration (they are the workload, not
+synchronisation)."""
 import argparse
 import time
 
@@ -26,11 +27,16 @@ def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge"])
-    parser.add_argument("--out", default="/tmp/yarnflow-shapes-out")
+    parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
+                                          "copy"])
+    parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
+    parser.add_argument("--mode", default="overwrite", help="the sink's write mode")
+    parser.add_argument("--input", help="copy: the Parquet input")
+    parser.add_argument("--parallelism", type=int, default=3, help="copy: its parallelism")
     args = parser.parse_args()
+    mode = args.mode
     R = yf.ResourceSpec
     if args.shape == "two-profiles":     # 2 x (2 cores, 1.5 GB) and 2 x (1 core, 512 MB)
         p = yf.Pipeline("two-profiles", parallelism=2)
@@ -39,24 +45,27 @@ def main() -> None:
             .slot_sharing_group("cpu")
         light = heavy.map(working(args.work), name="light").resources(R(1, "512m")) \
             .slot_sharing_group("light")
-        light.write_parquet(args.out).slot_sharing_group("light")
+        light.write_parquet(args.out, mode).slot_sharing_group("light")
     elif args.shape == "lazy":           # stage 1 (512 MB) feeds stage 2 (768 MB) that works on
         p = yf.Pipeline("lazy", parallelism=1, schedule_mode="LAZY_FROM_SOURCES")
         src = p.from_arrow(rows(1000)).resources(R(1, "512m")).slot_sharing_group("stage1")
         stage2 = src.rebalance().map(working(args.work), name="stage2") \
             .resources(R(1, "768m")).slot_sharing_group("stage2")
-        stage2.write_parquet(args.out).slot_sharing_group("stage2")
+        stage2.write_parquet(args.out, mode).slot_sharing_group("stage2")
     elif args.shape == "long":           # two executors busy for a while
         p = yf.Pipeline("long", parallelism=2)
         p.from_arrow(rows(2000)).rebalance().map(working(args.work), name="work") \
-            .write_parquet(args.out)
+            .write_parquet(args.out, mode)
     elif args.shape == "raise":
         p = yf.Pipeline("raises", parallelism=1)
-        p.from_arrow(rows(10)).map(explode, name="explode").write_parquet(args.out)
+        p.from_arrow(rows(10)).map(explode, name="explode").write_parquet(args.out, mode)
+    elif args.shape == "copy":           # read a Parquet input, write it back
+        p = yf.Pipeline("copy", parallelism=args.parallelism)
+        p.read_parquet(args.input).write_parquet(args.out, mode)
     else:                                # a profile of --memory
         p = yf.Pipeline("huge", parallelism=1)
         p.from_arrow(rows(10)).map(working(0), name="huge-op").resources(R(1, args.memory)) \
-            .write_parquet(args.out)
+            .write_parquet(args.out, mode)
     p.execute()
 
 

@@ -1,0 +1,185 @@
+"""HDFS throughput: yarnflow reading a Parquet dataset from HDFS and writing one back,
+against pyarrow over fsspec's WebHDFS reading and writing the same files directly from
+one process, measured in the same run on the test cluster. Prints one JSON object.
+
+    eval "$(docker-hadoop/native/cluster up)"; python bench/hdfs_io.py [--mb 192] [--repeats 3]
+
+The dataset is ``--files`` Parquet files of random int64 columns (incompressible, so
+megabytes are megabytes on disk), each stored on one of the three DataNodes, so the
+blocks are spread over the hosts the executors run on.
+
+- ``read_mb_s``: a per-job application ``read_parquet(dataset)`` with one source
+  subtask per host, whose output a map drops; the file bytes over the time from its
+  first source subtask RUNNING to its last FINISHED (the job's archived details).
+- ``write_mb_s``: a per-job application whose sources make the same rows in the
+  executors (numpy) and ``write_parquet`` them to HDFS; the bytes written over the time
+  from its first sink subtask RUNNING to the job's end, commit included.
+- ``direct_*``: the same files read with ``pq.read_table`` and written with
+  ``pq.write_table`` through fsspec's WebHDFS from this one process.
+- ``local_read_fraction``: the read job's splits read on a host that stores them.
+Figures are medians over ``--repeats``; the ratios are yarnflow's over direct.
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.yarn.conftest import HOSTS, Hdfs  # noqa: E402  (the test cluster's HDFS helpers)
+
+from yarnflow.appmaster.dispatcher import open_archive  # noqa: E402
+from yarnflow.conf import Configuration  # noqa: E402
+from yarnflow.targets.history import history_location  # noqa: E402
+
+COLUMNS = 4
+ROW_GROUP_ROWS = 1 << 16                      # 4 int64 columns: 2 MiB per row group
+
+
+def table(seed: int, rows: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    return pa.table({f"c{i}": rng.integers(0, 2**62, rows) for i in range(COLUMNS)})
+
+
+JOB = '''
+import sys
+import numpy as np
+import pyarrow as pa
+import yarnflow as yf
+from yarnflow.taskexecutor.operators import Source
+
+COLUMNS, ROWS_PER_FILE, FILES = {columns}, {rows}, {files}
+
+
+class Generate(Source):
+    """The dataset's rows, made in the executor: one split per file."""
+    def create_input_splits(self, parallelism):
+        return list(range(FILES))
+
+    def read_split(self, split, batch_rows):
+        rng = np.random.default_rng(split)
+        data = pa.table({{f"c{{i}}": rng.integers(0, 2**62, ROWS_PER_FILE)
+                         for i in range(COLUMNS)}})
+        return iter(data.to_batches(max_chunksize=batch_rows))
+
+
+def drop(batch):
+    return None
+
+
+kind, path = sys.argv[1], sys.argv[2]
+p = yf.Pipeline("hdfs-io-" + kind, parallelism=len({hosts!r}))
+if kind == "read":
+    p.read_parquet(path).map(drop, name="drop")
+else:
+    p._source(Generate(), "generate").write_parquet(path, mode="overwrite")
+p.execute()
+'''
+
+
+def run_job(script: Path, kind: str, path: str) -> Any:
+    """Run one per-job application (attached) and return its archived JobDetails."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "yarnflow.cli", "run", "-t", "yarn-per-job", "--attach",
+         "--no-progress", "-D", "heartbeat.interval=1 s", "-D", "pipeline.batch-rows=65536",
+         "-D", "slot.idle.timeout=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
+         str(script), "--", kind, path], capture_output=True, text=True, timeout=900, cwd=ROOT)
+    if proc.returncode != 0:
+        raise SystemExit(f"the {kind} job failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    job_id = re.search(r"submitted job (\w+)", proc.stdout).group(1)
+    return open_archive(history_location(Configuration.load())).load(job_id)
+
+
+def span(details: Any, vertex: str, end: str = "FINISHED") -> float:
+    subtasks = [s for v in details.vertices if v.name == vertex for s in v.subtasks]
+    start = min(s.state_timestamps["RUNNING"] for s in subtasks)
+    stop = details.end_time if end == "job" else max(s.state_timestamps[end] for s in subtasks)
+    return stop - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=int, default=192, help="dataset size in MiB")
+    parser.add_argument("--files", type=int, default=12, help="files (a multiple of 3)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if not os.environ.get("YARNFLOW_TEST_HDFS"):
+        raise SystemExit("start the test cluster first: "
+                         'eval "$(docker-hadoop/native/cluster up)"')
+    hdfs = Hdfs(os.environ["YARNFLOW_TEST_HDFS"])
+    base = f"{hdfs.default_fs}/tmp/yarnflow-bench/hdfs-io-{uuid.uuid4().hex[:8]}"
+    rows = args.mb * 2**20 // (8 * COLUMNS) // args.files
+    dataset = [table(i, rows) for i in range(args.files)]
+    for i, data in enumerate(dataset):
+        hdfs.fs.mkdirs(f"{base}/input")
+        hdfs.write_table_on(data, f"{base}/input/part-{i:03d}.parquet", HOSTS[i % len(HOSTS)],
+                            row_group_size=ROW_GROUP_ROWS, compression="none")
+    read_bytes = sum(size for _, size in hdfs.fs.list_files(f"{base}/input", ".parquet"))
+
+    plain = fsspec.filesystem("webhdfs", host="127.0.0.1", port=9870, user=getpass.getuser())
+    direct = pafs.PyFileSystem(pafs.FSSpecHandler(plain))
+    input_path = hdfs.fs.path(f"{base}/input")
+    script = Path(tempfile.mkdtemp()) / "hdfs_io_job.py"
+    script.write_text(JOB.format(columns=COLUMNS, rows=rows, files=args.files, hosts=HOSTS))
+
+    results: dict[str, list[float]] = {k: [] for k in (
+        "read_mb_s", "write_mb_s", "direct_read_mb_s", "direct_write_mb_s", "local_read_fraction")}
+    written_bytes = 0
+    for repeat in range(args.repeats):
+        start = time.perf_counter()
+        got = pq.read_table(input_path, filesystem=direct)
+        results["direct_read_mb_s"].append(read_bytes / 2**20 / (time.perf_counter() - start))
+        assert got.num_rows == rows * args.files
+        del got
+
+        out_dir = hdfs.fs.path(f"{base}/direct-{repeat}")
+        plain.makedirs(out_dir, exist_ok=True)
+        start = time.perf_counter()
+        for i, data in enumerate(dataset):
+            pq.write_table(data, f"{out_dir}/part-{i:03d}.parquet", filesystem=direct,
+                           row_group_size=ROW_GROUP_ROWS, compression="none")
+        seconds = time.perf_counter() - start
+        direct_bytes = sum(size for _, size in hdfs.fs.list_files(f"{base}/direct-{repeat}"))
+        results["direct_write_mb_s"].append(direct_bytes / 2**20 / seconds)
+
+        details = run_job(script, "read", f"{base}/input")
+        results["read_mb_s"].append(read_bytes / 2**20 / span(details, "parquet-source"))
+        source = [s for v in details.vertices if v.name == "parquet-source" for s in v.subtasks]
+        located = sum(s.splits_local + s.splits_remote for s in source)
+        results["local_read_fraction"].append(sum(s.splits_local for s in source) / located)
+
+        out = f"{base}/yarnflow-{repeat}"
+        details = run_job(script, "write", out)
+        written_bytes = sum(size for _, size in hdfs.fs.list_files(out, ".parquet"))
+        assert hdfs.read_table(out).num_rows == rows * args.files
+        results["write_mb_s"].append(written_bytes / 2**20 / span(details, "parquet-sink", "job"))
+
+    hdfs.fs.delete(base)
+    figures = {k: round(statistics.median(v), 3) for k, v in results.items()}
+    figures["read_ratio"] = round(figures["read_mb_s"] / figures["direct_read_mb_s"], 3)
+    figures["write_ratio"] = round(figures["write_mb_s"] / figures["direct_write_mb_s"], 3)
+    figures.update({"dataset_mb": round(read_bytes / 2**20, 1),
+                    "written_mb": round(written_bytes / 2**20, 1), "files": args.files,
+                    "subtasks": len(HOSTS), "repeats": args.repeats})
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

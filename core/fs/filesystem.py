@@ -1,0 +1,198 @@
+"""One interface over the file systems jobs use: ``pyarrow.fs`` for the local disk and
+object stores, fsspec's WebHDFS (extended in ``webhdfs.py``) for HDFS.
+
+What yarnflow needs beyond plain reads and writes, every implementation gives:
+
+- ``block_locations``: the hosts that store each block, so a split can be read on a
+  host that holds it (HDFS; other file systems report none);
+- ``rename`` that never replaces and never moves *into* an existing directory (HDFS's
+  own rename does the latter and reports failure as ``false``, not as an error);
+- ``open_output`` that never creates parent directories, so a task that outlives its
+  job's abort cannot bring the discarded staging directory back.
+"""
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import pyarrow.fs as pafs
+
+from yarnflow.core.fs.settings import FileSystemSettings
+
+
+@dataclass(frozen=True)
+class Block:
+    offset: int
+    length: int
+    hosts: tuple[str, ...]
+
+
+def hosts_of_range(blocks: list[Block], start: int, length: int) -> tuple[str, ...]:
+    """The hosts of the block holding most of ``[start, start + length)``: where
+    reading that range is (mostly) local."""
+    best, best_overlap = (), 0
+    end = start + max(length, 1)
+    for block in blocks:
+        overlap = min(end, block.offset + block.length) - max(start, block.offset)
+        if overlap > best_overlap:
+            best, best_overlap = block.hosts, overlap
+    return best
+
+
+class FileSystem:
+    """One file system (``file``, ``hdfs://nn:9000``, ``s3``); methods take full URIs on it."""
+
+    #: whether ``rename`` of a directory is one atomic step (HDFS, local disks); on
+    #: object stores it is a copy of every file
+    atomic_rename = True
+    #: object stores name a bucket where others name a host: ``s3://bucket/key``
+    bucketed = False
+
+    def __init__(self, arrow: pafs.FileSystem, scheme: str, authority: str = "") -> None:
+        self.arrow = arrow
+        self.scheme = scheme
+        self.authority = authority
+
+    # --- names ------------------------------------------------------------------------
+    def path(self, uri: str) -> str:
+        """The file system's own path of ``uri``."""
+        parts = urlsplit(uri)
+        if self.bucketed:
+            return f"{parts.netloc}{parts.path}".rstrip("/")
+        return parts.path or "/"
+
+    def uri(self, path: str) -> str:
+        if self.bucketed:
+            return f"{self.scheme}://{path}"
+        return f"{self.scheme}://{self.authority}{path}"
+
+    # --- metadata ----------------------------------------------------------------------
+    def info(self, uri: str) -> pafs.FileInfo:
+        return self.arrow.get_file_info(self.path(uri))
+
+    def exists(self, uri: str) -> bool:
+        return self.info(uri).type != pafs.FileType.NotFound
+
+    def is_dir(self, uri: str) -> bool:
+        return self.info(uri).type == pafs.FileType.Directory
+
+    def list_files(self, uri: str, suffix: str = "") -> list[tuple[str, int]]:
+        """``(uri, size)`` of the files a path names: the file itself; a directory's
+        files ending in ``suffix`` (hidden ones, starting with ``.`` or ``_`` as Hadoop
+        writes them, left out); or a glob's matches in its directory. Sorted by name."""
+        path = self.path(uri)
+        if any(ch in path for ch in "*?["):
+            directory, pattern = posixpath.split(path)
+            entries = self.arrow.get_file_info(pafs.FileSelector(directory))
+            return sorted((self.uri(e.path), e.size or 0) for e in entries
+                          if e.type == pafs.FileType.File
+                          and fnmatch.fnmatch(posixpath.basename(e.path), pattern))
+        info = self.arrow.get_file_info(path)
+        if info.type == pafs.FileType.File:
+            return [(uri, info.size or 0)]
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(f"{uri} does not exist")
+        entries = self.arrow.get_file_info(pafs.FileSelector(path))
+        return sorted((self.uri(e.path), e.size or 0) for e in entries
+                      if e.type == pafs.FileType.File and e.path.endswith(suffix)
+                      and not posixpath.basename(e.path).startswith((".", "_")))
+
+    def list_dir(self, uri: str) -> list[str]:
+        """Names (not paths) in a directory; none when it does not exist."""
+        try:
+            entries = self.arrow.get_file_info(pafs.FileSelector(self.path(uri)))
+        except FileNotFoundError:
+            return []
+        return sorted(posixpath.basename(e.path.rstrip("/")) for e in entries)
+
+    def block_locations(self, uri: str) -> list[Block]:
+        return []
+
+    def check_writable(self, uri: str) -> None:
+        """Raise PermissionError when this user could not create ``uri`` (checked on its
+        nearest existing ancestor). Only file systems with permissions check anything."""
+
+    # --- data --------------------------------------------------------------------------
+    def open_input(self, uri: str) -> Any:
+        return self.arrow.open_input_file(self.path(uri))
+
+    def open_input_stream(self, uri: str) -> Any:
+        return self.arrow.open_input_stream(self.path(uri))
+
+    def open_output(self, uri: str) -> Any:
+        """A new file; its directory must exist."""
+        return self.arrow.open_output_stream(self.path(uri))
+
+    # --- changes -----------------------------------------------------------------------
+    def mkdirs(self, uri: str) -> None:
+        self.arrow.create_dir(self.path(uri), recursive=True)
+
+    def delete(self, uri: str) -> None:
+        """Remove a file or a whole directory; nothing if it is not there."""
+        info = self.info(uri)
+        if info.type == pafs.FileType.Directory:
+            self.arrow.delete_dir(self.path(uri))
+        elif info.type != pafs.FileType.NotFound:
+            self.arrow.delete_file(self.path(uri))
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move ``src`` to the name ``dst``, which must not exist."""
+        if self.exists(dst):
+            raise FileExistsError(f"cannot rename {src} to {dst}: {dst} exists")
+        if not self.exists(src):
+            raise FileNotFoundError(f"cannot rename {src}: it does not exist")
+        self.arrow.move(self.path(src), self.path(dst))
+
+
+class ObjectStoreFileSystem(FileSystem):
+    """S3 and the like: no directories, so a directory rename moves every object."""
+    atomic_rename = False
+    bucketed = True
+
+    def rename(self, src: str, dst: str) -> None:
+        taken = self.list_dir(dst) if self.is_dir(dst) else self.exists(dst)
+        if taken:
+            raise FileExistsError(f"cannot rename {src} to {dst}: {dst} exists")
+        if not self.is_dir(src):
+            super().rename(src, dst)
+            return
+        src_path, dst_path = self.path(src), self.path(dst)
+        for entry in self.arrow.get_file_info(pafs.FileSelector(src_path, recursive=True)):
+            if entry.type == pafs.FileType.File:
+                self.arrow.move(entry.path, dst_path + entry.path[len(src_path):])
+        self.arrow.delete_dir(src_path)
+
+
+_CACHE: dict[tuple[str, FileSystemSettings], FileSystem] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def open_filesystem(uri: str, settings: FileSystemSettings) -> FileSystem:
+    """The file system holding ``uri`` (a full URI, see ``FileSystemSettings.resolve``);
+    one instance per file system and settings in each process, so its connections
+    are reused."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme or "file"
+    key = (f"{scheme}://{parts.netloc if scheme != 'file' else ''}", settings)
+    with _CACHE_LOCK:
+        fs = _CACHE.get(key)
+        if fs is None:
+            fs = _CACHE[key] = _create(scheme, parts.netloc, settings)
+    return fs
+
+
+def _create(scheme: str, authority: str, settings: FileSystemSettings) -> FileSystem:
+    if scheme == "file":
+        return FileSystem(pafs.LocalFileSystem(), "file")
+    if scheme in ("hdfs", "webhdfs"):
+        from yarnflow.core.fs.webhdfs import WebHdfsFileSystem
+        http = authority if scheme == "webhdfs" else settings.http_address(authority)
+        return WebHdfsFileSystem(http, settings.effective_user, scheme, authority)
+    arrow, _ = pafs.FileSystem.from_uri(f"{scheme}://{authority}/")
+    if scheme in ("s3", "gs", "gcs", "abfs", "az"):
+        return ObjectStoreFileSystem(arrow, scheme)
+    return FileSystem(arrow, scheme, authority)

@@ -1,0 +1,132 @@
+"""Paths resolve like Hadoop's tools resolve them, and an output commits, aborts and
+recovers from a crash on the file system's own operations (here the local disk; the
+YARN tests run the same code on HDFS)."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from yarnflow.core.fs import (Block, FileSystemSettings, LocalPathRefused, hosts_of_range,
+                              open_filesystem)
+from yarnflow.taskexecutor.operators.files import DataPathError
+from yarnflow.taskexecutor.operators.sinks import DirectoryCommitter
+
+CLUSTER = FileSystemSettings(default_fs="hdfs://nn:9000", user="ana")
+
+
+def test_paths_resolve_against_the_default_file_system_and_the_working_directory():
+    assert CLUSTER.resolve("/data/x/") == "hdfs://nn:9000/data/x"
+    assert CLUSTER.resolve("data/x") == "hdfs://nn:9000/user/ana/data/x"
+    assert CLUSTER.resolve("hdfs:///data/x") == "hdfs://nn:9000/data/x"
+    assert CLUSTER.resolve("hdfs://other:8020/x") == "hdfs://other:8020/x"
+    assert CLUSTER.resolve("s3://bucket/key") == "s3://bucket/key"
+    assert CLUSTER.resolve("file:/tmp/../tmp/x") == "file:///tmp/x"
+    local = FileSystemSettings(working_dir="/work")
+    assert local.resolve("data") == "file:///work/data"
+    assert local.resolve("/abs") == "file:///abs"
+
+
+def test_a_local_path_is_refused_on_a_cluster_unless_allowed():
+    with pytest.raises(LocalPathRefused, match=r"input file:///tmp/x is a local path.*"
+                       r"yarnflow fs put /tmp/x hdfs://nn:9000/tmp/x.*fs.allow-local-paths"):
+        CLUSTER.check_reachable("file:///tmp/x", "input")
+    FileSystemSettings(default_fs="hdfs://nn:9000", allow_local_paths=True).check_reachable(
+        "file:///tmp/x", "input")
+    FileSystemSettings().check_reachable("file:///tmp/x", "input")   # local default: fine
+
+
+def test_the_namenodes_http_address_is_the_configured_one_or_port_9870_of_its_host():
+    settings = FileSystemSettings(hdfs_http_addresses=(("nn:9000", "web:50070"),))
+    assert settings.http_address("nn:9000") == "web:50070"
+    assert settings.http_address("other:8020") == "other:9870"
+
+
+def test_a_range_is_local_to_the_block_that_holds_most_of_it():
+    blocks = [Block(0, 100, ("a",)), Block(100, 100, ("b",)), Block(200, 100, ("c",))]
+    assert hosts_of_range(blocks, 90, 50) == ("b",)
+    assert hosts_of_range(blocks, 0, 300) == ("a",)      # a tie: the first
+    assert hosts_of_range([], 0, 10) == ()
+
+
+def local_committer(tmp_path, mode: str = "errorifexists") -> DirectoryCommitter:
+    committer = DirectoryCommitter(str(tmp_path / "out"), mode)
+    committer.bind_filesystem(FileSystemSettings())
+    return committer
+
+
+def write_part(committer: DirectoryCommitter, job: str, subtask: int, attempt: str,
+               rows: list[int]) -> None:
+    with committer.fs.open_output(committer.attempt_file(job, subtask, attempt)) as out:
+        pq.write_table(pa.table({"x": rows}), out)
+    committer.commit_task(job, subtask, attempt)
+
+
+def rows_of(path) -> list[int]:
+    return sorted(pq.read_table(path).column("x").to_pylist())
+
+
+def test_commit_renames_the_committed_attempts_onto_the_target(tmp_path):
+    committer = local_committer(tmp_path)
+    committer.setup("j1")
+    write_part(committer, "j1", 0, "first", [1, 2])
+    write_part(committer, "j1", 0, "retry", [1, 2, 3])      # a later attempt replaces it
+    committer.fs.open_output(committer.attempt_file("j1", 1, "lost")).close()  # never committed
+    assert not (tmp_path / "out").exists()
+    committer.commit("j1")
+    assert sorted(os.listdir(tmp_path / "out")) == ["part-00000.parquet"]
+    assert rows_of(tmp_path / "out") == [1, 2, 3]
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_the_default_mode_refuses_an_existing_output_and_overwrite_replaces_it(tmp_path):
+    (tmp_path / "out").mkdir()
+    pq.write_table(pa.table({"x": [9]}), tmp_path / "out" / "old.parquet")
+    with pytest.raises(DataPathError, match="already exists. Fix: .*mode='overwrite'"):
+        local_committer(tmp_path).check_submittable()
+    committer = local_committer(tmp_path, "overwrite")
+    committer.check_submittable()
+    committer.setup("j1")
+    write_part(committer, "j1", 0, "a", [1])
+    committer.commit("j1")
+    assert rows_of(tmp_path / "out") == [1]
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_an_aborted_job_leaves_nothing_and_a_late_task_cannot_recreate_its_staging(tmp_path):
+    committer = local_committer(tmp_path)
+    committer.setup("j1")
+    committer.abort("j1")
+    with pytest.raises(FileNotFoundError):
+        committer.fs.open_output(committer.attempt_file("j1", 0, "late"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_recovery_restores_an_output_whose_replacement_crashed_and_clears_staging(tmp_path):
+    old = local_committer(tmp_path, "overwrite")
+    old.setup("j0")
+    write_part(old, "j0", 0, "a", [7])
+    old.commit("j0")
+    # job j1 crashed between its two renames: the old output aside, its own staged
+    crashed = local_committer(tmp_path, "overwrite")
+    crashed.setup("j1")
+    write_part(crashed, "j1", 0, "a", [1])
+    os.rename(tmp_path / "out", tmp_path / ".out.yarnflow-replaced-j1")
+    # and job j2 died while writing
+    (tmp_path / ".out.yarnflow-staging-j2" / "_temporary").mkdir(parents=True)
+    nxt = local_committer(tmp_path, "overwrite")
+    nxt.setup("j3")
+    assert rows_of(tmp_path / "out") == [7], "the old output was not put back"
+    assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-staging-j3", "out"]
+
+
+def test_open_output_never_creates_parents(tmp_path):
+    fs = open_filesystem(f"file://{tmp_path}", FileSystemSettings())
+    with pytest.raises(FileNotFoundError):
+        fs.open_output(f"file://{tmp_path}/missing/x")
+    with pytest.raises(FileExistsError):
+        (tmp_path / "a").mkdir()
+        (tmp_path / "b").mkdir()
+        fs.rename(f"file://{tmp_path}/a", f"file://{tmp_path}/b")

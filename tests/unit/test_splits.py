@@ -1,0 +1,78 @@
+"""The JobMaster's split assigner: local splits first, then unlocated ones and those on
+hosts with no reader of the source; another reader's local split only after the
+locality wait (a test clock drives it)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cloudpickle
+
+from yarnflow.appmaster.jobmaster.splits import AskAgain, Assigned, InputSplitAssigner, Locality
+
+
+@dataclass(frozen=True)
+class Split:
+    name: str
+    hosts: tuple[str, ...] = ()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def name(answer: object) -> str:
+    assert isinstance(answer, Assigned), answer
+    return cloudpickle.loads(answer.split).name
+
+
+def test_a_reader_gets_the_splits_stored_on_its_host_first():
+    assigner = InputSplitAssigner([Split("a1", ("a",)), Split("b1", ("b",)), Split("a2", ("a",))])
+    first, second = assigner.next_split("a", {"a", "b"}, "r"), assigner.next_split("a", {"a", "b"}, "r")
+    assert {name(first), name(second)} == {"a1", "a2"}
+    assert first.locality is second.locality is Locality.LOCAL
+
+
+def test_unlocated_splits_and_splits_on_hosts_without_a_reader_go_at_once():
+    assigner = InputSplitAssigner([Split("x"), Split("c1", ("c",))], locality_wait=3.0,
+                                  clock=Clock())
+    unlocated = assigner.next_split("a", {"a", "b"}, "r")
+    assert name(unlocated) == "x" and unlocated.locality is Locality.UNKNOWN
+    orphan = assigner.next_split("a", {"a", "b"}, "r")   # nobody reads on c
+    assert name(orphan) == "c1" and orphan.locality is Locality.REMOTE
+    assert assigner.next_split("a", {"a", "b"}, "r") is None
+
+
+def test_another_readers_local_split_is_taken_only_after_the_locality_wait():
+    clock = Clock()
+    assigner = InputSplitAssigner([Split("b1", ("b",)), Split("b2", ("b",))], locality_wait=3.0,
+                                  clock=clock)
+    wait = assigner.next_split("a", {"a", "b"}, "reader-a")
+    assert isinstance(wait, AskAgain) and 0 < wait.seconds <= 0.5
+    assert name(assigner.next_split("b", {"a", "b"}, "reader-b")) == "b1"   # b's own reader
+    clock.now += 2.9
+    assert isinstance(assigner.next_split("a", {"a", "b"}, "reader-a"), AskAgain)
+    clock.now += 0.2
+    stolen = assigner.next_split("a", {"a", "b"}, "reader-a")
+    assert name(stolen) == "b2" and stolen.locality is Locality.REMOTE
+    assert assigner.next_split("b", {"a", "b"}, "reader-b") is None
+
+
+def test_stealing_takes_from_the_host_with_most_left_and_the_wait_restarts_after():
+    clock = Clock()
+    splits = [Split("b1", ("b",)), Split("c1", ("c",)), Split("c2", ("c",)), Split("c3", ("c",))]
+    assigner = InputSplitAssigner(splits, locality_wait=1.0, clock=clock)
+    readers = {"a", "b", "c"}
+    assert isinstance(assigner.next_split("a", readers, "ra"), AskAgain)
+    clock.now += 1.0
+    assert name(assigner.next_split("a", readers, "ra")).startswith("c")
+    assert isinstance(assigner.next_split("a", readers, "ra"), AskAgain)   # waits again
+
+
+def test_a_split_stored_on_several_hosts_is_given_once():
+    assigner = InputSplitAssigner([Split("ab", ("a", "b"))])
+    assert name(assigner.next_split("a", {"a", "b"}, "ra")) == "ab"
+    assert assigner.next_split("b", {"a", "b"}, "rb") is None

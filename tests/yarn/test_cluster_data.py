@@ -1,0 +1,173 @@
+"""Data on the cluster's file system, end to end on the real Hadoop 3.5 cluster: inputs
+and outputs on HDFS (whose blocks live on the same three hosts as the NodeManagers),
+splits read on the hosts that store them, and an output commit that never shows a
+partial or mixed result."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from tests.conftest import wait_until
+from tests.yarn.conftest import (FAST, HOSTS, PIPELINES, appmaster_process, submitted_app_id,
+                                 submitted_job_id, yarnflow)
+from yarnflow.appmaster.dispatcher import open_archive
+from yarnflow.conf import Configuration
+from yarnflow.rpc.generated import common_pb2
+from yarnflow.targets.history import history_location
+from yarnflow.targets.yarn_apps import YarnApplication
+
+SHAPES = str(PIPELINES / "shapes.py")
+pytestmark = pytest.mark.usefixtures("yarn_cluster")
+
+
+def numbers(start: int, count: int) -> pa.Table:
+    rng = np.random.default_rng(start)
+    return pa.table({"k": pa.array(np.arange(start, start + count), pa.int64()),
+                     "noise": pa.array(rng.integers(0, 2**62, count), pa.int64())})
+
+
+def sink_is_writing(app: YarnApplication, hdfs, out: str) -> bool:
+    """A sink subtask runs and its attempt's file is open in the staging directory."""
+    details = app.job_details()
+    if details is None:
+        return False
+    sink = next(v for v in details.vertices if v.name == "parquet-sink")
+    return any(s.state == common_pb2.RUNNING for s in sink.subtasks) and bool(
+        hdfs.files_being_written(out))
+
+
+def test_splits_are_read_on_the_hosts_that_store_them(yarn_cluster, hdfs):
+    """15 blocks, 5 on each DataNode (one file per host), read by one source subtask per
+    host: at least 90 % of the splits must be read where they are stored."""
+    base = hdfs.scratch("locality")
+    expected = []
+    for i, host in enumerate(HOSTS):
+        # 600,000 rows of two incompressible int64 columns: ~9.6 MB, ten 1 MiB blocks
+        # and five row groups of ~1.9 MB, all on `host`
+        table = numbers(i * 600_000, 600_000)
+        hdfs.write_table_on(table, f"{base}/input/part-{i}.parquet", host,
+                            row_group_size=120_000, compression="none")
+        expected.append(table)
+        assert set(hdfs.block_hosts(f"{base}/input/part-{i}.parquet")) == {(host,)}
+    assert sum(len(hdfs.block_hosts(f"{base}/input/part-{i}.parquet"))
+               for i in range(3)) >= 12
+
+    proc = yarnflow("run", "-t", "yarn-per-job", "--attach", *FAST, SHAPES, "--", "copy",
+                    "--input", f"{base}/input", "--out", f"{base}/out", "--parallelism", "3",
+                    timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = hdfs.read_table(f"{base}/out").sort_by("k")
+    assert got.equals(pa.concat_tables(expected).select(got.column_names))
+
+    details = open_archive(history_location(Configuration.load())).load(submitted_job_id(proc))
+    source = next(v for v in details.vertices if v.name == "parquet-source")
+    hosts = sorted(s.host for s in source.subtasks)
+    assert hosts == sorted(HOSTS), f"the precondition, one reader per host, failed: {hosts}"
+    local = sum(s.splits_local for s in source.subtasks)
+    remote = sum(s.splits_remote for s in source.subtasks)
+    assert local + remote == 15
+    assert local / 15 >= 0.9, f"{local} of 15 splits read locally: " + ", ".join(
+        f"{s.host} {s.splits_local}/{s.splits_remote}" for s in source.subtasks)
+
+
+def test_a_cancelled_job_leaves_the_target_as_it_was(yarn_cluster, hdfs):
+    base = hdfs.scratch("cancel")
+    out = f"{base}/out"
+    old = numbers(0, 1000)
+    hdfs.write_table(old, f"{out}/part-00000.parquet")
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", SHAPES,
+                    "--", "long", "--work", "1", "--out", out, "--mode", "overwrite")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    with YarnApplication(app_id, timeout=30) as app:
+        wait_until(lambda: sink_is_writing(app, hdfs, out), 120, "the sink to be writing",
+                   interval=0.3)
+    cancelled = yarnflow("cancel", app_id)
+    assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    assert yarn_cluster.wait_finished(app_id, timeout=90)["finalStatus"] == "KILLED"
+    assert hdfs.read_table(out).equals(old)
+    assert hdfs.leftovers(out) == []
+
+
+def test_a_killed_appmaster_leaves_the_target_and_the_next_run_clears_its_staging(
+        yarn_cluster, hdfs):
+    base = hdfs.scratch("am-kill")
+    out = f"{base}/out"
+    old = numbers(0, 1000)
+    hdfs.write_table(old, f"{out}/part-00000.parquet")
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", SHAPES,
+                    "--", "long", "--work", "1", "--out", out, "--mode", "overwrite")
+    app_id = submitted_app_id(proc)
+    with YarnApplication(app_id, timeout=30) as app:
+        wait_until(lambda: sink_is_writing(app, hdfs, out), 120, "the sink to be writing",
+                   interval=0.3)
+    appmaster_process(app_id).kill()
+    assert yarn_cluster.wait_finished(app_id, timeout=120)["finalStatus"] == "FAILED"
+    assert hdfs.read_table(out).equals(old)
+    assert hdfs.leftovers(out), "the killed job's staging directory (the crash's leftover)"
+
+    rerun = yarnflow("run", "-t", "yarn-per-job", "--attach", *FAST, SHAPES, "--", "long",
+                     "--work", "0", "--out", out, "--mode", "overwrite", timeout=300)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert sorted(hdfs.read_table(out).column("k").to_pylist()) == list(range(2000))
+    assert hdfs.leftovers(out) == []
+
+
+def test_the_default_refuses_an_existing_output_and_overwrite_replaces_it_atomically(
+        yarn_cluster, hdfs):
+    base = hdfs.scratch("overwrite")
+    out = f"{base}/out"
+    old = pa.concat_tables([numbers(10_000 + 1000 * i, 1000) for i in range(3)])
+    for i in range(3):                 # three old parts; the new output has two
+        hdfs.write_table(numbers(10_000 + 1000 * i, 1000), f"{out}/part-{i:05d}.parquet")
+    apps_before = yarn_cluster.app_ids()
+    refused = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "long", "--work", "0",
+                       "--out", out, "--mode", "errorifexists")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "already exists" in refused.stdout and "mode='overwrite'" in refused.stdout
+    assert yarn_cluster.app_ids() == apps_before, "an application was submitted"
+
+    # A reader reads the target over and over while the job runs and commits: each read
+    # is the old output or the new one, never a mix and never partial.
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def read_target() -> None:
+        while not stop.is_set() and len(seen) < 2000:
+            try:
+                keys = sorted(hdfs.read_table(out).column("k").to_pylist())
+            except (OSError, ValueError):      # the instant between the two renames
+                seen.append("absent")
+                continue
+            seen.append("old" if keys == sorted(old.column("k").to_pylist()) else
+                        "new" if keys == list(range(2000)) else f"mixed ({len(keys)} rows)")
+    reader = threading.Thread(target=read_target, daemon=True)
+    reader.start()
+    try:
+        proc = yarnflow("run", "-t", "yarn-per-job", "--attach", *FAST, SHAPES, "--", "long",
+                        "--work", "0", "--out", out, "--mode", "overwrite", timeout=300)
+    finally:
+        stop.set()
+        reader.join(60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(hdfs.read_table(out).column("k").to_pylist()) == list(range(2000))
+    assert "old" in seen and not [s for s in seen if s.startswith("mixed")], seen
+    assert hdfs.leftovers(out) == []
+
+
+def test_a_local_input_is_refused_on_yarn_before_submission(yarn_cluster, hdfs, tmp_path):
+    local = tmp_path / "input"
+    local.mkdir()
+    numbers(0, 10).to_pandas().to_parquet(local / "a.parquet")
+    apps_before = yarn_cluster.app_ids()
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "copy", "--input",
+                    f"file://{local}", "--out", f"{hdfs.scratch('refused')}/out")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    message = " ".join(proc.stdout.split())
+    assert f"input file://{local} is a local path" in message
+    assert "yarnflow fs put" in message and "fs.allow-local-paths: true" in message
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert yarn_cluster.app_ids() == apps_before, "an application was submitted"
