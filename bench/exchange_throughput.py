@@ -40,7 +40,7 @@ class RepeatSource(Source):
     def __init__(self, count: int) -> None:
         self.count = count
 
-    def create_input_splits(self, parallelism: int) -> list:
+    def create_input_splits(self, parallelism: int, max_split_bytes: int = 0) -> list:
         return [self.count]
 
     def read_split(self, split: int, batch_rows: int):

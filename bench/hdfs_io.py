@@ -5,8 +5,10 @@ one process, measured in the same run on the test cluster. Prints one JSON objec
     eval "$(docker-hadoop/native/cluster up)"; python bench/hdfs_io.py [--mb 192] [--repeats 3]
 
 The dataset is ``--files`` Parquet files of random int64 columns (incompressible, so
-megabytes are megabytes on disk), each stored on one of the three DataNodes, so the
-blocks are spread over the hosts the executors run on.
+megabytes are megabytes on disk) in row groups of ``--row-group-mb`` (one split each),
+each file stored on one of the three DataNodes, so the blocks are spread over the hosts
+the executors run on. Written output uses pyarrow's default Parquet options on both
+sides, as yarnflow's sink does.
 
 - ``read_mb_s``: a per-job application ``read_parquet(dataset)`` with one source
   subtask per host, whose output a map drops; the file bytes over the time from its
@@ -14,8 +16,8 @@ blocks are spread over the hosts the executors run on.
 - ``write_mb_s``: a per-job application whose sources make the same rows in the
   executors (numpy) and ``write_parquet`` them to HDFS; the bytes written over the time
   from its first sink subtask RUNNING to the job's end, commit included.
-- ``direct_*``: the same files read with ``pq.read_table`` and written with
-  ``pq.write_table`` through fsspec's WebHDFS from this one process.
+- ``direct_*``: the same files read with ``pq.read_table`` (pyarrow's threads) and
+  written with ``pq.write_table`` through fsspec's WebHDFS from this one process.
 - ``local_read_fraction``: the read job's splits read on a host that stores them.
 Figures are medians over ``--repeats``; the ratios are yarnflow's over direct.
 """
@@ -47,10 +49,10 @@ from tests.yarn.conftest import HOSTS, Hdfs  # noqa: E402  (the test cluster's H
 
 from yarnflow.appmaster.dispatcher import open_archive  # noqa: E402
 from yarnflow.conf import Configuration  # noqa: E402
+from yarnflow.core.fs.webhdfs import WRITE_BUFFER  # noqa: E402
 from yarnflow.targets.history import history_location  # noqa: E402
 
-COLUMNS = 4
-ROW_GROUP_ROWS = 1 << 16                      # 4 int64 columns: 2 MiB per row group
+COLUMNS = 4                                   # int64: 32 bytes a row
 
 
 def table(seed: int, rows: int) -> pa.Table:
@@ -70,7 +72,7 @@ COLUMNS, ROWS_PER_FILE, FILES = {columns}, {rows}, {files}
 
 class Generate(Source):
     """The dataset's rows, made in the executor: one split per file."""
-    def create_input_splits(self, parallelism):
+    def create_input_splits(self, parallelism, max_split_bytes=0):
         return list(range(FILES))
 
     def read_split(self, split, batch_rows):
@@ -118,6 +120,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=int, default=192, help="dataset size in MiB")
     parser.add_argument("--files", type=int, default=12, help="files (a multiple of 3)")
+    parser.add_argument("--row-group-mb", type=float, default=8.0,
+                        help="Parquet row group size (one input split each)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if not os.environ.get("YARNFLOW_TEST_HDFS"):
@@ -126,11 +130,13 @@ def main() -> None:
     hdfs = Hdfs(os.environ["YARNFLOW_TEST_HDFS"])
     base = f"{hdfs.default_fs}/tmp/yarnflow-bench/hdfs-io-{uuid.uuid4().hex[:8]}"
     rows = args.mb * 2**20 // (8 * COLUMNS) // args.files
+    group_rows = int(args.row_group_mb * 2**20) // (8 * COLUMNS)
     dataset = [table(i, rows) for i in range(args.files)]
     for i, data in enumerate(dataset):
         hdfs.fs.mkdirs(f"{base}/input")
         hdfs.write_table_on(data, f"{base}/input/part-{i:03d}.parquet", HOSTS[i % len(HOSTS)],
-                            row_group_size=ROW_GROUP_ROWS, compression="none")
+                            row_group_size=group_rows, compression="none",
+                            use_dictionary=False)
     read_bytes = sum(size for _, size in hdfs.fs.list_files(f"{base}/input", ".parquet"))
 
     plain = fsspec.filesystem("webhdfs", host="127.0.0.1", port=9870, user=getpass.getuser())
@@ -153,8 +159,11 @@ def main() -> None:
         plain.makedirs(out_dir, exist_ok=True)
         start = time.perf_counter()
         for i, data in enumerate(dataset):
-            pq.write_table(data, f"{out_dir}/part-{i:03d}.parquet", filesystem=direct,
-                           row_group_size=ROW_GROUP_ROWS, compression="none")
+            # pyarrow's default options, as yarnflow's sink writes: the same bytes, sent
+            # in uploads of the same size as yarnflow's (fsspec's default is 5 MB)
+            with plain.open(f"{out_dir}/part-{i:03d}.parquet", "wb",
+                            block_size=WRITE_BUFFER) as out:
+                pq.write_table(data, out)
         seconds = time.perf_counter() - start
         direct_bytes = sum(size for _, size in hdfs.fs.list_files(f"{base}/direct-{repeat}"))
         results["direct_write_mb_s"].append(direct_bytes / 2**20 / seconds)
@@ -177,6 +186,8 @@ def main() -> None:
     figures["write_ratio"] = round(figures["write_mb_s"] / figures["direct_write_mb_s"], 3)
     figures.update({"dataset_mb": round(read_bytes / 2**20, 1),
                     "written_mb": round(written_bytes / 2**20, 1), "files": args.files,
+                    "row_group_mb": args.row_group_mb,
+                    "split_mb": round(min(128.0, read_bytes / 2**20 / (4 * len(HOSTS))), 1),
                     "subtasks": len(HOSTS), "repeats": args.repeats})
     print(json.dumps(figures))
 

@@ -141,6 +141,9 @@ FS_HDFS_HTTP_ADDRESS = _option(
     "fs.hdfs.http-address", _str, "",
     "The NameNode's HTTP address (host:port) for WebHDFS; empty: dfs.namenode.http-address of HADOOP_CONF_DIR, else port 9870 of the NameNode's host.")
 
+SOURCE_SPLIT_SIZE = _option(
+    "source.split-size", parse_bytes, 128 << 20,
+    "Most bytes of a Parquet input split (consecutive row groups of a file); smaller inputs get about four splits per subtask (Spark's spark.sql.files.maxPartitionBytes).")
 SOURCE_LOCALITY_WAIT = _option(
     "source.locality-wait", parse_duration, 3.0,
     "How long a source subtask with no split left on its own host waits before reading one another subtask would read locally (Spark's spark.locality.wait).")
@@ -182,7 +185,7 @@ SESSION_CONTAINER_SIZES = _option(
     "A session's container sizes ('<cores>c-<memory>', comma-separated); each worker gets the smallest that fits its slot.")
 SESSION_HISTORY_DIR = _option(
     "session.history-dir", _str, "",
-    "Where a session archives finished jobs (a path or URL; hdfs:// goes through WebHDFS); empty: /user/<user>/.yarnflow/history on HDFS, else ~/.yarnflow/history.")
+    "Where ended jobs are archived, by a session and by a per-job application (a path or URL; hdfs:// goes through WebHDFS); empty: /user/<user>/.yarnflow/history on HDFS, else ~/.yarnflow/history.")
 JOBSTORE_MAX_CAPACITY = _option("jobstore.max-capacity", _pos_int, 1000,
                                 "Finished jobs a session keeps in memory; older ones are read back from the history.")
 SESSION_MIN_EXECUTORS = _option("session.min-executors", _nonneg_int, 0,

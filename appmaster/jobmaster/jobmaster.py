@@ -82,7 +82,8 @@ class JobMaster:
                 try:
                     operator = cloudpickle.loads(ejv.operator_bytes)
                     self._splits[ejv.id] = InputSplitAssigner(
-                        operator.create_input_splits(ejv.parallelism),
+                        operator.create_input_splits(ejv.parallelism,
+                                                     config.get(options.SOURCE_SPLIT_SIZE)),
                         config.get(options.SOURCE_LOCALITY_WAIT))
                 except Exception as err:  # a missing input, an unreadable file
                     self._split_error = f"source '{ejv.name}' cannot read its input: {err}"

@@ -21,6 +21,11 @@ from typing import Any, Callable, Collection
 import cloudpickle
 
 
+# How soon a waiting subtask asks again: a split it may take (one freed by a lost reader,
+# or the wait ending) should not sit idle long, and the job's last splits end it.
+ASK_AGAIN_INTERVAL = 0.05
+
+
 class Locality(enum.Enum):
     LOCAL = "local"            # stored on the reader's host
     REMOTE = "remote"          # stored elsewhere
@@ -78,7 +83,7 @@ class InputSplitAssigner:
             now = self._clock()
             since = self._waiting_since.setdefault(requester, now)
             if now - since < self._locality_wait:
-                return AskAgain(min(0.5, self._locality_wait - (now - since)))
+                return AskAgain(min(ASK_AGAIN_INTERVAL, self._locality_wait - (now - since)))
         candidates = orphans or [h for h, n in self._left_on.items() if n > 0]
         busiest = max(candidates, key=self._left_on.__getitem__)
         index = self._take(self._by_host[busiest])

@@ -77,12 +77,15 @@ class FileSystemSettings:
             return
         if urlsplit(uri).scheme == "file":
             local = urlsplit(uri).path
+            cluster = f"{self.default_fs.rstrip('/')}{local}"
+            fix = (f"put the data on the cluster's file system (yarnflow fs put {local} "
+                   f"{cluster}) and read that" if role == "input" else
+                   f"write to the cluster's file system ({cluster}, or a path without a "
+                   "scheme)")
             raise LocalPathRefused(
                 f"{role} {uri} is a local path, but the job runs on the cluster, whose nodes "
-                f"cannot see this machine's disk. Fix: put the data on the cluster's file "
-                f"system (yarnflow fs put {local} {self.default_fs.rstrip('/')}{local}) and "
-                f"use that path, or set fs.allow-local-paths: true if every node mounts "
-                f"{local} at the same place")
+                f"cannot see this machine's disk. Fix: {fix}, or set fs.allow-local-paths: "
+                f"true if every node mounts {local} at the same place")
 
 
 def _clean(path: str) -> str:

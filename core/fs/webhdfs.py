@@ -48,7 +48,13 @@ class _WebHdfs(WebHDFS):   # type: ignore[misc]   # fsspec is untyped
               autocommit: bool = True, replication: int | None = None,
               permissions: int | None = None, **kwargs: Any) -> Any:
         if "r" in mode:
-            return super()._open(path, mode, block_size, autocommit, replication, permissions)
+            # No read-ahead: pyarrow asks for exactly the ranges it needs (a row group's
+            # column chunks, pre-buffered), and fsspec's default cache would fetch a
+            # whole block more past each of them.
+            return WebHDFile(self, path, mode=mode, block_size=block_size or self.blocksize,
+                             tempdir=self.tempdir, autocommit=autocommit,
+                             replication=replication, permissions=permissions,
+                             cache_type="none")
         return _StrictFile(self, path, mode=mode, block_size=block_size or WRITE_BUFFER,
                          tempdir=self.tempdir, autocommit=autocommit, replication=replication,
                          permissions=permissions, createparent="false")

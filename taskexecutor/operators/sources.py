@@ -18,10 +18,19 @@ from yarnflow.taskexecutor.operators.base import Operator, OperatorContext
 from yarnflow.taskexecutor.operators.files import BoundPaths, DataPathError, unreachable
 
 
+# A Parquet split's largest size unless ``source.split-size`` says otherwise (Spark's
+# spark.sql.files.maxPartitionBytes).
+DEFAULT_SPLIT_BYTES = 128 << 20
+# Splits per subtask a source aims for, so that subtasks asking for the next split as
+# they go end up with even shares.
+SPLITS_PER_SUBTASK = 4
+
+
 class Source(Operator):
     num_inputs = 0
 
-    def create_input_splits(self, parallelism: int) -> list[Any]:
+    def create_input_splits(self, parallelism: int,
+                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
         raise NotImplementedError
 
     def read_split(self, split: Any, batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -77,8 +86,9 @@ class FileSource(Source):
 
 @dataclass(frozen=True)
 class ParquetSplit:
+    """Consecutive row groups of one file."""
     path: str
-    row_group: int
+    row_groups: tuple[int, ...]
     hosts: tuple[str, ...] = ()
 
 
@@ -96,8 +106,11 @@ def _row_group_range(group: Any) -> tuple[int, int]:
 
 
 class ParquetSource(FileSource):
-    """One split per Parquet row group, located on the hosts of the block holding
-    most of its bytes."""
+    """Splits of consecutive row groups of a file, each about
+    ``min(max_split_bytes, total bytes / (SPLITS_PER_SUBTASK x parallelism))`` (at
+    least one row group), as Spark sizes file splits: small row groups share one read,
+    and every subtask still gets several splits. A split is located on the hosts of
+    the block holding most of its bytes."""
     suffix = ".parquet"
 
     def __init__(self, path: str | os.PathLike[str] | list[Any],
@@ -106,17 +119,44 @@ class ParquetSource(FileSource):
         self.columns = columns
 
     def _metadata(self, uri: str) -> Any:
-        with self.inputs.filesystem(uri).open_input(uri) as f:
-            return pq.read_metadata(f)
+        """A file's footer, read once per task: a subtask reads several row groups of
+        the files stored on its host, and on a remote file system every footer read
+        is a round trip."""
+        cache: dict[str, Any] = self.__dict__.setdefault("_footers", {})
+        if uri not in cache:
+            with self.inputs.filesystem(uri).open_input(uri) as f:
+                cache[uri] = pq.read_metadata(f)
+        return cache[uri]
 
-    def create_input_splits(self, parallelism: int) -> list[Any]:
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_footers", None)        # read where the splits are read, not shipped
+        return state
+
+    def create_input_splits(self, parallelism: int,
+                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
+        files = self.files()
+        target = min(max_split_bytes,
+                     sum(size for _, size in files) // (SPLITS_PER_SUBTASK * max(parallelism, 1)))
         splits = []
-        for uri, _ in self.files():
+        for uri, _ in files:
             meta = self._metadata(uri)
             blocks = self.inputs.filesystem(uri).block_locations(uri)
+            groups: list[int] = []
+            start = end = 0
             for g in range(meta.num_row_groups):
-                start, size = _row_group_range(meta.row_group(g))
-                splits.append(ParquetSplit(uri, g, hosts_of_range(blocks, start, size)))
+                g_start, g_size = _row_group_range(meta.row_group(g))
+                if groups and g_start + g_size - start > target:
+                    splits.append(ParquetSplit(uri, tuple(groups),
+                                               hosts_of_range(blocks, start, end - start)))
+                    groups = []
+                if not groups:
+                    start = g_start
+                groups.append(g)
+                end = g_start + g_size
+            if groups:
+                splits.append(ParquetSplit(uri, tuple(groups),
+                                           hosts_of_range(blocks, start, end - start)))
         return splits
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
@@ -139,9 +179,10 @@ class ParquetSource(FileSource):
     def read_split(self, split: ParquetSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
         # pre_buffer: the row group's column chunks in few large reads, which a remote
         # file system answers much faster than many small ones
+        metadata = self._metadata(split.path)
         with self.inputs.filesystem(split.path).open_input(split.path) as f:
-            yield from pq.ParquetFile(f, pre_buffer=True).iter_batches(
-                batch_size=batch_rows, row_groups=[split.row_group], columns=self.columns)
+            yield from pq.ParquetFile(f, metadata=metadata, pre_buffer=True).iter_batches(
+                batch_size=batch_rows, row_groups=list(split.row_groups), columns=self.columns)
 
 
 @dataclass(frozen=True)
@@ -158,7 +199,8 @@ class CsvSource(FileSource):
         super().__init__(path)
         self.read_options = read_options
 
-    def create_input_splits(self, parallelism: int) -> list[Any]:
+    def create_input_splits(self, parallelism: int,
+                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
         splits = []
         for uri, size in self.files():
             blocks = self.inputs.filesystem(uri).block_locations(uri)
@@ -180,7 +222,8 @@ class TableSource(Source):
     def __init__(self, table: pa.Table) -> None:
         self.table = table
 
-    def create_input_splits(self, parallelism: int) -> list[Any]:
+    def create_input_splits(self, parallelism: int,
+                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
         rows = self.table.num_rows
         pieces = max(parallelism, 1)
         step = max(1, -(-rows // pieces))

@@ -130,3 +130,24 @@ def test_open_output_never_creates_parents(tmp_path):
         (tmp_path / "a").mkdir()
         (tmp_path / "b").mkdir()
         fs.rename(f"file://{tmp_path}/a", f"file://{tmp_path}/b")
+
+
+def test_parquet_splits_pack_consecutive_row_groups_into_a_few_per_subtask(tmp_path):
+    from yarnflow.taskexecutor.operators.sources import ParquetSource
+    pq.write_table(pa.table({"x": list(range(40_000))}), tmp_path / "a.parquet",
+                   row_group_size=1000, compression="none")            # 40 row groups
+    source = ParquetSource(str(tmp_path))
+    source.bind_filesystem(FileSystemSettings())
+    splits = source.create_input_splits(parallelism=2)                  # ~8 splits
+    groups = [g for split in splits for g in split.row_groups]
+    assert groups == list(range(40)), "every row group exactly once, in order"
+    assert 7 <= len(splits) <= 9
+    assert len(source.create_input_splits(2, max_split_bytes=1)) == 40  # one group at least
+    rows = [b.num_rows for s in splits for b in source.read_split(s, 10_000)]
+    assert sum(rows) == 40_000
+
+
+def test_a_local_output_on_a_cluster_is_refused_with_where_to_write_instead():
+    with pytest.raises(LocalPathRefused, match=r"output file:///out is a local path.*Fix: "
+                       r"write to the cluster's file system \(hdfs://nn:9000/out"):
+        CLUSTER.check_reachable("file:///out", "output")

@@ -51,7 +51,7 @@ def test_another_readers_local_split_is_taken_only_after_the_locality_wait():
     assigner = InputSplitAssigner([Split("b1", ("b",)), Split("b2", ("b",))], locality_wait=3.0,
                                   clock=clock)
     wait = assigner.next_split("a", {"a", "b"}, "reader-a")
-    assert isinstance(wait, AskAgain) and 0 < wait.seconds <= 0.5
+    assert isinstance(wait, AskAgain) and 0 < wait.seconds <= 0.05
     assert name(assigner.next_split("b", {"a", "b"}, "reader-b")) == "b1"   # b's own reader
     clock.now += 2.9
     assert isinstance(assigner.next_split("a", {"a", "b"}, "reader-a"), AskAgain)

@@ -98,8 +98,17 @@ class Hdfs:
         pq.write_table(table, buffer, **options)
         others = ",".join(f"{h}:{DATANODE_PORT}" for h in HOSTS if h != host)
         webhdfs = self.fs.webhdfs
-        created = webhdfs._call("CREATE", method="put", path=self.fs.path(uri), redirect=False,
-                                overwrite="true", excludedatanodes=others)
+
+        def create() -> Any:
+            try:   # the NameNode may pass over a DataNode that just missed a heartbeat
+                return webhdfs._call("CREATE", method="put", path=self.fs.path(uri),
+                                     redirect=False, overwrite="true", excludedatanodes=others)
+            except RuntimeError as err:
+                if "Failed to find datanode" in str(err):
+                    return None
+                raise
+        created = wait_until(create, 30, f"the NameNode to take a block on {host}",
+                             interval=0.5)
         webhdfs.session.put(created.headers["Location"], data=buffer.getvalue()).raise_for_status()
 
     def block_hosts(self, uri: str) -> list[tuple[str, ...]]:

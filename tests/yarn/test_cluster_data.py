@@ -73,9 +73,10 @@ def test_splits_are_read_on_the_hosts_that_store_them(yarn_cluster, hdfs):
         f"{s.host} {s.splits_local}/{s.splits_remote}" for s in source.subtasks)
 
 
-def test_a_cancelled_job_leaves_the_target_as_it_was(yarn_cluster, hdfs):
-    base = hdfs.scratch("cancel")
-    out = f"{base}/out"
+def overwrite_while_sink_writes(hdfs, name: str) -> tuple[str, pa.Table, str]:
+    """An old output at a target, and a running job (`--work` slows it) replacing it,
+    whose sink is writing: (target, old output, application id)."""
+    out = f"{hdfs.scratch(name)}/out"
     old = numbers(0, 1000)
     hdfs.write_table(old, f"{out}/part-00000.parquet")
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", SHAPES,
@@ -85,6 +86,11 @@ def test_a_cancelled_job_leaves_the_target_as_it_was(yarn_cluster, hdfs):
     with YarnApplication(app_id, timeout=30) as app:
         wait_until(lambda: sink_is_writing(app, hdfs, out), 120, "the sink to be writing",
                    interval=0.3)
+    return out, old, app_id
+
+
+def test_a_cancelled_job_leaves_the_target_as_it_was(yarn_cluster, hdfs):
+    out, old, app_id = overwrite_while_sink_writes(hdfs, "cancel")
     cancelled = yarnflow("cancel", app_id)
     assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
     assert yarn_cluster.wait_finished(app_id, timeout=90)["finalStatus"] == "KILLED"
@@ -94,16 +100,7 @@ def test_a_cancelled_job_leaves_the_target_as_it_was(yarn_cluster, hdfs):
 
 def test_a_killed_appmaster_leaves_the_target_and_the_next_run_clears_its_staging(
         yarn_cluster, hdfs):
-    base = hdfs.scratch("am-kill")
-    out = f"{base}/out"
-    old = numbers(0, 1000)
-    hdfs.write_table(old, f"{out}/part-00000.parquet")
-    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", SHAPES,
-                    "--", "long", "--work", "1", "--out", out, "--mode", "overwrite")
-    app_id = submitted_app_id(proc)
-    with YarnApplication(app_id, timeout=30) as app:
-        wait_until(lambda: sink_is_writing(app, hdfs, out), 120, "the sink to be writing",
-                   interval=0.3)
+    out, old, app_id = overwrite_while_sink_writes(hdfs, "am-kill")
     appmaster_process(app_id).kill()
     assert yarn_cluster.wait_finished(app_id, timeout=120)["finalStatus"] == "FAILED"
     assert hdfs.read_table(out).equals(old)
