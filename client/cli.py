@@ -98,17 +98,17 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
             console.print(detail, markup=False, highlight=False)
         sys.exit(1)
     except (InvalidPipelineError, ConfigError) as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except YarnError as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(1)
     finally:
         sys.argv = saved_argv
         set_context(None)
     if not context.results:
         console.print(f"[bold red]error:[/] {pipeline} ran but never called execute() on a "
-                      "Pipeline, so no job was submitted")
+                      "Pipeline, so no job was submitted", soft_wrap=True)
         sys.exit(2)
 
 
@@ -180,7 +180,7 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
         with _application(app_id, conf_file, dynamic) as app:
             st = app.status()
     except (YarnError, ConfigError) as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(1)
     console.print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
     console.print(f"tracking URL: {st.tracking_url}", highlight=False)
@@ -207,7 +207,7 @@ def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session
         with _application(app_id, conf_file, dynamic) as app:
             st = app.cancel()
     except (YarnError, ConfigError) as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False)
+        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(1)
     console.print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
 
@@ -222,7 +222,7 @@ def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
         config = Configuration.load(conf_file, dynamic)
         click.echo(application_logs(app_id, config.get(options.YARN_CLIENT_TIMEOUT) * 4))
     except (YarnError, ConfigError) as err:
-        Console().print(f"[bold red]error:[/] {err}", highlight=False)
+        Console().print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(1)
 
 
@@ -238,7 +238,7 @@ def _fs_command(fn: Any) -> Any:
         try:
             fn(*args, **kwargs)
         except (OSError, ValueError) as err:
-            Console().print(f"[bold red]error:[/] {err}", highlight=False)
+            Console().print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
             sys.exit(1)
     run.__name__, run.__doc__ = fn.__name__, fn.__doc__
     return run
@@ -259,10 +259,10 @@ def fs_put(source: str, destination: str, force: bool) -> None:
 @click.argument("path")
 @_fs_command
 def fs_ls(path: str) -> None:
-    """List PATH's files (a file, a directory or a glob) with their sizes."""
+    """List PATH (a file, a directory or a glob) with sizes; directories end in /."""
     from yarnflow import files
     for uri, size in files.ls(path):
-        click.echo(f"{size:>14,}  {uri}")
+        click.echo(f"{'':>14}  {uri}/" if size is None else f"{size:>14,}  {uri}")
 
 
 @fs_group.command(name="rm")

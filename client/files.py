@@ -15,20 +15,19 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.fs import FileSystem, FileSystemSettings, open_filesystem
-from yarnflow.filesystems import filesystem_settings
+from yarnflow.filesystems import filesystem_settings, use_cluster_filesystem
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 
 def cluster_settings(config: Configuration | None = None) -> FileSystemSettings:
     """Settings whose default file system is the cluster's when there is one."""
     config = (config or Configuration.load()).copy()
-    if not config.get(options.FS_DEFAULT_SCHEME):
-        try:
-            config.set(options.FS_DEFAULT_SCHEME, HadoopConf.load().default_fs)
-        except HadoopConfigError:
-            pass
+    try:
+        use_cluster_filesystem(config, HadoopConf.load())
+    except HadoopConfigError:
+        pass                                 # no cluster: the local disk
     return filesystem_settings(config)
 
 
@@ -80,10 +79,15 @@ def put(source: str | os.PathLike[str], destination: str | os.PathLike[str],
 
 
 def ls(path: str | os.PathLike[str], settings: FileSystemSettings | None = None
-       ) -> list[tuple[str, int]]:
-    """``(uri, size)`` of a file, a directory's files, or a glob's matches."""
+       ) -> list[tuple[str, int | None]]:
+    """``(uri, size)`` of a file, of what a directory holds (size None for a
+    directory), or of a glob's matching files."""
     fs, uri = resolve(path, settings)
-    return fs.list_files(uri)
+    if not fs.is_dir(uri):
+        return list(fs.list_files(uri))
+    entries = fs.arrow.get_file_info(pafs.FileSelector(fs.path(uri)))
+    return sorted((fs.uri(e.path), None if e.type == pafs.FileType.Directory else e.size)
+                  for e in entries)
 
 
 def rm(path: str | os.PathLike[str], settings: FileSystemSettings | None = None) -> str:

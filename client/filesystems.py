@@ -13,6 +13,15 @@ from yarnflow.core.fs.settings import LOCAL_FS
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 
+def use_cluster_filesystem(config: Configuration, hadoop: HadoopConf) -> None:
+    """Paths without a scheme go to the cluster's fs.defaultFS, and HDFS is reached at
+    its NameNode's HTTP address, unless the configuration already says otherwise."""
+    if not config.get(options.FS_DEFAULT_SCHEME):
+        config.set(options.FS_DEFAULT_SCHEME, hadoop.default_fs)
+    if not config.get(options.FS_HDFS_HTTP_ADDRESS) and hadoop.default_fs.startswith("hdfs://"):
+        config.set(options.FS_HDFS_HTTP_ADDRESS, hadoop.namenode_http_address())
+
+
 def filesystem_settings(config: Configuration) -> FileSystemSettings:
     default_fs = config.get(options.FS_DEFAULT_SCHEME) or LOCAL_FS
     http = config.get(options.FS_HDFS_HTTP_ADDRESS)

@@ -16,7 +16,7 @@ from yarnflow.targets.yarn_errors import YarnError
 
 
 def _fail(console: Console, err: Exception) -> NoReturn:
-    console.print(f"[bold red]error:[/] {err}", highlight=False)
+    console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
     sys.exit(1)
 
 

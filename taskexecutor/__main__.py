@@ -11,10 +11,17 @@ import sys
 import threading
 from pathlib import Path
 
-from yarnflow.conf import Configuration, options
-from yarnflow.resources import ResourceSpec
-from yarnflow.rpc.security import TlsCredentials
-from yarnflow.taskexecutor.taskexecutor import TaskExecutor, configure_logging
+# Arrow's allocator (mimalloc) gives freed memory back to the system at once instead of
+# after a delay: a TaskExecutor streams batches far larger than its container through
+# it, and YARN measures the process's resident memory, not what Arrow still uses.
+# Under load the delay let freed pages pile up to the container's limit. It must be set
+# before pyarrow loads; an explicit setting in the environment wins.
+os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
+
+from yarnflow.conf import Configuration, options  # noqa: E402
+from yarnflow.resources import ResourceSpec  # noqa: E402
+from yarnflow.rpc.security import TlsCredentials  # noqa: E402
+from yarnflow.taskexecutor.taskexecutor import TaskExecutor, configure_logging  # noqa: E402
 
 
 # Batches from the network are not 64-byte aligned; Acero would warn once per batch.

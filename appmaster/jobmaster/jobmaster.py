@@ -216,8 +216,11 @@ class JobMaster:
         if assigner is None:
             raise RuntimeError(f"vertex {vertex_id} is not a source of job {self.job_id}")
         host = execution.slot.location.host if execution.slot is not None else ""
-        readers = {v.current.slot.location.host for v in execution.vertex.job_vertex.task_vertices
-                   if v.current.slot is not None and not v.current.state.is_terminal}
+
+        def readers() -> set[str]:
+            return {v.current.slot.location.host
+                    for v in execution.vertex.job_vertex.task_vertices
+                    if v.current.slot is not None and not v.current.state.is_terminal}
         answer = assigner.next_split(host, readers, attempt_id)
         if not isinstance(answer, Assigned):
             return answer

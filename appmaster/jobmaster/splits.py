@@ -66,10 +66,12 @@ class InputSplitAssigner:
                 self._by_host.setdefault(host, deque()).append(index)
                 self._left_on[host] = self._left_on.get(host, 0) + 1
 
-    def next_split(self, host: str = "", reader_hosts: Collection[str] = (),
+    def next_split(self, host: str = "",
+                   reader_hosts: Callable[[], Collection[str]] = tuple,
                    requester: str = "") -> Assigned | AskAgain | None:
-        """The next split for ``requester`` on ``host``, given the hosts where subtasks
-        of this source are running; None when every split is taken."""
+        """The next split for ``requester`` on ``host``; None when every split is taken.
+        ``reader_hosts()`` names the hosts where subtasks of this source run; it is
+        asked only when ``host`` has nothing left, as it costs a pass over them."""
         if self._left == 0:
             return None
         index = self._take(self._by_host.get(host))
@@ -78,7 +80,8 @@ class InputSplitAssigner:
         index = self._take(self._unlocated)
         if index is not None:
             return self._give(index, Locality.UNKNOWN, requester)
-        orphans = [h for h, n in self._left_on.items() if n > 0 and h not in reader_hosts]
+        readers = reader_hosts()
+        orphans = [h for h, n in self._left_on.items() if n > 0 and h not in readers]
         if not orphans:
             now = self._clock()
             since = self._waiting_since.setdefault(requester, now)

@@ -30,6 +30,7 @@ from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
 from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import (WorkerSpec, plan_worker_specs,
                                                                        slots_needed)
 from yarnflow.conf import Configuration, options
+from yarnflow.filesystems import use_cluster_filesystem
 from yarnflow.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.resources import ResourceSpec
 from yarnflow.rpc.security import generate_application_credentials
@@ -89,11 +90,7 @@ def prepare_config(config: Configuration) -> Configuration:
     config.set(options.MAX_WORKER_CPU, max_vcores)
     if not config.is_set(options.UPSTREAM_FAILURE_GRACE):
         config.set(options.UPSTREAM_FAILURE_GRACE, YARN_DEFAULT_UPSTREAM_GRACE)
-    # The cluster's paths: one without a scheme is on fs.defaultFS, as for Hadoop's tools.
-    if not config.get(options.FS_DEFAULT_SCHEME):
-        config.set(options.FS_DEFAULT_SCHEME, hadoop.default_fs)
-    if not config.get(options.FS_HDFS_HTTP_ADDRESS) and hadoop.default_fs.startswith("hdfs://"):
-        config.set(options.FS_HDFS_HTTP_ADDRESS, hadoop.namenode_http_address())
+    use_cluster_filesystem(config, hadoop)   # a path without a scheme is on fs.defaultFS
     return config
 
 

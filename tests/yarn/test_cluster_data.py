@@ -168,3 +168,23 @@ def test_a_local_input_is_refused_on_yarn_before_submission(yarn_cluster, hdfs, 
     assert "yarnflow fs put" in message and "fs.allow-local-paths: true" in message
     assert "Traceback" not in proc.stdout + proc.stderr
     assert yarn_cluster.app_ids() == apps_before, "an application was submitted"
+
+
+def test_yarnflow_fs_puts_lists_and_removes_on_the_clusters_hdfs(yarn_cluster, hdfs, tmp_path):
+    local = tmp_path / "tree"
+    (local / "sub").mkdir(parents=True)
+    numbers(0, 10).to_pandas().to_parquet(local / "a.parquet")
+    (local / "sub" / "b.txt").write_text("b")
+    target = f"{hdfs.scratch('fs-cli')}/tree"
+    put = yarnflow("fs", "put", str(local), target)
+    assert put.returncode == 0 and put.stdout.strip() == target, put.stdout + put.stderr
+    assert hdfs.read_table(f"{target}/a.parquet").equals(numbers(0, 10))
+    listing = yarnflow("fs", "ls", target).stdout.splitlines()
+    assert [line.split()[-1] for line in listing] == [f"{target}/a.parquet", f"{target}/sub/"]
+    again = yarnflow("fs", "put", str(local), target)
+    assert again.returncode == 1 and "exists. Fix:" in again.stdout, again.stdout
+    assert "Traceback" not in again.stdout + again.stderr
+    removed = yarnflow("fs", "rm", target)
+    assert removed.returncode == 0 and not hdfs.fs.exists(target)
+    missing = yarnflow("fs", "ls", target)
+    assert missing.returncode == 1 and f"{target} does not exist" in missing.stdout
