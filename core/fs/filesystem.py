@@ -46,9 +46,6 @@ def hosts_of_range(blocks: list[Block], start: int, length: int) -> tuple[str, .
 class FileSystem:
     """One file system (``file``, ``hdfs://nn:9000``, ``s3``); methods take full URIs on it."""
 
-    #: whether ``rename`` of a directory is one atomic step (HDFS, local disks); on
-    #: object stores it is a copy of every file
-    atomic_rename = True
     #: object stores name a bucket where others name a host: ``s3://bucket/key``
     bucketed = False
 
@@ -149,8 +146,8 @@ class FileSystem:
 
 
 class ObjectStoreFileSystem(FileSystem):
-    """S3 and the like: no directories, so a directory rename moves every object."""
-    atomic_rename = False
+    """S3 and the like: no directories, so a directory rename moves every object (one
+    step at a time, not atomically)."""
     bucketed = True
 
     def rename(self, src: str, dst: str) -> None:
