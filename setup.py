@@ -4,7 +4,8 @@ The repository's top level is fixed by the product (appmaster/, taskexecutor/,
 client/, conf/, rpc/), but installing packages called ``client`` or ``conf`` into
 site-packages would collide with other projects. So every directory is installed
 under one ``yarnflow`` namespace: ``client/`` *is* the ``yarnflow`` package (what a
-pipeline author imports), and the runtime lives in ``yarnflow.appmaster``,
+pipeline author imports), ``core/`` is the model both sides share
+(``yarnflow.core``), and the runtime lives in ``yarnflow.appmaster``,
 ``yarnflow.taskexecutor``, ``yarnflow.conf`` and ``yarnflow.rpc``.
 """
 from setuptools import setup
@@ -30,7 +31,7 @@ PACKAGES = {
     "yarnflow.taskexecutor": "taskexecutor",
     "yarnflow.taskexecutor.slot": "taskexecutor/slot",
     "yarnflow.taskexecutor.network": "taskexecutor/network",
-    "yarnflow.taskexecutor.operators": "taskexecutor/operators",
+    "yarnflow.core.operators": "core/operators",
 }
 
 setup(

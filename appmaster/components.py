@@ -15,15 +15,17 @@ from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
 from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
 from yarnflow.appmaster.resourcemanager.service import ResourceManagerService
-from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, WorkerSpec
+from yarnflow.core.container_ladder import ContainerLadder
+from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import JobGraph
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
 from yarnflow.rpc.gateways import (GrpcResourceManagerGateway, GrpcTaskExecutorGateway,
                                    register_job_master)
 from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2_grpc, resourcemanager_pb2, resourcemanager_pb2_grpc
 from yarnflow.rpc.security import TlsCredentials
+from yarnflow.rpc.codec import jobgraph_to_proto
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ class ApplicationMasterComponents:
 
     def submit(self, job_graph: JobGraph | jobgraph_pb2.JobGraph) -> JobClient:
         """Start a JobMaster for the job; returns at once."""
-        message = job_graph.to_proto() if isinstance(job_graph, JobGraph) else job_graph
+        message = jobgraph_to_proto(job_graph) if isinstance(job_graph, JobGraph) else job_graph
         jm = JobMaster(message, self.config, self.address, self._te_gateway_factory)
         jm_id = jm.job_master_id
         self.job_masters.register(jm)

@@ -29,12 +29,13 @@ from typing import Any, Callable
 from yarnflow.appmaster.components import ApplicationMasterComponents
 from yarnflow.appmaster.jobmaster.jobmaster import JobResult
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
-from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, WorkerSpec
+from yarnflow.core.container_ladder import ContainerLadder
+from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import jobgraph_pb2
 from yarnflow.rpc.security import read_skein_container_credentials
-from yarnflow.rpc.skein_contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY,
+from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY,
                                          SERVICES_ENV, decode_env)
 
 log = logging.getLogger("yarnflow.appmaster")
@@ -115,7 +116,7 @@ def archive_result(config: Configuration, details: Any) -> None:
     location = config.get(options.SESSION_HISTORY_DIR)
     if not location:
         return
-    from yarnflow.appmaster.dispatcher import open_archive
+    from yarnflow.rpc.archive import open_archive
     try:
         log.info("archived job %s to %s", details.job_id, open_archive(location).store(details))
     except Exception:   # noqa: BLE001 - the job's outcome stands without its archive

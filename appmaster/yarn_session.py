@@ -17,11 +17,11 @@ from typing import Any
 
 from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
 from yarnflow.appmaster.dispatcher.service import DispatcherService
-from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, parse_container_sizes
+from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.appmaster.yarn_entrypoint import start_components
 from yarnflow.conf import Configuration, options
 from yarnflow.rpc.generated import dispatcher_pb2, dispatcher_pb2_grpc
-from yarnflow.rpc.skein_contract import CONF_ENV, decode_env
+from yarnflow.core.contract import CONF_ENV, decode_env
 
 log = logging.getLogger("yarnflow.appmaster.session")
 

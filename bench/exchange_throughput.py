@@ -33,7 +33,7 @@ def batch() -> pa.RecordBatch:
 
 
 # --- the yarnflow job ----------------------------------------------------------------
-from yarnflow.taskexecutor.operators import Operator, Source  # noqa: E402
+from yarnflow.core.operators import Operator, Source  # noqa: E402
 
 
 class RepeatSource(Source):

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.yarn.conftest import HOSTS, Hdfs  # noqa: E402  (the test cluster's HDFS helpers)
 
-from yarnflow.appmaster.dispatcher import open_archive  # noqa: E402
+from yarnflow.rpc.archive import open_archive  # noqa: E402
 from yarnflow.conf import Configuration  # noqa: E402
 from yarnflow.core.fs.webhdfs import WRITE_BUFFER  # noqa: E402
 from yarnflow.targets.history import history_location  # noqa: E402
@@ -65,7 +65,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 import yarnflow as yf
-from yarnflow.taskexecutor.operators import Source
+from yarnflow.core.operators import Source
 
 COLUMNS, ROWS_PER_FILE, FILES = {columns}, {rows}, {files}
 

@@ -21,8 +21,8 @@ from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
 from yarnflow.appmaster.jobmaster.slotpool import SlotPool, TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
-from yarnflow.jobgraph import JobGraph, JobVertex, ShipStrategy
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.endpoint import MainThread
 
 SLOTS_PER_EXECUTOR = 10

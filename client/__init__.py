@@ -16,12 +16,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "ResourceSpec": "yarnflow.resources",
-    "InvalidPipelineError": "yarnflow.jobgraph",
-    "JobGraph": "yarnflow.jobgraph",
-    "PartitionType": "yarnflow.jobgraph",
-    "ScheduleMode": "yarnflow.jobgraph",
-    "ShipStrategy": "yarnflow.jobgraph",
+    "ResourceSpec": "yarnflow.core.resources",
+    "InvalidPipelineError": "yarnflow.core.jobgraph",
+    "JobGraph": "yarnflow.core.jobgraph",
+    "PartitionType": "yarnflow.core.jobgraph",
+    "ScheduleMode": "yarnflow.core.jobgraph",
+    "ShipStrategy": "yarnflow.core.jobgraph",
     "DataSet": "yarnflow.pipeline",
     "Pipeline": "yarnflow.pipeline",
     "JobFailedError": "yarnflow.context",
@@ -31,10 +31,10 @@ __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:
     from yarnflow.context import JobFailedError
-    from yarnflow.jobgraph import (InvalidPipelineError, JobGraph, PartitionType, ScheduleMode,
-                                   ShipStrategy)
+    from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, PartitionType,
+                                        ScheduleMode, ShipStrategy)
     from yarnflow.pipeline import DataSet, Pipeline
-    from yarnflow.resources import ResourceSpec
+    from yarnflow.core.resources import ResourceSpec
 
 
 def __getattr__(name: str) -> Any:

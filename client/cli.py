@@ -15,7 +15,7 @@ from yarnflow.display import progress_table, subtask_table, summary_table
 
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
-from yarnflow.jobgraph import InvalidPipelineError
+from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.session_cli import (cancel_session_job, history, list_jobs, session, session_option,
                                   show_session_job)
 from yarnflow.targets.yarn_errors import YarnError

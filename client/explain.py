@@ -15,9 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import JobGraph, PartitionType, ShipStrategy
-from yarnflow.planner.estimates import UNKNOWN, format_bytes
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.jobgraph import JobGraph, PartitionType, ShipStrategy
+from yarnflow.core.estimates import UNKNOWN, format_bytes
+from yarnflow.core.resources import ResourceSpec
 
 
 class ExplainStatus(enum.Enum):

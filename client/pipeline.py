@@ -12,6 +12,7 @@ parallelism mismatch is an error.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -20,15 +21,15 @@ import pyarrow as pa
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import LocalPathRefused
 from yarnflow.filesystems import filesystem_settings
-from yarnflow.jobgraph import (JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy,
+from yarnflow.core.jobgraph import (JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy,
                                path_error)
 from yarnflow.planner import JoinStrategy, estimate_vertices, plan_join
-from yarnflow.resources import ResourceSpec
-from yarnflow.taskexecutor.operators import (AggregateOperator, CsvSource, FilterOperator,
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.operators import (AggregateOperator, CsvSource, FilterOperator,
                                              FlatMapOperator, HashJoinOperator, MapOperator,
                                              ParquetSink, ParquetSource, TableSource)
-from yarnflow.taskexecutor.operators.files import DataPathError
-from yarnflow.taskexecutor.operators.spark import SparkOperator
+from yarnflow.core.operators.files import DataPathError
+from yarnflow.core.operators.spark import SparkOperator
 
 
 @dataclass
@@ -100,29 +101,37 @@ class Pipeline:
 
     # --- the JobGraph ----------------------------------------------------------------
     def job_graph(self, config: Configuration | None = None) -> JobGraph:
-        """The JobGraph, planned and validated against ``config``."""
+        """The JobGraph, planned and validated against ``config``.
+
+        Planning works on copies of the pipeline's vertices and operators: the user's
+        pipeline is never changed, so it can be planned again with another
+        configuration (another default parallelism, another file system)."""
         config = config or Configuration.load()
         default_parallelism = self.parallelism or config.get(options.DEFAULT_PARALLELISM)
         graph = JobGraph(self.name, self.schedule_mode)
         graph.spark_overhead_mb = config.get(options.SPARK_JVM_OVERHEAD)
         settings = filesystem_settings(config)
+        own: dict[str, JobVertex] = {}
         for vertex in self._vertices:
-            operator = vertex.operator
             try:
-                if hasattr(operator, "bind_filesystem"):
-                    operator.bind_filesystem(settings)
+                operator = vertex.operator.bound(settings)
                 if hasattr(operator, "files"):
                     operator.files()          # a missing input is refused here, by name
             except (DataPathError, LocalPathRefused) as err:
                 raise path_error(vertex.name, err) from None
-        estimates = estimate_vertices(self._producers_first(), self._inputs_of)
-        for vertex in self._vertices:
+            own[vertex.id] = dataclasses.replace(
+                vertex, operator=operator,
+                committer=getattr(operator, "committer", None) if vertex.committer else None)
+        estimates = estimate_vertices([own[v.id] for v in self._producers_first()],
+                                      lambda v: [own[u.id] for u in self._inputs_of(v)])
+        for vertex in own.values():
             vertex.estimate = estimates[vertex.id]
             graph.add_vertex(vertex)
-        edges = list(self._edges)
+        edges = [dataclasses.replace(e, source=own[e.source.id], target=own[e.target.id])
+                 for e in self._edges]
         for join in self._joins:
-            edges += self._plan_join(join, graph, config.get(options.BROADCAST_THRESHOLD))
-        for vertex in self._vertices:
+            edges += self._plan_join(join, graph, own, config.get(options.BROADCAST_THRESHOLD))
+        for vertex in own.values():
             if vertex.parallelism is None:
                 vertex.parallelism = default_parallelism
         for edge in edges:
@@ -142,10 +151,12 @@ class Pipeline:
         return graph
 
     def _inputs_of(self, vertex: JobVertex) -> list[JobVertex]:
+        """The pipeline's (not a plan's) inputs of a vertex, matched by id."""
         for join in self._joins:
-            if join.vertex is vertex:
+            if join.vertex.id == vertex.id:
                 return [join.left.vertex, join.right.vertex]
-        edges = sorted((e for e in self._edges if e.target is vertex), key=lambda e: e.target_input)
+        edges = sorted((e for e in self._edges if e.target.id == vertex.id),
+                       key=lambda e: e.target_input)
         return [e.source for e in edges]
 
     def _producers_first(self) -> list[JobVertex]:
@@ -163,23 +174,25 @@ class Pipeline:
             place(vertex, ())
         return order
 
-    def _plan_join(self, join: _PendingJoin, graph: JobGraph, threshold: int) -> list[_PendingEdge]:
+    def _plan_join(self, join: _PendingJoin, graph: JobGraph, own: dict[str, JobVertex],
+                   threshold: int) -> list[_PendingEdge]:
         """The join's two input edges, as its plan says: the broadcast side BROADCAST and
         the other side FORWARD at its own parallelism, or both HASH on the keys."""
         sides = (join.left, join.right)
+        inputs = (own[join.left.vertex.id], own[join.right.vertex.id])
+        vertex = own[join.vertex.id]
         keys = (tuple(join.left_keys), tuple(join.right_keys))
-        plan = plan_join(join.strategy, join.left.vertex.estimate, join.right.vertex.estimate,
-                         threshold, (join.left.vertex.name, join.right.vertex.name),
-                         join.vertex.operator.how)
-        graph.join_plans[join.vertex.id] = plan
-        join.vertex.operator.build_input = plan.build_input
+        plan = plan_join(join.strategy, inputs[0].estimate, inputs[1].estimate,
+                         threshold, (inputs[0].name, inputs[1].name), vertex.operator.how)
+        graph.join_plans[vertex.id] = plan
+        vertex.operator.build_input = plan.build_input
         if plan.broadcast_input is None:
-            return [_PendingEdge(side.vertex, join.vertex, ShipStrategy.HASH, keys[i],
+            return [_PendingEdge(inputs[i], vertex, ShipStrategy.HASH, keys[i],
                                  side._partition_type, i) for i, side in enumerate(sides)]
         kept = 1 - plan.broadcast_input
-        if join.vertex.parallelism is None:
-            join.vertex.parallelism = sides[kept].vertex.parallelism or self.parallelism
-        return [_PendingEdge(side.vertex, join.vertex,
+        if vertex.parallelism is None:
+            vertex.parallelism = inputs[kept].parallelism or self.parallelism
+        return [_PendingEdge(inputs[i], vertex,
                              ShipStrategy.BROADCAST if i == plan.broadcast_input else side._ship,
                              () if i == plan.broadcast_input else side._keys,
                              side._partition_type, i) for i, side in enumerate(sides)]

@@ -170,7 +170,7 @@ def show_session_job(job_id: str, session: str, config: Configuration, subtasks:
 
 
 def _archived(job_id: str, app_id: str | None, store: Any) -> Any:
-    from yarnflow.appmaster.dispatcher import open_archive
+    from yarnflow.rpc.archive import open_archive
     history = store.info(app_id).get("history_dir") if app_id else None
     if not history:
         return None
@@ -209,7 +209,7 @@ def history(job_id: str | None, session: str, location: str | None, subtasks: bo
             dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Finished session jobs from the history archive (during the session and after it
     stopped): all of them, or one job's summary, metrics and failure."""
-    from yarnflow.appmaster.dispatcher import open_archive
+    from yarnflow.rpc.archive import open_archive
     from yarnflow.targets.app_store import ApplicationStore
     from yarnflow.targets.history import history_location
     console = Console()

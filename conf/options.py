@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 
-from yarnflow.conf.types import parse_bool, parse_bytes, parse_duration, parse_memory_mb
+from yarnflow.core.units import parse_bool, parse_bytes, parse_duration, parse_memory_mb
 
 T = TypeVar("T")
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import grpc
 
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
                                     resourcemanager_pb2, resourcemanager_pb2_grpc,
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
+from yarnflow.rpc.codec import fill_resource_spec
 
 
 class RemoteRefusal(Exception):
@@ -89,7 +90,7 @@ class GrpcResourceManagerGateway:
         request = resourcemanager_pb2.SlotRequest(
             resource_manager_id=self._rm_id, job_id=self._job_id, job_master_id=self._jm_id,
             allocation_id=allocation_id, job_master_address=self._jm_address)
-        profile.to_proto(request.profile)
+        fill_resource_spec(profile, request.profile)
         return call_future(self._stub.RequestSlot, request, self._timeout)
 
     def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":

@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
 
 from yarnflow.conf import Configuration, options  # noqa: E402
-from yarnflow.resources import ResourceSpec  # noqa: E402
+from yarnflow.core.resources import ResourceSpec  # noqa: E402
 from yarnflow.rpc.security import TlsCredentials  # noqa: E402
 from yarnflow.taskexecutor.taskexecutor import TaskExecutor, configure_logging  # noqa: E402
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 import cloudpickle
 import pyarrow as pa
 
-from yarnflow.jobgraph import PartitionType, ShipStrategy
+from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 from yarnflow.rpc.gateways import call_future
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, taskexecutor_pb2
 from yarnflow.taskexecutor.network.data_server import DataClients

@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from yarnflow.conf import Configuration, options
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
 from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
 from yarnflow.rpc.gateways import call_future
@@ -26,6 +26,7 @@ from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManag
 from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotTable
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 from yarnflow.taskexecutor.task import Task, TaskServices
+from yarnflow.rpc.codec import fill_resource_spec
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ class TaskExecutor:
         for slot in self.slots.slots:
             status = report.slots.add(slot_index=slot.index, allocation_id=slot.allocation_id,
                                       job_id=slot.job_id)
-            slot.profile.to_proto(status.profile)
+            fill_resource_spec(slot.profile, status.profile)
         return report
 
     def _send_heartbeats(self) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from yarnflow.conf import Configuration
 from yarnflow.rpc.security import TlsCredentials, read_skein_container_credentials
-from yarnflow.rpc.skein_contract import APPMASTER_ADDRESS_KEY, CONF_ENV, decode_env, wait_for_key
+from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, CONF_ENV, decode_env
+from yarnflow.rpc.skein_kv import wait_for_key
 
 
 @dataclass

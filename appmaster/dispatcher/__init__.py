@@ -1,6 +1,6 @@
 """Session mode's Dispatcher (FLIP-6): accepts jobs, runs a JobMaster for each on the
 session's shared ResourceManager, and keeps every finished job queryable."""
-from yarnflow.appmaster.dispatcher.archive import JobArchive, open_archive
+from yarnflow.rpc.archive import JobArchive, open_archive
 from yarnflow.appmaster.dispatcher.dispatcher import Dispatcher, JobRejected
 
 __all__ = ["Dispatcher", "JobArchive", "JobRejected", "open_archive"]

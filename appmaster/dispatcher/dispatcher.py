@@ -14,12 +14,12 @@ import time
 from concurrent import futures
 from typing import TYPE_CHECKING
 
-from yarnflow.appmaster.dispatcher.archive import JobArchive
-from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, NoContainerFits
+from yarnflow.rpc.archive import JobArchive
+from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.conf import options
-from yarnflow.jobgraph import JobGraph
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
+from yarnflow.rpc.codec import jobgraph_from_proto
 
 if TYPE_CHECKING:
     from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
@@ -67,7 +67,7 @@ class Dispatcher:
         if self._ladder is None:
             return
         config = self._components.config
-        graph = JobGraph.from_proto(message, load_operators=False)
+        graph = jobgraph_from_proto(message, load_operators=False)
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                     config.get(options.DEFAULT_SLOT_MEMORY))
         for group in graph.slot_sharing_groups():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 
 class TaskExecutorGateway(Protocol):

@@ -29,10 +29,10 @@ from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskEx
 from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
 from yarnflow.appmaster.jobmaster.splits import AskAgain, Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import JobGraph
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.endpoint import MainThread, describe_rpc_error, when_all_done
 from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
+from yarnflow.rpc.codec import jobgraph_from_proto
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class JobMaster:
         self._rm: ResourceManagerGateway | None = None
         self._on_terminated: list[Callable[[JobResult], None]] = []
 
-        graph = JobGraph.from_proto(job_graph, load_operators=False)
+        graph = jobgraph_from_proto(job_graph, load_operators=False)
         self.graph = ExecutionGraph(graph)
         self._committers = [(v.name, v.committer) for v in graph.vertices.values() if v.committer]
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),

@@ -14,15 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
-from yarnflow.appmaster.resourcemanager.slotmanager import (ContainerLadder, NoContainerFits,
-                                                            SlotManager, SlotRequest, WorkerSpec)
+from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager, SlotRequest
+from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
+from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
 from yarnflow.rpc.gateways import call_future
 from yarnflow.rpc.generated import (jobmaster_pb2, jobmaster_pb2_grpc, resourcemanager_pb2,
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
+from yarnflow.rpc.codec import fill_resource_spec, resource_spec_from_proto
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +96,8 @@ class ResourceManager:
         if resource_id in self.executors:   # a re-registration after a lost heartbeat
             self.slot_manager.unregister_worker(resource_id)
         slots = request.slot_report.slots
-        profile = ResourceSpec.from_proto(slots[0].profile) if slots else \
-            ResourceSpec.from_proto(request.total_resources)
+        profile = resource_spec_from_proto(slots[0].profile) if slots else \
+            resource_spec_from_proto(request.total_resources)
         stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channels.get(location.rpc_address))
         self.executors[resource_id] = RegisteredExecutor(resource_id, location.rpc_address,
                                                          location.data_address, request.worker_spec, stub, time.monotonic())
@@ -178,7 +180,7 @@ class ResourceManager:
         jm = self.job_masters.get(message.job_id)
         if jm is None or jm.job_master_id != message.job_master_id:
             return f"job {message.job_id} has no registered JobMaster with that JobMasterId"
-        profile = ResourceSpec.from_proto(message.profile)
+        profile = resource_spec_from_proto(message.profile)
         try:
             spec = self.slot_manager.worker_spec_for(profile)
         except NoContainerFits as err:
@@ -212,7 +214,7 @@ class ResourceManager:
             resource_manager_id=self.resource_manager_id, slot_index=slot_index,
             job_id=request.job_id, allocation_id=request.allocation_id,
             job_master_address=request.job_master_address, job_master_id=request.job_master_id)
-        request.profile.to_proto(message.profile)
+        fill_resource_spec(request.profile, message.profile)
 
         def done(fut: Any) -> None:
             err = fut.exception()
@@ -264,6 +266,6 @@ class ResourceManager:
                 rpc_address=executor.rpc_address if executor else "",
                 data_address=executor.data_address if executor else "")
             if worker.slots:
-                worker.slots[0].profile.to_proto(info.slot_profile)
+                fill_resource_spec(worker.slots[0].profile, info.slot_profile)
         message.workers_started_per_spec.update(self.slot_manager.started_per_spec)
         return message

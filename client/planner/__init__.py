@@ -1,7 +1,8 @@
 """The planner: size estimates carried through every operator, and the join strategy
 chosen from them (seed 003: a join whose small side lost its estimate was hashed
 instead of broadcast, and one subtask got 13/14 of the rows)."""
-from yarnflow.planner.estimates import Estimate, estimate_vertices
+from yarnflow.core.estimates import Estimate
+from yarnflow.planner.estimates import estimate_vertices
 from yarnflow.planner.joins import JoinPlan, JoinStrategy, plan_join
 
 __all__ = ["Estimate", "estimate_vertices", "JoinPlan", "JoinStrategy", "plan_join"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from yarnflow.planner.estimates import Estimate, format_bytes
+from yarnflow.core.estimates import Estimate, format_bytes
 
 
 class JoinStrategy(enum.Enum):

@@ -8,15 +8,16 @@ import tempfile
 from pathlib import Path
 
 from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
+from yarnflow.appmaster.jobmaster.jobmaster import JobResult
 from yarnflow.appmaster.dispatcher import Dispatcher, JobArchive
-from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, parse_container_sizes
+from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.appmaster.resourcemanager.drivers.local import LocalDriver
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import JobGraph
+from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.generated import resourcemanager_pb2
 from yarnflow.rpc.security import generate_cluster_credentials
 
-__all__ = ["JobClient", "LocalCluster"]
+__all__ = ["JobClient", "JobResult", "LocalCluster"]
 
 
 class LocalCluster:

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from yarnflow.appmaster.jobmaster.jobmaster import JobResult
+from yarnflow.targets.local import JobResult, LocalCluster
 from yarnflow.conf import Configuration
 from yarnflow.display import follow, print_summary
-from yarnflow.jobgraph import JobGraph
-from yarnflow.targets.local import LocalCluster
+from yarnflow.core.jobgraph import JobGraph
+
 
 
 def run_local(graph: JobGraph, config: Configuration, context: Any) -> JobResult:

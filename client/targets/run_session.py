@@ -10,12 +10,13 @@ from rich.live import Live
 
 from yarnflow.conf import Configuration, options
 from yarnflow.display import print_summary, progress_table
-from yarnflow.jobgraph import JobGraph
+from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.generated import jobmaster_pb2
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.run_yarn import AttachedResult
 from yarnflow.targets.session import SessionClient, resolve_session
 from yarnflow.targets.yarn import RunStatus, Submission
+from yarnflow.rpc.codec import jobgraph_to_proto
 
 ENDED = {"FINISHED": RunStatus.FINISHED, "FAILED": RunStatus.FAILED, "CANCELED": RunStatus.CANCELED}
 
@@ -25,7 +26,7 @@ def submit_to_session(graph: JobGraph, config: Configuration) -> Submission:
     store = ApplicationStore()
     app_id = resolve_session(config.get(options.YARN_APPLICATION_ID), timeout, store)
     with SessionClient(app_id, timeout, store) as session:
-        job_id = session.submit(graph.to_proto())
+        job_id = session.submit(jobgraph_to_proto(graph))
     store.remember_job(job_id, app_id)
     return Submission(app_id, job_id, store.info(app_id).get("tracking_url", ""))
 

@@ -9,7 +9,7 @@ from rich.live import Live
 
 from yarnflow.conf import Configuration, options
 from yarnflow.display import print_summary, progress_table
-from yarnflow.jobgraph import JobGraph
+from yarnflow.core.jobgraph import JobGraph
 from yarnflow.targets.yarn import RunStatus, Submission, submit_per_job
 from yarnflow.targets.yarn_apps import YarnApplication
 
@@ -34,7 +34,7 @@ def archived_details(config: Configuration, job_id: str) -> Any:
     location = config.get(options.SESSION_HISTORY_DIR)
     if not location:
         return None
-    from yarnflow.appmaster.dispatcher import open_archive
+    from yarnflow.rpc.archive import open_archive
     try:
         return open_archive(location).load(job_id)
     except (KeyError, OSError, ValueError):

@@ -16,13 +16,13 @@ from typing import Any
 
 import grpc
 
-from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
-from yarnflow.appmaster.resourcemanager.slotmanager import ContainerLadder, parse_container_sizes
+from yarnflow.core.contract import service_name
+from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.generated import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc, jobgraph_pb2, jobmaster_pb2
 from yarnflow.rpc.security import generate_application_credentials
-from yarnflow.rpc.skein_contract import APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode
+from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.history import history_location
 from yarnflow.targets.yarn import (bounded, prepare_config, python_and_files, services_plan,

@@ -26,19 +26,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from yarnflow.appmaster.resourcemanager.drivers.yarn import service_name
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import (WorkerSpec, plan_worker_specs,
+from yarnflow.core.contract import service_name
+from yarnflow.core.worker_spec import (WorkerSpec, plan_worker_specs,
                                                                        slots_needed)
 from yarnflow.conf import Configuration, options
 from yarnflow.filesystems import use_cluster_filesystem
-from yarnflow.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.security import generate_application_credentials
-from yarnflow.rpc.skein_contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode
+from yarnflow.core.contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.targets.history import history_location
 from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.rpc.codec import jobgraph_to_proto
 
 T = TypeVar("T")
 YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~5 s
@@ -195,7 +196,7 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
     master_env = {**env, SERVICES_ENV: services_plan(list(specs.values()), instances)}
     master_files = dict(files)
-    job = graph.to_proto().SerializeToString()
+    job = jobgraph_to_proto(graph).SerializeToString()
     if len(job) <= JOB_ENV_LIMIT:
         master_env[JOB_ENV] = encode(job)
         master_script = f"exec {python} -m yarnflow.appmaster"

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import grpc
 
-from yarnflow.rpc.skein_contract import APPMASTER_ADDRESS_KEY, JOB_ID_KEY
+from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, JOB_ID_KEY
 from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.generated import jobmaster_pb2, jobmaster_pb2_grpc
 from yarnflow.targets.app_store import ApplicationStore

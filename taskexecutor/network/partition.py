@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from yarnflow.jobgraph import PartitionType, ShipStrategy
+from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 from yarnflow.taskexecutor.network.partitioner import Partitioner
 
 

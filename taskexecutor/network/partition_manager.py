@@ -5,7 +5,7 @@ import threading
 import time
 from typing import Callable
 
-from yarnflow.jobgraph import PartitionType
+from yarnflow.core.jobgraph import PartitionType
 from yarnflow.taskexecutor.network.partition import PartitionTimeout, ResultPartition, TaskCancelled
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from yarnflow.jobgraph import ShipStrategy
+from yarnflow.core.jobgraph import ShipStrategy
 
 
 def hash_rows(batch: pa.RecordBatch, keys: tuple[str, ...] | list[str]) -> np.ndarray:

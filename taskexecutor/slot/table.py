@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 
 class SlotStateError(RuntimeError):

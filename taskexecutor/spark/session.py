@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from yarnflow.conf import Configuration, options
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
 

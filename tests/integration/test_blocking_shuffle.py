@@ -15,7 +15,7 @@ import yarnflow as yf
 from tests.conftest import FAST
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import PartitionType
+from yarnflow.core.jobgraph import PartitionType
 from yarnflow.targets.local import LocalCluster
 
 BATCH_ROWS = 1 << 20                  # 8 MB of int64 per column and batch

@@ -16,7 +16,7 @@ import yarnflow as yf
 from tests.conftest import FAST, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
-from yarnflow.jobgraph import InvalidPipelineError
+from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.rpc.generated import common_pb2
 from yarnflow.targets.local import LocalCluster
 

@@ -6,8 +6,8 @@ import pyarrow.flight as flight
 import pytest
 
 from tests.conftest import wait_until
-from yarnflow.appmaster.resourcemanager.slotmanager import WorkerSpec
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
                                     resourcemanager_pb2_grpc, taskexecutor_pb2,
                                     taskexecutor_pb2_grpc)

@@ -14,6 +14,7 @@ from yarnflow.appmaster.dispatcher import JobArchive, JobRejected
 from yarnflow.conf import Configuration, options
 from yarnflow.rpc.generated import common_pb2
 from yarnflow.targets.local import LocalCluster
+from yarnflow.rpc.codec import jobgraph_to_proto
 
 TABLE = pa.table({"x": pa.array(range(2000), pa.int64())})
 SESSION = FAST + ["pipeline.batch-rows=100", "resourcemanager.taskmanager-timeout=3 s",
@@ -31,7 +32,7 @@ def job(name: str, out, config, parallelism: int = 2, resources=None):
     if resources is not None:
         ds = ds.resources(resources)
     ds.write_parquet(str(out))
-    return p.job_graph(config).to_proto()
+    return jobgraph_to_proto(p.job_graph(config))
 
 
 def all_running(dispatcher, job_id: str) -> bool:

@@ -8,9 +8,10 @@ from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
 from yarnflow.conf import Configuration
-from yarnflow.jobgraph import JobGraph
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2
+from yarnflow.rpc.codec import jobgraph_to_proto
 
 
 def done(value: Any = None) -> "Future[Any]":
@@ -62,7 +63,7 @@ class Harness:
     def __init__(self, graph: JobGraph, config: Configuration | None = None) -> None:
         self.executors: dict[str, FakeTaskExecutor] = {}
         self.rm = FakeResourceManager()
-        self.jm = JobMaster(graph.to_proto(), config or Configuration.load(), "jm:0",
+        self.jm = JobMaster(jobgraph_to_proto(graph), config or Configuration.load(), "jm:0",
                             lambda loc, jm_id: self.executors[loc.resource_id])
         self.jm.connect_resource_manager(self.rm)
 

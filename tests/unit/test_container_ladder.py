@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from yarnflow.appmaster.resourcemanager.slotmanager import (ContainerLadder, NoContainerFits,
-                                                           parse_container_sizes)
-from yarnflow.resources import ResourceSpec as R
+from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits, parse_container_sizes
+from yarnflow.core.resources import ResourceSpec as R
 
 
 def test_each_profile_gets_the_smallest_container_whose_slot_fits():

@@ -5,8 +5,8 @@ import pytest
 
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          IllegalStateTransition)
-from yarnflow.jobgraph import JobGraph, JobVertex, ShipStrategy
-from yarnflow.taskexecutor.operators import MapOperator, TableSource
+from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
+from yarnflow.core.operators import MapOperator, TableSource
 
 
 def _graph(p: int) -> ExecutionGraph:

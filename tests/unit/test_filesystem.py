@@ -11,8 +11,8 @@ import pytest
 
 from yarnflow.core.fs import (Block, FileSystemSettings, LocalPathRefused, hosts_of_range,
                               open_filesystem)
-from yarnflow.taskexecutor.operators.files import DataPathError
-from yarnflow.taskexecutor.operators.sinks import DirectoryCommitter
+from yarnflow.core.operators.files import DataPathError
+from yarnflow.core.operators.sinks import DirectoryCommitter
 
 CLUSTER = FileSystemSettings(default_fs="hdfs://nn:9000", user="ana")
 
@@ -53,7 +53,7 @@ def test_a_range_is_local_to_the_block_that_holds_most_of_it():
 
 def local_committer(tmp_path, mode: str = "errorifexists") -> DirectoryCommitter:
     committer = DirectoryCommitter(str(tmp_path / "out"), mode)
-    committer.bind_filesystem(FileSystemSettings())
+    committer = committer.bound(FileSystemSettings())
     return committer
 
 
@@ -133,11 +133,11 @@ def test_open_output_never_creates_parents(tmp_path):
 
 
 def test_parquet_splits_pack_consecutive_row_groups_into_a_few_per_subtask(tmp_path):
-    from yarnflow.taskexecutor.operators.sources import ParquetSource
+    from yarnflow.core.operators.sources import ParquetSource
     pq.write_table(pa.table({"x": list(range(40_000))}), tmp_path / "a.parquet",
                    row_group_size=1000, compression="none")            # 40 row groups
     source = ParquetSource(str(tmp_path))
-    source.bind_filesystem(FileSystemSettings())
+    source = source.bound(FileSystemSettings())
     splits = source.create_input_splits(parallelism=2)                  # ~8 splits
     groups = [g for split in splits for g in split.row_groups]
     assert groups == list(range(40)), "every row group exactly once, in order"

@@ -7,7 +7,7 @@ import pytest
 
 import yarnflow as yf
 from yarnflow.conf import Configuration
-from yarnflow.jobgraph import ShipStrategy
+from yarnflow.core.jobgraph import ShipStrategy
 from yarnflow.planner import Estimate, JoinStrategy, plan_join
 
 SMALL = pa.table({"k": list(range(10)), "name": [f"n{i}" for i in range(10)]})
@@ -107,3 +107,29 @@ def test_an_unknown_strategy_is_refused_naming_the_choices():
     a = p.from_arrow(SMALL)
     with pytest.raises(ValueError, match="'auto', 'broadcast', 'hash'"):
         a.join(p.from_arrow(SMALL), on="k", strategy="sort-merge")
+
+
+def test_planning_leaves_the_users_pipeline_untouched(tmp_path):
+    """Two builds of one pipeline with different configurations each get their own
+    parallelism, join strategy and paths: planning works on copies."""
+    p = yf.Pipeline("twice")
+    big = p.read_parquet(big_parquet(tmp_path), name="big")
+    small = p.from_arrow(SMALL, name="small")
+    big.join(small, on="k", name="j").write_parquet("out", name="sink")
+
+    def build(*overrides: str):
+        graph = p.job_graph(Configuration.load(overrides=list(overrides)))
+        vertices = {v.name: v for v in graph.vertices.values()}
+        return vertices, graph.join_plans[vertices["j"].id]
+
+    two, broadcast = build("parallelism.default=2")
+    four, hashed = build("parallelism.default=4", "planner.broadcast-threshold=1")
+    assert {v.parallelism for v in two.values()} == {2}
+    assert {v.parallelism for v in four.values()} == {4}
+    assert broadcast.broadcast_input == 1 and hashed.broadcast_input is None
+    assert two["j"].operator is not four["j"].operator
+    assert two["sink"].committer is not four["sink"].committer
+    # the pipeline's own vertices are as the user left them
+    assert all(v.parallelism is None and v.estimate is None for v in p._vertices)
+    assert all(v.operator is not two[v.name].operator for v in p._vertices)
+    assert p._vertices[-1].operator.committer.output.uris == []

@@ -13,9 +13,9 @@ from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import preferred_locations
 from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPreferences,
                                                    TaskExecutorLocation, select_slot)
-from yarnflow.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
-from yarnflow.resources import ResourceSpec
-from yarnflow.taskexecutor.operators import MapOperator, TableSource
+from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.operators import MapOperator, TableSource
 
 PROFILE = ResourceSpec(1, 1024)
 

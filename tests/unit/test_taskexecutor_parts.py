@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import wait_until
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.taskexecutor.network.partition import PipelinedSubpartition
 from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotState, TaskSlotTable
 

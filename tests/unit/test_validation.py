@@ -6,8 +6,8 @@ import pytest
 
 import yarnflow as yf
 from yarnflow.conf import Configuration
-from yarnflow.jobgraph import InvalidPipelineError, JobGraph, JobVertex, ShipStrategy
-from yarnflow.taskexecutor.operators import MapOperator
+from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, JobVertex, ShipStrategy
+from yarnflow.core.operators import MapOperator
 
 TABLE = pa.table({"k": [1, 2, 3], "v": [1.0, 2.0, 3.0]})
 

@@ -9,13 +9,15 @@ import pytest
 
 import yarnflow as yf
 from tests.conftest import wait_until
-from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver, service_name
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec, plan_worker_specs
+from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
+from yarnflow.core.contract import service_name
+from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
 from yarnflow.conf import Configuration
-from yarnflow.jobgraph import InvalidPipelineError
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.jobgraph import InvalidPipelineError
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.targets.yarn import initial_instances, plan_containers
+from yarnflow.rpc.codec import jobgraph_from_proto
 
 R = ResourceSpec
 
@@ -173,10 +175,9 @@ def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_
     """Nothing but what the ApplicationMaster needs is staged: a small JobGraph and the
     configuration ride in the environment; the executors get the configuration only."""
     import base64
-    from yarnflow.jobgraph import JobGraph
     from yarnflow.rpc.generated import jobgraph_pb2
     from yarnflow.rpc.security import generate_application_credentials
-    from yarnflow.rpc.skein_contract import CONF_ENV, JOB_ENV
+    from yarnflow.core.contract import CONF_ENV, JOB_ENV
     from yarnflow.targets.yarn import build_spec
     import skein
     config = yarn_config()
@@ -186,7 +187,7 @@ def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_
                       skein.Security(cert_bytes=creds.cert_pem, key_bytes=creds.key_pem))
     assert spec.master.files == {} and "--job" not in spec.master.script
     sent = jobgraph_pb2.JobGraph.FromString(base64.b64decode(spec.master.env[JOB_ENV]))
-    assert JobGraph.from_proto(sent).job_id == graph.job_id
+    assert jobgraph_from_proto(sent).job_id == graph.job_id
     from yarnflow.conf import options
     assert Configuration.from_json(base64.b64decode(spec.master.env[CONF_ENV]).decode()) \
         .get(options.MAX_WORKER_MEMORY) == 8192
@@ -196,7 +197,7 @@ def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_
 
 def test_a_job_too_big_for_the_environment_is_localized_as_a_file(tmp_path):
     import pyarrow as pa
-    from yarnflow.rpc.skein_contract import JOB_ENV, JOB_ENV_LIMIT
+    from yarnflow.core.contract import JOB_ENV, JOB_ENV_LIMIT
     from yarnflow.targets.yarn import build_spec
     config = yarn_config()
     p = yf.Pipeline("big")
@@ -209,7 +210,7 @@ def test_a_job_too_big_for_the_environment_is_localized_as_a_file(tmp_path):
 
 
 def test_the_launch_environment_names_a_missing_variable(monkeypatch):
-    from yarnflow.rpc.skein_contract import CONF_ENV, decode_env, encode
+    from yarnflow.core.contract import CONF_ENV, decode_env, encode
     monkeypatch.delenv(CONF_ENV, raising=False)
     with pytest.raises(RuntimeError, match=CONF_ENV):
         decode_env(CONF_ENV)

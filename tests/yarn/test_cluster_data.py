@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import wait_until
 from tests.yarn.conftest import (FAST, HOSTS, PIPELINES, appmaster_process, submitted_app_id,
                                  submitted_job_id, yarnflow)
-from yarnflow.appmaster.dispatcher import open_archive
+from yarnflow.rpc.archive import open_archive
 from yarnflow.conf import Configuration
 from yarnflow.rpc.generated import common_pb2
 from yarnflow.targets.history import history_location

@@ -1,5 +1,5 @@
 """The ExecutionGraph: the JobGraph expanded into subtasks, attempts and partitions."""
-from yarnflow.appmaster.jobmaster.executiongraph.states import (
+from yarnflow.core.status import (
     ExecutionState, IllegalStateTransition, JobStatus)
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.appmaster.jobmaster.executiongraph.graph import (

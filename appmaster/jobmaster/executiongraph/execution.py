@@ -5,7 +5,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from yarnflow.appmaster.jobmaster.executiongraph.states import (
+from yarnflow.core.status import (
     EXECUTION_TRANSITIONS, ExecutionState, check_transition)
 
 if TYPE_CHECKING:

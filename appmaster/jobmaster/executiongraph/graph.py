@@ -9,9 +9,9 @@ import time
 from typing import Any, Iterator
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
-from yarnflow.appmaster.jobmaster.executiongraph.states import (
+from yarnflow.core.status import (
     JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
-from yarnflow.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
+from yarnflow.core.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
                                PartitionType, ShipStrategy)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, Execution,
                                                          IntermediateResult)
-from yarnflow.jobgraph import DistributionPattern
+from yarnflow.core.jobgraph import DistributionPattern
 from yarnflow.rpc.generated import taskexecutor_pb2
 
 

@@ -16,7 +16,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, Executi
                                                          ExecutionState, ExecutionVertex,
                                                          IntermediateResult)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import LogicalSlot, SlotSharingSlotAllocator
-from yarnflow.jobgraph import ScheduleMode
+from yarnflow.core.jobgraph import ScheduleMode
 from yarnflow.rpc.endpoint import MainThread
 
 log = logging.getLogger(__name__)

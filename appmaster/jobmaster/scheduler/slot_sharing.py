@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex
-from yarnflow.jobgraph import DistributionPattern
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.jobgraph import DistributionPattern
+from yarnflow.core.resources import ResourceSpec
 
 
 class ExecutionSlotSharingGroup:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 LOCAL_WEIGHT = 10
 HOST_LOCAL_WEIGHT = 1

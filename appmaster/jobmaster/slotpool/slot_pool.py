@@ -20,7 +20,7 @@ from typing import Any, Callable
 from yarnflow.appmaster.jobmaster.gateways import ResourceManagerGateway
 from yarnflow.appmaster.jobmaster.slotpool.selection import SlotPreferences, select_slot
 from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecutorLocation
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.endpoint import MainThread, ScheduledTask
 
 log = logging.getLogger(__name__)

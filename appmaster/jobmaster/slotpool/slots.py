@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import abc
 from typing import Protocol
 
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.core.resources import ResourceSpec
 
 
 class WorkerEvents(Protocol):

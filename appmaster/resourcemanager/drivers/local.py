@@ -11,9 +11,9 @@ import uuid
 from pathlib import Path
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
+from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
 

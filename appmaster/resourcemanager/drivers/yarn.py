@@ -12,23 +12,17 @@ diagnostics (killed, preempted, failed, node lost).
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from typing import Any
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
+from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
 
 _FINISHED_STATES = ["SUCCEEDED", "FAILED", "KILLED"]
-
-
-def service_name(spec: WorkerSpec) -> str:
-    """Skein service names allow letters, digits, ``-`` and ``_``: ``te-1x2c-3072m``."""
-    return "te-" + re.sub(r"[^A-Za-z0-9_-]", "_", spec.name)
 
 
 def describe_completion(container: Any) -> str:

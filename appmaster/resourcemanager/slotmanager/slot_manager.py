@@ -14,11 +14,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.core.resources import ResourceSpec
 
 if TYPE_CHECKING:
-    from yarnflow.appmaster.resourcemanager.slotmanager.container_ladder import ContainerLadder
+    from yarnflow.core.container_ladder import ContainerLadder
 
 log = logging.getLogger(__name__)
 

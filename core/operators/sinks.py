@@ -19,6 +19,7 @@ whose replacement did not complete.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import posixpath
 from typing import Any
@@ -26,8 +27,8 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from yarnflow.core.fs import FileSystem, FileSystemSettings
-from yarnflow.taskexecutor.operators.base import Operator, OperatorContext
-from yarnflow.taskexecutor.operators.files import BoundPaths, DataPathError, unreachable
+from yarnflow.core.operators.base import Operator, OperatorContext
+from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,10 @@ class DirectoryCommitter:
         self.output = BoundPaths(path)
         self.mode = MODES[mode]
 
-    def bind_filesystem(self, settings: FileSystemSettings) -> None:
-        self.output.bind(settings, "output")
+    def bound(self, settings: FileSystemSettings) -> "DirectoryCommitter":
+        bound = copy.copy(self)
+        bound.output = self.output.bound(settings, "output")
+        return bound
 
     @property
     def uri(self) -> str:
@@ -151,8 +154,10 @@ class ParquetSink(Operator):
         self.path = path
         self.committer = DirectoryCommitter(path, mode)
 
-    def bind_filesystem(self, settings: FileSystemSettings) -> None:
-        self.committer.bind_filesystem(settings)
+    def bound(self, settings: FileSystemSettings) -> "ParquetSink":
+        bound = copy.copy(self)
+        bound.committer = self.committer.bound(settings)
+        return bound
 
     def run(self, ctx: OperatorContext) -> None:
         committer = self.committer

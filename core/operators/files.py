@@ -23,11 +23,16 @@ class BoundPaths:
         self.settings = FileSystemSettings()
         self.uris: list[str] = []
 
-    def bind(self, settings: FileSystemSettings, role: str) -> None:
-        self.settings = settings
-        self.uris = [settings.resolve(p) for p in self.paths]
-        for uri in self.uris:
+    def bound(self, settings: FileSystemSettings, role: str) -> "BoundPaths":
+        """These paths resolved against ``settings``, as a new object: binding never
+        changes the pipeline a user built, so planning it twice with two
+        configurations gives two independent plans."""
+        bound = BoundPaths(self.paths)
+        bound.settings = settings
+        bound.uris = [settings.resolve(p) for p in self.paths]
+        for uri in bound.uris:
             settings.check_reachable(uri, role)
+        return bound
 
     def resolved(self) -> list[str]:
         return self.uris or [self.settings.resolve(p) for p in self.paths]

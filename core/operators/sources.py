@@ -4,6 +4,7 @@ hosts that store its bytes (HDFS block locations), and the JobMaster hands a sub
 the splits stored on its own host first (see ``appmaster/jobmaster/splits.py``)."""
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -13,9 +14,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from yarnflow.core.fs import FileSystemSettings, hosts_of_range
-from yarnflow.planner.estimates import UNKNOWN, Estimate
-from yarnflow.taskexecutor.operators.base import Operator, OperatorContext
-from yarnflow.taskexecutor.operators.files import BoundPaths, DataPathError, unreachable
+from yarnflow.core.estimates import UNKNOWN, Estimate
+from yarnflow.core.operators.base import Operator, OperatorContext
+from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
 
 # A Parquet split's largest size unless ``source.split-size`` says otherwise (Spark's
@@ -60,8 +61,10 @@ class FileSource(Source):
     def path(self) -> Any:
         return self.inputs.paths[0] if len(self.inputs.paths) == 1 else self.inputs.paths
 
-    def bind_filesystem(self, settings: FileSystemSettings) -> None:
-        self.inputs.bind(settings, "input")
+    def bound(self, settings: FileSystemSettings) -> "FileSource":
+        bound = copy.copy(self)
+        bound.inputs = self.inputs.bound(settings, "input")
+        return bound
 
     def files(self) -> list[tuple[str, int]]:
         """``(uri, size)`` of every input file; a missing input is the user's error."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from yarnflow.taskexecutor.operators.base import Operator, OperatorContext, concat
+from yarnflow.core.operators.base import Operator, OperatorContext, concat
 
 log = logging.getLogger(__name__)
 

@@ -3,23 +3,21 @@ from __future__ import annotations
 
 import enum
 
-from yarnflow.rpc.generated import common_pb2
-
 
 class IllegalStateTransition(RuntimeError):
     pass
 
 
 class ExecutionState(enum.IntEnum):
-    CREATED = common_pb2.CREATED
-    SCHEDULED = common_pb2.SCHEDULED
-    DEPLOYING = common_pb2.DEPLOYING
-    INITIALIZING = common_pb2.INITIALIZING
-    RUNNING = common_pb2.RUNNING
-    FINISHED = common_pb2.FINISHED
-    CANCELING = common_pb2.CANCELING
-    CANCELED = common_pb2.CANCELED
-    FAILED = common_pb2.FAILED
+    CREATED = 0
+    SCHEDULED = 1
+    DEPLOYING = 2
+    INITIALIZING = 3
+    RUNNING = 4
+    FINISHED = 5
+    CANCELING = 6
+    CANCELED = 7
+    FAILED = 8
 
     @property
     def is_terminal(self) -> bool:

@@ -1,11 +1,13 @@
 """The operator contract and the conversions every operator shares."""
 from __future__ import annotations
 
+import copy
 from typing import Any, Iterable, Iterator, Protocol
 
 import pyarrow as pa
 
-from yarnflow.planner.estimates import UNKNOWN, Estimate
+from yarnflow.core.estimates import UNKNOWN, Estimate
+from yarnflow.core.fs import FileSystemSettings
 
 
 class OperatorContext(Protocol):
@@ -31,6 +33,12 @@ class Operator:
 
     def run(self, ctx: OperatorContext) -> None:
         raise NotImplementedError
+
+    def bound(self, settings: FileSystemSettings) -> "Operator":
+        """A copy of this operator for one JobGraph, its paths resolved against
+        ``settings``. Planning sets fields on the copy (a join's build side), never on
+        the operator in the user's pipeline."""
+        return copy.copy(self)
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
         """What this operator's output is estimated at, given its inputs' estimates.

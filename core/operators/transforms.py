@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from yarnflow.taskexecutor.operators.base import Operator, OperatorContext, to_batches
+from yarnflow.core.operators.base import Operator, OperatorContext, to_batches
 
 
 class MapOperator(Operator):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from yarnflow.planner.estimates import Estimate
-from yarnflow.taskexecutor.operators.base import Operator, OperatorContext, concat
+from yarnflow.core.estimates import Estimate
+from yarnflow.core.operators.base import Operator, OperatorContext, concat
 
 
 class HashJoinOperator(Operator):

@@ -1,6 +1,7 @@
 """The JobGraph: what a client submits and a JobMaster expands into an ExecutionGraph.
 
-Vertices carry an operator (shipped as cloudpickle bytes), a parallelism, a
+Vertices carry an operator (shipped as cloudpickle bytes; the wire form is
+``yarnflow.rpc.codec``), a parallelism, a
 ResourceSpec, a slot sharing group and an optional co-location group; edges carry how
 records are distributed. ``resolve`` applies defaults and seed 000's slot-sharing
 inheritance; ``validate`` refuses, with the vertex and the fix named, every graph
@@ -13,24 +14,21 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import cloudpickle
-
-from yarnflow.resources import ResourceSpec
-from yarnflow.rpc.generated import common_pb2, jobgraph_pb2
+from yarnflow.core.resources import ResourceSpec
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
 
 class DistributionPattern(enum.IntEnum):
-    POINTWISE = jobgraph_pb2.POINTWISE
-    ALL_TO_ALL = jobgraph_pb2.ALL_TO_ALL
+    POINTWISE = 0
+    ALL_TO_ALL = 1
 
 
 class ShipStrategy(enum.IntEnum):
-    FORWARD = jobgraph_pb2.FORWARD
-    HASH = jobgraph_pb2.HASH
-    BROADCAST = jobgraph_pb2.BROADCAST
-    REBALANCE = jobgraph_pb2.REBALANCE
+    FORWARD = 0
+    HASH = 1
+    BROADCAST = 2
+    REBALANCE = 3
 
     @property
     def distribution(self) -> DistributionPattern:
@@ -39,13 +37,13 @@ class ShipStrategy(enum.IntEnum):
 
 
 class PartitionType(enum.IntEnum):
-    PIPELINED = jobgraph_pb2.PIPELINED
-    BLOCKING = jobgraph_pb2.BLOCKING
+    PIPELINED = 0
+    BLOCKING = 1
 
 
 class ScheduleMode(enum.IntEnum):
-    EAGER = jobgraph_pb2.EAGER
-    LAZY_FROM_SOURCES = jobgraph_pb2.LAZY_FROM_SOURCES
+    EAGER = 0
+    LAZY_FROM_SOURCES = 1
 
 
 class InvalidPipelineError(ValueError):
@@ -258,49 +256,3 @@ class JobGraph:
                         vertex.name, f"co-located vertices need equal parallelism: this vertex "
                         f"has {vertex.parallelism}, '{first.name}' has {first.parallelism}",
                         "give every operator of the co-location group the same parallelism")
-
-    # --- wire form ---------------------------------------------------------------------
-    def to_proto(self) -> jobgraph_pb2.JobGraph:
-        message = jobgraph_pb2.JobGraph(job_id=self.job_id, name=self.name,
-                                        schedule_mode=int(self.schedule_mode),
-                                        spark_overhead_mb=self.spark_overhead_mb)
-        for vertex in self.vertices.values():
-            out = message.vertices.add(
-                id=vertex.id, name=vertex.name, parallelism=vertex.parallelism or 0,
-                slot_sharing_group=vertex.slot_sharing_group or "",
-                co_location_group=vertex.co_location_group or "",
-                operator=cloudpickle.dumps(vertex.operator), num_inputs=vertex.num_inputs,
-                uses_spark=vertex.uses_spark,
-                committer=cloudpickle.dumps(vertex.committer) if vertex.committer else b"")
-            if vertex.resources is not None:
-                out.has_resources = True
-                vertex.resources.to_proto(out.resources)
-        for edge in self.edges:
-            message.edges.add(source=edge.source.id, target=edge.target.id,
-                              target_input=edge.target_input,
-                              distribution=int(edge.distribution), ship=int(edge.ship),
-                              keys=list(edge.keys), partition_type=int(edge.partition_type))
-        return message
-
-    @classmethod
-    def from_proto(cls, message: jobgraph_pb2.JobGraph, load_operators: bool = True) -> "JobGraph":
-        """Rebuild the graph; operators stay bytes unless ``load_operators``."""
-        graph = cls(message.name, ScheduleMode(message.schedule_mode), message.job_id)
-        graph.spark_overhead_mb = message.spark_overhead_mb
-        for v in message.vertices:
-            operator: Any = cloudpickle.loads(v.operator) if load_operators else v.operator
-            graph.add_vertex(JobVertex(
-                name=v.name, operator=operator, parallelism=v.parallelism or None,
-                resources=ResourceSpec.from_proto(v.resources) if v.has_resources else None,
-                slot_sharing_group=v.slot_sharing_group or None,
-                co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
-                uses_spark=v.uses_spark,
-                committer=cloudpickle.loads(v.committer) if v.committer else None))
-        for e in message.edges:
-            graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
-                          e.keys, PartitionType(e.partition_type), e.target_input)
-        return graph
-
-
-def resource_spec_proto(spec: ResourceSpec) -> common_pb2.ResourceSpec:
-    return common_pb2.ResourceSpec(cpu=spec.cpu, memory_mb=spec.memory_mb, gpus=spec.gpus)

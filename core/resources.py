@@ -1,7 +1,7 @@
 """ResourceSpec: what one operator's subtask needs; slot profiles are sums of them."""
 from __future__ import annotations
 
-from yarnflow.conf.types import parse_memory_mb
+from yarnflow.core.units import parse_memory_mb
 
 
 class ResourceSpec:
@@ -51,10 +51,3 @@ class ResourceSpec:
         """A short name for a worker spec: ``2c-3072m``."""
         gpus = f"-{self.gpus}g" if self.gpus else ""
         return f"{self.cpu:g}c-{self.memory_mb}m{gpus}"
-
-    def to_proto(self, message: object) -> None:
-        message.cpu, message.memory_mb, message.gpus = self.cpu, self.memory_mb, self.gpus  # type: ignore[attr-defined]
-
-    @classmethod
-    def from_proto(cls, message: object) -> "ResourceSpec":
-        return cls(message.cpu, message.memory_mb, message.gpus)  # type: ignore[attr-defined]

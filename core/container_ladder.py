@@ -9,9 +9,9 @@ the sizes on offer.
 """
 from __future__ import annotations
 
-from yarnflow.appmaster.resourcemanager.slotmanager.worker_spec import WorkerSpec
-from yarnflow.conf.types import parse_memory_mb
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.core.units import parse_memory_mb
+from yarnflow.core.resources import ResourceSpec
 
 
 class NoContainerFits(ValueError):

@@ -5,10 +5,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from yarnflow.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec
 
 if TYPE_CHECKING:
-    from yarnflow.jobgraph import JobGraph
+    from yarnflow.core.jobgraph import JobGraph
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from yarnflow.taskexecutor.operators.base import Operator, OperatorContext, concat
+from yarnflow.core.operators.base import Operator, OperatorContext, concat
 
 
 class AggregateOperator(Operator):
