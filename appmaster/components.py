@@ -21,11 +21,11 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
-from yarnflow.rpc.gateways import (GrpcResourceManagerGateway, GrpcTaskExecutorGateway,
+from yarnflow.rpc.gateways import (GrpcJobMasterGateway, GrpcResourceManagerGateway, GrpcTaskExecutorGateway,
                                    register_job_master)
 from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2_grpc, resourcemanager_pb2, resourcemanager_pb2_grpc
 from yarnflow.rpc.security import TlsCredentials
-from yarnflow.rpc.codec import jobgraph_to_proto
+from yarnflow.rpc.codec import jobgraph_to_proto, overview_to_proto
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +60,10 @@ class ApplicationMasterComponents:
         self.tls = tls
         self.channels = ChannelCache(tls)
         self.driver = driver
-        self.resource_manager = ResourceManager(config, driver, self.channels, min_workers,
-                                                worker_specs=worker_specs, ladder=ladder)
         self._timeout = config.get(options.RPC_ASK_TIMEOUT)
+        self.resource_manager = ResourceManager(
+            config, driver, self._rm_te_gateway, self._rm_jm_gateway, min_workers,
+            worker_specs=worker_specs, ladder=ladder)
         self.job_masters = JobMasterService(self._timeout)
         self._bind_host = bind_host
         self._advertised_host = advertised_host or bind_host
@@ -104,8 +105,16 @@ class ApplicationMasterComponents:
         return GrpcTaskExecutorGateway(self.channels.get(location.rpc_address), job_master_id,
                                        self._timeout)
 
+    def _rm_te_gateway(self, location: TaskExecutorLocation,
+                       resource_manager_id: str) -> GrpcTaskExecutorGateway:
+        return GrpcTaskExecutorGateway(self.channels.get(location.rpc_address), "",
+                                       self._timeout, resource_manager_id=resource_manager_id)
+
+    def _rm_jm_gateway(self, address: str, job_master_id: str) -> GrpcJobMasterGateway:
+        return GrpcJobMasterGateway(self.channels.get(address), job_master_id, self._timeout)
+
     def overview(self) -> resourcemanager_pb2.ClusterOverview:
-        return self.resource_manager.main.call(self.resource_manager.overview)
+        return overview_to_proto(self.resource_manager.main.call(self.resource_manager.overview))
 
     def stop(self) -> None:
         for jm in self.jobs:

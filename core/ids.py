@@ -1,4 +1,5 @@
-"""IDs and fencing tokens: random hex strings, typed apart so they are not mixed up."""
+"""IDs and fencing tokens: random hex strings, typed apart so they are not mixed up.
+A call with a stale fencing token is refused with ``yarnflow.core.errors.FencingError``."""
 from __future__ import annotations
 
 import uuid
@@ -14,8 +15,3 @@ ResourceManagerId = NewType("ResourceManagerId", str)
 
 def new_id() -> str:
     return uuid.uuid4().hex
-
-
-class FencingError(Exception):
-    """A call carried a fencing token that is not the current leader's: it is refused so
-    a stale JobMaster or ResourceManager cannot act on a component that has moved on."""

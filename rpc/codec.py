@@ -1,5 +1,5 @@
-"""The model's wire form: JobGraphs and ResourceSpecs to and from their protobuf
-messages. The model (``yarnflow.core``) knows nothing of protobuf; this module is the
+"""The model's wire form: JobGraphs, ResourceSpecs and the gateways' messages to and
+from protobuf. The model (``yarnflow.core``) knows nothing of protobuf; this module is the
 one place both meet, so the client and the ApplicationMaster cannot disagree on it."""
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 import cloudpickle
 
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
+from yarnflow.core.messages import (ClusterOverview, SlotReport, SlotRequest, SlotStatus,
+                                    TaskExecutorLocation, TaskExecutorRegistration)
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.generated import common_pb2, jobgraph_pb2
+from yarnflow.rpc.generated import common_pb2, jobgraph_pb2, resourcemanager_pb2
 
 
 def fill_resource_spec(spec: ResourceSpec, message: Any) -> None:
@@ -67,3 +69,42 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
         graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
                       e.keys, PartitionType(e.partition_type), e.target_input)
     return graph
+
+
+def location_from_proto(message: Any) -> TaskExecutorLocation:
+    return TaskExecutorLocation(message.resource_id, message.host, message.rpc_address,
+                                message.data_address)
+
+
+def slot_report_from_proto(message: Any) -> SlotReport:
+    return SlotReport(tuple(SlotStatus(s.slot_index, resource_spec_from_proto(s.profile),
+                                       s.allocation_id, s.job_id) for s in message.slots),
+                      message.version)
+
+
+def registration_from_proto(message: Any) -> TaskExecutorRegistration:
+    return TaskExecutorRegistration(location_from_proto(message.location),
+                                    slot_report_from_proto(message.slot_report),
+                                    resource_spec_from_proto(message.total_resources)
+                                    if message.HasField("total_resources") else None,
+                                    message.worker_spec)
+
+
+def slot_request_from_proto(message: Any) -> SlotRequest:
+    return SlotRequest(message.allocation_id, message.job_id, message.job_master_id,
+                       message.job_master_address, resource_spec_from_proto(message.profile))
+
+
+def overview_to_proto(overview: ClusterOverview) -> resourcemanager_pb2.ClusterOverview:
+    message = resourcemanager_pb2.ClusterOverview(
+        pending_workers=overview.pending_workers,
+        pending_slot_requests=overview.pending_slot_requests)
+    for worker in overview.workers:
+        info = message.workers.add(
+            resource_id=worker.resource_id, worker_spec=worker.worker_spec,
+            num_slots=worker.num_slots, free_slots=worker.free_slots,
+            rpc_address=worker.rpc_address, data_address=worker.data_address)
+        if worker.slot_profile is not None:
+            fill_resource_spec(worker.slot_profile, info.slot_profile)
+    message.workers_started_per_spec.update(overview.workers_started_per_spec)
+    return message

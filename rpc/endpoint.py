@@ -11,11 +11,13 @@ import heapq
 import itertools
 import logging
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 import grpc
+
+from yarnflow.core.clock import SYSTEM_CLOCK, Clock
+from yarnflow.core.errors import Refused
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -33,9 +35,25 @@ class ScheduledTask:
         self.cancelled = True
 
 
+class MainThreadExecutor(Protocol):
+    """What a component needs of its main thread: run calls one at a time, and run
+    delayed ones by its ``clock``. ``MainThread`` is the real one; unit tests use one
+    that runs calls inline and fires delayed calls when a manual clock advances."""
+    name: str
+    clock: Clock
+
+    def in_main_thread(self) -> bool: ...
+    def execute(self, fn: Callable[..., T], *args: Any) -> "Future[T]": ...
+    def call(self, fn: Callable[..., T], *args: Any, timeout: float | None = 30.0) -> T: ...
+    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledTask: ...
+    def schedule_periodic(self, interval: float, fn: Callable[[], Any]) -> ScheduledTask: ...
+    def shutdown(self) -> None: ...
+
+
 class MainThread:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: Clock = SYSTEM_CLOCK) -> None:
         self.name = name
+        self.clock = clock
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{name}-main")
         self._ident: int | None = None
         self._executor.submit(self._remember_ident).result()
@@ -58,6 +76,8 @@ class MainThread:
         def guarded() -> T:
             try:
                 return fn(*args)
+            except Refused:
+                raise                   # an answer to the caller, not an error here
             except Exception:
                 log.exception("%s: error in main-thread call %s", self.name,
                               getattr(fn, "__qualname__", fn))
@@ -83,7 +103,7 @@ class MainThread:
         """Run ``fn`` on the main thread after ``delay`` seconds unless cancelled first."""
         handle = ScheduledTask()
         with self._cond:
-            heapq.heappush(self._timers, (time.monotonic() + delay, next(self._counter), handle,
+            heapq.heappush(self._timers, (self.clock.monotonic() + delay, next(self._counter), handle,
                                           lambda: fn(*args)))
             self._cond.notify()
         return handle
@@ -107,8 +127,8 @@ class MainThread:
         while True:
             with self._cond:
                 while not self._stopped and (not self._timers or
-                                             self._timers[0][0] > time.monotonic()):
-                    wait = (self._timers[0][0] - time.monotonic()) if self._timers else None
+                                             self._timers[0][0] > self.clock.monotonic()):
+                    wait = (self._timers[0][0] - self.clock.monotonic()) if self._timers else None
                     self._cond.wait(timeout=wait)
                 if self._stopped:
                     return
@@ -126,7 +146,7 @@ class MainThread:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def when_all_done(main: MainThread, futures: "list[Future[Any]]", timeout: float,
+def when_all_done(main: MainThreadExecutor, futures: "list[Future[Any]]", timeout: float,
                   then: Callable[[], None]) -> None:
     """Run ``then`` once on ``main`` when every future is done (failed ones count) or
     ``timeout`` seconds passed, whichever comes first: a silent peer delays, never blocks."""

@@ -1,24 +1,28 @@
 """gRPC-backed gateways: one component's handle on another, returning futures.
 
-Calls never block the caller's main thread; an ``Ack`` with ``ok=false`` becomes a
-``RemoteRefusal`` so a refusal and a transport failure both surface as exceptions.
+Calls never block the caller's main thread. A refusal (a status carrying a refusal
+kind, or an ``Ack`` with ``ok=false`` from a service that still answers that way)
+surfaces as a ``yarnflow.core.errors.Refused``; a transport failure as ``grpc.RpcError``.
 """
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import grpc
 
+from yarnflow.core.errors import Refused
+from yarnflow.core.messages import SlotAllocation
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
                                     resourcemanager_pb2, resourcemanager_pb2_grpc,
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
 from yarnflow.rpc.codec import fill_resource_spec
+from yarnflow.rpc.errors import refusal_of
 
 
-class RemoteRefusal(Exception):
-    """The peer understood the call and said no (fencing, unknown id, bad state)."""
+T = TypeVar("T")
+RemoteRefusal = Refused     # the name callers used before refusals had kinds
 
 
 def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
@@ -39,7 +43,7 @@ def to_future(call: "grpc.Future") -> "Future[Any]":
         try:
             result = fut.result()
         except Exception as err:
-            out.set_exception(err)
+            out.set_exception(refusal_of(err) or err)
             return
         if isinstance(result, (common_pb2.Ack, taskexecutor_pb2.SlotAllocationReply)) \
                 and not result.ok:
@@ -51,12 +55,29 @@ def to_future(call: "grpc.Future") -> "Future[Any]":
 
 
 class GrpcTaskExecutorGateway:
-    """A JobMaster's handle on one TaskExecutor, fenced with the JobMasterId."""
+    """A handle on one TaskExecutor, fenced with its caller's token: a JobMaster's
+    JobMasterId, or the ResourceManager's ResourceManagerId."""
 
-    def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float) -> None:
+    def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float,
+                 resource_manager_id: str = "") -> None:
         self._stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
         self._jm_id = job_master_id
+        self._rm_id = resource_manager_id
         self._timeout = timeout
+
+    def request_slot(self, allocation: SlotAllocation) -> "Future[int]":
+        message = taskexecutor_pb2.RequestSlotMessage(
+            resource_manager_id=self._rm_id, slot_index=allocation.slot_index,
+            job_id=allocation.job_id, allocation_id=allocation.allocation_id,
+            job_master_address=allocation.job_master_address,
+            job_master_id=allocation.job_master_id)
+        fill_resource_spec(allocation.profile, message.profile)
+        return _then(call_future(self._stub.RequestSlot, message, self._timeout),
+                     lambda reply: int(reply.report_version))
+
+    def shutdown(self, reason: str) -> "Future[None]":
+        return _then(call_future(self._stub.Shutdown, taskexecutor_pb2.ShutdownMessage(
+            resource_manager_id=self._rm_id, reason=reason), self._timeout), lambda _: None)
 
     def submit_task(self, descriptor: taskexecutor_pb2.TaskDeploymentDescriptor) -> "Future[Any]":
         return call_future(self._stub.SubmitTask, descriptor, self._timeout)
@@ -104,6 +125,41 @@ class GrpcResourceManagerGateway:
             reason=reason), self._timeout)
 
 
+class GrpcJobMasterGateway:
+    """The ResourceManager's handle on one JobMaster, fenced with its JobMasterId."""
+
+    def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float) -> None:
+        self._stub = jobmaster_pb2_grpc.JobMasterStub(channel)
+        self._jm_id = job_master_id
+        self._timeout = timeout
+
+    def disconnect_task_executor(self, resource_id: str, reason: str) -> "Future[None]":
+        return _then(call_future(self._stub.DisconnectTaskExecutor,
+                                 jobmaster_pb2.TaskExecutorDisconnect(
+                                     job_master_id=self._jm_id, resource_id=resource_id,
+                                     reason=reason), self._timeout), lambda _: None)
+
+    def notify_allocation_failure(self, allocation_id: str, cause: str) -> "Future[None]":
+        return _then(call_future(self._stub.NotifyAllocationFailure,
+                                 jobmaster_pb2.AllocationFailure(
+                                     job_master_id=self._jm_id, allocation_id=allocation_id,
+                                     cause=cause), self._timeout), lambda _: None)
+
+
+def _then(future: "Future[Any]", convert: Callable[[Any], T]) -> "Future[T]":
+    """``future``'s reply converted from its message to what the gateway promises."""
+    out: Future[T] = Future()
+
+    def done(fut: "Future[Any]") -> None:
+        err = fut.exception()
+        if err is not None:
+            out.set_exception(err)
+        else:
+            out.set_result(convert(fut.result()))
+    future.add_done_callback(done)
+    return out
+
+
 def register_job_master(channel: grpc.Channel, job_id: str, job_master_id: str, address: str,
                         timeout: float) -> str:
     """Register a JobMaster with the ResourceManager; returns the ResourceManagerId."""
@@ -117,5 +173,6 @@ def job_master_stub(channel: grpc.Channel) -> jobmaster_pb2_grpc.JobMasterStub:
     return jobmaster_pb2_grpc.JobMasterStub(channel)
 
 
-__all__ = ["GrpcTaskExecutorGateway", "GrpcResourceManagerGateway", "RemoteRefusal",
+__all__ = ["GrpcTaskExecutorGateway", "GrpcResourceManagerGateway", "GrpcJobMasterGateway",
+           "RemoteRefusal",
            "register_job_master", "job_master_stub", "jobmaster_pb2", "to_future"]

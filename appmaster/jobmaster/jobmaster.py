@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import traceback
-import time
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -19,7 +18,8 @@ import cloudpickle
 from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
                                                          ExecutionState, ExecutionVertex,
                                                          JobStatus)
-from yarnflow.appmaster.jobmaster.gateways import ResourceManagerGateway, TaskExecutorGateway
+from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
+from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 from yarnflow.appmaster.jobmaster.job_details import job_details
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, invalidate_descriptors
@@ -30,7 +30,8 @@ from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
 from yarnflow.appmaster.jobmaster.splits import AskAgain, Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.endpoint import MainThread, describe_rpc_error, when_all_done
+from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, describe_rpc_error,
+                                   when_all_done)
 from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
 from yarnflow.rpc.codec import jobgraph_from_proto
 
@@ -49,12 +50,14 @@ class JobResult:
 class JobMaster:
     def __init__(self, job_graph: jobgraph_pb2.JobGraph, config: Configuration, address: str,
                  te_gateway_factory: Callable[[TaskExecutorLocation, str], TaskExecutorGateway],
-                 job_master_id: str | None = None) -> None:
+                 job_master_id: str | None = None,
+                 main: MainThreadExecutor | None = None) -> None:
         self.job_id = job_graph.job_id
         self.job_master_id = job_master_id or uuid.uuid4().hex
         self.address = address
         self.config = config
-        self.main = MainThread(f"jobmaster-{self.job_id[:8]}")
+        self.main: MainThreadExecutor = main or MainThread(f"jobmaster-{self.job_id[:8]}")
+        self._clock = self.main.clock
         self.result: Future[JobResult] = Future()
         self._te_gateway_factory = te_gateway_factory
         self._gateways: dict[str, TaskExecutorGateway] = {}
@@ -63,7 +66,7 @@ class JobMaster:
         self._on_terminated: list[Callable[[JobResult], None]] = []
 
         graph = jobgraph_from_proto(job_graph, load_operators=False)
-        self.graph = ExecutionGraph(graph)
+        self.graph = ExecutionGraph(graph, self._clock)
         self._committers = [(v.name, v.committer) for v in graph.vertices.values() if v.committer]
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                     config.get(options.DEFAULT_SLOT_MEMORY))
@@ -84,7 +87,7 @@ class JobMaster:
                     self._splits[ejv.id] = InputSplitAssigner(
                         operator.create_input_splits(ejv.parallelism,
                                                      config.get(options.SOURCE_SPLIT_SIZE)),
-                        config.get(options.SOURCE_LOCALITY_WAIT))
+                        config.get(options.SOURCE_LOCALITY_WAIT), clock=self._clock.monotonic)
                 except Exception as err:  # a missing input, an unreadable file
                     self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
                     break
@@ -234,12 +237,12 @@ class JobMaster:
         gateway = self._gateways.get(location.resource_id)
         if gateway is None:
             gateway = self._gateways[location.resource_id] = self._te_gateway_factory(location, self.job_master_id)
-        self._last_heartbeat[location.resource_id] = time.monotonic()
+        self._last_heartbeat[location.resource_id] = self._clock.monotonic()
         return self.slot_pool.offer_slots(location, gateway, offers)
 
     def heartbeat_from_task_executor(self, resource_id: str) -> None:
         if resource_id in self._last_heartbeat:
-            self._last_heartbeat[resource_id] = time.monotonic()
+            self._last_heartbeat[resource_id] = self._clock.monotonic()
 
     def disconnect_task_executor(self, resource_id: str, reason: str) -> None:
         """An executor is gone: fail the job naming it and the subtasks that ran there."""
@@ -259,7 +262,7 @@ class JobMaster:
 
     def _check_heartbeats(self) -> None:
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
-        now = time.monotonic()
+        now = self._clock.monotonic()
         for resource_id, last in list(self._last_heartbeat.items()):
             if now - last > timeout:
                 self.disconnect_task_executor(
@@ -406,7 +409,7 @@ class JobMaster:
         for gateway in self._gateways.values():
             gateway.release_job_partitions(self.job_id)
         freed = self.slot_pool.close(f"job {self.job_id} is {self.graph.status.value}")
-        if self._rm is not None and hasattr(self._rm, "disconnect_job_master"):
+        if self._rm is not None:
             self._rm.disconnect_job_master(f"job {self.graph.status.value}")
         result = JobResult(self.job_id, self.graph.status, self.graph.failure,
                            self.graph.failure_detail, job_details(self.graph))

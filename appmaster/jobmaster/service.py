@@ -7,11 +7,10 @@ import threading
 import grpc
 
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
-from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
 from yarnflow.appmaster.jobmaster.splits import AskAgain
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, jobmaster_pb2_grpc
-from yarnflow.rpc.codec import resource_spec_from_proto
+from yarnflow.rpc.codec import location_from_proto, resource_spec_from_proto
 
 _STALE = "unknown or stale JobMasterId: this JobMaster is not (or no longer) the job's leader"
 
@@ -49,7 +48,7 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
             return jobmaster_pb2.OfferSlotsResponse()
         offers = [SlotOffer(o.allocation_id, o.slot_index, resource_spec_from_proto(o.profile))
                   for o in request.offers]
-        accepted = jm.main.call(jm.offer_slots, TaskExecutorLocation.from_proto(request.location),
+        accepted = jm.main.call(jm.offer_slots, location_from_proto(request.location),
                                 offers, timeout=self._timeout)
         return jobmaster_pb2.OfferSlotsResponse(accepted=accepted)
 

@@ -8,34 +8,37 @@ silent is unregistered and every JobMaster with slots on it is told why.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
+from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
-from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager, SlotRequest
-from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
-from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
+from yarnflow.appmaster.resourcemanager.slotmanager import SlotRequest as PendingRequest
 from yarnflow.conf import Configuration, options
+from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
+from yarnflow.core.errors import FencingError, Refused, UnknownExecutor, UnknownJob
+from yarnflow.core.messages import (ClusterOverview, SlotAllocation, SlotReport, SlotRequest,
+                                    TaskExecutorLocation, TaskExecutorRegistration, WorkerInfo)
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.channels import ChannelCache
-from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
-from yarnflow.rpc.gateways import call_future
-from yarnflow.rpc.generated import (jobmaster_pb2, jobmaster_pb2_grpc, resourcemanager_pb2,
-                                    taskexecutor_pb2, taskexecutor_pb2_grpc)
-from yarnflow.rpc.codec import fill_resource_spec, resource_spec_from_proto
+from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.rpc.endpoint import MainThread, MainThreadExecutor, describe_rpc_error
+from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 
 log = logging.getLogger(__name__)
+
+# (location, this ResourceManager's id) -> a gateway fenced with that id
+TaskExecutorGatewayFactory = Callable[[TaskExecutorLocation, str], TaskExecutorGateway]
+# (JobMaster address, JobMasterId) -> a gateway fenced with that id
+JobMasterGatewayFactory = Callable[[str, str], JobMasterGateway]
 
 
 @dataclass
 class RegisteredExecutor:
-    resource_id: str
-    rpc_address: str
-    data_address: str
+    location: TaskExecutorLocation
     worker_spec: str
-    stub: Any
+    gateway: TaskExecutorGateway
     last_heartbeat: float
 
 
@@ -44,25 +47,29 @@ class RegisteredJobMaster:
     job_id: str
     job_master_id: str
     address: str
-    stub: Any
+    gateway: JobMasterGateway
 
 
 class ResourceManager:
-    def __init__(self, config: Configuration, driver: ResourceDriver, channels: ChannelCache,
+    def __init__(self, config: Configuration, driver: ResourceDriver,
+                 task_executor_gateways: TaskExecutorGatewayFactory,
+                 job_master_gateways: JobMasterGatewayFactory,
                  min_workers: int = 0,
                  worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
-                 ladder: ContainerLadder | None = None) -> None:
+                 ladder: ContainerLadder | None = None,
+                 main: MainThreadExecutor | None = None) -> None:
         self.config = config
         self.driver = driver
         self.resource_manager_id = uuid.uuid4().hex
-        self.main = MainThread("resourcemanager")
-        self._channels = channels
-        self._timeout = config.get(options.RPC_ASK_TIMEOUT)
+        self.main: MainThreadExecutor = main or MainThread("resourcemanager")
+        self._clock = self.main.clock
+        self._te_gateways = task_executor_gateways
+        self._jm_gateways = job_master_gateways
         self._min_workers = min_workers
         self.slot_manager = SlotManager(
             self, config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
             config.get(options.MAX_WORKERS), config.get(options.TASKMANAGER_TIMEOUT),
-            worker_specs, ladder)
+            worker_specs, ladder, clock=self._clock)
         self.executors: dict[str, RegisteredExecutor] = {}
         self.job_masters: dict[str, RegisteredJobMaster] = {}
         self._start_failures = 0
@@ -84,44 +91,49 @@ class ResourceManager:
         self.driver.stop()
         self.main.shutdown()
 
+    def check_fencing(self, token: str) -> None:
+        if token != self.resource_manager_id:
+            raise FencingError("stale ResourceManagerId: register with the current "
+                               "ResourceManager")
+
     # --- TaskExecutors ---------------------------------------------------------------
-    def register_task_executor(self, request: resourcemanager_pb2.RegisterTaskExecutorRequest
-                               ) -> resourcemanager_pb2.RegistrationResponse:
-        location = request.location
+    def register_task_executor(self, registration: TaskExecutorRegistration) -> str:
+        """Returns this ResourceManager's id, the token its calls to the executor carry."""
+        location = registration.location
         resource_id = location.resource_id
         if resource_id in self._stopped:
-            return resourcemanager_pb2.RegistrationResponse(
-                accepted=False, reason=f"TaskExecutor {resource_id} was stopped by this "
-                "ResourceManager and may not register again")
+            raise Refused(f"TaskExecutor {resource_id} was stopped by this ResourceManager "
+                          "and may not register again")
         if resource_id in self.executors:   # a re-registration after a lost heartbeat
             self.slot_manager.unregister_worker(resource_id)
-        slots = request.slot_report.slots
-        profile = resource_spec_from_proto(slots[0].profile) if slots else \
-            resource_spec_from_proto(request.total_resources)
-        stub = taskexecutor_pb2_grpc.TaskExecutorStub(self._channels.get(location.rpc_address))
-        self.executors[resource_id] = RegisteredExecutor(resource_id, location.rpc_address,
-                                                         location.data_address, request.worker_spec, stub, time.monotonic())
+        slots = registration.slot_report.slots
+        profile = slots[0].profile if slots else registration.total_resources
+        if profile is None:
+            raise Refused(f"TaskExecutor {resource_id} reported neither slots nor resources")
+        self.executors[resource_id] = RegisteredExecutor(
+            location, registration.worker_spec,
+            self._te_gateways(location, self.resource_manager_id), self._clock.monotonic())
         self._start_failures = 0
         self.slot_manager.register_worker(
             resource_id, profile, len(slots),
             [(s.slot_index, s.allocation_id, s.job_id) for s in slots],
-            request.slot_report.version)
+            registration.slot_report.version)
         log.info("TaskExecutor %s registered (%d slots of %s, worker spec %s)", resource_id,
-                 len(slots), profile, request.worker_spec)
-        return resourcemanager_pb2.RegistrationResponse(
-            accepted=True, resource_manager_id=self.resource_manager_id)
+                 len(slots), profile, registration.worker_spec)
+        return self.resource_manager_id
 
-    def heartbeat_from_task_executor(self, request: resourcemanager_pb2.TaskExecutorHeartbeat
-                                     ) -> resourcemanager_pb2.HeartbeatResponse:
-        executor = self.executors.get(request.resource_id)
-        if executor is None or request.resource_manager_id != self.resource_manager_id:
-            return resourcemanager_pb2.HeartbeatResponse(known=False)
-        executor.last_heartbeat = time.monotonic()
+    def heartbeat_from_task_executor(self, resource_id: str, resource_manager_id: str,
+                                     report: SlotReport, holds_partitions: bool) -> None:
+        """Raises UnknownExecutor (or FencingError): the executor must register again."""
+        self.check_fencing(resource_manager_id)
+        executor = self.executors.get(resource_id)
+        if executor is None:
+            raise UnknownExecutor(f"TaskExecutor {resource_id} is not registered with this "
+                                  "ResourceManager")
+        executor.last_heartbeat = self._clock.monotonic()
         self.slot_manager.report_slot_status(
-            request.resource_id,
-            [(s.slot_index, s.allocation_id, s.job_id) for s in request.slot_report.slots],
-            request.holds_partitions, request.slot_report.version)
-        return resourcemanager_pb2.HeartbeatResponse(known=True)
+            resource_id, [(s.slot_index, s.allocation_id, s.job_id) for s in report.slots],
+            holds_partitions, report.version)
 
     def notify_slot_available(self, resource_id: str, slot_index: int, allocation_id: str) -> None:
         self.slot_manager.free_slot(resource_id, slot_index, allocation_id)
@@ -157,14 +169,12 @@ class ResourceManager:
         for job_id in jobs:
             jm = self.job_masters.get(job_id)
             if jm is not None:
-                call_future(jm.stub.DisconnectTaskExecutor, jobmaster_pb2.TaskExecutorDisconnect(
-                    job_master_id=jm.job_master_id, resource_id=resource_id, reason=reason),
-                    self._timeout)
+                jm.gateway.disconnect_task_executor(resource_id, reason)
 
     # --- JobMasters ------------------------------------------------------------------
     def register_job_master(self, job_id: str, job_master_id: str, address: str) -> str:
-        stub = jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address))
-        self.job_masters[job_id] = RegisteredJobMaster(job_id, job_master_id, address, stub)
+        self.job_masters[job_id] = RegisteredJobMaster(
+            job_id, job_master_id, address, self._jm_gateways(address, job_master_id))
         return self.resource_manager_id
 
     def disconnect_job_master(self, job_id: str, job_master_id: str) -> None:
@@ -175,24 +185,29 @@ class ResourceManager:
                 if request.job_id == job_id:
                     self.slot_manager.cancel_slot_request(allocation_id)
 
-    def request_slot(self, message: resourcemanager_pb2.SlotRequest) -> str:
-        """Returns an error message, or '' when the request was taken."""
-        jm = self.job_masters.get(message.job_id)
-        if jm is None or jm.job_master_id != message.job_master_id:
-            return f"job {message.job_id} has no registered JobMaster with that JobMasterId"
-        profile = resource_spec_from_proto(message.profile)
+    def request_slot(self, request: SlotRequest) -> None:
+        """Take a slot request (idempotent per AllocationID), or refuse it: an unknown
+        or stale JobMaster, or a profile no container this cluster gives can hold."""
+        jm = self.job_masters.get(request.job_id)
+        if jm is None:
+            raise UnknownJob(f"job {request.job_id} has no JobMaster registered with this "
+                             "ResourceManager")
+        if jm.job_master_id != request.job_master_id:
+            raise FencingError(f"job {request.job_id}: stale JobMasterId")
         try:
-            spec = self.slot_manager.worker_spec_for(profile)
+            spec = self.slot_manager.worker_spec_for(request.profile)
         except NoContainerFits as err:
-            return str(err)
+            raise Refused(str(err)) from None
         largest = self.driver.max_worker_resources()
         if not spec.container.fits_in(largest):
-            return (f"a slot of {profile} needs a container of {spec.container}, larger than the "
-                    f"largest this cluster gives ({largest})")
-        self.slot_manager.request_slot(SlotRequest(
-            message.allocation_id, message.job_id, message.job_master_id,
-            message.job_master_address, profile))
-        return ""
+            raise Refused(f"a slot of {request.profile} needs a container of {spec.container}, "
+                          f"larger than the largest this cluster gives ({largest})")
+        self.slot_manager.request_slot(PendingRequest(
+            request.allocation_id, request.job_id, request.job_master_id,
+            request.job_master_address, request.profile))
+
+    def cancel_slot_request(self, allocation_id: str) -> None:
+        self.slot_manager.cancel_slot_request(allocation_id)
 
     # --- SlotManagerActions ----------------------------------------------------------
     def start_worker(self, spec: WorkerSpec) -> str:
@@ -204,38 +219,33 @@ class ResourceManager:
         self.slot_manager.unregister_worker(resource_id)
         log.info("stopping TaskExecutor %s: %s", resource_id, reason)
         if executor is not None:
-            call_future(executor.stub.Shutdown, taskexecutor_pb2.ShutdownMessage(
-                resource_manager_id=self.resource_manager_id, reason=reason), self._timeout)
+            executor.gateway.shutdown(reason)
             self.driver.release_worker(resource_id)
 
-    def allocate_slot(self, resource_id: str, slot_index: int, request: SlotRequest) -> None:
+    def allocate_slot(self, resource_id: str, slot_index: int, request: PendingRequest) -> None:
         executor = self.executors[resource_id]
-        message = taskexecutor_pb2.RequestSlotMessage(
-            resource_manager_id=self.resource_manager_id, slot_index=slot_index,
-            job_id=request.job_id, allocation_id=request.allocation_id,
-            job_master_address=request.job_master_address, job_master_id=request.job_master_id)
-        fill_resource_spec(request.profile, message.profile)
+        allocation = SlotAllocation(slot_index, request.job_id, request.allocation_id,
+                                    request.profile, request.job_master_id,
+                                    request.job_master_address)
 
         def done(fut: Any) -> None:
             err = fut.exception()
             if err is None:
                 self.main.execute(self.slot_manager.allocation_confirmed, request.allocation_id,
-                                  fut.result().report_version)
+                                  fut.result())
             else:
                 self.main.execute(self.slot_manager.allocation_refused, request.allocation_id,
                                   describe_rpc_error(err))
-        call_future(executor.stub.RequestSlot, message, self._timeout).add_done_callback(done)
+        executor.gateway.request_slot(allocation).add_done_callback(done)
 
-    def notify_allocation_failure(self, request: SlotRequest, cause: str) -> None:
+    def notify_allocation_failure(self, request: PendingRequest, cause: str) -> None:
         jm = self.job_masters.get(request.job_id)
         if jm is not None:
-            call_future(jm.stub.NotifyAllocationFailure, jobmaster_pb2.AllocationFailure(
-                job_master_id=jm.job_master_id, allocation_id=request.allocation_id, cause=cause),
-                self._timeout)
+            jm.gateway.notify_allocation_failure(request.allocation_id, cause)
 
     # --- periodic --------------------------------------------------------------------
     def _periodic_checks(self) -> None:
-        now = time.monotonic()
+        now = self._clock.monotonic()
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
         for resource_id, executor in list(self.executors.items()):
             if now - executor.last_heartbeat > timeout:
@@ -253,19 +263,16 @@ class ResourceManager:
         for resource_id in self.slot_manager.idle_workers(keep=self._min_workers):
             self.stop_worker(resource_id, "idle longer than resourcemanager.taskmanager-timeout")
 
-    def overview(self) -> resourcemanager_pb2.ClusterOverview:
-        message = resourcemanager_pb2.ClusterOverview(
-            pending_workers=len(self.slot_manager.pending_workers),
-            pending_slot_requests=len(self.slot_manager.requests))
+    def overview(self) -> ClusterOverview:
+        workers = []
         for resource_id, worker in self.slot_manager.workers.items():
             executor = self.executors.get(resource_id)
-            info = message.workers.add(
-                resource_id=resource_id, worker_spec=worker.spec.name if worker.spec else "",
-                num_slots=len(worker.slots),
-                free_slots=len(worker.slots) - worker.busy_slots(),
-                rpc_address=executor.rpc_address if executor else "",
-                data_address=executor.data_address if executor else "")
-            if worker.slots:
-                fill_resource_spec(worker.slots[0].profile, info.slot_profile)
-        message.workers_started_per_spec.update(self.slot_manager.started_per_spec)
-        return message
+            workers.append(WorkerInfo(
+                resource_id, worker.spec.name if worker.spec else "",
+                worker.slots[0].profile if worker.slots else None, len(worker.slots),
+                len(worker.slots) - worker.busy_slots(),
+                executor.location.rpc_address if executor else "",
+                executor.location.data_address if executor else ""))
+        return ClusterOverview(tuple(workers), len(self.slot_manager.pending_workers),
+                               len(self.slot_manager.requests),
+                               dict(self.slot_manager.started_per_spec))

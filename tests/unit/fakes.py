@@ -1,17 +1,105 @@
 """In-memory stand-ins for a JobMaster's peers, behind the gateway interfaces."""
 from __future__ import annotations
 
+import heapq
+import itertools
+from collections import deque
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Callable
 
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
 from yarnflow.conf import Configuration
+from yarnflow.core.clock import ManualClock
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2
 from yarnflow.rpc.codec import jobgraph_to_proto
+from yarnflow.rpc.endpoint import ScheduledTask
+
+
+class ManualMainThread:
+    """A component's main thread for unit tests: calls run in the caller's thread, one
+    at a time in the order they were made (a call made while another runs waits for
+    it, as on the real main thread), and delayed calls run only when ``advance``
+    moves the manual clock past them. Nothing in a test using it sleeps."""
+
+    def __init__(self, clock: ManualClock | None = None, name: str = "test-main") -> None:
+        self.name = name
+        self.clock = clock or ManualClock()
+        self._queue: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        self._running = False
+        self._timers: list[tuple[float, int, ScheduledTask, Callable[[], Any]]] = []
+        self._counter = itertools.count()
+        self.stopped = False
+
+    def in_main_thread(self) -> bool:
+        return self._running
+
+    def execute(self, fn: Callable[..., Any], *args: Any) -> "Future[Any]":
+        future: Future[Any] = Future()
+        if self.stopped:
+            future.set_exception(RuntimeError(f"{self.name} is shut down"))
+            return future
+        self._queue.append((lambda: fn(*args), future))
+        self._drain()
+        return future
+
+    def _drain(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        try:
+            while self._queue:
+                fn, future = self._queue.popleft()
+                try:
+                    future.set_result(fn())
+                except Exception as err:        # kept in the future, as MainThread does
+                    future.set_exception(err)
+        finally:
+            self._running = False
+
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: float | None = 30.0) -> Any:
+        if self._running:
+            return fn(*args)
+        return self.execute(fn, *args).result(timeout=0)
+
+    def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledTask:
+        handle = ScheduledTask()
+        heapq.heappush(self._timers, (self.clock.monotonic() + delay, next(self._counter),
+                                      handle, lambda: fn(*args)))
+        return handle
+
+    def schedule_periodic(self, interval: float, fn: Callable[[], Any]) -> ScheduledTask:
+        handle = ScheduledTask()
+
+        def tick() -> None:
+            if not handle.cancelled:
+                try:
+                    fn()
+                finally:
+                    if not handle.cancelled:
+                        self.schedule(interval, tick)
+        self.schedule(interval, tick)
+        return handle
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock ``seconds`` on, running every delayed call that falls due on
+        the way at its own time, in order."""
+        target = self.clock.monotonic() + seconds
+        while self._timers and self._timers[0][0] <= target:
+            due, _, handle, fn = heapq.heappop(self._timers)
+            self.clock.advance(max(0.0, due - self.clock.monotonic()))
+            if not handle.cancelled:
+                self.execute(fn)
+        self.clock.advance(target - self.clock.monotonic())
+
+    def pending_timers(self) -> int:
+        return sum(1 for _, _, handle, _ in self._timers if not handle.cancelled)
+
+    def shutdown(self) -> None:
+        self.stopped = True
 
 
 def done(value: Any = None) -> "Future[Any]":
@@ -47,6 +135,7 @@ class FakeTaskExecutor:
 class FakeResourceManager:
     def __init__(self) -> None:
         self.requests: dict[str, ResourceSpec] = {}
+        self.disconnected = ""
 
     def request_slot(self, allocation_id: str, profile: ResourceSpec) -> "Future[Any]":
         self.requests[allocation_id] = profile
@@ -56,15 +145,22 @@ class FakeResourceManager:
         self.requests.pop(allocation_id, None)
         return done()
 
+    def disconnect_job_master(self, reason: str) -> "Future[Any]":
+        self.disconnected = reason
+        return done()
+
 
 class Harness:
     """A real JobMaster wired to fake executors and a fake ResourceManager."""
 
-    def __init__(self, graph: JobGraph, config: Configuration | None = None) -> None:
+    def __init__(self, graph: JobGraph, config: Configuration | None = None,
+                 main: ManualMainThread | None = None) -> None:
+        """With a ``main`` (a ManualMainThread), everything runs in the test's thread
+        and time moves only by ``main.advance``."""
         self.executors: dict[str, FakeTaskExecutor] = {}
         self.rm = FakeResourceManager()
         self.jm = JobMaster(jobgraph_to_proto(graph), config or Configuration.load(), "jm:0",
-                            lambda loc, jm_id: self.executors[loc.resource_id])
+                            lambda loc, jm_id: self.executors[loc.resource_id], main=main)
         self.jm.connect_resource_manager(self.rm)
 
     def executor(self, resource_id: str, host: str = "host-a") -> FakeTaskExecutor:

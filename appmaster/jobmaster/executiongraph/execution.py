@@ -1,7 +1,6 @@
 """One attempt to run one subtask."""
 from __future__ import annotations
 
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,7 @@ class Execution:
     def transition(self, target: ExecutionState) -> None:
         check_transition(EXECUTION_TRANSITIONS, self.state, target, f"execution {self}")
         self.state = target
-        self.state_timestamps[target] = time.time()
+        self.state_timestamps[target] = self.vertex.job_vertex.graph.clock.time()
 
     @property
     def resource_id(self) -> str | None:

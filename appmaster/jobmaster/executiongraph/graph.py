@@ -5,10 +5,10 @@ so a P × P shuffle costs O(P) objects, not O(P²) (Flink 1.13's fix, FLINK-2111
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Iterator
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
+from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.status import (
     JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
 from yarnflow.core.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
@@ -160,12 +160,13 @@ class ExecutionVertex:
 class ExecutionGraph:
     """The runtime view of a job; every mutation happens on the JobMaster's main thread."""
 
-    def __init__(self, job_graph: JobGraph) -> None:
+    def __init__(self, job_graph: JobGraph, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         self.job_id = job_graph.job_id
         self.name = job_graph.name
         self.schedule_mode = job_graph.schedule_mode
         self.status = JobStatus.CREATED
-        self.status_timestamps: dict[JobStatus, float] = {JobStatus.CREATED: time.time()}
+        self.status_timestamps: dict[JobStatus, float] = {JobStatus.CREATED: clock.time()}
         self.failure: str = ""
         self.failure_detail: str = ""
         self.job_vertices: dict[str, ExecutionJobVertex] = {}
@@ -220,7 +221,7 @@ class ExecutionGraph:
     def transition(self, target: JobStatus) -> None:
         check_transition(JOB_TRANSITIONS, self.status, target, f"job {self.job_id}")
         self.status = target
-        self.status_timestamps[target] = time.time()
+        self.status_timestamps[target] = self.clock.time()
 
     def register_attempt(self, execution: Execution) -> None:
         self.attempts[execution.attempt_id] = execution

@@ -11,17 +11,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import time
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from yarnflow.appmaster.jobmaster.gateways import ResourceManagerGateway
+from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
 from yarnflow.appmaster.jobmaster.slotpool.selection import SlotPreferences, select_slot
 from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.endpoint import MainThread, ScheduledTask
+from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ class _Held:
 
 
 class SlotPool:
-    def __init__(self, main: MainThread, job_id: str, idle_timeout: float,
+    def __init__(self, main: MainThreadExecutor, job_id: str, idle_timeout: float,
                  request_timeout: float,
                  on_allocated_slot_lost: Callable[[PhysicalSlot, str], None]) -> None:
         self._main = main
@@ -187,7 +186,7 @@ class SlotPool:
         return accepted
 
     def _add_slot(self, slot: PhysicalSlot) -> None:
-        self._held[slot.allocation_id] = _Held(slot, idle_since=time.monotonic())
+        self._held[slot.allocation_id] = _Held(slot, idle_since=self._main.clock.monotonic())
         rid = slot.location.resource_id
         self._slots_per_executor[rid] = self._slots_per_executor.get(rid, 0) + 1
         self._index_free(slot)
@@ -253,7 +252,7 @@ class SlotPool:
         held = self._held.get(allocation_id)
         if held is None or held.idle_since is not None:
             return
-        held.idle_since = time.monotonic()
+        held.idle_since = self._main.clock.monotonic()
         self._allocated_per_executor[held.slot.location.resource_id] -= 1
         self._index_free(held.slot)
         request = next((r for r in self._pending.values()
@@ -268,7 +267,7 @@ class SlotPool:
             request.future.set_result(held.slot)
 
     def check_idle_slots(self) -> None:
-        now = time.monotonic()
+        now = self._main.clock.monotonic()
         for allocation_id, held in list(self._held.items()):
             if held.idle_since is not None and now - held.idle_since >= self._idle_timeout:
                 self._give_back(allocation_id, "idle longer than slot.idle.timeout")

@@ -4,19 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflow.core.messages import TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
 
-
-@dataclass(frozen=True)
-class TaskExecutorLocation:
-    resource_id: str
-    host: str
-    rpc_address: str = ""
-    data_address: str = ""
-
-    @classmethod
-    def from_proto(cls, message: Any) -> "TaskExecutorLocation":
-        return cls(message.resource_id, message.host, message.rpc_address, message.data_address)
+__all__ = ["PhysicalSlot", "TaskExecutorLocation"]
 
 
 @dataclass(eq=False)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import enum
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.status import check_transition
+from yarnflow.core.worker_spec import WorkerSpec
 
 if TYPE_CHECKING:
     from yarnflow.core.container_ladder import ContainerLadder
@@ -30,9 +31,25 @@ class SlotState(enum.Enum):
 
 
 _SLOT_TRANSITIONS = {
-    SlotState.FREE: {SlotState.PENDING, SlotState.ALLOCATED},
-    SlotState.PENDING: {SlotState.FREE, SlotState.ALLOCATED},
-    SlotState.ALLOCATED: {SlotState.FREE, SlotState.ALLOCATED},
+    SlotState.FREE: frozenset({SlotState.PENDING, SlotState.ALLOCATED}),
+    SlotState.PENDING: frozenset({SlotState.FREE, SlotState.ALLOCATED}),
+    SlotState.ALLOCATED: frozenset({SlotState.FREE, SlotState.ALLOCATED}),
+}
+
+
+class RequestState(enum.Enum):
+    """Where a slot request the slot manager still holds stands. A fulfilled request
+    (the executor confirmed, or reported the allocation) is no longer held."""
+    WAITING = "WAITING"                        # nothing found for it yet
+    WAITING_FOR_WORKER = "WAITING_FOR_WORKER"  # reserved on a worker that is starting
+    PENDING = "PENDING"                        # a free slot was chosen; its executor has not answered
+
+
+_R = RequestState
+_REQUEST_TRANSITIONS = {
+    _R.WAITING: frozenset({_R.WAITING_FOR_WORKER, _R.PENDING}),
+    _R.WAITING_FOR_WORKER: frozenset({_R.WAITING, _R.PENDING}),
+    _R.PENDING: frozenset({_R.WAITING}),
 }
 
 
@@ -43,8 +60,18 @@ class SlotRequest:
     job_master_id: str
     job_master_address: str
     profile: ResourceSpec
+    state: RequestState = RequestState.WAITING
     assigned: tuple[str, int] | None = None     # (resource id, slot index) while PENDING
-    worker: str | None = None                   # a starting worker reserved for it
+    worker: str | None = None                   # the starting worker, while WAITING_FOR_WORKER
+
+    def transition(self, target: RequestState) -> None:
+        check_transition(_REQUEST_TRANSITIONS, self.state, target,
+                         f"slot request {self.allocation_id[:8]}")
+        self.state = target
+        if target is not RequestState.PENDING:
+            self.assigned = None
+        if target is not RequestState.WAITING_FOR_WORKER:
+            self.worker = None
 
 
 @dataclass
@@ -57,9 +84,8 @@ class TaskManagerSlot:
     job_id: str = ""
 
     def transition(self, target: SlotState) -> None:
-        if target not in _SLOT_TRANSITIONS[self.state]:
-            raise RuntimeError(f"slot {self.resource_id}/{self.index}: "
-                               f"{self.state.name} -> {target.name} is not allowed")
+        check_transition(_SLOT_TRANSITIONS, self.state, target,
+                         f"slot {self.resource_id}/{self.index}")
         self.state = target
 
 
@@ -68,7 +94,7 @@ class Worker:
     resource_id: str
     spec: WorkerSpec | None
     slots: list[TaskManagerSlot]
-    idle_since: float | None = field(default_factory=time.monotonic)
+    idle_since: float | None       # None while it has busy slots or holds partitions
     holds_partitions: bool = False
     min_report_version: int = 0     # reports older than this predate an allocation we know of
 
@@ -96,8 +122,9 @@ class SlotManager:
     def __init__(self, actions: SlotManagerActions, slots_per_worker: int, overhead_mb: int,
                  max_workers: int, taskmanager_timeout: float,
                  worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
-                 ladder: "ContainerLadder | None" = None) -> None:
+                 ladder: "ContainerLadder | None" = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self._actions = actions
+        self._clock = clock
         self.ladder = ladder
         self._slots_per_worker = slots_per_worker
         self._overhead_mb = overhead_mb
@@ -132,24 +159,28 @@ class SlotManager:
         if request is not None and request.worker in self.pending_workers:
             self.pending_workers[request.worker].reserved.discard(allocation_id)
 
-    def _try_fulfill(self, request: SlotRequest) -> None:
-        slot = self._find_free_slot(request.profile)
+    def _try_fulfill(self, request: SlotRequest, avoid: tuple[str, int] | None = None) -> None:
+        """Serve a waiting request: a free slot (not ``avoid``, the one that was just
+        refused), else a place on a starting worker, else a new worker (unless
+        resourcemanager.max-workers are running or starting)."""
+        slot = self._find_free_slot(request.profile, avoid)
         if slot is not None:
             slot.transition(SlotState.PENDING)
             slot.allocation_id, slot.job_id = request.allocation_id, request.job_id
             self._touch(slot.resource_id)
-            request.assigned = (slot.resource_id, slot.index)
             if request.worker in self.pending_workers:
                 self.pending_workers[request.worker].reserved.discard(request.allocation_id)
-            request.worker = None
+            request.transition(RequestState.PENDING)
+            request.assigned = (slot.resource_id, slot.index)
             self._actions.allocate_slot(slot.resource_id, slot.index, request)
             return
-        if request.worker in self.pending_workers:
+        if request.state is RequestState.WAITING_FOR_WORKER:
             return
         spec = self.worker_spec_for(request.profile)
         for pending in self.pending_workers.values():
             if pending.spec == spec and len(pending.reserved) < spec.num_slots:
                 pending.reserved.add(request.allocation_id)
+                request.transition(RequestState.WAITING_FOR_WORKER)
                 request.worker = pending.resource_id
                 return
         if len(self.workers) + len(self.pending_workers) >= self._max_workers:
@@ -158,24 +189,30 @@ class SlotManager:
             return
         resource_id = self._actions.start_worker(spec)
         self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
-        pending = PendingWorker(resource_id, spec, time.monotonic(), {request.allocation_id})
+        pending = PendingWorker(resource_id, spec, self._clock.monotonic(),
+                                {request.allocation_id})
         self.pending_workers[resource_id] = pending
+        request.transition(RequestState.WAITING_FOR_WORKER)
         request.worker = resource_id
 
     def add_starting_worker(self, resource_id: str, spec: WorkerSpec) -> None:
         """A worker the driver started without being asked (per-job containers YARN
         allocates with the application): requests reserve it like one they started."""
         self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
-        self.pending_workers[resource_id] = PendingWorker(resource_id, spec, time.monotonic())
+        self.pending_workers[resource_id] = PendingWorker(resource_id, spec,
+                                                          self._clock.monotonic())
 
-    def _find_free_slot(self, profile: ResourceSpec) -> TaskManagerSlot | None:
+    def _find_free_slot(self, profile: ResourceSpec,
+                        avoid: tuple[str, int] | None = None) -> TaskManagerSlot | None:
         best: TaskManagerSlot | None = None
-        best_key: tuple[int, float] | None = None
+        best_key: tuple[int, int, float] | None = None
         for worker in self.workers.values():
             load = worker.busy_slots() / max(1, len(worker.slots))
             for slot in worker.slots:
                 if slot.state is SlotState.FREE and profile.fits_in(slot.profile):
-                    key = (0 if slot.profile == profile else 1, load)
+                    # a slot that just refused comes last, but still before a new worker
+                    refused = 1 if (slot.resource_id, slot.index) == avoid else 0
+                    key = (refused, 0 if slot.profile == profile else 1, load)
                     if best_key is None or key < best_key:
                         best, best_key = slot, key
         return best
@@ -195,14 +232,16 @@ class SlotManager:
     def allocation_refused(self, allocation_id: str, cause: str) -> None:
         """The executor could not allocate (busy, gone): try elsewhere."""
         slot = self._slot_of(allocation_id)
+        refused = None
         if slot is not None and slot.state is SlotState.PENDING:
             slot.transition(SlotState.FREE)
             slot.allocation_id = slot.job_id = ""
+            refused = (slot.resource_id, slot.index)
         request = self.requests.get(allocation_id)
-        if request is not None:
-            log.info("allocation %s refused (%s); retrying", allocation_id[:8], cause)
-            request.assigned = None
-            self._try_fulfill(request)
+        if request is not None and request.state is RequestState.PENDING:
+            log.info("allocation %s refused (%s); retrying elsewhere", allocation_id[:8], cause)
+            request.transition(RequestState.WAITING)
+            self._try_fulfill(request, avoid=refused)
 
     # --- executors -------------------------------------------------------------------
     def register_worker(self, resource_id: str, slot_profile: ResourceSpec, num_slots: int,
@@ -210,12 +249,13 @@ class SlotManager:
         pending = self.pending_workers.pop(resource_id, None)
         spec = pending.spec if pending else self.worker_spec_for(slot_profile)
         slots = [TaskManagerSlot(resource_id, i, slot_profile) for i in range(num_slots)]
-        self.workers[resource_id] = Worker(resource_id, spec, slots)
+        self.workers[resource_id] = Worker(resource_id, spec, slots,
+                                           idle_since=self._clock.monotonic())
         self.report_slot_status(resource_id, reported, holds_partitions=False, version=version)
         for allocation_id in list(pending.reserved if pending else ()):
             request = self.requests.get(allocation_id)
-            if request is not None:
-                request.worker = None
+            if request is not None and request.state is RequestState.WAITING_FOR_WORKER:
+                request.transition(RequestState.WAITING)
         self.match_waiting_requests()
 
     def report_slot_status(self, resource_id: str, reported: list[tuple[int, str, str]],
@@ -263,8 +303,7 @@ class SlotManager:
         for request in self.requests.values():
             if (request.assigned and request.assigned[0] == resource_id) or \
                     request.worker == resource_id:
-                request.assigned = None
-                request.worker = None
+                request.transition(RequestState.WAITING)
         self.match_waiting_requests()
         return worker
 
@@ -276,14 +315,16 @@ class SlotManager:
             request = self.requests.get(allocation_id)
             if request is None:
                 continue
-            request.worker = None
+            request.transition(RequestState.WAITING)
             if give_up:
                 del self.requests[allocation_id]
                 self._actions.notify_allocation_failure(request, cause)
 
     def match_waiting_requests(self) -> None:
+        """Place every request not yet on a slot. One waiting for a starting worker
+        takes a slot that came free meanwhile, rather than wait for the start."""
         for request in list(self.requests.values()):
-            if request.assigned is None and request.worker is None:
+            if request.state is not RequestState.PENDING:
                 self._try_fulfill(request)
 
     # --- idleness --------------------------------------------------------------------
@@ -294,11 +335,11 @@ class SlotManager:
         if worker.busy_slots() or worker.holds_partitions:
             worker.idle_since = None
         elif worker.idle_since is None:
-            worker.idle_since = time.monotonic()
+            worker.idle_since = self._clock.monotonic()
 
     def idle_workers(self, keep: int = 0) -> list[str]:
         """Executors idle past resourcemanager.taskmanager-timeout (beyond ``keep`` warm ones)."""
-        now = time.monotonic()
+        now = self._clock.monotonic()
         idle = [w for w in self.workers.values()
                 if w.idle_since is not None and now - w.idle_since >= self._taskmanager_timeout]
         idle.sort(key=lambda w: w.idle_since or 0.0)

@@ -1,0 +1,31 @@
+"""How one component refuses another's call, the same way everywhere. A refusal is an
+answer (the peer understood the call and said no), not a transport failure; the rpc
+edge carries each kind as a gRPC status and turns it back into the same exception on
+the caller's side (``yarnflow.rpc.errors``)."""
+from __future__ import annotations
+
+
+class Refused(Exception):
+    """The peer refused the call; the message says why and, where it can, what to do."""
+
+
+class FencingError(Refused):
+    """The call carried a fencing token (JobMasterId, ResourceManagerId) that is not
+    the current one, so a stale JobMaster or ResourceManager cannot act on a component
+    that has moved on."""
+
+
+class UnknownJob(Refused):
+    """No job (or no JobMaster registered for it) by that JobID."""
+
+
+class UnknownAllocation(Refused):
+    """No slot or slot request by that AllocationID."""
+
+
+class UnknownExecutor(Refused):
+    """No registered TaskExecutor by that ResourceID: it must register (again)."""
+
+
+REFUSALS: dict[str, type[Refused]] = {cls.__name__: cls for cls in (
+    Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor)}

@@ -1,0 +1,26 @@
+"""How other components reach a TaskExecutor (Flink's TaskExecutorGateway). A handle
+is made for one caller and carries its fencing token: the ResourceManager's calls are
+fenced with its ResourceManagerId, a JobMaster's with its JobMasterId. The gRPC
+implementation is ``yarnflow.rpc.gateways.GrpcTaskExecutorGateway``; unit tests use
+in-memory ones. A refusal fails the future with ``yarnflow.core.errors.Refused``."""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any, Protocol
+
+from yarnflow.core.messages import SlotAllocation
+
+
+class TaskExecutorGateway(Protocol):
+    # --- from the ResourceManager ------------------------------------------------------
+    def request_slot(self, allocation: SlotAllocation) -> "Future[int]":
+        """Give a slot to a job; the result is the slot report version that holds it."""
+        ...
+
+    def shutdown(self, reason: str) -> "Future[None]": ...
+
+    # --- from a JobMaster --------------------------------------------------------------
+    def submit_task(self, descriptor: Any) -> "Future[Any]": ...
+    def cancel_task(self, attempt_id: str) -> "Future[Any]": ...
+    def free_slot(self, allocation_id: str, cause: str) -> "Future[Any]": ...
+    def release_job_partitions(self, job_id: str) -> "Future[Any]": ...

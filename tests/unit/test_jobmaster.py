@@ -1,0 +1,94 @@
+"""A JobMaster's lifecycle on a manual main thread and clock, with in-memory executors
+and ResourceManager: every timeout is reached by advancing the clock, never by waiting."""
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread
+from tests.unit.test_scheduler import chain
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState, JobStatus
+from yarnflow.conf import Configuration
+
+HEARTBEAT_TIMEOUT, SLOT_TIMEOUT, CANCEL_TIMEOUT = 50.0, 300.0, 30.0
+
+
+@pytest.fixture
+def harness():
+    config = Configuration.load(overrides=[
+        f"heartbeat.timeout={HEARTBEAT_TIMEOUT}", "heartbeat.interval=10",
+        f"slot.request.timeout={SLOT_TIMEOUT}", f"job.cancel.timeout={CANCEL_TIMEOUT}"])
+    h = Harness(chain(2), config, main=ManualMainThread())
+    yield h
+    h.close()
+
+
+def run_all(h: Harness, state: int) -> None:
+    for tdd in h.deployed():
+        h.report(tdd.attempt_id, state)
+
+
+def test_a_job_runs_from_created_to_finished_and_lets_go_of_everything(harness):
+    h = harness
+    assert h.jm.graph.status is JobStatus.CREATED
+    h.start()
+    assert h.jm.graph.status is JobStatus.RUNNING and len(h.rm.requests) == 2
+    h.offer_pending(["te-1", "te-2"])
+    assert len(h.deployed()) == 6
+    run_all(h, RUNNING)
+    assert not h.jm.result.done()
+    run_all(h, FINISHED)
+    result = h.jm.result.result(timeout=0)
+    assert result.status is JobStatus.FINISHED
+    freed = h.executors["te-1"].freed + h.executors["te-2"].freed
+    assert sorted(freed) == sorted({tdd.allocation_id for tdd in h.deployed()})
+    assert h.rm.disconnected == "job FINISHED"
+    h.jm.main.advance(3600)
+    assert h.jm.main.pending_timers() == 0, "a finished job keeps no periodic timer"
+
+
+def test_an_executor_silent_past_the_heartbeat_timeout_fails_the_job(harness):
+    h = harness
+    h.start()
+    h.offer_pending(["te-1", "te-2"])
+    run_all(h, RUNNING)
+    h.jm.main.advance(HEARTBEAT_TIMEOUT - 5)
+    h.call(h.jm.heartbeat_from_task_executor, "te-1")       # te-2 stays silent
+    h.jm.main.advance(4)
+    assert h.jm.graph.status is JobStatus.RUNNING           # 49 s: not yet
+    h.jm.main.advance(12)                                   # the check after 50 s
+    assert h.jm.graph.status in (JobStatus.FAILING, JobStatus.FAILED)
+    assert "te-2 sent no heartbeat for 50 s (heartbeat.timeout)" in h.jm.graph.failure
+    assert h.executors["te-1"].cancelled, "the live executor's subtasks were cancelled"
+    h.jm.main.advance(CANCEL_TIMEOUT)
+    result = h.jm.result.result(timeout=0)
+    assert result.status is JobStatus.FAILED and "heartbeat.timeout" in result.failure
+    assert all(e.state.is_terminal for e in h.jm.graph.current_executions())
+
+
+def test_a_slot_request_unanswered_past_its_timeout_fails_the_job(harness):
+    h = harness
+    h.start()
+    h.jm.main.advance(SLOT_TIMEOUT - 1)
+    assert h.jm.graph.status is JobStatus.RUNNING
+    h.jm.main.advance(2)
+    result = h.jm.result.result(timeout=0)
+    assert result.status is JobStatus.FAILED and "slot.request.timeout" in result.failure
+    assert h.rm.requests == {}, "its slot requests were withdrawn"
+
+
+def test_cancel_waits_for_the_executors_then_gives_up_after_the_cancel_timeout(harness):
+    h = harness
+    h.start()
+    h.offer_pending(["te-1", "te-2"])
+    run_all(h, RUNNING)
+    h.jm.cancel()
+    assert h.jm.graph.status is JobStatus.CANCELLING
+    canceling = [e for e in h.jm.graph.current_executions()
+                 if e.state is ExecutionState.CANCELING]
+    assert len(canceling) == 6
+    first = h.deployed()[0]
+    h.report(first.attempt_id, int(ExecutionState.CANCELED))
+    h.jm.main.advance(CANCEL_TIMEOUT - 1)
+    assert not h.jm.result.done()
+    h.jm.main.advance(1)
+    assert h.jm.result.result(timeout=0).status is JobStatus.CANCELED

@@ -1,0 +1,227 @@
+"""The ResourceManager with in-memory executors, JobMasters and driver, on a manual
+clock: registration, slot requests, heartbeat timeout, lost and idle workers."""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
+from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
+from yarnflow.conf import Configuration
+from yarnflow.core.errors import FencingError, Refused, UnknownExecutor, UnknownJob
+from yarnflow.core.messages import (SlotAllocation, SlotReport, SlotRequest, SlotStatus,
+                                    TaskExecutorLocation, TaskExecutorRegistration)
+from yarnflow.core.resources import ResourceSpec as R
+from yarnflow.core.worker_spec import WorkerSpec
+from tests.unit.fakes import ManualMainThread, done
+
+SLOT = R(1, 1024)
+HEARTBEAT_TIMEOUT, TM_TIMEOUT = 50.0, 30.0
+
+
+class FakeDriver(ResourceDriver):
+    def __init__(self) -> None:
+        self.requested: list[tuple[str, WorkerSpec]] = []
+        self.released: list[str] = []
+        self.events: WorkerEvents | None = None
+
+    def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
+        self.events = events
+
+    def request_worker(self, spec: WorkerSpec) -> str:
+        resource_id = f"container-{len(self.requested)}"
+        self.requested.append((resource_id, spec))
+        return resource_id
+
+    def release_worker(self, resource_id: str) -> None:
+        self.released.append(resource_id)
+
+    def max_worker_resources(self) -> R:
+        return R(8, 16384)
+
+    def stop(self) -> None:
+        pass
+
+
+class FakeTaskExecutorGateway:
+    """Answers slot allocations when the test says so."""
+
+    def __init__(self, resource_id: str, fencing: str) -> None:
+        self.resource_id = resource_id
+        self.fencing = fencing
+        self.allocations: list[tuple[SlotAllocation, Future[int]]] = []
+        self.shutdown_reasons: list[str] = []
+        self.version = 0
+
+    def request_slot(self, allocation: SlotAllocation) -> "Future[int]":
+        future: Future[int] = Future()
+        self.allocations.append((allocation, future))
+        return future
+
+    def accept_all(self) -> None:
+        for _, future in self.allocations:
+            if not future.done():
+                self.version += 1
+                future.set_result(self.version)
+
+    def shutdown(self, reason: str) -> "Future[None]":
+        self.shutdown_reasons.append(reason)
+        return done()
+
+    def submit_task(self, descriptor: Any) -> "Future[Any]":
+        raise AssertionError("the ResourceManager never submits tasks")
+
+    cancel_task = free_slot = release_job_partitions = submit_task
+
+
+class FakeJobMasterGateway:
+    def __init__(self) -> None:
+        self.disconnected: list[tuple[str, str]] = []
+        self.allocation_failures: list[tuple[str, str]] = []
+
+    def disconnect_task_executor(self, resource_id: str, reason: str) -> "Future[None]":
+        self.disconnected.append((resource_id, reason))
+        return done()
+
+    def notify_allocation_failure(self, allocation_id: str, cause: str) -> "Future[None]":
+        self.allocation_failures.append((allocation_id, cause))
+        return done()
+
+
+class Cluster:
+    """A ResourceManager and the fakes around it, on one manual main thread."""
+
+    def __init__(self, *overrides: str) -> None:
+        config = Configuration.load(overrides=[
+            f"heartbeat.timeout={HEARTBEAT_TIMEOUT}", "heartbeat.interval=10",
+            f"resourcemanager.taskmanager-timeout={TM_TIMEOUT}", *overrides])
+        self.main = ManualMainThread()
+        self.driver = FakeDriver()
+        self.executors: dict[str, FakeTaskExecutorGateway] = {}
+        self.job_master = FakeJobMasterGateway()
+        self.rm = ResourceManager(config, self.driver, self._te_gateway,
+                                  lambda address, jm_id: self.job_master, main=self.main)
+        self.rm.start("rm:0")
+
+    def _te_gateway(self, location: TaskExecutorLocation, rm_id: str) -> FakeTaskExecutorGateway:
+        return self.executors.setdefault(location.resource_id,
+                                         FakeTaskExecutorGateway(location.resource_id, rm_id))
+
+    def register(self, resource_id: str, allocated: str = "") -> str:
+        report = SlotReport((SlotStatus(0, SLOT, allocated, "job-1" if allocated else ""),), 0)
+        return self.main.call(self.rm.register_task_executor, TaskExecutorRegistration(
+            TaskExecutorLocation(resource_id, "host-a", f"{resource_id}:1", f"{resource_id}:2"),
+            report, SLOT, "1x1c-1024m"))
+
+    def heartbeat(self, resource_id: str, allocated: str = "", version: int = 0) -> None:
+        report = SlotReport((SlotStatus(0, SLOT, allocated, "job-1" if allocated else ""),),
+                            version)
+        self.main.call(self.rm.heartbeat_from_task_executor, resource_id,
+                       self.rm.resource_manager_id, report, False)
+
+    def request(self, allocation_id: str, profile: R = SLOT, jm_id: str = "jm-1") -> None:
+        self.main.call(self.rm.request_slot, SlotRequest(allocation_id, "job-1", jm_id,
+                                                         "jm:1", profile))
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    c = Cluster()
+    c.main.call(c.rm.register_job_master, "job-1", "jm-1", "jm:1")
+    return c
+
+
+def test_a_slot_request_starts_a_worker_and_the_registered_executor_serves_it(cluster):
+    cluster.request("a1")
+    assert [rid for rid, _ in cluster.driver.requested] == ["container-0"]
+    rm_id = cluster.register("container-0")
+    assert rm_id == cluster.rm.resource_manager_id
+    te = cluster.executors["container-0"]
+    assert te.fencing == rm_id                      # its calls carry this RM's token
+    allocation = te.allocations[0][0]
+    assert (allocation.allocation_id, allocation.job_master_id, allocation.slot_index) == \
+        ("a1", "jm-1", 0)
+    te.accept_all()
+    assert "a1" not in cluster.rm.slot_manager.requests
+    assert cluster.main.call(cluster.rm.overview).workers[0].free_slots == 0
+
+
+def test_requests_from_an_unknown_or_stale_job_master_are_refused(cluster):
+    with pytest.raises(FencingError):
+        cluster.request("a1", jm_id="jm-old")
+    cluster.main.call(cluster.rm.disconnect_job_master, "job-1", "jm-1")
+    with pytest.raises(UnknownJob):
+        cluster.request("a2")
+    assert cluster.driver.requested == []
+
+
+def test_a_profile_larger_than_any_container_is_refused_with_the_sizes(cluster):
+    with pytest.raises(Refused, match="larger than the largest this cluster gives"):
+        cluster.request("a1", profile=R(64, 1024))
+
+
+def test_a_heartbeat_from_an_unknown_executor_or_with_a_stale_token_is_refused(cluster):
+    with pytest.raises(UnknownExecutor):
+        cluster.heartbeat("nobody")
+    cluster.register("te-1")
+    with pytest.raises(FencingError):
+        cluster.main.call(cluster.rm.heartbeat_from_task_executor, "te-1", "stale-id",
+                          SlotReport(), False)
+
+
+def test_an_executor_silent_past_the_heartbeat_timeout_is_lost_and_its_job_told(cluster):
+    cluster.request("a1")
+    cluster.register("container-0")
+    cluster.executors["container-0"].accept_all()
+    cluster.main.advance(HEARTBEAT_TIMEOUT - 5)
+    cluster.heartbeat("container-0", allocated="a1", version=1)   # alive: the clock restarts
+    cluster.main.advance(HEARTBEAT_TIMEOUT - 1)
+    assert "container-0" in cluster.rm.executors
+    cluster.main.advance(2)
+    assert "container-0" not in cluster.rm.executors
+    assert cluster.driver.released == ["container-0"]
+    [(resource_id, reason)] = cluster.job_master.disconnected
+    assert resource_id == "container-0" and "heartbeat.timeout" in reason
+    with pytest.raises(Refused, match="may not register again"):
+        cluster.register("container-0")             # a frozen executor waking up later
+
+
+def test_a_worker_the_driver_reports_dead_is_lost_at_once(cluster):
+    cluster.request("a1")
+    cluster.register("container-0")
+    cluster.executors["container-0"].accept_all()
+    cluster.rm.on_worker_terminated("container-0", "exit code 137 (killed)")
+    assert "container-0" not in cluster.rm.executors
+    assert cluster.job_master.disconnected[0][0] == "container-0"
+    assert "exit code 137" in cluster.job_master.disconnected[0][1]
+
+
+def test_a_lost_executor_with_a_pending_request_gets_it_placed_again(cluster):
+    cluster.request("a1")
+    cluster.register("container-0")                 # a1 is PENDING on it, unanswered
+    cluster.rm.on_worker_terminated("container-0", "node lost")
+    assert [rid for rid, _ in cluster.driver.requested] == ["container-0", "container-1"]
+
+
+def test_a_worker_that_never_registers_counts_as_a_failed_start(cluster):
+    cluster.request("a1")
+    cluster.main.advance(121)                       # resourcemanager.worker.start-timeout
+    assert "container-0" in cluster.driver.released
+    assert cluster.rm.slot_manager.requests["a1"].worker != "container-0"
+    # the replacement start waits for resourcemanager.start-worker-retry-interval
+    assert [rid for rid, _ in cluster.driver.requested] == ["container-0"]
+    cluster.main.advance(3)
+    assert [rid for rid, _ in cluster.driver.requested] == ["container-0", "container-1"]
+
+
+def test_an_idle_executor_is_stopped_after_the_taskmanager_timeout(cluster):
+    cluster.register("te-1")
+    cluster.main.advance(TM_TIMEOUT - 1)
+    cluster.heartbeat("te-1")
+    assert cluster.executors["te-1"].shutdown_reasons == []
+    cluster.main.advance(2)
+    assert cluster.executors["te-1"].shutdown_reasons == [
+        "idle longer than resourcemanager.taskmanager-timeout"]
+    assert cluster.driver.released == ["te-1"]
