@@ -118,7 +118,9 @@ def test_the_executors_report_is_the_truth(actions, clock):
     assert [a[2] for a in actions.allocations] == ["a1"] and len(actions.started) == 1
     sm.allocation_confirmed("a1", 2)
     sm.report_slot_status("w", [(0, "a1", "job-1"), (1, "", "")], False, version=3)
-    assert actions.allocations[-1] == ("w", 1, "a2")
+    assert sm.workers["w"].slots[1].state is SlotState.FREE
+    sm.request_slot(request("a3"))                 # a new request takes the freed slot
+    assert actions.allocations[-1] == ("w", 1, "a3")
 
 
 def test_a_report_older_than_a_confirmed_allocation_is_ignored(actions, clock):

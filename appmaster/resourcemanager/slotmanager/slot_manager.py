@@ -321,10 +321,11 @@ class SlotManager:
                 self._actions.notify_allocation_failure(request, cause)
 
     def match_waiting_requests(self) -> None:
-        """Place every request not yet on a slot. One waiting for a starting worker
-        takes a slot that came free meanwhile, rather than wait for the start."""
+        """Place every WAITING request. One reserved on a starting worker keeps its
+        reservation: the worker was started for it, and taking another free slot
+        would leave that worker idle."""
         for request in list(self.requests.values()):
-            if request.state is not RequestState.PENDING:
+            if request.state is RequestState.WAITING:
                 self._try_fulfill(request)
 
     # --- idleness --------------------------------------------------------------------
