@@ -20,10 +20,6 @@ def fill_resource_spec(spec: ResourceSpec, message: Any) -> None:
     message.cpu, message.memory_mb, message.gpus = spec.cpu, spec.memory_mb, spec.gpus
 
 
-def resource_spec_to_proto(spec: ResourceSpec) -> common_pb2.ResourceSpec:
-    return common_pb2.ResourceSpec(cpu=spec.cpu, memory_mb=spec.memory_mb, gpus=spec.gpus)
-
-
 def resource_spec_from_proto(message: Any) -> ResourceSpec:
     return ResourceSpec(message.cpu, message.memory_mb, message.gpus)
 

@@ -110,18 +110,7 @@ class MainThread:
 
     def schedule_periodic(self, interval: float, fn: Callable[[], Any]) -> ScheduledTask:
         """Run ``fn`` every ``interval`` seconds on the main thread until cancelled."""
-        handle = ScheduledTask()
-
-        def tick() -> None:
-            if handle.cancelled:
-                return
-            try:
-                fn()
-            finally:
-                if not handle.cancelled:
-                    self.schedule(interval, tick)
-        self.schedule(interval, tick)
-        return handle
+        return schedule_periodic(self, interval, fn)
 
     def _run_timers(self) -> None:
         while True:
@@ -144,6 +133,25 @@ class MainThread:
             self._stopped = True
             self._cond.notify()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def schedule_periodic(main: MainThreadExecutor, interval: float,
+                      fn: Callable[[], Any]) -> ScheduledTask:
+    """``fn`` every ``interval`` seconds on ``main``, each run scheduled when the last
+    one ended (so a slow run never piles up behind itself), until the handle is
+    cancelled; built on ``main.schedule``, so it follows ``main``'s clock."""
+    handle = ScheduledTask()
+
+    def tick() -> None:
+        if handle.cancelled:
+            return
+        try:
+            fn()
+        finally:
+            if not handle.cancelled:
+                main.schedule(interval, tick)
+    main.schedule(interval, tick)
+    return handle
 
 
 def when_all_done(main: MainThreadExecutor, futures: "list[Future[Any]]", timeout: float,

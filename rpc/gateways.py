@@ -22,7 +22,6 @@ from yarnflow.rpc.errors import refusal_of
 
 
 T = TypeVar("T")
-RemoteRefusal = Refused     # the name callers used before refusals had kinds
 
 
 def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
@@ -47,7 +46,7 @@ def to_future(call: "grpc.Future") -> "Future[Any]":
             return
         if isinstance(result, (common_pb2.Ack, taskexecutor_pb2.SlotAllocationReply)) \
                 and not result.ok:
-            out.set_exception(RemoteRefusal(result.message))
+            out.set_exception(Refused(result.message))
         else:
             out.set_result(result)
     call.add_done_callback(done)
@@ -174,5 +173,5 @@ def job_master_stub(channel: grpc.Channel) -> jobmaster_pb2_grpc.JobMasterStub:
 
 
 __all__ = ["GrpcTaskExecutorGateway", "GrpcResourceManagerGateway", "GrpcJobMasterGateway",
-           "RemoteRefusal",
+           "Refused",
            "register_job_master", "job_master_stub", "jobmaster_pb2", "to_future"]

@@ -16,7 +16,7 @@ from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2
 from yarnflow.rpc.codec import jobgraph_to_proto
-from yarnflow.rpc.endpoint import ScheduledTask
+from yarnflow.rpc.endpoint import ScheduledTask, schedule_periodic
 
 
 class ManualMainThread:
@@ -72,17 +72,7 @@ class ManualMainThread:
         return handle
 
     def schedule_periodic(self, interval: float, fn: Callable[[], Any]) -> ScheduledTask:
-        handle = ScheduledTask()
-
-        def tick() -> None:
-            if not handle.cancelled:
-                try:
-                    fn()
-                finally:
-                    if not handle.cancelled:
-                        self.schedule(interval, tick)
-        self.schedule(interval, tick)
-        return handle
+        return schedule_periodic(self, interval, fn)
 
     def advance(self, seconds: float) -> None:
         """Move the clock ``seconds`` on, running every delayed call that falls due on
