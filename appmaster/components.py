@@ -69,7 +69,9 @@ class ApplicationMasterComponents:
         self._advertised_host = advertised_host or bind_host
         self._server: Any = None
         self.address = ""
-        self.jobs: list[JobMaster] = []
+        # Only running jobs: a finished one's JobMaster leaves at once, or a session
+        # that runs for weeks would keep every job's ExecutionGraph and thread.
+        self.jobs: dict[str, JobMaster] = {}
 
     def start(self, register_more: Callable[[Any], None] | None = None) -> "ApplicationMasterComponents":
         """``register_more(server)`` adds services of the hosting mode (a session's
@@ -95,10 +97,14 @@ class ApplicationMasterComponents:
         rm_id = register_job_master(channel, jm.job_id, jm_id, self.address, self._timeout)
         jm.connect_resource_manager(GrpcResourceManagerGateway(
             channel, rm_id, jm.job_id, jm_id, self.address, self._timeout))
-        jm.add_termination_listener(lambda result: self.job_masters.unregister(jm))
+        self.jobs[jm.job_id] = jm
+        jm.add_termination_listener(lambda result: self._release(jm))
         jm.start()
-        self.jobs.append(jm)
         return JobClient(jm)
+
+    def _release(self, jm: JobMaster) -> None:
+        self.job_masters.unregister(jm)
+        self.jobs.pop(jm.job_id, None)
 
     def _te_gateway_factory(self, location: TaskExecutorLocation,
                             job_master_id: str) -> GrpcTaskExecutorGateway:
@@ -117,7 +123,7 @@ class ApplicationMasterComponents:
         return overview_to_proto(self.resource_manager.main.call(self.resource_manager.overview))
 
     def stop(self) -> None:
-        for jm in self.jobs:
+        for jm in list(self.jobs.values()):
             if not jm.result.done():
                 try:
                     jm.cancel()

@@ -160,12 +160,15 @@ def when_all_done(main: MainThreadExecutor, futures: "list[Future[Any]]", timeou
     ``timeout`` seconds passed, whichever comes first: a silent peer delays, never blocks."""
     lock = threading.Lock()
     state = {"left": len(futures), "fired": False}
+    timer: ScheduledTask | None = None
 
     def fire() -> None:
         with lock:
             if state["fired"]:
                 return
             state["fired"] = True
+        if timer is not None:
+            timer.cancel()        # nothing keeps the closure (and its component) queued
         main.execute(then)
 
     def one_done(_: "Future[Any]") -> None:
@@ -178,7 +181,7 @@ def when_all_done(main: MainThreadExecutor, futures: "list[Future[Any]]", timeou
     if not futures:
         fire()
         return
-    main.schedule(timeout, fire)
+    timer = main.schedule(timeout, fire)
     for future in futures:
         future.add_done_callback(one_done)
 

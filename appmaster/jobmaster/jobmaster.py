@@ -429,9 +429,16 @@ class JobMaster:
             except Exception:
                 log.exception("job termination listener failed")
         self.result.set_result(result)
+        # The job is over: its thread and timers go now, not when the session stops.
+        self.main.shutdown()
 
     def details(self) -> jobmaster_pb2.JobDetails:
-        return self.main.call(job_details, self.graph)
+        if self.result.done():
+            return self.result.result().details
+        try:
+            return self.main.call(job_details, self.graph)
+        except RuntimeError:      # it ended meanwhile and its main thread is gone
+            return self.result.result(timeout=self.config.get(options.RPC_ASK_TIMEOUT)).details
 
     def shutdown(self) -> None:
         self.main.shutdown()

@@ -49,10 +49,6 @@ class LocalCluster:
         return self.components.address
 
     @property
-    def jobs(self) -> list:
-        return self.components.jobs
-
-    @property
     def channels(self):  # noqa: ANN201
         return self.components.channels
 

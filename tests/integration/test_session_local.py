@@ -2,6 +2,8 @@
 ResourceManager; warm executors serve later jobs; finished jobs stay queryable."""
 from __future__ import annotations
 
+import gc
+import threading
 import time
 
 import pyarrow as pa
@@ -119,3 +121,33 @@ def _details_or_none(dispatcher, job_id):
         return dispatcher.details(job_id)
     except KeyError:
         return None
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_a_long_session_stays_flat(tmp_path, config):
+    """Each ended job gives back its JobMaster, main thread and ExecutionGraph: after
+    200 jobs the session holds what it held after 20 (it held two threads a job)."""
+    config.set(options.SESSION_HISTORY_DIR, str(tmp_path / "history"))
+    small = pa.table({"x": pa.array(range(10), pa.int64())})
+    seen = {}
+    with LocalCluster(config, session=True, min_executors=1) as session:
+        dispatcher = session.dispatcher
+        for n in range(1, 201):
+            p = yf.Pipeline(f"job-{n}", parallelism=1)
+            p.from_arrow(small).write_parquet(str(tmp_path / "out" / str(n)))
+            job_id = dispatcher.submit(jobgraph_to_proto(p.job_graph(config)))
+            assert dispatcher.wait(job_id, 60).status == "FINISHED"
+            if n in (20, 200):
+                gc.collect()
+                seen[n] = (threading.active_count(), _rss_mb())
+        assert not session.components.jobs
+        assert dispatcher.counts() == (0, 200)
+        assert pq.read_table(tmp_path / "out" / "200").num_rows == small.num_rows
+    (threads_20, rss_20), (threads_200, rss_200) = seen[20], seen[200]
+    assert threads_200 <= threads_20 + 5, f"threads: {threads_20} after job 20, {threads_200} after 200"
+    assert rss_200 <= rss_20 + 50, f"RSS: {rss_20:.0f} MB after job 20, {rss_200:.0f} MB after 200"
