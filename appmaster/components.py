@@ -98,12 +98,12 @@ class ApplicationMasterComponents:
         jm.connect_resource_manager(GrpcResourceManagerGateway(
             channel, rm_id, jm.job_id, jm_id, self.address, self._timeout))
         self.jobs[jm.job_id] = jm
-        jm.add_termination_listener(lambda result: self._release(jm))
+        jm.add_termination_listener(lambda result: self._release(jm, result))
         jm.start()
         return JobClient(jm)
 
-    def _release(self, jm: JobMaster) -> None:
-        self.job_masters.unregister(jm)
+    def _release(self, jm: JobMaster, result: JobResult) -> None:
+        self.job_masters.unregister(jm, result.details)
         self.jobs.pop(jm.job_id, None)
 
     def _te_gateway_factory(self, location: TaskExecutorLocation,

@@ -20,9 +20,10 @@ from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllo
 from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
 from yarnflow.appmaster.jobmaster.slotpool import SlotPool, TaskExecutorLocation
-from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
+from yarnflow.core.messages import SlotOffer
 from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.rpc.codec import tdd_to_proto
 from yarnflow.rpc.endpoint import MainThread
 
 SLOTS_PER_EXECUTOR = 10
@@ -71,7 +72,8 @@ def main() -> None:
     total_bytes = 0
     for v in vertices:
         v.current.transition(ExecutionState.DEPLOYING)
-        total_bytes += build_descriptor(v.current, "jm", "jm:0").ByteSize()
+        # built and put in wire form, as a deployment does
+        total_bytes += tdd_to_proto(build_descriptor(v.current, "jm", "jm:0")).ByteSize()
     deploy_ms = (time.perf_counter() - t0) * 1000
     main_thread.shutdown()
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.status import ExecutionState
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,45 @@ class ClusterOverview:
     pending_workers: int = 0
     pending_slot_requests: int = 0
     workers_started_per_spec: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SlotOffer:
+    """An executor offers a JobMaster the slot the ResourceManager gave its job."""
+    allocation_id: AllocationID
+    slot_index: int
+    profile: ResourceSpec
+
+
+@dataclass
+class TaskMetrics:
+    """What one attempt read and wrote; its task thread counts, reports carry a copy."""
+    records_in: int = 0
+    records_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class TaskExecutionState:
+    """An attempt's state change, reported by its executor to the JobMaster.
+    ``upstream_failure`` marks a failure caused by an input's producer, so the JobMaster
+    prefers any other cause it hears of."""
+    attempt_id: str
+    state: ExecutionState
+    error: str = ""
+    error_detail: str = ""
+    upstream_failure: bool = False
+    metrics: TaskMetrics | None = None
+
+
+@dataclass(frozen=True)
+class AskAgain:
+    """No input split for this subtask yet: splits are left, but for subtasks that read
+    them locally. Ask again after ``seconds``."""
+    seconds: float
+
+
+# The answer to a split request: a split (cloudpickled), AskAgain, or None at the end.
+SplitAnswer = bytes | AskAgain | None

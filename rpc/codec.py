@@ -7,11 +7,16 @@ from typing import Any
 
 import cloudpickle
 
+from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
+                                     ShuffleDescriptors, TaskDeploymentDescriptor)
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
-from yarnflow.core.messages import (ClusterOverview, SlotReport, SlotRequest, SlotStatus,
-                                    TaskExecutorLocation, TaskExecutorRegistration)
+from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
+                                    SlotStatus, TaskExecutionState, TaskExecutorLocation,
+                                    TaskExecutorRegistration, TaskMetrics)
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.generated import common_pb2, jobgraph_pb2, resourcemanager_pb2
+from yarnflow.core.status import ExecutionState
+from yarnflow.rpc.generated import (common_pb2, jobgraph_pb2, jobmaster_pb2, resourcemanager_pb2,
+                                    taskexecutor_pb2)
 
 
 def fill_resource_spec(spec: ResourceSpec, message: Any) -> None:
@@ -104,3 +109,103 @@ def overview_to_proto(overview: ClusterOverview) -> resourcemanager_pb2.ClusterO
             fill_resource_spec(worker.slot_profile, info.slot_profile)
     message.workers_started_per_spec.update(overview.workers_started_per_spec)
     return message
+
+
+def fill_location(location: TaskExecutorLocation, message: Any) -> None:
+    message.resource_id, message.host = location.resource_id, location.host
+    message.rpc_address, message.data_address = location.rpc_address, location.data_address
+
+
+def fill_slot_report(report: SlotReport, message: Any) -> None:
+    message.version = report.version
+    for slot in report.slots:
+        status = message.slots.add(slot_index=slot.slot_index, allocation_id=slot.allocation_id,
+                                   job_id=slot.job_id)
+        fill_resource_spec(slot.profile, status.profile)
+
+
+def registration_to_proto(registration: TaskExecutorRegistration
+                          ) -> resourcemanager_pb2.RegisterTaskExecutorRequest:
+    message = resourcemanager_pb2.RegisterTaskExecutorRequest(worker_spec=registration.worker_spec)
+    fill_location(registration.location, message.location)
+    fill_slot_report(registration.slot_report, message.slot_report)
+    if registration.total_resources is not None:
+        fill_resource_spec(registration.total_resources, message.total_resources)
+    return message
+
+
+def slot_offer_from_proto(message: Any) -> SlotOffer:
+    return SlotOffer(message.allocation_id, message.slot_index,
+                     resource_spec_from_proto(message.profile))
+
+
+def metrics_to_proto(metrics: TaskMetrics, message: Any) -> None:
+    message.records_in, message.records_out = metrics.records_in, metrics.records_out
+    message.bytes_in, message.bytes_out = metrics.bytes_in, metrics.bytes_out
+    message.duration_s = metrics.duration_s
+
+
+def task_execution_state_to_proto(job_master_id: str, update: TaskExecutionState
+                                  ) -> jobmaster_pb2.TaskExecutionState:
+    message = jobmaster_pb2.TaskExecutionState(
+        job_master_id=job_master_id, attempt_id=update.attempt_id, state=int(update.state),
+        error=update.error, error_detail=update.error_detail,
+        upstream_failure=update.upstream_failure)
+    if update.metrics is not None:
+        metrics_to_proto(update.metrics, message.metrics)
+    return message
+
+
+def task_execution_state_from_proto(message: Any) -> TaskExecutionState:
+    metrics = None
+    if message.HasField("metrics"):
+        m = message.metrics
+        metrics = TaskMetrics(m.records_in, m.records_out, m.bytes_in, m.bytes_out, m.duration_s)
+    return TaskExecutionState(message.attempt_id, ExecutionState(message.state), message.error,
+                              message.error_detail, message.upstream_failure, metrics)
+
+
+def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
+    return taskexecutor_pb2.ShuffleDescriptors(
+        result_id=descriptors.result_id, data_addresses=descriptors.data_addresses,
+        resource_ids=descriptors.resource_ids, producer_location=descriptors.producer_location,
+        producer_attempt=descriptors.producer_attempt).SerializeToString()
+
+
+def shuffle_descriptors_from_bytes(data: bytes) -> ShuffleDescriptors:
+    m = taskexecutor_pb2.ShuffleDescriptors.FromString(data)
+    return ShuffleDescriptors(m.result_id, tuple(m.data_addresses), tuple(m.resource_ids),
+                              tuple(m.producer_location), tuple(m.producer_attempt))
+
+
+def tdd_to_proto(tdd: TaskDeploymentDescriptor) -> taskexecutor_pb2.TaskDeploymentDescriptor:
+    message = taskexecutor_pb2.TaskDeploymentDescriptor(
+        job_id=tdd.job_id, job_master_id=tdd.job_master_id,
+        job_master_address=tdd.job_master_address, vertex_id=tdd.vertex_id,
+        vertex_name=tdd.vertex_name, subtask_index=tdd.subtask_index,
+        parallelism=tdd.parallelism, attempt_number=tdd.attempt_number,
+        attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id, operator=tdd.operator)
+    for p in tdd.produced:
+        message.produced.add(result_id=p.result_id, partition_index=p.partition_index,
+                             num_subpartitions=p.num_subpartitions,
+                             partition_type=int(p.partition_type), ship=int(p.ship),
+                             keys=p.keys)
+    for g in tdd.inputs:
+        message.inputs.add(input_index=g.input_index, shuffle_descriptors=g.shuffle_descriptors,
+                           consumed_partitions=g.consumed_partitions,
+                           subpartition_index=g.subpartition_index,
+                           partition_type=int(g.partition_type))
+    return message
+
+
+def tdd_from_proto(m: Any) -> TaskDeploymentDescriptor:
+    return TaskDeploymentDescriptor(
+        m.job_id, m.job_master_id, m.job_master_address, m.vertex_id, m.vertex_name,
+        m.subtask_index, m.parallelism, m.attempt_number, m.attempt_id, m.allocation_id,
+        m.operator,
+        tuple(ResultPartitionDescriptor(p.result_id, p.partition_index, p.num_subpartitions,
+                                        PartitionType(p.partition_type), ShipStrategy(p.ship),
+                                        tuple(p.keys)) for p in m.produced),
+        tuple(InputGateDescriptor(g.input_index, g.shuffle_descriptors,
+                                  tuple(g.consumed_partitions), g.subpartition_index,
+                                  PartitionType(g.partition_type)) for g in m.inputs))

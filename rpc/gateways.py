@@ -11,13 +11,18 @@ from typing import Any, Callable, TypeVar
 
 import grpc
 
+from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.errors import Refused
-from yarnflow.core.messages import SlotAllocation
+from yarnflow.core.messages import (AskAgain, SlotAllocation, SlotOffer, SlotReport, SplitAnswer,
+                                    TaskExecutionState, TaskExecutorLocation,
+                                    TaskExecutorRegistration)
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
                                     resourcemanager_pb2, resourcemanager_pb2_grpc,
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
-from yarnflow.rpc.codec import fill_resource_spec
+from yarnflow.rpc.codec import (fill_location, fill_resource_spec, fill_slot_report,
+                                registration_to_proto, task_execution_state_to_proto,
+                                tdd_to_proto)
 from yarnflow.rpc.errors import refusal_of
 
 
@@ -78,8 +83,8 @@ class GrpcTaskExecutorGateway:
         return _then(call_future(self._stub.Shutdown, taskexecutor_pb2.ShutdownMessage(
             resource_manager_id=self._rm_id, reason=reason), self._timeout), lambda _: None)
 
-    def submit_task(self, descriptor: taskexecutor_pb2.TaskDeploymentDescriptor) -> "Future[Any]":
-        return call_future(self._stub.SubmitTask, descriptor, self._timeout)
+    def submit_task(self, descriptor: TaskDeploymentDescriptor) -> "Future[Any]":
+        return call_future(self._stub.SubmitTask, tdd_to_proto(descriptor), self._timeout)
 
     def cancel_task(self, attempt_id: str) -> "Future[Any]":
         return call_future(self._stub.CancelTask, taskexecutor_pb2.CancelTaskMessage(
@@ -124,8 +129,40 @@ class GrpcResourceManagerGateway:
             reason=reason), self._timeout)
 
 
+class GrpcResourceManagerExecutorGateway:
+    """A TaskExecutor's handle on the ResourceManager."""
+
+    def __init__(self, channel: grpc.Channel, timeout: float) -> None:
+        self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+        self._timeout = timeout
+
+    def register_task_executor(self, registration: TaskExecutorRegistration) -> "Future[str]":
+        def accepted(reply: Any) -> str:
+            if not reply.accepted:
+                raise Refused(reply.reason)
+            return str(reply.resource_manager_id)
+        return _then(call_future(self._stub.RegisterTaskExecutor,
+                                 registration_to_proto(registration), self._timeout), accepted)
+
+    def heartbeat_from_task_executor(self, resource_manager_id: str, resource_id: str,
+                                     report: SlotReport, holds_partitions: bool) -> "Future[bool]":
+        message = resourcemanager_pb2.TaskExecutorHeartbeat(
+            resource_manager_id=resource_manager_id, resource_id=resource_id,
+            holds_partitions=holds_partitions)
+        fill_slot_report(report, message.slot_report)
+        return _then(call_future(self._stub.HeartbeatFromTaskExecutor, message, self._timeout),
+                     lambda reply: bool(reply.known))
+
+    def notify_slot_available(self, resource_manager_id: str, resource_id: str,
+                              slot_index: int, allocation_id: str) -> "Future[None]":
+        return _then(call_future(self._stub.NotifySlotAvailable, resourcemanager_pb2.SlotAvailable(
+            resource_manager_id=resource_manager_id, resource_id=resource_id,
+            slot_index=slot_index, allocation_id=allocation_id), self._timeout), lambda _: None)
+
+
 class GrpcJobMasterGateway:
-    """The ResourceManager's handle on one JobMaster, fenced with its JobMasterId."""
+    """A handle on one JobMaster, fenced with its JobMasterId: the ResourceManager's,
+    or an executor's and its tasks'."""
 
     def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float) -> None:
         self._stub = jobmaster_pb2_grpc.JobMasterStub(channel)
@@ -144,6 +181,42 @@ class GrpcJobMasterGateway:
                                      job_master_id=self._jm_id, allocation_id=allocation_id,
                                      cause=cause), self._timeout), lambda _: None)
 
+    def offer_slots(self, location: TaskExecutorLocation,
+                    offers: list[SlotOffer]) -> "Future[list[str]]":
+        message = jobmaster_pb2.OfferSlotsRequest(job_master_id=self._jm_id)
+        fill_location(location, message.location)
+        for offer in offers:
+            fill_resource_spec(offer.profile, message.offers.add(
+                allocation_id=offer.allocation_id, slot_index=offer.slot_index).profile)
+        return _then(call_future(self._stub.OfferSlots, message, self._timeout),
+                     lambda reply: list(reply.accepted))
+
+    def heartbeat_from_task_executor(self, resource_id: str) -> "Future[None]":
+        return _then(call_future(self._stub.HeartbeatFromTaskExecutor,
+                                 jobmaster_pb2.JobMasterHeartbeat(job_master_id=self._jm_id,
+                                                                  resource_id=resource_id),
+                                 self._timeout), lambda _: None)
+
+    def update_task_execution_state(self, update: TaskExecutionState) -> "Future[bool]":
+        return _then(call_future(self._stub.UpdateTaskExecutionState,
+                                 task_execution_state_to_proto(self._jm_id, update),
+                                 self._timeout), lambda _: True)
+
+    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]":
+        return _then(call_future(self._stub.NotifyPartitionDataAvailable,
+                                 jobmaster_pb2.PartitionDataAvailable(
+                                     job_master_id=self._jm_id, attempt_id=attempt_id,
+                                     result_id=result_id), self._timeout), lambda _: None)
+
+    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> "Future[SplitAnswer]":
+        def answer(reply: Any) -> SplitAnswer:
+            if reply.retry_after_s > 0:
+                return AskAgain(reply.retry_after_s)
+            return None if reply.end else bytes(reply.split)
+        return _then(call_future(self._stub.RequestNextInputSplit, jobmaster_pb2.InputSplitRequest(
+            job_master_id=self._jm_id, vertex_id=vertex_id, attempt_id=attempt_id),
+            self._timeout), answer)
+
 
 def _then(future: "Future[Any]", convert: Callable[[Any], T]) -> "Future[T]":
     """``future``'s reply converted from its message to what the gateway promises."""
@@ -153,8 +226,11 @@ def _then(future: "Future[Any]", convert: Callable[[Any], T]) -> "Future[T]":
         err = fut.exception()
         if err is not None:
             out.set_exception(err)
-        else:
+            return
+        try:
             out.set_result(convert(fut.result()))
+        except Exception as failed:   # noqa: BLE001 - a reply that says no
+            out.set_exception(failed)
     future.add_done_callback(done)
     return out
 
@@ -170,8 +246,3 @@ def register_job_master(channel: grpc.Channel, job_id: str, job_master_id: str, 
 
 def job_master_stub(channel: grpc.Channel) -> jobmaster_pb2_grpc.JobMasterStub:
     return jobmaster_pb2_grpc.JobMasterStub(channel)
-
-
-__all__ = ["GrpcTaskExecutorGateway", "GrpcResourceManagerGateway", "GrpcJobMasterGateway",
-           "Refused",
-           "register_job_master", "job_master_stub", "jobmaster_pb2", "to_future"]

@@ -21,7 +21,7 @@ os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
 from yarnflow.conf import Configuration, options  # noqa: E402
 from yarnflow.core.resources import ResourceSpec  # noqa: E402
 from yarnflow.rpc.security import TlsCredentials  # noqa: E402
-from yarnflow.taskexecutor.taskexecutor import TaskExecutor, configure_logging  # noqa: E402
+from yarnflow.taskexecutor.runner import TaskExecutorRunner, configure_logging  # noqa: E402
 
 
 # Batches from the network are not 64-byte aligned; Acero would warn once per batch.
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             args.slot_cpu, args.slot_memory)
         args.rm_address = find_appmaster(config.get(options.REGISTRATION_TIMEOUT))
     limit_compute_threads(args.slots, args.slot_cpu)
-    te = TaskExecutor(args.resource_id, args.rm_address, tls, config, args.slots,
+    te = TaskExecutorRunner(args.resource_id, args.rm_address, tls, config, args.slots,
                       ResourceSpec(args.slot_cpu, args.slot_memory), args.worker_spec,
                       Path(args.workdir), args.host)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     te.start()
 
     def orphan_watch() -> None:   # a local executor must not outlive its cluster process
-        while not te._stopped.wait(1.0):
+        while not te.stopped.wait(1.0):
             if os.getppid() != parent:
                 te.stop("the process that started this executor is gone")
     if not args.yarn:             # on YARN the NodeManager owns the container's lifetime

@@ -1,50 +1,61 @@
-"""The TaskExecutor's gRPC service: each call hops onto its main thread."""
+"""The TaskExecutor's gRPC service, the rpc edge: each call is turned from protobuf
+into the model's dataclasses and run on the executor's main thread; a refusal ends
+the call with its status (``yarnflow.rpc.errors``)."""
 from __future__ import annotations
 
 from concurrent.futures import wait
-from typing import TYPE_CHECKING
+from typing import Any, Callable
 
+from yarnflow.rpc.codec import resource_spec_from_proto, tdd_from_proto
+from yarnflow.core.messages import SlotAllocation
+from yarnflow.rpc.errors import refusals_as_status
 from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
+from yarnflow.taskexecutor.taskexecutor import TaskExecutor
 
-if TYPE_CHECKING:
-    from yarnflow.taskexecutor.taskexecutor import TaskExecutor
-
-
-def _ack(error: str) -> common_pb2.Ack:
-    return common_pb2.Ack(ok=not error, message=error)
+_OK = common_pb2.Ack(ok=True)
 
 
 class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
-    def __init__(self, te: "TaskExecutor", timeout: float) -> None:
+    def __init__(self, te: TaskExecutor, timeout: float) -> None:
         self._te = te
         self._timeout = timeout
 
-    def _call(self, fn, *args):  # type: ignore[no-untyped-def]
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self._te.main.call(fn, *args, timeout=self._timeout)
 
+    @refusals_as_status
     def RequestSlot(self, request, context):  # noqa: N802 - gRPC names
-        error, version = self._call(self._te.request_slot, request)
-        return taskexecutor_pb2.SlotAllocationReply(ok=not error, message=error,
-                                                    report_version=version)
+        allocation = SlotAllocation(request.slot_index, request.job_id, request.allocation_id,
+                                    resource_spec_from_proto(request.profile),
+                                    request.job_master_id, request.job_master_address)
+        version = self._call(self._te.request_slot, allocation, request.resource_manager_id)
+        return taskexecutor_pb2.SlotAllocationReply(ok=True, report_version=version)
 
+    @refusals_as_status
     def SubmitTask(self, request, context):  # noqa: N802
-        return _ack(self._call(self._te.submit_task, request))
+        self._call(self._te.submit_task, tdd_from_proto(request))
+        return _OK
 
+    @refusals_as_status
     def CancelTask(self, request, context):  # noqa: N802
-        return _ack(self._call(self._te.cancel_task, request.job_master_id, request.attempt_id))
+        self._call(self._te.cancel_task, request.job_master_id, request.attempt_id)
+        return _OK
 
+    @refusals_as_status
     def FreeSlot(self, request, context):  # noqa: N802
-        error, rm_heard = self._call(self._te.free_slot, request.allocation_id, request.cause,
-                                     request.job_master_id)
+        rm_heard = self._call(self._te.free_slot, request.allocation_id, request.cause,
+                              request.job_master_id)
         if rm_heard is not None:
             # Off the main thread: answer once the ResourceManager knows the slot is free.
             wait([rm_heard], timeout=self._timeout)
-        return _ack(error)
+        return _OK
 
+    @refusals_as_status
     def ReleaseJobPartitions(self, request, context):  # noqa: N802
         self._call(self._te.release_job_partitions, request.job_id)
-        return _ack("")
+        return _OK
 
+    @refusals_as_status
     def Shutdown(self, request, context):  # noqa: N802
-        return _ack(self._call(self._te.shutdown_requested, request.resource_manager_id,
-                               request.reason))
+        self._call(self._te.shutdown_requested, request.resource_manager_id, request.reason)
+        return _OK

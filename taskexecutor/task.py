@@ -7,6 +7,7 @@ executor, and the full traceback as detail.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import threading
@@ -19,9 +20,11 @@ from typing import Any, Callable, Iterator
 import cloudpickle
 import pyarrow as pa
 
-from yarnflow.core.jobgraph import PartitionType, ShipStrategy
-from yarnflow.rpc.gateways import call_future
-from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, taskexecutor_pb2
+from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
+from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
+from yarnflow.core.jobgraph import PartitionType
+from yarnflow.core.messages import AskAgain, TaskExecutionState, TaskMetrics
+from yarnflow.core.status import ExecutionState
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
 from yarnflow.taskexecutor.network.partition import ResultPartition, TaskCancelled
@@ -37,12 +40,14 @@ class UpstreamError(RuntimeError):
 
 
 class TaskState(enum.Enum):
-    DEPLOYING = common_pb2.DEPLOYING
-    RUNNING = common_pb2.RUNNING
-    FINISHED = common_pb2.FINISHED
-    CANCELING = common_pb2.CANCELING
-    CANCELED = common_pb2.CANCELED
-    FAILED = common_pb2.FAILED
+    """The executor's side of an attempt; each reports as the ExecutionState of the
+    same name."""
+    DEPLOYING = ExecutionState.DEPLOYING
+    RUNNING = ExecutionState.RUNNING
+    FINISHED = ExecutionState.FINISHED
+    CANCELING = ExecutionState.CANCELING
+    CANCELED = ExecutionState.CANCELED
+    FAILED = ExecutionState.FAILED
 
 
 _TASK_TRANSITIONS = {
@@ -60,7 +65,6 @@ class TaskServices:
     resource_id: str
     partitions: ResultPartitionManager
     clients: DataClients
-    job_master: Callable[[str], Any]          # address -> JobMaster stub
     rpc_timeout: float
     partition_timeout: float
     buffers_per_channel: int
@@ -70,8 +74,8 @@ class TaskServices:
 
 
 class Task:
-    def __init__(self, tdd: taskexecutor_pb2.TaskDeploymentDescriptor, services: TaskServices,
-                 on_done: Callable[["Task"], None]) -> None:
+    def __init__(self, tdd: TaskDeploymentDescriptor, services: TaskServices,
+                 job_master: JobMasterGateway, on_done: Callable[["Task"], None]) -> None:
         self.tdd = tdd
         self.attempt_id = tdd.attempt_id
         self.allocation_id = tdd.allocation_id
@@ -79,12 +83,12 @@ class Task:
         self.name = f"{tdd.vertex_name} ({tdd.subtask_index + 1}/{tdd.parallelism})"
         self._services = services
         self._on_done = on_done
-        self._jm = services.job_master(tdd.job_master_address)
+        self._jm = job_master
         self.state = TaskState.DEPLOYING
         self._lock = threading.Lock()
         self._cancel = threading.Event()
         self._partitions: list[ResultPartition] = []
-        self.metrics = common_pb2.TaskMetrics()
+        self.metrics = TaskMetrics()
         self._thread = threading.Thread(target=self._run, name=f"task-{self.name}", daemon=True)
 
     # --- control ---------------------------------------------------------------------
@@ -160,43 +164,37 @@ class Task:
                 self._services.partitions.release(partition.partition_id)
         self._on_done(self)
 
-    def _create_partition(self, desc: taskexecutor_pb2.ResultPartitionDescriptor) -> ResultPartition:
+    def _create_partition(self, desc: ResultPartitionDescriptor) -> ResultPartition:
         pid = partition_id(desc.result_id, desc.partition_index, self.tdd.attempt_number)
         result_id = desc.result_id
 
         def first_data() -> None:
-            call_future(self._jm.NotifyPartitionDataAvailable, jobmaster_pb2.PartitionDataAvailable(
-                job_master_id=self.tdd.job_master_id, attempt_id=self.attempt_id,
-                result_id=result_id), self._services.rpc_timeout)
+            self._jm.notify_partition_data_available(self.attempt_id, result_id)
         return ResultPartition(
-            pid, self.job_id, desc.result_id, PartitionType(desc.partition_type),
-            ShipStrategy(desc.ship), tuple(desc.keys), desc.num_subpartitions,
+            pid, self.job_id, desc.result_id, desc.partition_type,
+            desc.ship, desc.keys, desc.num_subpartitions,
             self.tdd.subtask_index, self._services.buffers_per_channel,
             self._services.spill_dir / self.job_id, first_data)
 
     def _report(self, state: TaskState, error: str = "", detail: str = "",
                 upstream: bool = False) -> None:
-        message = jobmaster_pb2.TaskExecutionState(
-            job_master_id=self.tdd.job_master_id, attempt_id=self.attempt_id,
-            state=state.value, error=error, error_detail=detail, upstream_failure=upstream)
-        message.metrics.CopyFrom(self.metrics)
+        update = TaskExecutionState(self.attempt_id, state.value, error, detail, upstream,
+                                    dataclasses.replace(self.metrics))
         try:
-            self._jm.UpdateTaskExecutionState(message, timeout=self._services.rpc_timeout)
+            self._jm.update_task_execution_state(update).result(self._services.rpc_timeout)
         except Exception as err:
             log.warning("could not report %s of %s to its JobMaster: %s", state.name, self.name, err)
 
     # --- used by the operator through the context --------------------------------------
     def next_split(self) -> Any | None:
-        request = jobmaster_pb2.InputSplitRequest(
-            job_master_id=self.tdd.job_master_id, vertex_id=self.tdd.vertex_id,
-            attempt_id=self.attempt_id)
         while True:
-            reply = self._jm.RequestNextInputSplit(request, timeout=self._services.rpc_timeout)
-            if reply.retry_after_s <= 0:
-                return None if reply.end else cloudpickle.loads(reply.split)
+            answer = self._jm.request_next_input_split(self.tdd.vertex_id, self.attempt_id) \
+                .result(self._services.rpc_timeout)
+            if not isinstance(answer, AskAgain):
+                return None if answer is None else cloudpickle.loads(answer)
             # the splits left are other subtasks' local ones: ask again after the pause
             # the JobMaster named (a cancel ends the wait at once)
-            if self._cancel.wait(reply.retry_after_s):
+            if self._cancel.wait(answer.seconds):
                 raise TaskCancelled()
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]:

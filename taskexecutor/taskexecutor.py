@@ -1,196 +1,212 @@
 """The TaskExecutor (seed 004): registers with the ResourceManager, heartbeats with its
-slot report, offers slots to JobMasters when told to, runs their tasks, and serves
-its result partitions."""
+slot report, offers slots to JobMasters when told to, runs their tasks.
+
+It is an endpoint: one main thread, time from that thread's clock, and its peers only
+behind gateways, so a unit test drives it with in-memory peers and a manual clock.
+The process around it (servers, channels, Spark) is ``taskexecutor.runner``.
+"""
 from __future__ import annotations
 
+import enum
 import logging
-import os
-import shutil
-import threading
-import time
-from pathlib import Path
 from concurrent.futures import Future
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
 
+from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
+from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerExecutorGateway
 from yarnflow.conf import Configuration, options
-from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.channels import ChannelCache, start_server
-from yarnflow.rpc.endpoint import MainThread, describe_rpc_error
-from yarnflow.rpc.gateways import call_future
-from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
-                                    resourcemanager_pb2, resourcemanager_pb2_grpc,
-                                    taskexecutor_pb2, taskexecutor_pb2_grpc)
-from yarnflow.rpc.security import TlsCredentials
-from yarnflow.taskexecutor.network.data_server import DataClients, DataServer
-from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
+from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.errors import FencingError, Refused
+from yarnflow.core.messages import (SlotAllocation, SlotOffer, SlotReport, SlotStatus,
+                                    TaskExecutorLocation, TaskExecutorRegistration)
+from yarnflow.core.status import check_transition
+from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, describe_rpc_error
 from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotTable
-from yarnflow.taskexecutor.spark.session import SparkSessionHolder
-from yarnflow.taskexecutor.task import Task, TaskServices
-from yarnflow.rpc.codec import fill_resource_spec
 
 log = logging.getLogger(__name__)
 
 
+class RunningTask(Protocol):
+    """What the executor needs of a task: ``taskexecutor.task.Task``, or a test's fake."""
+    attempt_id: str
+    allocation_id: str
+    job_id: str
+    name: str
+
+    def start(self) -> None: ...
+    def cancel(self) -> None: ...
+
+
+# (descriptor, its JobMaster, on_done) -> a task not yet started
+TaskFactory = Callable[[TaskDeploymentDescriptor, JobMasterGateway,
+                        Callable[[Any], None]], RunningTask]
+
+
+class PartitionHolder(Protocol):
+    def holds_blocking_partitions(self) -> bool: ...
+    def release_job(self, job_id: str) -> None: ...
+
+
+class Registration(enum.Enum):
+    """The executor's connection to the ResourceManager."""
+    UNREGISTERED = "unregistered"
+    REGISTERING = "registering"      # attempts under way, with backoff, until the deadline
+    REGISTERED = "registered"
+    STOPPED = "stopped"
+
+
+_REGISTRATION_TRANSITIONS = {
+    Registration.UNREGISTERED: {Registration.REGISTERING, Registration.STOPPED},
+    Registration.REGISTERING: {Registration.REGISTERED, Registration.STOPPED},
+    Registration.REGISTERED: {Registration.REGISTERING, Registration.STOPPED},
+    Registration.STOPPED: set(),
+}
+
+
+@dataclass
+class _Attempt:
+    """One registration run: retried with doubling backoff until ``deadline``."""
+    deadline: float
+    backoff: float
+    last_error: str = ""
+
+
 class TaskExecutor:
-    def __init__(self, resource_id: str, rm_address: str, tls: TlsCredentials,
-                 config: Configuration, num_slots: int, slot_profile: ResourceSpec,
-                 worker_spec: str, workdir: Path, host: str = "127.0.0.1") -> None:
+    def __init__(self, resource_id: str, config: Configuration, slots: TaskSlotTable,
+                 worker_spec: str, resource_manager: ResourceManagerExecutorGateway,
+                 job_master_gateway: Callable[[str, str], JobMasterGateway],
+                 new_task: TaskFactory, partitions: PartitionHolder,
+                 main: MainThreadExecutor, on_fatal: Callable[[str], None]) -> None:
+        """``job_master_gateway(address, job_master_id)`` makes a fenced handle;
+        ``on_fatal(reason)`` stops the process (registration timed out, the
+        ResourceManager said shut down)."""
         self.resource_id = resource_id
         self.config = config
-        self.host = host
+        self.slots = slots
         self.worker_spec = worker_spec
-        self.workdir = workdir
-        self.main = MainThread(f"taskexecutor-{resource_id}")
-        self.slots = TaskSlotTable(num_slots, slot_profile)
-        self.partitions = ResultPartitionManager()
-        self._tls = tls
-        self._channels = ChannelCache(tls)
-        self._rm_address = rm_address
-        self._rm_stub = resourcemanager_pb2_grpc.ResourceManagerStub(self._channels.get(rm_address))
+        self.main = main
+        self._clock = main.clock
+        self._rm = resource_manager
+        self._jm_gateway = job_master_gateway
+        self._new_task = new_task
+        self._partitions = partitions
+        self._on_fatal = on_fatal
+        self.location = TaskExecutorLocation(resource_id, "")
         self.resource_manager_id = ""
-        self._timeout = config.get(options.RPC_ASK_TIMEOUT)
-        self._stopped = threading.Event()
-        self.stopped_cleanly = threading.Event()
-        self._registering = False
-        self._last_rm_ack = time.monotonic()
+        self.registration = Registration.UNREGISTERED
+        self._attempt: _Attempt | None = None
+        self._last_rm_ack = self._clock.monotonic()
         self._jm_last_ack: dict[str, float] = {}
-        self._heartbeats: Any = None
-        self.data_server = DataServer(self.partitions, tls, host,
-                                      config.get(options.PARTITION_REQUEST_TIMEOUT))
-        self._services = TaskServices(
-            resource_id, self.partitions, DataClients(tls), self._job_master_stub, self._timeout,
-            config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
-            config.get(options.BATCH_ROWS), workdir / "partitions",
-            SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")))
-        self._server: Any = None
-        self.rpc_address = ""
+        self._heartbeats: ScheduledTask | None = None
 
-    # --- lifecycle -------------------------------------------------------------------
-    def start(self) -> None:
-        from yarnflow.taskexecutor.service import TaskExecutorService
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        threading.Thread(target=self.data_server.serve, name="data-server", daemon=True).start()
-        self._server, self.rpc_address = start_server(
-            self._tls, lambda s: taskexecutor_pb2_grpc.add_TaskExecutorServicer_to_server(
-                TaskExecutorService(self, self._timeout), s), host=self.host)
-        log.info("TaskExecutor %s serving control on %s, data on %s", self.resource_id,
-                 self.rpc_address, self.data_server.address)
-        self._start_registration()
-
-    def location(self) -> common_pb2.TaskExecutorLocation:
-        return common_pb2.TaskExecutorLocation(
-            resource_id=self.resource_id, host=self.host, rpc_address=self.rpc_address,
-            data_address=self.data_server.address)
-
-    def wait(self) -> None:
-        # A timed wait: Python runs signal handlers (SIGTERM) only between waits.
-        while not self._stopped.wait(0.5):
-            pass
+    # --- lifecycle (main thread) -----------------------------------------------------
+    def start(self, location: TaskExecutorLocation) -> None:
+        """Begin registering, once the servers at ``location`` answer."""
+        self.location = location
+        self._register()
 
     def stop(self, reason: str) -> None:
-        if self._stopped.is_set():
+        if self.registration is Registration.STOPPED:
             return
         log.info("TaskExecutor %s stopping: %s", self.resource_id, reason)
+        self._set_registration(Registration.STOPPED)
         for task in self.slots.tasks():
             task.cancel()
         if self._heartbeats is not None:
             self._heartbeats.cancel()
-        self._stopped.set()
-        if self._server is not None:
-            self._server.stop(grace=1.0)
-        self.data_server.shutdown()
-        self._services.spark.stop()
-        self._channels.close()
-        self.main.shutdown()
-        shutil.rmtree(self.workdir / "partitions", ignore_errors=True)
-        self.stopped_cleanly.set()
+
+    def _set_registration(self, target: Registration) -> None:
+        check_transition(_REGISTRATION_TRANSITIONS, self.registration, target,
+                         f"TaskExecutor {self.resource_id} registration")
+        self.registration = target
 
     # --- registration with the ResourceManager ----------------------------------------
-    def _start_registration(self) -> None:
-        if self._registering or self._stopped.is_set():
+    def _register(self) -> None:
+        if self.registration in (Registration.REGISTERING, Registration.STOPPED):
             return
-        self._registering = True
-        threading.Thread(target=self._register_loop, name="registration", daemon=True).start()
+        self._set_registration(Registration.REGISTERING)
+        self._attempt = _Attempt(
+            self._clock.monotonic() + self.config.get(options.REGISTRATION_TIMEOUT),
+            self.config.get(options.REGISTRATION_INITIAL_BACKOFF))
+        self._try_register(self._attempt)
 
-    def _register_loop(self) -> None:
-        """Retry with exponential backoff until registered or registration.timeout."""
-        backoff = self.config.get(options.REGISTRATION_INITIAL_BACKOFF)
-        max_backoff = self.config.get(options.REGISTRATION_MAX_BACKOFF)
-        deadline = time.monotonic() + self.config.get(options.REGISTRATION_TIMEOUT)
-        last_error = ""
-        while not self._stopped.is_set():
-            request = resourcemanager_pb2.RegisterTaskExecutorRequest(
-                location=self.location(), worker_spec=self.worker_spec)
-            request.slot_report.CopyFrom(self.main.call(self.slot_report))
-            try:
-                reply = self._rm_stub.RegisterTaskExecutor(request, timeout=self._timeout)
-                if reply.accepted:
-                    self.main.call(self._registered, reply.resource_manager_id)
-                    return
-                last_error = reply.reason
-            except Exception as err:
-                last_error = describe_rpc_error(err)
-            if time.monotonic() + backoff > deadline:
-                log.error("could not register with the ResourceManager at %s within "
-                          "taskmanager.registration.timeout: %s", self._rm_address, last_error)
-                self.stop("registration timed out")
-                return
-            log.info("registration with %s failed (%s); retrying in %.1f s", self._rm_address,
-                     last_error, backoff)
-            self._stopped.wait(backoff)
-            backoff = min(backoff * 2, max_backoff)
+    def _try_register(self, attempt: _Attempt) -> None:
+        if attempt is not self._attempt or self.registration is not Registration.REGISTERING:
+            return
+        registration = TaskExecutorRegistration(self.location, self.slot_report(),
+                                                worker_spec=self.worker_spec)
+        self._rm.register_task_executor(registration).add_done_callback(
+            lambda answer: self.main.execute(self._registration_answered, attempt, answer))
+
+    def _registration_answered(self, attempt: _Attempt, answer: "Future[str]") -> None:
+        if attempt is not self._attempt or self.registration is not Registration.REGISTERING:
+            return
+        err = answer.exception()
+        if err is None:
+            self._registered(answer.result())
+            return
+        attempt.last_error = str(err) if isinstance(err, Refused) else describe_rpc_error(err)
+        if self._clock.monotonic() + attempt.backoff > attempt.deadline:
+            log.error("could not register with the ResourceManager within "
+                      "taskmanager.registration.timeout: %s", attempt.last_error)
+            self._on_fatal("registration timed out")
+            return
+        log.info("registration with the ResourceManager failed (%s); retrying in %.1f s",
+                 attempt.last_error, attempt.backoff)
+        self.main.schedule(attempt.backoff, self._try_register, attempt)
+        attempt.backoff = min(attempt.backoff * 2,
+                              self.config.get(options.REGISTRATION_MAX_BACKOFF))
 
     def _registered(self, resource_manager_id: str) -> None:
-        self._registering = False
+        self._set_registration(Registration.REGISTERED)
+        self._attempt = None
         self.resource_manager_id = resource_manager_id
-        self._last_rm_ack = time.monotonic()
+        self._last_rm_ack = self._clock.monotonic()
         log.info("registered with ResourceManager %s", resource_manager_id)
         if self._heartbeats is None:
             self._heartbeats = self.main.schedule_periodic(
                 self.config.get(options.HEARTBEAT_INTERVAL), self._send_heartbeats)
 
-    def slot_report(self) -> common_pb2.SlotReport:
-        report = common_pb2.SlotReport(version=self.slots.version)
-        for slot in self.slots.slots:
-            status = report.slots.add(slot_index=slot.index, allocation_id=slot.allocation_id,
-                                      job_id=slot.job_id)
-            fill_resource_spec(slot.profile, status.profile)
-        return report
+    def slot_report(self) -> SlotReport:
+        return SlotReport(tuple(SlotStatus(slot.index, slot.profile, slot.allocation_id,
+                                           slot.job_id) for slot in self.slots.slots),
+                          self.slots.version)
 
+    # --- heartbeats ------------------------------------------------------------------
     def _send_heartbeats(self) -> None:
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
-        if not self._registering:
-            message = resourcemanager_pb2.TaskExecutorHeartbeat(
-                resource_manager_id=self.resource_manager_id, resource_id=self.resource_id,
-                holds_partitions=self.partitions.holds_blocking_partitions())
-            message.slot_report.CopyFrom(self.slot_report())
-
-            def rm_done(fut: Any) -> None:
-                if fut.exception() is None:
-                    self.main.execute(self._rm_heartbeat_ok, fut.result().known)
-            call_future(self._rm_stub.HeartbeatFromTaskExecutor, message,
-                        self._timeout).add_done_callback(rm_done)
-            if time.monotonic() - self._last_rm_ack > timeout:
+        now = self._clock.monotonic()
+        if self.registration is Registration.REGISTERED:
+            self._rm.heartbeat_from_task_executor(
+                self.resource_manager_id, self.resource_id, self.slot_report(),
+                self._partitions.holds_blocking_partitions()).add_done_callback(
+                lambda known: known.exception() is None
+                and self.main.execute(self._rm_heartbeat_answered, known.result()))
+            if now - self._last_rm_ack > timeout:
                 log.warning("ResourceManager silent for %.0f s: registering again", timeout)
-                self._start_registration()
-        for jm_id, (address, _) in self.slots.job_masters().items():
-            self._jm_last_ack.setdefault(jm_id, time.monotonic())
-
-            def jm_done(fut: Any, jm_id: str = jm_id) -> None:
-                if fut.exception() is None:
-                    self.main.execute(self._jm_last_ack.__setitem__, jm_id, time.monotonic())
-            call_future(self._job_master_stub(address).HeartbeatFromTaskExecutor,
-                        jobmaster_pb2.JobMasterHeartbeat(job_master_id=jm_id,
-                                                         resource_id=self.resource_id),
-                        self._timeout).add_done_callback(jm_done)
-            if time.monotonic() - self._jm_last_ack[jm_id] > timeout:
+                self._register()
+        job_masters = self.slots.job_masters()
+        for gone in set(self._jm_last_ack) - set(job_masters):
+            del self._jm_last_ack[gone]     # no slot of that JobMaster is left here
+        for jm_id, (address, _) in job_masters.items():
+            self._jm_last_ack.setdefault(jm_id, now)
+            self._jm_gateway(address, jm_id).heartbeat_from_task_executor(
+                self.resource_id).add_done_callback(
+                lambda answer, jm_id=jm_id: answer.exception() is None
+                and self.main.execute(self._jm_heartbeat_answered, jm_id))
+            if now - self._jm_last_ack[jm_id] > timeout:
                 self._job_master_lost(jm_id, f"JobMaster silent for {timeout:g} s")
 
-    def _rm_heartbeat_ok(self, known: bool) -> None:
-        self._last_rm_ack = time.monotonic()
-        if not known:
+    def _rm_heartbeat_answered(self, known: bool) -> None:
+        self._last_rm_ack = self._clock.monotonic()
+        if not known and self.registration is Registration.REGISTERED:
             log.warning("the ResourceManager does not know this executor: registering again")
-            self._start_registration()
+            self._register()
+
+    def _jm_heartbeat_answered(self, jm_id: str) -> None:
+        if jm_id in self._jm_last_ack:
+            self._jm_last_ack[jm_id] = self._clock.monotonic()
 
     def _job_master_lost(self, job_master_id: str, reason: str) -> None:
         log.warning("%s: freeing its slots", reason)
@@ -199,110 +215,86 @@ class TaskExecutor:
             if slot.job_master_id == job_master_id:
                 self.free_slot(slot.allocation_id, reason)
 
-    def _job_master_stub(self, address: str) -> jobmaster_pb2_grpc.JobMasterStub:
-        return jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address))
-
     # --- calls from the ResourceManager and JobMasters (main thread) --------------------
-    def request_slot(self, message: taskexecutor_pb2.RequestSlotMessage) -> tuple[str, int]:
-        """Allocate and offer the slot; returns (error or '', slot table version)."""
-        if message.resource_manager_id != self.resource_manager_id:
-            return "stale ResourceManagerId (fencing): ignored", self.slots.version
+    def request_slot(self, allocation: SlotAllocation, resource_manager_id: str) -> int:
+        """Allocate and offer the slot; returns the slot table's version that holds it."""
+        if resource_manager_id != self.resource_manager_id:
+            raise FencingError("stale ResourceManagerId: ignored")
         try:
-            self.slots.allocate(message.slot_index, message.job_id, message.allocation_id,
-                                message.job_master_id, message.job_master_address)
+            self.slots.allocate(allocation.slot_index, allocation.job_id, allocation.allocation_id,
+                                allocation.job_master_id, allocation.job_master_address)
         except SlotStateError as err:
-            return str(err), self.slots.version
-        self._offer_slot(message)
-        return "", self.slots.version
+            raise Refused(str(err)) from None
+        allocation_id = allocation.allocation_id
+        offer = SlotOffer(allocation_id, allocation.slot_index, allocation.profile)
+        self._jm_gateway(allocation.job_master_address, allocation.job_master_id).offer_slots(
+            self.location, [offer]).add_done_callback(
+            lambda answer: self.main.execute(self._offer_answered, allocation_id, answer))
+        return self.slots.version
 
-    def _offer_slot(self, message: taskexecutor_pb2.RequestSlotMessage) -> None:
-        offer = jobmaster_pb2.OfferSlotsRequest(job_master_id=message.job_master_id)
-        offer.location.CopyFrom(self.location())
-        offer.offers.add(allocation_id=message.allocation_id, slot_index=message.slot_index,
-                         profile=message.profile)
-        allocation_id = message.allocation_id
-
-        def done(fut: Any) -> None:
-            err = fut.exception()
-            accepted = err is None and allocation_id in fut.result().accepted
-            self.main.execute(self._offer_answered, allocation_id, accepted,
-                              describe_rpc_error(err) if err else "not accepted")
-        call_future(self._job_master_stub(message.job_master_address).OfferSlots, offer,
-                    self._timeout).add_done_callback(done)
-
-    def _offer_answered(self, allocation_id: str, accepted: bool, why: str) -> None:
+    def _offer_answered(self, allocation_id: str, answer: "Future[list[str]]") -> None:
         if self.slots.by_allocation(allocation_id) is None:
             return
-        if accepted:
+        err = answer.exception()
+        if err is None and allocation_id in answer.result():
             self.slots.activate(allocation_id)
-        else:
-            log.info("JobMaster declined slot %s (%s): freeing it", allocation_id[:8], why)
-            self.free_slot(allocation_id, why)
+            return
+        why = "not accepted" if err is None else (
+            str(err) if isinstance(err, Refused) else describe_rpc_error(err))
+        log.info("JobMaster declined slot %s (%s): freeing it", allocation_id[:8], why)
+        self.free_slot(allocation_id, why)
 
-    def submit_task(self, tdd: taskexecutor_pb2.TaskDeploymentDescriptor) -> str:
-        task = Task(tdd, self._services, lambda t: self.main.execute(self._task_done, t))
+    def submit_task(self, tdd: TaskDeploymentDescriptor) -> None:
+        task = self._new_task(tdd, self._jm_gateway(tdd.job_master_address, tdd.job_master_id),
+                              lambda t: self.main.execute(self._task_done, t))
         try:
             self.slots.add_task(tdd.allocation_id, tdd.job_master_id, tdd.attempt_id, task)
         except SlotStateError as err:
-            return f"cannot run {task.name}: {err}"
+            raise Refused(f"cannot run {task.name}: {err}") from None
         log.info("deploying %s (attempt %s) of job %s in slot %s", task.name,
                  task.attempt_id[:8], task.job_id[:8], tdd.allocation_id[:8])
         task.start()
-        return ""
 
-    def cancel_task(self, job_master_id: str, attempt_id: str) -> str:
+    def cancel_task(self, job_master_id: str, attempt_id: str) -> None:
         task = self.slots.find_task(attempt_id)
         if task is None:
-            return ""   # already gone: cancelling is idempotent
+            return   # already gone: cancelling is idempotent
         slot = self.slots.by_allocation(task.allocation_id)
         if slot is not None and slot.job_master_id != job_master_id:
-            return "stale JobMasterId (fencing)"
+            raise FencingError("stale JobMasterId")
         task.cancel()
-        return ""
 
-    def _task_done(self, task: Task) -> None:
+    def _task_done(self, task: RunningTask) -> None:
         freed = self.slots.remove_task(task.allocation_id, task.attempt_id)
         if freed is not None:
             self._notify_slot_available(freed.index, task.allocation_id)
 
     def free_slot(self, allocation_id: str, cause: str,
-                  job_master_id: str | None = None) -> tuple[str, "Future[Any] | None"]:
-        """Returns an error (or '') and the ResourceManager's acknowledgement of the now
-        free slot, which the caller may wait for so the slot is known free at once."""
+                  job_master_id: str | None = None) -> "Future[None] | None":
+        """Returns the ResourceManager's acknowledgement of the now free slot, which the
+        caller may wait for so the slot is known free at once."""
         slot = self.slots.by_allocation(allocation_id)
         if slot is None:
-            return "", None
+            return None
         if job_master_id is not None and slot.job_master_id != job_master_id:
-            return "stale JobMasterId (fencing)", None
+            raise FencingError("stale JobMasterId")
         for task in list(slot.tasks.values()):
             task.cancel()
         index = slot.index
         if self.slots.free(allocation_id) is not None and not slot.tasks:
-            return "", self._notify_slot_available(index, allocation_id)
-        return "", None
+            return self._notify_slot_available(index, allocation_id)
+        return None
 
-    def _notify_slot_available(self, index: int, allocation_id: str) -> "Future[Any] | None":
-        if not self.resource_manager_id:
-            return None
-        return call_future(self._rm_stub.NotifySlotAvailable, resourcemanager_pb2.SlotAvailable(
-            resource_manager_id=self.resource_manager_id, resource_id=self.resource_id,
-            slot_index=index, allocation_id=allocation_id), self._timeout)
+    def _notify_slot_available(self, index: int, allocation_id: str) -> "Future[None] | None":
+        if self.registration is not Registration.REGISTERED:
+            return None      # the next registration's slot report says it
+        return self._rm.notify_slot_available(self.resource_manager_id, self.resource_id,
+                                              index, allocation_id)
 
     def release_job_partitions(self, job_id: str) -> None:
-        self.partitions.release_job(job_id)
-        shutil.rmtree(self.workdir / "partitions" / job_id, ignore_errors=True)
+        self._partitions.release_job(job_id)
 
-    def shutdown_requested(self, resource_manager_id: str, reason: str) -> str:
+    def shutdown_requested(self, resource_manager_id: str, reason: str) -> None:
         if resource_manager_id != self.resource_manager_id:
-            return "stale ResourceManagerId (fencing)"
-        threading.Thread(target=self.stop, args=(reason,), daemon=True).start()
-        return ""
-
-
-def configure_logging(log_file: str | None) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler()]
-    if log_file:
-        os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
-        handlers = [logging.FileHandler(log_file)]
-    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+            raise FencingError("stale ResourceManagerId")
+        self._on_fatal(reason)

@@ -1,13 +1,17 @@
 """How other components reach a JobMaster (Flink's JobMasterGateway); a handle is
-fenced with the JobMasterId it was made for. Today the ResourceManager's calls; the
-TaskExecutors still reach the JobMaster through its gRPC stub directly."""
+fenced with the JobMasterId it was made for, so a call meant for a JobMaster that has
+since been replaced is refused (``FencingError``), never applied to its successor.
+The gRPC implementation is ``yarnflow.rpc.gateways.GrpcJobMasterGateway``."""
 from __future__ import annotations
 
 from concurrent.futures import Future
 from typing import Protocol
 
+from yarnflow.core.messages import SlotOffer, SplitAnswer, TaskExecutionState, TaskExecutorLocation
+
 
 class JobMasterGateway(Protocol):
+    # --- from the ResourceManager ------------------------------------------------------
     def disconnect_task_executor(self, resource_id: str, reason: str) -> "Future[None]":
         """The executor is gone: its slots and the tasks in them are lost."""
         ...
@@ -15,3 +19,19 @@ class JobMasterGateway(Protocol):
     def notify_allocation_failure(self, allocation_id: str, cause: str) -> "Future[None]":
         """A slot request cannot be served (workers keep failing to start)."""
         ...
+
+    # --- from a TaskExecutor and its tasks ---------------------------------------------
+    def offer_slots(self, location: TaskExecutorLocation,
+                    offers: list[SlotOffer]) -> "Future[list[str]]":
+        """The AllocationIDs the JobMaster accepted; the executor frees the others."""
+        ...
+
+    def heartbeat_from_task_executor(self, resource_id: str) -> "Future[None]": ...
+
+    def update_task_execution_state(self, update: TaskExecutionState) -> "Future[bool]":
+        """False when the JobMaster no longer knows the attempt (it was replaced)."""
+        ...
+
+    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]": ...
+
+    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> "Future[SplitAnswer]": ...

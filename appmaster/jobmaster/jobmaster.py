@@ -26,8 +26,9 @@ from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, 
 from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskExecutorLocation
-from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
-from yarnflow.appmaster.jobmaster.splits import AskAgain, Assigned, InputSplitAssigner, Locality
+from yarnflow.core.errors import Refused
+from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
+from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, describe_rpc_error,
@@ -161,12 +162,13 @@ class JobMaster:
             lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
 
     # --- reports from TaskExecutors ----------------------------------------------------
-    def update_task_execution_state(self, report: jobmaster_pb2.TaskExecutionState) -> bool:
+    def update_task_execution_state(self, report: TaskExecutionState) -> bool:
+        """False when the attempt is not the vertex's current one (it was replaced)."""
         execution = self.graph.attempts.get(report.attempt_id)
         if execution is None or execution is not execution.vertex.current:
             return False
-        state = ExecutionState(report.state)
-        if report.HasField("metrics"):
+        state = report.state
+        if report.metrics is not None:
             execution.metrics = report.metrics
         if state is ExecutionState.FAILED:
             self._fail_execution(execution, report.error, report.error_detail,
@@ -214,10 +216,10 @@ class JobMaster:
     def request_next_input_split(self, vertex_id: str, attempt_id: str) -> bytes | AskAgain | None:
         execution = self.graph.attempts.get(attempt_id)
         if execution is None or execution.state.is_terminal:
-            raise RuntimeError(f"attempt {attempt_id} is not running in job {self.job_id}")
+            raise Refused(f"attempt {attempt_id} is not running in job {self.job_id}")
         assigner = self._splits.get(vertex_id)
         if assigner is None:
-            raise RuntimeError(f"vertex {vertex_id} is not a source of job {self.job_id}")
+            raise Refused(f"vertex {vertex_id} is not a source of job {self.job_id}")
         host = execution.slot.location.host if execution.slot is not None else ""
 
         def readers() -> set[str]:

@@ -1,18 +1,26 @@
 """The JobMaster gRPC service; one server hosts every JobMaster of the ApplicationMaster
-and routes each call by its JobMasterId (the fencing token) or job id."""
+and routes each call by its JobMasterId (the fencing token) or job id. A call for a
+JobMaster that is not (or no longer) here is refused with ``FencingError``."""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from typing import Any, Callable
 
 import grpc
 
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
-from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
-from yarnflow.appmaster.jobmaster.splits import AskAgain
+from yarnflow.core.errors import FencingError, Refused, UnknownJob
+from yarnflow.core.messages import AskAgain
+from yarnflow.rpc.codec import (location_from_proto, slot_offer_from_proto,
+                                task_execution_state_from_proto)
+from yarnflow.rpc.errors import refusals_as_status
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, jobmaster_pb2_grpc
-from yarnflow.rpc.codec import location_from_proto, resource_spec_from_proto
 
 _STALE = "unknown or stale JobMasterId: this JobMaster is not (or no longer) the job's leader"
+# Ended jobs whose final details stay answerable here, for a client that asks just
+# after the end (a session's Dispatcher keeps its own, bounded by jobstore.max-capacity).
+_ENDED_KEPT = 16
 
 
 class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
@@ -20,6 +28,7 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
         self._timeout = timeout
         self._by_fencing_token: dict[str, JobMaster] = {}
         self._by_job: dict[str, JobMaster] = {}
+        self._ended: OrderedDict[str, jobmaster_pb2.JobDetails] = OrderedDict()
         self._lock = threading.Lock()
 
     def register(self, jm: JobMaster) -> None:
@@ -27,84 +36,91 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
             self._by_fencing_token[jm.job_master_id] = jm
             self._by_job[jm.job_id] = jm
 
-    def unregister(self, jm: JobMaster) -> None:
+    def unregister(self, jm: JobMaster, details: jobmaster_pb2.JobDetails) -> None:
+        """The job ended: drop the JobMaster, keep its final details a while."""
         with self._lock:
             self._by_fencing_token.pop(jm.job_master_id, None)
+            self._by_job.pop(jm.job_id, None)
+            self._ended[jm.job_id] = details
+            while len(self._ended) > _ENDED_KEPT:
+                self._ended.popitem(last=False)
 
-    def _jm(self, token: str) -> JobMaster | None:
+    def _jm(self, token: str) -> JobMaster:
         with self._lock:
-            return self._by_fencing_token.get(token)
-
-    def _job(self, job_id: str, context: grpc.ServicerContext) -> JobMaster:
-        with self._lock:
-            jm = self._by_job.get(job_id)
+            jm = self._by_fencing_token.get(token)
         if jm is None:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"no job {job_id} here")
-        return jm  # type: ignore[return-value]
+            raise FencingError(_STALE)
+        return jm
 
+    def _on_main(self, jm: JobMaster, fn: Callable[..., Any], *args: Any) -> Any:
+        return jm.main.call(fn, *args, timeout=self._timeout)
+
+    @refusals_as_status
     def OfferSlots(self, request, context):  # noqa: N802 - gRPC names
         jm = self._jm(request.job_master_id)
-        if jm is None:
-            return jobmaster_pb2.OfferSlotsResponse()
-        offers = [SlotOffer(o.allocation_id, o.slot_index, resource_spec_from_proto(o.profile))
-                  for o in request.offers]
-        accepted = jm.main.call(jm.offer_slots, location_from_proto(request.location),
-                                offers, timeout=self._timeout)
+        accepted = self._on_main(jm, jm.offer_slots, location_from_proto(request.location),
+                                 [slot_offer_from_proto(o) for o in request.offers])
         return jobmaster_pb2.OfferSlotsResponse(accepted=accepted)
 
+    @refusals_as_status
     def UpdateTaskExecutionState(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
-        if jm is None:
-            return common_pb2.Ack(ok=False, message=_STALE)
-        known = jm.main.call(jm.update_task_execution_state, request, timeout=self._timeout)
-        return common_pb2.Ack(ok=known, message="" if known else "unknown attempt")
+        if not self._on_main(jm, jm.update_task_execution_state,
+                             task_execution_state_from_proto(request)):
+            raise Refused(f"attempt {request.attempt_id} is not a current attempt of job {jm.job_id}")
+        return common_pb2.Ack(ok=True)
 
+    @refusals_as_status
     def RequestNextInputSplit(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
-        if jm is None:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, _STALE)
-        try:
-            answer = jm.main.call(jm.request_next_input_split, request.vertex_id,
-                                  request.attempt_id, timeout=self._timeout)
-        except RuntimeError as err:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+        answer = self._on_main(jm, jm.request_next_input_split, request.vertex_id,
+                               request.attempt_id)
         if isinstance(answer, AskAgain):
             return jobmaster_pb2.InputSplitResponse(retry_after_s=answer.seconds)
         return jobmaster_pb2.InputSplitResponse(end=answer is None, split=answer or b"")
 
+    @refusals_as_status
     def NotifyPartitionDataAvailable(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
-        if jm is None:
-            return common_pb2.Ack(ok=False, message=_STALE)
         jm.main.execute(jm.notify_partition_data_available, request.attempt_id, request.result_id)
         return common_pb2.Ack(ok=True)
 
+    @refusals_as_status
     def HeartbeatFromTaskExecutor(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
-        if jm is None:
-            return common_pb2.Ack(ok=False, message=_STALE)
         jm.main.execute(jm.heartbeat_from_task_executor, request.resource_id)
         return common_pb2.Ack(ok=True)
 
+    @refusals_as_status
     def DisconnectTaskExecutor(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
-        if jm is None:
-            return common_pb2.Ack(ok=False, message=_STALE)
         jm.main.execute(jm.disconnect_task_executor, request.resource_id, request.reason)
         return common_pb2.Ack(ok=True)
 
+    @refusals_as_status
     def NotifyAllocationFailure(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
-        if jm is None:
-            return common_pb2.Ack(ok=False, message=_STALE)
         jm.main.execute(jm.notify_allocation_failure, request.allocation_id, request.cause)
         return common_pb2.Ack(ok=True)
 
+    @refusals_as_status
     def GetJobDetails(self, request, context):  # noqa: N802
-        jm = self._job(request.job_id, context)
-        return jm.details()
+        with self._lock:
+            jm = self._by_job.get(request.job_id)
+            ended = self._ended.get(request.job_id)
+        if jm is not None:
+            return jm.details()
+        if ended is not None:
+            return ended
+        raise UnknownJob(f"no job {request.job_id} here")
 
+    @refusals_as_status
     def CancelJob(self, request, context):  # noqa: N802
-        jm = self._job(request.job_id, context)
-        jm.cancel()
+        with self._lock:
+            jm = self._by_job.get(request.job_id)
+            ended = request.job_id in self._ended
+        if jm is not None:
+            jm.cancel()
+        elif not ended:
+            raise UnknownJob(f"no job {request.job_id} here")
         return common_pb2.Ack(ok=True)

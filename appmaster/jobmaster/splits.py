@@ -20,6 +20,8 @@ from typing import Any, Callable, Collection
 
 import cloudpickle
 
+from yarnflow.core.messages import AskAgain
+
 
 # How soon a waiting subtask asks again: a split it may take (one freed by a lost reader,
 # or the wait ending) should not sit idle long, and the job's last splits end it.
@@ -36,13 +38,6 @@ class Locality(enum.Enum):
 class Assigned:
     split: bytes
     locality: Locality
-
-
-@dataclass(frozen=True)
-class AskAgain:
-    """Nothing for this subtask yet: splits are left, but for subtasks that read them
-    locally. Ask again after ``seconds``."""
-    seconds: float
 
 
 class InputSplitAssigner:

@@ -1,16 +1,37 @@
-"""How a JobMaster reaches the ResourceManager (Flink's ResourceManagerGateway, as a
-JobMaster uses it): a handle bound to one job and fenced both ways (the JobMasterId
-it registered with, the ResourceManagerId it was given). The gRPC implementation is
-``yarnflow.rpc.gateways.GrpcResourceManagerGateway``."""
+"""How other components reach the ResourceManager (Flink's ResourceManagerGateway).
+
+A JobMaster's handle is bound to its job and fenced both ways (the JobMasterId it
+registered with, the ResourceManagerId it was given); an executor's handle carries
+the ResourceManagerId the executor registered with, which changes when it registers
+again. The gRPC implementations are in ``yarnflow.rpc.gateways``."""
 from __future__ import annotations
 
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from yarnflow.core.messages import SlotReport, TaskExecutorRegistration
 from yarnflow.core.resources import ResourceSpec
 
 
 class ResourceManagerGateway(Protocol):
+    """The ResourceManager as one JobMaster sees it."""
     def request_slot(self, allocation_id: str, profile: ResourceSpec) -> "Future[Any]": ...
     def cancel_slot_request(self, allocation_id: str) -> "Future[Any]": ...
     def disconnect_job_master(self, reason: str) -> "Future[Any]": ...
+
+
+class ResourceManagerExecutorGateway(Protocol):
+    """The ResourceManager as a TaskExecutor sees it."""
+
+    def register_task_executor(self, registration: TaskExecutorRegistration) -> "Future[str]":
+        """The ResourceManagerId that fences the executor's later calls; a refusal
+        fails the future with ``Refused``."""
+        ...
+
+    def heartbeat_from_task_executor(self, resource_manager_id: str, resource_id: str,
+                                     report: SlotReport, holds_partitions: bool) -> "Future[bool]":
+        """Whether the ResourceManager knows this executor; False: register again."""
+        ...
+
+    def notify_slot_available(self, resource_manager_id: str, resource_id: str,
+                              slot_index: int, allocation_id: str) -> "Future[None]": ...

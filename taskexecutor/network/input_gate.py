@@ -14,7 +14,8 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from yarnflow.rpc.generated import taskexecutor_pb2
+from yarnflow.core.deployment import InputGateDescriptor
+from yarnflow.rpc.codec import shuffle_descriptors_from_bytes
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.partition import TaskCancelled
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
@@ -32,8 +33,8 @@ def partition_id(result_id: str, index: int, attempt: int) -> str:
     return f"{result_id}#{index}#{attempt}"
 
 
-def channels_of(gate: taskexecutor_pb2.InputGateDescriptor) -> list[Channel]:
-    shuffle = taskexecutor_pb2.ShuffleDescriptors.FromString(gate.shuffle_descriptors)
+def channels_of(gate: InputGateDescriptor) -> list[Channel]:
+    shuffle = shuffle_descriptors_from_bytes(gate.shuffle_descriptors)
     indexes = list(gate.consumed_partitions) or range(len(shuffle.producer_location))
     out = []
     for k, index in enumerate(indexes):

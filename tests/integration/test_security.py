@@ -61,7 +61,10 @@ def test_grpc_servers_require_a_client_certificate_from_the_cluster_ca(cluster, 
         with pytest.raises(grpc.RpcError) as refused:
             call(channels[name])
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, name
-    call(channels["cluster certificate"])   # the same call with our certificate goes through
+    try:   # the same call with our certificate reaches the server: an answer, or a refusal
+        call(channels["cluster certificate"])
+    except grpc.RpcError as answered:
+        assert answered.code() == grpc.StatusCode.FAILED_PRECONDITION, answered.details()
 
 
 def test_data_server_requires_a_client_certificate_from_the_cluster_ca(cluster):

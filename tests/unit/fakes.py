@@ -9,12 +9,13 @@ from typing import Any, Callable
 
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
-from yarnflow.appmaster.jobmaster.slotpool.slot_pool import SlotOffer
+from yarnflow.core.messages import SlotOffer, TaskExecutionState
+from yarnflow.core.status import ExecutionState
 from yarnflow.conf import Configuration
 from yarnflow.core.clock import ManualClock
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.generated import common_pb2, jobmaster_pb2
+
 from yarnflow.rpc.codec import jobgraph_to_proto
 from yarnflow.rpc.endpoint import ScheduledTask, schedule_periodic
 
@@ -183,8 +184,8 @@ class Harness:
         self.call(offer)
 
     def report(self, attempt_id: str, state: int) -> None:
-        self.call(self.jm.update_task_execution_state, jobmaster_pb2.TaskExecutionState(
-            job_master_id=self.jm.job_master_id, attempt_id=attempt_id, state=state))
+        self.call(self.jm.update_task_execution_state,
+                  TaskExecutionState(attempt_id, ExecutionState(state)))
 
     def deployed(self) -> list[Any]:
         return [tdd for te in self.executors.values() for tdd in te.submitted]
@@ -200,4 +201,75 @@ class Harness:
         self.jm.shutdown()
 
 
-RUNNING, FINISHED = common_pb2.RUNNING, common_pb2.FINISHED
+RUNNING, FINISHED = ExecutionState.RUNNING, ExecutionState.FINISHED
+
+
+def failed(err: BaseException) -> "Future[Any]":
+    future: Future[Any] = Future()
+    future.set_exception(err)
+    return future
+
+
+class FakeResourceManagerForExecutor:
+    """The ResourceManager as an executor sees it. Registration answers come from
+    ``answers`` in order (an id accepts, an exception fails); heartbeats are
+    answered with ``known`` unless ``silent``."""
+
+    def __init__(self, answers: list[Any] | None = None) -> None:
+        self.answers = list(answers or ["rm-1"])
+        self.registrations: list[Any] = []
+        self.heartbeats: list[tuple[str, Any]] = []
+        self.freed: list[tuple[int, str]] = []
+        self.known = True
+        self.silent = False
+
+    def register_task_executor(self, registration: Any) -> "Future[str]":
+        self.registrations.append(registration)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return failed(answer) if isinstance(answer, BaseException) else done(answer)
+
+    def heartbeat_from_task_executor(self, resource_manager_id: str, resource_id: str,
+                                     report: Any, holds_partitions: bool) -> "Future[bool]":
+        self.heartbeats.append((resource_manager_id, report))
+        return Future() if self.silent else done(self.known)
+
+    def notify_slot_available(self, resource_manager_id: str, resource_id: str,
+                              slot_index: int, allocation_id: str) -> "Future[None]":
+        self.freed.append((slot_index, allocation_id))
+        return done()
+
+
+class FakeJobMasterGateway:
+    """A JobMaster as executors see it: accepts offers unless ``decline``; answers
+    heartbeats unless ``silent``."""
+
+    def __init__(self) -> None:
+        self.offers: list[Any] = []
+        self.heartbeats = 0
+        self.decline = False
+        self.silent = False
+
+    def offer_slots(self, location: Any, offers: list[Any]) -> "Future[list[str]]":
+        self.offers.extend(offers)
+        return done([] if self.decline else [o.allocation_id for o in offers])
+
+    def heartbeat_from_task_executor(self, resource_id: str) -> "Future[None]":
+        self.heartbeats += 1
+        return Future() if self.silent else done()
+
+
+class FakeTask:
+    def __init__(self, tdd: Any, job_master: Any, on_done: Callable[[Any], None]) -> None:
+        self.attempt_id, self.allocation_id, self.job_id = tdd.attempt_id, tdd.allocation_id, tdd.job_id
+        self.name = f"{tdd.vertex_name} ({tdd.subtask_index + 1}/{tdd.parallelism})"
+        self.started = self.cancelled = False
+        self._on_done = on_done
+
+    def start(self) -> None:
+        self.started = True
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def finish(self) -> None:
+        self._on_done(self)

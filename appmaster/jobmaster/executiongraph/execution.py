@@ -4,6 +4,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from yarnflow.core.messages import TaskMetrics
 from yarnflow.core.status import (
     EXECUTION_TRANSITIONS, ExecutionState, check_transition)
 
@@ -24,7 +25,7 @@ class Execution:
         self.slot: Any = None          # the LogicalSlot it was assigned
         self.failure: str = ""
         self.failure_detail: str = ""
-        self.metrics: Any = None
+        self.metrics: TaskMetrics | None = None
         self.state_timestamps: dict[ExecutionState, float] = {}
         self.splits_local = 0           # input splits read on a host that stores them
         self.splits_remote = 0

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, Execution,
                                                          IntermediateResult)
+from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
+                                     ShuffleDescriptors, TaskDeploymentDescriptor)
 from yarnflow.core.jobgraph import DistributionPattern
-from yarnflow.rpc.generated import taskexecutor_pb2
+from yarnflow.rpc.codec import shuffle_descriptors_to_bytes
 
 
 def shuffle_descriptors(group: ConsumedPartitionGroup) -> bytes:
@@ -18,7 +20,7 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> bytes:
         return group.cached_descriptors
     result = group.result
     addresses: dict[str, int] = {}
-    message = taskexecutor_pb2.ShuffleDescriptors(result_id=result.id)
+    resource_ids: list[str] = []
     locations: list[int] = []
     attempts: list[int] = []
     for partition in group.partitions():
@@ -31,13 +33,11 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> bytes:
         index = addresses.get(location.data_address)
         if index is None:
             index = addresses[location.data_address] = len(addresses)
-            message.data_addresses.append(location.data_address)
-            message.resource_ids.append(location.resource_id)
+            resource_ids.append(location.resource_id)
         locations.append(index)
         attempts.append(execution.attempt_number)
-    message.producer_location.extend(locations)
-    message.producer_attempt.extend(attempts)
-    data = message.SerializeToString()
+    data = shuffle_descriptors_to_bytes(ShuffleDescriptors(
+        result.id, tuple(addresses), tuple(resource_ids), tuple(locations), tuple(attempts)))
     group.cached_descriptors = data
     return data
 
@@ -53,27 +53,21 @@ def invalidate_descriptors(result: IntermediateResult) -> None:
 
 
 def build_descriptor(execution: Execution, job_master_id: str,
-                     job_master_address: str) -> taskexecutor_pb2.TaskDeploymentDescriptor:
+                     job_master_address: str) -> TaskDeploymentDescriptor:
     vertex = execution.vertex
     ejv = vertex.job_vertex
-    tdd = taskexecutor_pb2.TaskDeploymentDescriptor(
-        job_id=ejv.graph.job_id, job_master_id=job_master_id,
-        job_master_address=job_master_address, vertex_id=ejv.id, vertex_name=ejv.name,
-        subtask_index=vertex.subtask_index, parallelism=ejv.parallelism,
-        attempt_number=execution.attempt_number, attempt_id=execution.attempt_id,
-        allocation_id=execution.slot.allocation_id if execution.slot else "",
-        operator=ejv.operator_bytes)
-    for result in ejv.produced:
-        tdd.produced.add(result_id=result.id, partition_index=vertex.subtask_index,
-                         num_subpartitions=result.num_subpartitions,
-                         partition_type=int(result.partition_type), ship=int(result.ship),
-                         keys=list(result.keys))
+    produced = tuple(ResultPartitionDescriptor(
+        result.id, vertex.subtask_index, result.num_subpartitions, result.partition_type,
+        result.ship, tuple(result.keys)) for result in ejv.produced)
+    inputs = []
     for input_index, group in enumerate(vertex.consumed):
         all_to_all = group.result.distribution is DistributionPattern.ALL_TO_ALL
-        gate = tdd.inputs.add(
-            input_index=input_index, shuffle_descriptors=shuffle_descriptors(group),
-            subpartition_index=vertex.subtask_index if all_to_all else 0,
-            partition_type=int(group.result.partition_type))
-        if not all_to_all:
-            gate.consumed_partitions.extend(group.partition_indexes)
-    return tdd
+        inputs.append(InputGateDescriptor(
+            input_index, shuffle_descriptors(group),
+            () if all_to_all else tuple(group.partition_indexes),
+            vertex.subtask_index if all_to_all else 0, group.result.partition_type))
+    return TaskDeploymentDescriptor(
+        ejv.graph.job_id, job_master_id, job_master_address, ejv.id, ejv.name,
+        vertex.subtask_index, ejv.parallelism, execution.attempt_number, execution.attempt_id,
+        execution.slot.allocation_id if execution.slot else "", ejv.operator_bytes,
+        produced, tuple(inputs))

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
 from yarnflow.appmaster.jobmaster.slotpool.selection import SlotPreferences, select_slot
 from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecutorLocation
+from yarnflow.core.messages import SlotOffer
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
 
@@ -36,13 +37,6 @@ class PendingRequest:
     future: "Future[PhysicalSlot]"
     timeout: ScheduledTask | None = None
     sent: bool = False
-
-
-@dataclass(eq=False)
-class SlotOffer:
-    allocation_id: str
-    slot_index: int
-    profile: ResourceSpec
 
 
 @dataclass

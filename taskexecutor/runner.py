@@ -1,0 +1,129 @@
+"""The process around a TaskExecutor (Flink's TaskManagerRunner): the mutual-TLS
+control server, the data server, the channels its gateways use, the tasks' shared
+services (partitions, Spark), and an orderly stop."""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from yarnflow.conf import Configuration, options
+from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.messages import TaskExecutorLocation
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.rpc.channels import ChannelCache, start_server
+from yarnflow.rpc.endpoint import MainThread
+from yarnflow.rpc.gateways import GrpcJobMasterGateway, GrpcResourceManagerExecutorGateway
+from yarnflow.rpc.generated import taskexecutor_pb2_grpc
+from yarnflow.rpc.security import TlsCredentials
+from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
+from yarnflow.taskexecutor.network.data_server import DataClients, DataServer
+from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
+from yarnflow.taskexecutor.service import TaskExecutorService
+from yarnflow.taskexecutor.slot import TaskSlotTable
+from yarnflow.taskexecutor.spark.session import SparkSessionHolder
+from yarnflow.taskexecutor.task import Task, TaskServices
+from yarnflow.taskexecutor.taskexecutor import TaskExecutor
+
+log = logging.getLogger(__name__)
+
+
+class _Partitions:
+    """The executor's result partitions, in memory and spilled under ``directory``."""
+
+    def __init__(self, manager: ResultPartitionManager, directory: Path) -> None:
+        self.manager = manager
+        self.directory = directory
+
+    def holds_blocking_partitions(self) -> bool:
+        return self.manager.holds_blocking_partitions()
+
+    def release_job(self, job_id: str) -> None:
+        self.manager.release_job(job_id)
+        shutil.rmtree(self.directory / job_id, ignore_errors=True)
+
+
+class TaskExecutorRunner:
+    def __init__(self, resource_id: str, rm_address: str, tls: TlsCredentials,
+                 config: Configuration, num_slots: int, slot_profile: ResourceSpec,
+                 worker_spec: str, workdir: Path, host: str = "127.0.0.1") -> None:
+        self.resource_id = resource_id
+        self.host = host
+        self.workdir = workdir
+        self._tls = tls
+        self._timeout = config.get(options.RPC_ASK_TIMEOUT)
+        self._channels = ChannelCache(tls)
+        self.stopped = threading.Event()
+        self.stopped_cleanly = threading.Event()
+        partitions = ResultPartitionManager()
+        self._partitions = _Partitions(partitions, workdir / "partitions")
+        self.data_server = DataServer(partitions, tls, host,
+                                      config.get(options.PARTITION_REQUEST_TIMEOUT))
+        self._services = TaskServices(
+            resource_id, partitions, DataClients(tls), self._timeout,
+            config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
+            config.get(options.BATCH_ROWS), workdir / "partitions",
+            SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")))
+        self.main = MainThread(f"taskexecutor-{resource_id}")
+        self.endpoint = TaskExecutor(
+            resource_id, config, TaskSlotTable(num_slots, slot_profile), worker_spec,
+            GrpcResourceManagerExecutorGateway(self._channels.get(rm_address), self._timeout),
+            self._job_master, self._new_task, self._partitions, self.main,
+            on_fatal=self.stop_async)
+        self._server: Any = None
+
+    def _job_master(self, address: str, job_master_id: str) -> JobMasterGateway:
+        return GrpcJobMasterGateway(self._channels.get(address), job_master_id, self._timeout)
+
+    def _new_task(self, tdd: TaskDeploymentDescriptor, job_master: JobMasterGateway,
+                  on_done: Callable[[Any], None]) -> Task:
+        return Task(tdd, self._services, job_master, on_done)
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        threading.Thread(target=self.data_server.serve, name="data-server", daemon=True).start()
+        self._server, rpc_address = start_server(
+            self._tls, lambda s: taskexecutor_pb2_grpc.add_TaskExecutorServicer_to_server(
+                TaskExecutorService(self.endpoint, self._timeout), s), host=self.host)
+        log.info("TaskExecutor %s serving control on %s, data on %s", self.resource_id,
+                 rpc_address, self.data_server.address)
+        self.main.call(self.endpoint.start, TaskExecutorLocation(
+            self.resource_id, self.host, rpc_address, self.data_server.address))
+
+    def wait(self) -> None:
+        # A timed wait: Python runs signal handlers (SIGTERM) only between waits.
+        while not self.stopped.wait(0.5):
+            pass
+
+    def stop_async(self, reason: str) -> None:
+        """Stop from any thread, the main thread included, without waiting for it."""
+        threading.Thread(target=self.stop, args=(reason,), name="stop", daemon=True).start()
+
+    def stop(self, reason: str) -> None:
+        if self.stopped.is_set():
+            return
+        try:
+            self.main.call(self.endpoint.stop, reason, timeout=self._timeout)
+        except Exception:   # noqa: BLE001 - a stuck main thread must not keep us up
+            log.warning("the TaskExecutor's main thread did not stop in time")
+        self.stopped.set()
+        if self._server is not None:
+            self._server.stop(grace=1.0)
+        self.data_server.shutdown()
+        self._services.spark.stop()
+        self._channels.close()
+        self.main.shutdown()
+        shutil.rmtree(self.workdir / "partitions", ignore_errors=True)
+        self.stopped_cleanly.set()
+
+
+def configure_logging(log_file: str | None) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    if log_file:
+        os.makedirs(os.path.dirname(os.path.abspath(log_file)), exist_ok=True)
+        handlers = [logging.FileHandler(log_file)]
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,0 +1,190 @@
+"""The TaskExecutor with an in-memory ResourceManager and JobMaster, on a manual
+clock: registration with backoff and its deadline, heartbeats both ways, fenced slot
+requests, offers, tasks and freed slots. Nothing sleeps."""
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from yarnflow.conf import Configuration
+from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.errors import FencingError, Refused
+from yarnflow.core.messages import SlotAllocation
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.taskexecutor.slot import TaskSlotTable
+from yarnflow.taskexecutor.taskexecutor import Registration, TaskExecutor
+from tests.unit.fakes import (FakeJobMasterGateway, FakeResourceManagerForExecutor, FakeTask,
+                              ManualMainThread)
+from yarnflow.core.messages import TaskExecutorLocation
+
+SLOT = ResourceSpec(1, 1024)
+LOCATION = TaskExecutorLocation("te-1", "host-a", "te-1:1", "te-1:2")
+
+
+class Unavailable(grpc.RpcError):
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self) -> str:
+        return "connection refused"
+
+
+class NoPartitions:
+    def holds_blocking_partitions(self) -> bool:
+        return False
+
+    def release_job(self, job_id: str) -> None:
+        pass
+
+
+class Setup:
+    def __init__(self, answers=None, **conf: str) -> None:
+        overrides = {"heartbeat.interval": "10 s", "heartbeat.timeout": "50 s",
+                     "cluster.registration.initial-timeout": "1 s",
+                     "cluster.registration.max-timeout": "4 s",
+                     "taskmanager.registration.timeout": "60 s", **conf}
+        self.main = ManualMainThread()
+        self.rm = FakeResourceManagerForExecutor(answers)
+        self.jm = FakeJobMasterGateway()
+        self.tasks: list[FakeTask] = []
+        self.fatal: list[str] = []
+
+        def new_task(tdd, jm, on_done):
+            self.tasks.append(FakeTask(tdd, jm, on_done))
+            return self.tasks[-1]
+        self.te = TaskExecutor(
+            "te-1", Configuration.load(overrides=[f"{k}={v}" for k, v in overrides.items()]),
+            TaskSlotTable(2, SLOT), "1c-1024m", self.rm, lambda address, jm_id: self.jm,
+            new_task, NoPartitions(), self.main, self.fatal.append)
+        self.main.call(self.te.start, LOCATION)
+
+    def call(self, fn, *args):
+        return self.main.call(fn, *args)
+
+    def allocate(self, allocation_id: str = "alloc-1", index: int = 0, rm_id: str = "rm-1") -> int:
+        return self.call(self.te.request_slot, SlotAllocation(
+            index, "job-1", allocation_id, SLOT, "jm-1", "am:1"), rm_id)
+
+
+def tdd(allocation_id: str = "alloc-1", attempt_id: str = "attempt-1") -> TaskDeploymentDescriptor:
+    return TaskDeploymentDescriptor("job-1", "jm-1", "am:1", "v", "map", 0, 1, 0, attempt_id,
+                                    allocation_id, b"op")
+
+
+def test_registration_retries_with_doubling_backoff_until_accepted():
+    s = Setup(answers=[Refused("starting"), Unavailable(), Unavailable(), "rm-1"])
+    assert len(s.rm.registrations) == 1 and s.te.registration is Registration.REGISTERING
+    s.main.advance(0.99)
+    assert len(s.rm.registrations) == 1          # the first pause is 1 s
+    s.main.advance(0.01)
+    assert len(s.rm.registrations) == 2
+    s.main.advance(2)                            # then 2 s
+    assert len(s.rm.registrations) == 3
+    s.main.advance(4)                            # then 4 s, the maximum
+    assert len(s.rm.registrations) == 4
+    assert s.te.registration is Registration.REGISTERED
+    assert s.te.resource_manager_id == "rm-1"
+    assert s.rm.registrations[-1].location == LOCATION
+    assert [slot.slot_index for slot in s.rm.registrations[-1].slot_report.slots] == [0, 1]
+
+
+def test_an_executor_that_cannot_register_within_the_timeout_stops():
+    s = Setup(answers=[Unavailable()], **{"taskmanager.registration.timeout": "10 s"})
+    s.main.advance(6.9)                          # attempts at 0, 1, 3 and 7 s ...
+    assert not s.fatal
+    s.main.advance(0.1)                          # ... and the next one would be too late
+    assert s.fatal == ["registration timed out"]
+    attempts = len(s.rm.registrations)
+    s.main.advance(100)
+    assert len(s.rm.registrations) == attempts   # no attempt after giving up
+
+
+def test_heartbeats_carry_the_slot_report_and_a_silent_or_forgetful_rm_means_register_again():
+    s = Setup()
+    s.main.advance(10)
+    assert len(s.rm.heartbeats) == 1 and s.rm.heartbeats[0][0] == "rm-1"
+    s.allocate()
+    s.main.advance(10)
+    assert s.rm.heartbeats[-1][1].slots[0].allocation_id == "alloc-1"
+
+    s.rm.known = False                           # the ResourceManager lost track of us
+    s.main.advance(10)
+    assert len(s.rm.registrations) == 2 and s.te.registration is Registration.REGISTERED
+
+    s.rm.known, s.rm.silent = True, True         # then it stops answering
+    s.main.advance(50)
+    assert len(s.rm.registrations) == 2
+    s.main.advance(10)                           # silent for more than heartbeat.timeout
+    assert len(s.rm.registrations) == 3
+
+
+def test_a_slot_request_is_fenced_by_the_resource_manager_id_and_offered_to_the_job_master():
+    s = Setup()
+    with pytest.raises(FencingError):
+        s.allocate(rm_id="rm-old")
+    assert not s.jm.offers
+    version = s.allocate()
+    assert version == s.te.slots.version
+    assert [o.allocation_id for o in s.jm.offers] == ["alloc-1"]
+    assert s.te.slots.by_allocation("alloc-1").state.name == "ACTIVE"
+    with pytest.raises(Refused):                 # the slot is taken by another allocation
+        s.allocate("alloc-2", index=0)
+
+
+def test_a_declined_offer_frees_the_slot_and_tells_the_resource_manager():
+    s = Setup()
+    s.jm.decline = True
+    s.allocate()
+    assert s.te.slots.by_allocation("alloc-1") is None
+    assert s.rm.freed == [(0, "alloc-1")]
+
+
+def test_tasks_run_in_their_slot_and_stale_job_masters_cannot_cancel_them():
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    assert s.tasks[0].started
+    with pytest.raises(Refused):                 # no such slot
+        s.call(s.te.submit_task, tdd("alloc-9", "attempt-9"))
+    with pytest.raises(FencingError):
+        s.call(s.te.cancel_task, "jm-old", "attempt-1")
+    assert not s.tasks[0].cancelled
+    s.call(s.te.cancel_task, "jm-1", "attempt-1")
+    assert s.tasks[0].cancelled
+    s.call(s.te.cancel_task, "jm-1", "attempt-1")  # idempotent
+
+
+def test_freeing_a_busy_slot_cancels_its_task_and_reports_the_slot_once_the_task_ended():
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    with pytest.raises(FencingError):
+        s.call(s.te.free_slot, "alloc-1", "done", "jm-old")
+    s.call(s.te.free_slot, "alloc-1", "done", "jm-1")
+    assert s.tasks[0].cancelled and not s.rm.freed
+    s.call(s.tasks[0].finish)
+    assert s.rm.freed == [(0, "alloc-1")]
+
+
+def test_a_silent_job_master_loses_its_slots():
+    s = Setup()
+    s.allocate()
+    s.jm.silent = True                            # first heartbeat to it at 10 s
+    s.main.advance(60)
+    assert s.te.slots.by_allocation("alloc-1") is not None
+    s.main.advance(10)
+    assert s.te.slots.by_allocation("alloc-1") is None
+    assert s.rm.freed == [(0, "alloc-1")]
+    s.main.advance(100)                           # and it is not heartbeated any more
+    heartbeats = s.jm.heartbeats
+    s.main.advance(100)
+    assert s.jm.heartbeats == heartbeats
+
+
+def test_shutdown_is_fenced_by_the_resource_manager_id():
+    s = Setup()
+    with pytest.raises(FencingError):
+        s.call(s.te.shutdown_requested, "rm-old", "idle")
+    assert not s.fatal
+    s.call(s.te.shutdown_requested, "rm-1", "idle")
+    assert s.fatal == ["idle"]
