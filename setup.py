@@ -61,6 +61,7 @@ setup(
         "spark": ["pyspark>=4.0"],
         "yarn": ["skein>=0.8.2"],
         "test": ["pytest>=8", "pytest-timeout>=2.2", "grpcio-tools>=1.85.1", "skein>=0.8.2",
+                 "mypy>=2.4,<2.5",
                  "pyspark>=4.0"],
     },
     entry_points={"console_scripts": ["yarnflow = yarnflow.cli:main"]},

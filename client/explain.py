@@ -54,7 +54,7 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
             graph.slot_profile(group, default_slot).label() if group else "",
             "\n".join(describe_input(e) for e in graph.inputs_of(vertex)) or "(source)",
             "?" if estimate.rows is None else f"{estimate.rows:,}", format_bytes(estimate.bytes))
-    lines = [table]
+    lines: list[Table | Text] = [table]
     for vertex_id, plan in graph.join_plans.items():
         lines.append(Text(f"{graph.vertices[vertex_id].name}: {plan.strategy.name} join — "
                           f"{plan.reason}"))

@@ -35,14 +35,14 @@ def _str(value: object) -> str:
 
 
 def _pos_int(value: object) -> int:
-    number = int(value)  # type: ignore[arg-type]
+    number = int(str(value))
     if number < 1:
         raise ValueError(f"{value!r} must be a whole number of at least 1")
     return number
 
 
 def _nonneg_int(value: object) -> int:
-    number = int(value)  # type: ignore[arg-type]
+    number = int(str(value))
     if number < 0:
         raise ValueError(f"{value!r} must be a whole number of at least 0")
     return number

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Any, Collection, Mapping
 
 
 class IllegalStateTransition(RuntimeError):
@@ -64,6 +65,6 @@ JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 
-def check_transition(table: dict, current: enum.Enum, target: enum.Enum, what: str) -> None:
+def check_transition(table: Mapping[Any, Collection[Any]], current: enum.Enum, target: enum.Enum, what: str) -> None:
     if target not in table[current]:
         raise IllegalStateTransition(f"{what}: {current.name} -> {target.name} is not allowed")

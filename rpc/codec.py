@@ -31,7 +31,7 @@ def resource_spec_from_proto(message: Any) -> ResourceSpec:
 
 def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
     message = jobgraph_pb2.JobGraph(job_id=graph.job_id, name=graph.name,
-                                    schedule_mode=int(graph.schedule_mode),
+                                    schedule_mode=graph.schedule_mode.name,
                                     spark_overhead_mb=graph.spark_overhead_mb)
     for vertex in graph.vertices.values():
         out = message.vertices.add(
@@ -166,10 +166,11 @@ def task_execution_state_from_proto(message: Any) -> TaskExecutionState:
 
 
 def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
-    return taskexecutor_pb2.ShuffleDescriptors(
+    data: bytes = taskexecutor_pb2.ShuffleDescriptors(
         result_id=descriptors.result_id, data_addresses=descriptors.data_addresses,
         resource_ids=descriptors.resource_ids, producer_location=descriptors.producer_location,
         producer_attempt=descriptors.producer_attempt).SerializeToString()
+    return data
 
 
 def shuffle_descriptors_from_bytes(data: bytes) -> ShuffleDescriptors:

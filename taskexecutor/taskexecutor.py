@@ -8,6 +8,7 @@ The process around it (servers, channels, Spark) is ``taskexecutor.runner``.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -193,8 +194,7 @@ class TaskExecutor:
             self._jm_last_ack.setdefault(jm_id, now)
             self._jm_gateway(address, jm_id).heartbeat_from_task_executor(
                 self.resource_id).add_done_callback(
-                lambda answer, jm_id=jm_id: answer.exception() is None
-                and self.main.execute(self._jm_heartbeat_answered, jm_id))
+                functools.partial(self._on_jm_heartbeat_done, jm_id))
             if now - self._jm_last_ack[jm_id] > timeout:
                 self._job_master_lost(jm_id, f"JobMaster silent for {timeout:g} s")
 
@@ -203,6 +203,10 @@ class TaskExecutor:
         if not known and self.registration is Registration.REGISTERED:
             log.warning("the ResourceManager does not know this executor: registering again")
             self._register()
+
+    def _on_jm_heartbeat_done(self, jm_id: str, answer: "Future[None]") -> None:
+        if answer.exception() is None:
+            self.main.execute(self._jm_heartbeat_answered, jm_id)
 
     def _jm_heartbeat_answered(self, jm_id: str) -> None:
         if jm_id in self._jm_last_ack:
@@ -245,8 +249,10 @@ class TaskExecutor:
         self.free_slot(allocation_id, why)
 
     def submit_task(self, tdd: TaskDeploymentDescriptor) -> None:
+        def on_done(finished: RunningTask) -> None:
+            self.main.execute(self._task_done, finished)
         task = self._new_task(tdd, self._jm_gateway(tdd.job_master_address, tdd.job_master_id),
-                              lambda t: self.main.execute(self._task_done, t))
+                              on_done)
         try:
             self.slots.add_task(tdd.allocation_id, tdd.job_master_id, tdd.attempt_id, task)
         except SlotStateError as err:

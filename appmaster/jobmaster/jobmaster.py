@@ -31,7 +31,7 @@ from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, describe_rpc_error,
+from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, ScheduledTask, describe_rpc_error,
                                    when_all_done)
 from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
 from yarnflow.rpc.codec import jobgraph_from_proto
@@ -92,7 +92,7 @@ class JobMaster:
                 except Exception as err:  # a missing input, an unreadable file
                     self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
                     break
-        self._heartbeat_check = None
+        self._heartbeat_check: ScheduledTask | None = None
 
     # --- lifecycle (main thread) -------------------------------------------------------
     def start(self) -> None:

@@ -19,6 +19,7 @@ from yarnflow.appmaster.resourcemanager.slotmanager import SlotRequest as Pendin
 from yarnflow.conf import Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.core.errors import FencingError, Refused, UnknownExecutor, UnknownJob
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
 from yarnflow.core.messages import (ClusterOverview, SlotAllocation, SlotReport, SlotRequest,
                                     TaskExecutorLocation, TaskExecutorRegistration, WorkerInfo)
 from yarnflow.core.resources import ResourceSpec
@@ -224,8 +225,9 @@ class ResourceManager:
 
     def allocate_slot(self, resource_id: str, slot_index: int, request: PendingRequest) -> None:
         executor = self.executors[resource_id]
-        allocation = SlotAllocation(slot_index, request.job_id, request.allocation_id,
-                                    request.profile, request.job_master_id,
+        allocation = SlotAllocation(slot_index, JobID(request.job_id),
+                                    AllocationID(request.allocation_id), request.profile,
+                                    JobMasterId(request.job_master_id),
                                     request.job_master_address)
 
         def done(fut: Any) -> None:
@@ -268,7 +270,7 @@ class ResourceManager:
         for resource_id, worker in self.slot_manager.workers.items():
             executor = self.executors.get(resource_id)
             workers.append(WorkerInfo(
-                resource_id, worker.spec.name if worker.spec else "",
+                ResourceID(resource_id), worker.spec.name if worker.spec else "",
                 worker.slots[0].profile if worker.slots else None, len(worker.slots),
                 len(worker.slots) - worker.busy_slots(),
                 executor.location.rpc_address if executor else "",

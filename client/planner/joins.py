@@ -47,8 +47,7 @@ def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshol
     if requested is JoinStrategy.BROADCAST:
         return JoinPlan(JoinStrategy.BROADCAST, 1, 1, f"broadcast {names[1]} (forced)")
     if requested is JoinStrategy.AUTO:
-        small = [i for i in allowed
-                 if estimates[i].bytes is not None and estimates[i].bytes <= threshold]
+        small = [i for i in allowed if (estimates[i].bytes or threshold + 1) <= threshold]
         if small:
             side = min(small, key=lambda i: estimates[i].bytes or 0)
             return JoinPlan(JoinStrategy.BROADCAST, side, side,

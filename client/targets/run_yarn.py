@@ -55,7 +55,10 @@ def run_yarn_per_job(graph: JobGraph, config: Configuration, context: Any) -> Su
     with YarnApplication(submission.app_id, timeout) as app:
         if context.show_progress:
             with Live(console=console, refresh_per_second=4, transient=True) as live:
-                final = app.follow(lambda d: (last.append(d), live.update(progress_table(d))))
+                def show(details: Any) -> None:
+                    last.append(details)
+                    live.update(progress_table(details))
+                final = app.follow(show)
         else:
             final = app.follow(last.append)
     details = archived_details(config, submission.job_id) or (last[-1] if last else None)

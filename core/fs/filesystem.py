@@ -34,7 +34,8 @@ class Block:
 def hosts_of_range(blocks: list[Block], start: int, length: int) -> tuple[str, ...]:
     """The hosts of the block holding most of ``[start, start + length)``: where
     reading that range is (mostly) local."""
-    best, best_overlap = (), 0
+    best: tuple[str, ...] = ()
+    best_overlap = 0
     end = start + max(length, 1)
     for block in blocks:
         overlap = min(end, block.offset + block.length) - max(start, block.offset)
@@ -72,10 +73,10 @@ class FileSystem:
         return self.arrow.get_file_info(self.path(uri))
 
     def exists(self, uri: str) -> bool:
-        return self.info(uri).type != pafs.FileType.NotFound
+        return bool(self.info(uri).type != pafs.FileType.NotFound)
 
     def is_dir(self, uri: str) -> bool:
-        return self.info(uri).type == pafs.FileType.Directory
+        return bool(self.info(uri).type == pafs.FileType.Directory)
 
     def list_files(self, uri: str, suffix: str = "") -> list[tuple[str, int]]:
         """``(uri, size)`` of the files a path names: the file itself; a directory's

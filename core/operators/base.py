@@ -54,7 +54,8 @@ def to_batches(data: Any, what: str) -> Iterable[pa.RecordBatch]:
     if isinstance(data, pa.RecordBatch):
         return (data,)
     if isinstance(data, pa.Table):
-        return data.to_batches()
+        batches: list[pa.RecordBatch] = data.to_batches()
+        return batches
     raise TypeError(f"{what} must return a pyarrow RecordBatch or Table, got "
                     f"{type(data).__name__}")
 

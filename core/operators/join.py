@@ -35,7 +35,7 @@ class HashJoinOperator(Operator):
         rows = max(left.rows, right.rows)
         if left.bytes is None or right.bytes is None:
             return Estimate(rows, None)
-        width = sum(e.bytes / e.rows for e in (left, right) if e.rows)   # type: ignore[operator]
+        width = sum((e.bytes or 0) / e.rows for e in (left, right) if e.rows)
         return Estimate(rows, int(rows * width))
 
     def run(self, ctx: OperatorContext) -> None:

@@ -60,6 +60,7 @@ class SparkOperator(Operator):
                 frame.createOrReplaceTempView(INPUT_VIEW)
                 result = spark.sql(self.sql)
             else:
+                assert self.fn is not None   # checked in __init__
                 result = self.fn(spark, frame)
                 if not hasattr(result, "toArrow"):
                     raise TypeError(f"spark function '{self.name}' must return a Spark "

@@ -188,16 +188,16 @@ class ExecutionGraph:
             if result.distribution is DistributionPattern.ALL_TO_ALL:
                 group = ConsumedPartitionGroup(result, range(producer.parallelism))
                 result.all_consumers_group = group
-                for vertex in consumer.task_vertices:
-                    vertex.consumed.append(group)
+                for task in consumer.task_vertices:
+                    task.consumed.append(group)
             else:  # POINTWISE with equal parallelism (validated): subtask i reads partition i
-                for vertex in consumer.task_vertices:
-                    vertex.consumed.append(
-                        ConsumedPartitionGroup(result, range(vertex.subtask_index,
-                                                             vertex.subtask_index + 1)))
+                for task in consumer.task_vertices:
+                    task.consumed.append(
+                        ConsumedPartitionGroup(result, range(task.subtask_index,
+                                                             task.subtask_index + 1)))
         for ejv in self.job_vertices.values():
-            for vertex in ejv.task_vertices:
-                self.attempts[vertex.current.attempt_id] = vertex.current
+            for task in ejv.task_vertices:
+                self.attempts[task.current.attempt_id] = task.current
 
     # --- queries ---------------------------------------------------------------------
     def vertices_topologically(self) -> list[ExecutionJobVertex]:

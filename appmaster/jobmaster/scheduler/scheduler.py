@@ -8,6 +8,7 @@ producer has finished. Runs on the JobMaster's main thread.
 """
 from __future__ import annotations
 
+import functools
 import logging
 from concurrent.futures import Future
 from typing import Callable
@@ -17,7 +18,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, Executi
                                                          IntermediateResult)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import LogicalSlot, SlotSharingSlotAllocator
 from yarnflow.core.jobgraph import ScheduleMode
-from yarnflow.rpc.endpoint import MainThread
+from yarnflow.rpc.endpoint import MainThreadExecutor
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ Failer = Callable[[ExecutionVertex, str], None]
 
 
 class Scheduler:
-    def __init__(self, main: MainThread, graph: ExecutionGraph,
+    def __init__(self, main: MainThreadExecutor, graph: ExecutionGraph,
                  allocator: SlotSharingSlotAllocator, deploy: Deployer,
                  fail_vertex: Failer) -> None:
         self._main = main
@@ -68,7 +69,7 @@ class Scheduler:
                     if v.current.state is ExecutionState.SCHEDULED:
                         self._deploy(v)
         for vertex, fut in futures.items():
-            fut.add_done_callback(lambda f, v=vertex: self._on_main(one_done, v, f))
+            fut.add_done_callback(functools.partial(self._on_main, one_done, vertex))
 
     # --- LAZY_FROM_SOURCES -----------------------------------------------------------
     def _schedule_job_vertex(self, ejv: ExecutionJobVertex) -> None:
@@ -87,7 +88,7 @@ class Scheduler:
                 vertex.current.slot = fut.result()
                 self._deploy(vertex)
         for vertex, fut in futures.items():
-            fut.add_done_callback(lambda f, v=vertex: self._on_main(done, v, f))
+            fut.add_done_callback(functools.partial(self._on_main, done, vertex))
 
     def on_partition_consumable(self, result: IntermediateResult) -> None:
         """A producer reported data, or finished: maybe its consumers can go now."""
