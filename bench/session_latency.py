@@ -200,6 +200,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--work", type=float, default=0.5,
                         help="seconds each map subtask works (keeps all 4 RUNNING together)")
+    parser.add_argument("--warm-only", action="store_true",
+                        help="only the warm session start (to compare two versions quickly)")
     args = parser.parse_args()
     from yarnflow.targets.session import SessionClient
     app_id = start_session()
@@ -212,10 +214,14 @@ def main() -> None:
             result["warm_submit_to_running_ms"] = statistics.median(warm)
             result["warm_submit_to_running_ms_max"] = max(warm)
             result["warm_cli_to_running_ms"] = statistics.median(cli)
-            result["jobs_per_minute"] = measure_throughput(app_id, session, args.jobs)
+            if not args.warm_only:
+                result["jobs_per_minute"] = measure_throughput(app_id, session, args.jobs)
     finally:
         subprocess.run([sys.executable, "-m", "yarnflow.cli", "session", "stop", app_id],
                        capture_output=True, timeout=300)
+    if args.warm_only:
+        print(json.dumps({k: round(v, 1) for k, v in result.items()} | {"repeats": args.repeats}))
+        return
     result["per_job_submit_to_running_ms"] = statistics.median(
         [measure_per_job(args.work) for _ in range(2)])
     try:

@@ -92,3 +92,20 @@ def test_cancel_waits_for_the_executors_then_gives_up_after_the_cancel_timeout(h
     assert not h.jm.result.done()
     h.jm.main.advance(1)
     assert h.jm.result.result(timeout=0).status is JobStatus.CANCELED
+
+
+def test_a_pooled_slot_moves_only_between_free_and_allocated():
+    from yarnflow.appmaster.jobmaster.slotpool.slot_pool import HeldSlotState, _Held
+    from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot
+    from yarnflow.core.messages import TaskExecutorLocation
+    from yarnflow.core.resources import ResourceSpec
+    from yarnflow.core.status import IllegalStateTransition
+
+    held = _Held(PhysicalSlot("a1", TaskExecutorLocation("te", "h"), 0, ResourceSpec(1, 512)), 0.0)
+    assert held.state is HeldSlotState.FREE
+    with pytest.raises(IllegalStateTransition):
+        held.transition(HeldSlotState.FREE, 1.0)     # freeing a free slot is a bug
+    held.transition(HeldSlotState.ALLOCATED, 2.0)
+    assert held.since == 0.0
+    held.transition(HeldSlotState.FREE, 3.0)
+    assert held.since == 3.0                         # idle time counts from the release

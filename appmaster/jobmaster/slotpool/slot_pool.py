@@ -8,12 +8,13 @@ JobMaster's main thread.
 """
 from __future__ import annotations
 
+import enum
 import heapq
 import itertools
 import logging
 import uuid
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
@@ -21,6 +22,7 @@ from yarnflow.appmaster.jobmaster.slotpool.selection import SlotPreferences, sel
 from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecutorLocation
 from yarnflow.core.messages import SlotOffer
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.status import check_transition
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
 
 log = logging.getLogger(__name__)
@@ -39,10 +41,32 @@ class PendingRequest:
     sent: bool = False
 
 
+class HeldSlotState(enum.Enum):
+    """A slot the pool holds: FREE (idle since ``since``, waiting for a request or for
+    slot.idle.timeout) or ALLOCATED to a task or a slot-sharing group. A slot leaves the
+    pool by being given back, or lost with its executor."""
+    FREE = "free"
+    ALLOCATED = "allocated"
+
+
+_HELD_TRANSITIONS = {
+    HeldSlotState.FREE: {HeldSlotState.ALLOCATED},
+    HeldSlotState.ALLOCATED: {HeldSlotState.FREE},
+}
+
+
 @dataclass
 class _Held:
     slot: PhysicalSlot
-    idle_since: float | None = field(default=None)   # None while allocated
+    since: float                 # when it came into the pool or was last freed
+    state: HeldSlotState = HeldSlotState.FREE
+
+    def transition(self, target: HeldSlotState, now: float) -> None:
+        check_transition(_HELD_TRANSITIONS, self.state, target,
+                         f"slot {self.slot.allocation_id[:8]}")
+        self.state = target
+        if target is HeldSlotState.FREE:
+            self.since = now
 
 
 class SlotPool:
@@ -89,7 +113,8 @@ class SlotPool:
             return future
         free = self._least_utilized(profile) if preferences.empty else None
         if free is None:
-            free = select_slot((h.slot for h in self._held.values() if h.idle_since is not None),
+            free = select_slot((h.slot for h in self._held.values()
+                                if h.state is HeldSlotState.FREE),
                                profile, preferences, self._utilization())
         if free is not None:
             self._mark_allocated(free)
@@ -146,7 +171,7 @@ class SlotPool:
         held = self._held.pop(allocation_id, None)
         if held is not None:
             self._forget_slot(held)
-            if held.idle_since is None:
+            if held.state is HeldSlotState.ALLOCATED:
                 self._on_lost(held.slot, cause)
 
     # --- offers from TaskExecutors ----------------------------------------------------
@@ -180,7 +205,7 @@ class SlotPool:
         return accepted
 
     def _add_slot(self, slot: PhysicalSlot) -> None:
-        self._held[slot.allocation_id] = _Held(slot, idle_since=self._main.clock.monotonic())
+        self._held[slot.allocation_id] = _Held(slot, self._main.clock.monotonic())
         rid = slot.location.resource_id
         self._slots_per_executor[rid] = self._slots_per_executor.get(rid, 0) + 1
         self._index_free(slot)
@@ -188,13 +213,13 @@ class SlotPool:
     def _forget_slot(self, held: _Held) -> None:
         rid = held.slot.location.resource_id
         self._slots_per_executor[rid] -= 1
-        if held.idle_since is None:
+        if held.state is HeldSlotState.ALLOCATED:
             self._allocated_per_executor[rid] -= 1
         else:
             self._unindex_free(held.slot)
 
     def _mark_allocated(self, slot: PhysicalSlot) -> None:
-        self._held[slot.allocation_id].idle_since = None
+        self._held[slot.allocation_id].transition(HeldSlotState.ALLOCATED, self._main.clock.monotonic())
         rid = slot.location.resource_id
         self._allocated_per_executor[rid] = self._allocated_per_executor.get(rid, 0) + 1
         self._unindex_free(slot)
@@ -244,9 +269,9 @@ class SlotPool:
     def release_slot(self, allocation_id: str) -> None:
         """The job is done with a slot: serve a waiting request with it, or keep it idle."""
         held = self._held.get(allocation_id)
-        if held is None or held.idle_since is not None:
+        if held is None or held.state is HeldSlotState.FREE:
             return
-        held.idle_since = self._main.clock.monotonic()
+        held.transition(HeldSlotState.FREE, self._main.clock.monotonic())
         self._allocated_per_executor[held.slot.location.resource_id] -= 1
         self._index_free(held.slot)
         request = next((r for r in self._pending.values()
@@ -263,7 +288,7 @@ class SlotPool:
     def check_idle_slots(self) -> None:
         now = self._main.clock.monotonic()
         for allocation_id, held in list(self._held.items()):
-            if held.idle_since is not None and now - held.idle_since >= self._idle_timeout:
+            if held.state is HeldSlotState.FREE and now - held.since >= self._idle_timeout:
                 self._give_back(allocation_id, "idle longer than slot.idle.timeout")
 
     def _give_back(self, allocation_id: str, cause: str) -> "Future[Any] | None":
@@ -280,7 +305,7 @@ class SlotPool:
             if held.slot.location.resource_id == resource_id:
                 del self._held[allocation_id]
                 self._forget_slot(held)
-                if held.idle_since is None:
+                if held.state is HeldSlotState.ALLOCATED:
                     lost.append(held.slot)
         self._slots_per_executor.pop(resource_id, None)
         self._allocated_per_executor.pop(resource_id, None)
@@ -312,4 +337,4 @@ class SlotPool:
 
     def is_idle(self, allocation_id: str) -> bool:
         held = self._held.get(allocation_id)
-        return held is not None and held.idle_since is not None
+        return held is not None and held.state is HeldSlotState.FREE
