@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ShuffleDescriptors:
     """Where each producer partition of one consumed partition group lives."""
     result_id: str
@@ -23,7 +23,7 @@ class ShuffleDescriptors:
     producer_attempt: tuple[int, ...]     # per producer partition: its attempt number
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ResultPartitionDescriptor:
     result_id: str
     partition_index: int
@@ -33,7 +33,7 @@ class ResultPartitionDescriptor:
     keys: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class InputGateDescriptor:
     input_index: int
     shuffle_descriptors: bytes            # a serialized ShuffleDescriptors, shared
@@ -42,7 +42,7 @@ class InputGateDescriptor:
     partition_type: PartitionType
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class TaskDeploymentDescriptor:
     job_id: str
     job_master_id: str
