@@ -25,8 +25,9 @@ class ShuffleDescriptors:
 
 @dataclass(slots=True)
 class ResultPartitionDescriptor:
+    """A result the task produces; its partition is the task's subtask index, so one
+    descriptor serves every subtask of the vertex."""
     result_id: str
-    partition_index: int
     num_subpartitions: int
     partition_type: PartitionType
     ship: ShipStrategy

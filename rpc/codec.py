@@ -139,7 +139,7 @@ def slot_offer_from_proto(message: Any) -> SlotOffer:
                      resource_spec_from_proto(message.profile))
 
 
-def metrics_to_proto(metrics: TaskMetrics, message: Any) -> None:
+def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
     message.records_in, message.records_out = metrics.records_in, metrics.records_out
     message.bytes_in, message.bytes_out = metrics.bytes_in, metrics.bytes_out
     message.duration_s = metrics.duration_s
@@ -152,7 +152,7 @@ def task_execution_state_to_proto(job_master_id: str, update: TaskExecutionState
         error=update.error, error_detail=update.error_detail,
         upstream_failure=update.upstream_failure)
     if update.metrics is not None:
-        metrics_to_proto(update.metrics, message.metrics)
+        fill_metrics(update.metrics, message.metrics)
     return message
 
 
@@ -190,7 +190,7 @@ def tdd_to_proto(tdd: TaskDeploymentDescriptor) -> taskexecutor_pb2.TaskDeployme
         parallelism=tdd.parallelism, attempt_number=tdd.attempt_number,
         attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id, operator=tdd.operator)
     for p in tdd.produced:
-        message.produced.add(result_id=p.result_id, partition_index=p.partition_index,
+        message.produced.add(result_id=p.result_id, partition_index=tdd.subtask_index,
                              num_subpartitions=p.num_subpartitions,
                              partition_type=p.partition_type.value,
                              ship=p.ship.value, keys=p.keys)
@@ -207,7 +207,7 @@ def tdd_from_proto(m: Any) -> TaskDeploymentDescriptor:
         m.job_id, m.job_master_id, m.job_master_address, m.vertex_id, m.vertex_name,
         m.subtask_index, m.parallelism, m.attempt_number, m.attempt_id, m.allocation_id,
         m.operator,
-        tuple(ResultPartitionDescriptor(p.result_id, p.partition_index, p.num_subpartitions,
+        tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
                                         tuple(p.keys)) for p in m.produced),
         tuple(InputGateDescriptor(g.input_index, g.shuffle_descriptors,

@@ -197,10 +197,10 @@ class GrpcJobMasterGateway:
                                                                   resource_id=resource_id),
                                  self._timeout), lambda _: None)
 
-    def update_task_execution_state(self, update: TaskExecutionState) -> "Future[bool]":
+    def update_task_execution_state(self, update: TaskExecutionState) -> "Future[None]":
         return _then(call_future(self._stub.UpdateTaskExecutionState,
                                  task_execution_state_to_proto(self._jm_id, update),
-                                 self._timeout), lambda _: True)
+                                 self._timeout), lambda _: None)
 
     def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]":
         return _then(call_future(self._stub.NotifyPartitionDataAvailable,

@@ -165,7 +165,7 @@ class Task:
         self._on_done(self)
 
     def _create_partition(self, desc: ResultPartitionDescriptor) -> ResultPartition:
-        pid = partition_id(desc.result_id, desc.partition_index, self.tdd.attempt_number)
+        pid = partition_id(desc.result_id, self.tdd.subtask_index, self.tdd.attempt_number)
         result_id = desc.result_id
 
         def first_data() -> None:

@@ -28,8 +28,8 @@ class JobMasterGateway(Protocol):
 
     def heartbeat_from_task_executor(self, resource_id: str) -> "Future[None]": ...
 
-    def update_task_execution_state(self, update: TaskExecutionState) -> "Future[bool]":
-        """False when the JobMaster no longer knows the attempt (it was replaced)."""
+    def update_task_execution_state(self, update: TaskExecutionState) -> "Future[None]":
+        """Refused when the JobMaster no longer knows the attempt (it was replaced)."""
         ...
 
     def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]": ...

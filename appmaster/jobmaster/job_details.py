@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
-from yarnflow.rpc.codec import metrics_to_proto
+from yarnflow.rpc.codec import fill_metrics
 from yarnflow.rpc.generated import jobmaster_pb2
 
 
@@ -31,5 +31,5 @@ def job_details(graph: ExecutionGraph) -> jobmaster_pb2.JobDetails:
             for state, at in execution.state_timestamps.items():
                 sub.state_timestamps[state.name] = at
             if execution.metrics is not None:
-                metrics_to_proto(execution.metrics, sub.metrics)
+                fill_metrics(execution.metrics, sub.metrics)
     return details

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from yarnflow.core.deployment import ResultPartitionDescriptor
+
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.status import (
@@ -90,6 +92,8 @@ class ExecutionJobVertex:
         self.operator_bytes = operator_bytes
         self.produced: list[IntermediateResult] = []
         self.inputs: list[IntermediateResult] = []
+        # what every subtask's deployment descriptor says of the produced results
+        self.produced_descriptors: tuple[ResultPartitionDescriptor, ...] | None = None
         self.task_vertices = [ExecutionVertex(self, i) for i in range(self.parallelism)]
 
     @property

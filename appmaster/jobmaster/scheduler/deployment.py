@@ -56,9 +56,11 @@ def build_descriptor(execution: Execution, job_master_id: str,
                      job_master_address: str) -> TaskDeploymentDescriptor:
     vertex = execution.vertex
     ejv = vertex.job_vertex
-    produced = tuple(ResultPartitionDescriptor(
-        result.id, vertex.subtask_index, result.num_subpartitions, result.partition_type,
-        result.ship, tuple(result.keys)) for result in ejv.produced)
+    produced = ejv.produced_descriptors
+    if produced is None:     # the same for every subtask: built once per vertex
+        produced = ejv.produced_descriptors = tuple(ResultPartitionDescriptor(
+            result.id, result.num_subpartitions, result.partition_type, result.ship,
+            tuple(result.keys)) for result in ejv.produced)
     inputs = []
     for input_index, group in enumerate(vertex.consumed):
         all_to_all = group.result.distribution is DistributionPattern.ALL_TO_ALL
