@@ -23,7 +23,7 @@ from yarnflow.appmaster.jobmaster.slotpool import SlotPool, TaskExecutorLocation
 from yarnflow.core.messages import SlotOffer
 from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.codec import tdd_to_proto
+from yarnflow.rpc.codec import tdd_to_bytes
 from yarnflow.rpc.endpoint import MainThread
 
 SLOTS_PER_EXECUTOR = 10
@@ -73,7 +73,7 @@ def main() -> None:
     for v in vertices:
         v.current.transition(ExecutionState.DEPLOYING)
         # built and put in wire form, as a deployment does
-        total_bytes += tdd_to_proto(build_descriptor(v.current, "jm", "jm:0")).ByteSize()
+        total_bytes += len(tdd_to_bytes(build_descriptor(v.current, "jm", "jm:0")))
     deploy_ms = (time.perf_counter() - t0) * 1000
     main_thread.shutdown()
 

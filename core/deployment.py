@@ -4,11 +4,13 @@ An ALL_TO_ALL input's producer locations are the same for every consumer, so the
 travel serialized (``InputGateDescriptor.shuffle_descriptors``, the wire form of
 ``ShuffleDescriptors`` made by ``yarnflow.rpc.codec``) and one serialization serves
 all P consumers: deploying a P x P shuffle stays O(P) work, as with Flink's cached
-shuffle descriptors.
+shuffle descriptors. Likewise everything a vertex's subtasks are deployed with alike
+is one ``TaskInformation`` (Flink's JobInformation and TaskInformation), put in wire form
+once for all of them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 
@@ -34,27 +36,42 @@ class ResultPartitionDescriptor:
     keys: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class InputGateDescriptor:
+    """One input of a task. An ALL_TO_ALL input's descriptor is one object shared by
+    every consumer subtask; each reads its own subpartition of every producer."""
     input_index: int
     shuffle_descriptors: bytes            # a serialized ShuffleDescriptors, shared
     consumed_partitions: tuple[int, ...]  # POINTWISE: the partitions read; empty: all
-    subpartition_index: int
     partition_type: PartitionType
+    # its wire form, made by yarnflow.rpc.codec at the first deployment that sends it
+    wire: bytes | None = field(default=None, repr=False)
+
+    def subpartition_index(self, subtask_index: int) -> int:
+        """ALL_TO_ALL: the consumer's own subpartition; POINTWISE: the only one."""
+        return 0 if self.consumed_partitions else subtask_index
 
 
-@dataclass(slots=True)
-class TaskDeploymentDescriptor:
+@dataclass(slots=True, eq=False)
+class TaskInformation:
+    """What every subtask of a vertex is deployed with alike: one object per vertex."""
     job_id: str
     job_master_id: str
     job_master_address: str
     vertex_id: str
     vertex_name: str
-    subtask_index: int
     parallelism: int
+    operator: bytes                       # cloudpickled; only the executor unpickles it
+    produced: tuple[ResultPartitionDescriptor, ...] = ()
+    # its wire form, made by yarnflow.rpc.codec at the first deployment that sends it
+    wire: bytes | None = field(default=None, repr=False)
+
+
+@dataclass(slots=True, eq=False)
+class TaskDeploymentDescriptor:
+    info: TaskInformation
+    subtask_index: int
     attempt_number: int
     attempt_id: str
     allocation_id: str
-    operator: bytes                       # cloudpickled; only the executor unpickles it
-    produced: tuple[ResultPartitionDescriptor, ...] = ()
     inputs: tuple[InputGateDescriptor, ...] = ()

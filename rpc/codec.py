@@ -8,7 +8,8 @@ from typing import Any
 import cloudpickle
 
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
-                                     ShuffleDescriptors, TaskDeploymentDescriptor)
+                                     ShuffleDescriptors, TaskDeploymentDescriptor,
+                                     TaskInformation)
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
@@ -179,37 +180,50 @@ def shuffle_descriptors_from_bytes(data: bytes) -> ShuffleDescriptors:
                               tuple(m.producer_location), tuple(m.producer_attempt))
 
 
-def tdd_to_proto(tdd: TaskDeploymentDescriptor) -> taskexecutor_pb2.TaskDeploymentDescriptor:
-    # Runs once per subtask of a deployment (10,000 times at parallelism 10,000): nested
-    # messages are filled in place with add(); passing built ones to the constructor
-    # copies them, shared shuffle descriptors included, and costs twice as much.
-    message = taskexecutor_pb2.TaskDeploymentDescriptor(
-        job_id=tdd.job_id, job_master_id=tdd.job_master_id,
-        job_master_address=tdd.job_master_address, vertex_id=tdd.vertex_id,
-        vertex_name=tdd.vertex_name, subtask_index=tdd.subtask_index,
-        parallelism=tdd.parallelism, attempt_number=tdd.attempt_number,
-        attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id, operator=tdd.operator)
-    for p in tdd.produced:
-        message.produced.add(result_id=p.result_id, partition_index=tdd.subtask_index,
-                             num_subpartitions=p.num_subpartitions,
-                             partition_type=p.partition_type.value,
-                             ship=p.ship.value, keys=p.keys)
+def tdd_to_bytes(tdd: TaskDeploymentDescriptor) -> bytes:
+    """The descriptor's wire form, a serialized ``TaskDeploymentDescriptor`` message.
+
+    Runs once per subtask of a deployment (10,000 times at parallelism 10,000). What
+    subtasks share (their TaskInformation, an ALL_TO_ALL gate and its shuffle descriptors)
+    is serialized once and kept on the shared object; a subtask only adds its own fields.
+    Concatenated protobuf messages parse as one message with the fields of all of them,
+    and repeated fields keep their order, so the executor parses the whole as usual.
+    """
+    info = tdd.info
+    if info.wire is None:
+        message = taskexecutor_pb2.TaskDeploymentDescriptor(
+            job_id=info.job_id, job_master_id=info.job_master_id,
+            job_master_address=info.job_master_address, vertex_id=info.vertex_id,
+            vertex_name=info.vertex_name, parallelism=info.parallelism, operator=info.operator)
+        for p in info.produced:
+            message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
+                                 partition_type=p.partition_type.value, ship=p.ship.value,
+                                 keys=p.keys)
+        info.wire = message.SerializeToString()
+    parts = [info.wire, taskexecutor_pb2.TaskDeploymentDescriptor(
+        subtask_index=tdd.subtask_index, attempt_number=tdd.attempt_number,
+        attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id).SerializeToString()]
     for g in tdd.inputs:
-        message.inputs.add(input_index=g.input_index, shuffle_descriptors=g.shuffle_descriptors,
-                           consumed_partitions=g.consumed_partitions,
-                           subpartition_index=g.subpartition_index,
-                           partition_type=g.partition_type.value)
-    return message
+        if g.wire is None:
+            message = taskexecutor_pb2.TaskDeploymentDescriptor()
+            message.inputs.add(input_index=g.input_index,
+                               shuffle_descriptors=g.shuffle_descriptors,
+                               consumed_partitions=g.consumed_partitions,
+                               partition_type=g.partition_type.value)
+            g.wire = message.SerializeToString()
+        parts.append(g.wire)
+    return b"".join(parts)
 
 
 def tdd_from_proto(m: Any) -> TaskDeploymentDescriptor:
-    return TaskDeploymentDescriptor(
+    info = TaskInformation(
         m.job_id, m.job_master_id, m.job_master_address, m.vertex_id, m.vertex_name,
-        m.subtask_index, m.parallelism, m.attempt_number, m.attempt_id, m.allocation_id,
-        m.operator,
+        m.parallelism, m.operator,
         tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
-                                        tuple(p.keys)) for p in m.produced),
+                                        tuple(p.keys)) for p in m.produced))
+    return TaskDeploymentDescriptor(
+        info, m.subtask_index, m.attempt_number, m.attempt_id, m.allocation_id,
         tuple(InputGateDescriptor(g.input_index, g.shuffle_descriptors,
-                                  tuple(g.consumed_partitions), g.subpartition_index,
-                                  PartitionType(g.partition_type)) for g in m.inputs))
+                                  tuple(g.consumed_partitions), PartitionType(g.partition_type))
+              for g in m.inputs))

@@ -22,7 +22,7 @@ from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grp
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
 from yarnflow.rpc.codec import (fill_location, fill_resource_spec, fill_slot_report,
                                 registration_to_proto, task_execution_state_to_proto,
-                                tdd_to_proto)
+                                tdd_to_bytes)
 from yarnflow.rpc.errors import refusal_of
 
 
@@ -65,6 +65,11 @@ class GrpcTaskExecutorGateway:
     def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float,
                  resource_manager_id: str = "") -> None:
         self._stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
+        # deployment descriptors are put in wire form by the codec (shared parts once for
+        # all subtasks), so this call takes them as bytes
+        self._submit_task = channel.unary_unary(
+            "/yarnflow.TaskExecutor/SubmitTask", request_serializer=None,
+            response_deserializer=common_pb2.Ack.FromString)
         self._jm_id = job_master_id
         self._rm_id = resource_manager_id
         self._timeout = timeout
@@ -84,7 +89,7 @@ class GrpcTaskExecutorGateway:
             resource_manager_id=self._rm_id, reason=reason), self._timeout), lambda _: None)
 
     def submit_task(self, descriptor: TaskDeploymentDescriptor) -> "Future[Any]":
-        return call_future(self._stub.SubmitTask, tdd_to_proto(descriptor), self._timeout)
+        return call_future(self._submit_task, tdd_to_bytes(descriptor), self._timeout)
 
     def cancel_task(self, attempt_id: str) -> "Future[Any]":
         return call_future(self._stub.CancelTask, taskexecutor_pb2.CancelTaskMessage(

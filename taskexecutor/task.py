@@ -79,8 +79,8 @@ class Task:
         self.tdd = tdd
         self.attempt_id = tdd.attempt_id
         self.allocation_id = tdd.allocation_id
-        self.job_id = tdd.job_id
-        self.name = f"{tdd.vertex_name} ({tdd.subtask_index + 1}/{tdd.parallelism})"
+        self.job_id = tdd.info.job_id
+        self.name = f"{tdd.info.vertex_name} ({tdd.subtask_index + 1}/{tdd.info.parallelism})"
         self._services = services
         self._on_done = on_done
         self._jm = job_master
@@ -117,8 +117,8 @@ class Task:
         started = time.monotonic()
         error, detail, upstream = "", "", False
         try:
-            operator = cloudpickle.loads(self.tdd.operator)
-            self._partitions = [self._create_partition(p) for p in self.tdd.produced]
+            operator = cloudpickle.loads(self.tdd.info.operator)
+            self._partitions = [self._create_partition(p) for p in self.tdd.info.produced]
             for partition in self._partitions:
                 self._services.partitions.register(partition)
             with self._lock:
@@ -188,7 +188,7 @@ class Task:
     # --- used by the operator through the context --------------------------------------
     def next_split(self) -> Any | None:
         while True:
-            answer = self._jm.request_next_input_split(self.tdd.vertex_id, self.attempt_id) \
+            answer = self._jm.request_next_input_split(self.tdd.info.vertex_id, self.attempt_id) \
                 .result(self._services.rpc_timeout)
             if not isinstance(answer, AskAgain):
                 return None if answer is None else cloudpickle.loads(answer)
@@ -201,7 +201,7 @@ class Task:
         gates = [g for g in self.tdd.inputs if g.input_index == index]
         if not gates:
             raise IndexError(f"{self.name} has no input {index}")
-        gate = InputGate(channels_of(gates[0]), self._services.resource_id,
+        gate = InputGate(channels_of(gates[0], self.tdd.subtask_index), self._services.resource_id,
                          self._services.partitions, self._services.clients, self.is_cancelled,
                          self._services.partition_timeout)
         batches = iter(gate)
@@ -235,8 +235,8 @@ class _Context:
     def __init__(self, task: Task) -> None:
         self._task = task
         self.subtask_index = task.tdd.subtask_index
-        self.parallelism = task.tdd.parallelism
-        self.vertex_name = task.tdd.vertex_name
+        self.parallelism = task.tdd.info.parallelism
+        self.vertex_name = task.tdd.info.vertex_name
         self.job_id = task.job_id
         self.attempt_id = task.attempt_id
         self.batch_rows = task._services.batch_rows

@@ -251,10 +251,10 @@ class TaskExecutor:
     def submit_task(self, tdd: TaskDeploymentDescriptor) -> None:
         def on_done(finished: RunningTask) -> None:
             self.main.execute(self._task_done, finished)
-        task = self._new_task(tdd, self._jm_gateway(tdd.job_master_address, tdd.job_master_id),
+        task = self._new_task(tdd, self._jm_gateway(tdd.info.job_master_address, tdd.info.job_master_id),
                               on_done)
         try:
-            self.slots.add_task(tdd.allocation_id, tdd.job_master_id, tdd.attempt_id, task)
+            self.slots.add_task(tdd.allocation_id, tdd.info.job_master_id, tdd.attempt_id, task)
         except SlotStateError as err:
             raise Refused(f"cannot run {task.name}: {err}") from None
         log.info("deploying %s (attempt %s) of job %s in slot %s", task.name,

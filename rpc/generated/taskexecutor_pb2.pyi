@@ -37,20 +37,18 @@ class SlotAllocationReply(_message.Message):
     def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ..., report_version: _Optional[int] = ...) -> None: ...
 
 class ResultPartitionDescriptor(_message.Message):
-    __slots__ = ("result_id", "partition_index", "num_subpartitions", "partition_type", "ship", "keys")
+    __slots__ = ("result_id", "num_subpartitions", "partition_type", "ship", "keys")
     RESULT_ID_FIELD_NUMBER: _ClassVar[int]
-    PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
     NUM_SUBPARTITIONS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_TYPE_FIELD_NUMBER: _ClassVar[int]
     SHIP_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     result_id: str
-    partition_index: int
     num_subpartitions: int
     partition_type: _jobgraph_pb2.PartitionType
     ship: _jobgraph_pb2.ShipStrategy
     keys: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, result_id: _Optional[str] = ..., partition_index: _Optional[int] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, result_id: _Optional[str] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ShuffleDescriptors(_message.Message):
     __slots__ = ("result_id", "data_addresses", "resource_ids", "producer_location", "producer_attempt")
@@ -67,18 +65,16 @@ class ShuffleDescriptors(_message.Message):
     def __init__(self, result_id: _Optional[str] = ..., data_addresses: _Optional[_Iterable[str]] = ..., resource_ids: _Optional[_Iterable[str]] = ..., producer_location: _Optional[_Iterable[int]] = ..., producer_attempt: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class InputGateDescriptor(_message.Message):
-    __slots__ = ("input_index", "shuffle_descriptors", "consumed_partitions", "subpartition_index", "partition_type")
+    __slots__ = ("input_index", "shuffle_descriptors", "consumed_partitions", "partition_type")
     INPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
     SHUFFLE_DESCRIPTORS_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
-    SUBPARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
     PARTITION_TYPE_FIELD_NUMBER: _ClassVar[int]
     input_index: int
     shuffle_descriptors: bytes
     consumed_partitions: _containers.RepeatedScalarFieldContainer[int]
-    subpartition_index: int
     partition_type: _jobgraph_pb2.PartitionType
-    def __init__(self, input_index: _Optional[int] = ..., shuffle_descriptors: _Optional[bytes] = ..., consumed_partitions: _Optional[_Iterable[int]] = ..., subpartition_index: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ...) -> None: ...
+    def __init__(self, input_index: _Optional[int] = ..., shuffle_descriptors: _Optional[bytes] = ..., consumed_partitions: _Optional[_Iterable[int]] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ...) -> None: ...
 
 class TaskDeploymentDescriptor(_message.Message):
     __slots__ = ("job_id", "job_master_id", "job_master_address", "vertex_id", "vertex_name", "subtask_index", "parallelism", "attempt_number", "attempt_id", "allocation_id", "operator", "produced", "inputs")

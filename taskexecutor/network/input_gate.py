@@ -33,15 +33,16 @@ def partition_id(result_id: str, index: int, attempt: int) -> str:
     return f"{result_id}#{index}#{attempt}"
 
 
-def channels_of(gate: InputGateDescriptor) -> list[Channel]:
+def channels_of(gate: InputGateDescriptor, subtask_index: int) -> list[Channel]:
     shuffle = shuffle_descriptors_from_bytes(gate.shuffle_descriptors)
     indexes = list(gate.consumed_partitions) or range(len(shuffle.producer_location))
+    subpartition = gate.subpartition_index(subtask_index)
     out = []
     for k, index in enumerate(indexes):
         where = shuffle.producer_location[k]
         out.append(Channel(partition_id(shuffle.result_id, index, shuffle.producer_attempt[k]),
                            shuffle.data_addresses[where], shuffle.resource_ids[where],
-                           gate.subpartition_index))
+                           subpartition))
     return out
 
 

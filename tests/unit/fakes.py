@@ -194,7 +194,7 @@ class Harness:
         """allocation id -> [(vertex name, subtask index)] of deployed tasks."""
         out: dict[str, list[tuple[str, int]]] = {}
         for tdd in self.deployed():
-            out.setdefault(tdd.allocation_id, []).append((tdd.vertex_name, tdd.subtask_index))
+            out.setdefault(tdd.allocation_id, []).append((tdd.info.vertex_name, tdd.subtask_index))
         return out
 
     def close(self) -> None:
@@ -260,8 +260,8 @@ class FakeJobMasterGateway:
 
 class FakeTask:
     def __init__(self, tdd: Any, job_master: Any, on_done: Callable[[Any], None]) -> None:
-        self.attempt_id, self.allocation_id, self.job_id = tdd.attempt_id, tdd.allocation_id, tdd.job_id
-        self.name = f"{tdd.vertex_name} ({tdd.subtask_index + 1}/{tdd.parallelism})"
+        self.attempt_id, self.allocation_id, self.job_id = tdd.attempt_id, tdd.allocation_id, tdd.info.job_id
+        self.name = f"{tdd.info.vertex_name} ({tdd.subtask_index + 1}/{tdd.info.parallelism})"
         self.started = self.cancelled = False
         self._on_done = on_done
 

@@ -77,7 +77,7 @@ def test_co_location_puts_subtask_i_of_each_vertex_in_the_same_slot(harness_fact
     h.start()
     h.offer_pending(["te-1", "te-2", "te-3"])
     wait_until(lambda: len(h.deployed()) == 9, 5, "all subtasks deployed")
-    slot_of = {(t.vertex_name, t.subtask_index): t.allocation_id for t in h.deployed()}
+    slot_of = {(t.info.vertex_name, t.subtask_index): t.allocation_id for t in h.deployed()}
     for i in range(3):
         assert slot_of[("head", i)] == slot_of[("tail", i)]
 
@@ -106,7 +106,7 @@ def test_lazy_from_sources_deploys_consumers_only_after_partitions_are_consumabl
     wait_until(lambda: len(h.rm.requests) + len(h.deployed()) > 2, 5, "consumer scheduled")
     h.offer_pending(["te-1", "te-2"])
     wait_until(lambda: len(h.deployed()) == 4, 5, "consumers deployed")
-    assert collections.Counter(t.vertex_name for t in h.deployed()) == {"source": 2, "sink": 2}
+    assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {"source": 2, "sink": 2}
 
 
 def test_preferred_locations_follow_producers(harness_factory):

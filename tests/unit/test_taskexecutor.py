@@ -7,7 +7,7 @@ import grpc
 import pytest
 
 from yarnflow.conf import Configuration
-from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.deployment import TaskDeploymentDescriptor, TaskInformation
 from yarnflow.core.errors import FencingError, Refused
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.core.resources import ResourceSpec
@@ -67,8 +67,8 @@ class Setup:
 
 
 def tdd(allocation_id: str = "alloc-1", attempt_id: str = "attempt-1") -> TaskDeploymentDescriptor:
-    return TaskDeploymentDescriptor("job-1", "jm-1", "am:1", "v", "map", 0, 1, 0, attempt_id,
-                                    allocation_id, b"op")
+    return TaskDeploymentDescriptor(TaskInformation("job-1", "jm-1", "am:1", "v", "map", 1, b"op"),
+                                    0, 0, attempt_id, allocation_id)
 
 
 def test_registration_retries_with_doubling_backoff_until_accepted():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from yarnflow.core.deployment import ResultPartitionDescriptor
+from yarnflow.core.deployment import InputGateDescriptor, TaskInformation
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
@@ -67,12 +67,13 @@ class ConsumedPartitionGroup:
     """The partitions of one result that a consumer subtask reads. For ALL_TO_ALL every
     consumer shares the same instance (and its cached shuffle descriptors)."""
 
-    __slots__ = ("result", "partition_indexes", "cached_descriptors")
+    __slots__ = ("result", "partition_indexes", "cached_descriptors", "cached_gate")
 
     def __init__(self, result: IntermediateResult, partition_indexes: range) -> None:
         self.result = result
         self.partition_indexes = partition_indexes
         self.cached_descriptors: bytes | None = None
+        self.cached_gate: InputGateDescriptor | None = None
 
     def partitions(self) -> Iterator[IntermediateResultPartition]:
         partitions = self.result.partitions
@@ -92,8 +93,8 @@ class ExecutionJobVertex:
         self.operator_bytes = operator_bytes
         self.produced: list[IntermediateResult] = []
         self.inputs: list[IntermediateResult] = []
-        # what every subtask's deployment descriptor says of the produced results
-        self.produced_descriptors: tuple[ResultPartitionDescriptor, ...] | None = None
+        # what every subtask is deployed with alike (built at the first deployment)
+        self.task_information: TaskInformation | None = None
         self.task_vertices = [ExecutionVertex(self, i) for i in range(self.parallelism)]
 
     @property

@@ -3,13 +3,16 @@
 The producer locations of an ALL_TO_ALL input are serialized once per consumed
 partition group and the same bytes go into every consumer's descriptor (Flink 1.14's
 cached shuffle descriptors), so deploying a P × P shuffle is O(P) work, not O(P²).
+What the subtasks of a vertex share (its TaskInformation, an ALL_TO_ALL input gate) is
+one object, so it is also put in wire form once, not once per subtask.
 """
 from __future__ import annotations
 
 from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, Execution,
-                                                         IntermediateResult)
+                                                         ExecutionJobVertex, IntermediateResult)
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
-                                     ShuffleDescriptors, TaskDeploymentDescriptor)
+                                     ShuffleDescriptors, TaskDeploymentDescriptor,
+                                     TaskInformation)
 from yarnflow.core.jobgraph import DistributionPattern
 from yarnflow.rpc.codec import shuffle_descriptors_to_bytes
 
@@ -52,24 +55,40 @@ def invalidate_descriptors(result: IntermediateResult) -> None:
                 group.cached_descriptors = None
 
 
+def task_information(vertex: ExecutionJobVertex, job_master_id: str,
+                     job_master_address: str) -> TaskInformation:
+    """The vertex's TaskInformation, built once per JobMaster and shared by its subtasks."""
+    info = vertex.task_information
+    if info is None or info.job_master_id != job_master_id:
+        info = vertex.task_information = TaskInformation(
+            vertex.graph.job_id, job_master_id, job_master_address, vertex.id, vertex.name,
+            vertex.parallelism, vertex.operator_bytes,
+            tuple(ResultPartitionDescriptor(result.id, result.num_subpartitions,
+                                            result.partition_type, result.ship,
+                                            tuple(result.keys)) for result in vertex.produced))
+    return info
+
+
+def input_gate(input_index: int, group: ConsumedPartitionGroup) -> InputGateDescriptor:
+    """An ALL_TO_ALL group's gate is cached with its shuffle descriptors: every consumer
+    gets the same object until a producer moves."""
+    descriptors = shuffle_descriptors(group)
+    if group.result.distribution is not DistributionPattern.ALL_TO_ALL:
+        return InputGateDescriptor(input_index, descriptors, tuple(group.partition_indexes),
+                                   group.result.partition_type)
+    gate = group.cached_gate
+    if gate is None or gate.shuffle_descriptors is not descriptors \
+            or gate.input_index != input_index:
+        gate = group.cached_gate = InputGateDescriptor(input_index, descriptors, (),
+                                                       group.result.partition_type)
+    return gate
+
+
 def build_descriptor(execution: Execution, job_master_id: str,
                      job_master_address: str) -> TaskDeploymentDescriptor:
     vertex = execution.vertex
-    ejv = vertex.job_vertex
-    produced = ejv.produced_descriptors
-    if produced is None:     # the same for every subtask: built once per vertex
-        produced = ejv.produced_descriptors = tuple(ResultPartitionDescriptor(
-            result.id, result.num_subpartitions, result.partition_type, result.ship,
-            tuple(result.keys)) for result in ejv.produced)
-    inputs = []
-    for input_index, group in enumerate(vertex.consumed):
-        all_to_all = group.result.distribution is DistributionPattern.ALL_TO_ALL
-        inputs.append(InputGateDescriptor(
-            input_index, shuffle_descriptors(group),
-            () if all_to_all else tuple(group.partition_indexes),
-            vertex.subtask_index if all_to_all else 0, group.result.partition_type))
     return TaskDeploymentDescriptor(
-        ejv.graph.job_id, job_master_id, job_master_address, ejv.id, ejv.name,
-        vertex.subtask_index, ejv.parallelism, execution.attempt_number, execution.attempt_id,
-        execution.slot.allocation_id if execution.slot else "", ejv.operator_bytes,
-        produced, tuple(inputs))
+        task_information(vertex.job_vertex, job_master_id, job_master_address),
+        vertex.subtask_index, execution.attempt_number, execution.attempt_id,
+        execution.slot.allocation_id if execution.slot else "",
+        tuple(input_gate(i, group) for i, group in enumerate(vertex.consumed)))
