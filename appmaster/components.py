@@ -9,13 +9,15 @@ import logging
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from yarnflow.appmaster.jobmaster.jobmaster import JobMaster, JobResult
+from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.service import JobMasterService
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
 from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
 from yarnflow.appmaster.resourcemanager.service import ResourceManagerService
 from yarnflow.core.container_ladder import ContainerLadder
+from yarnflow.core.details import JobDetails, JobResult
+from yarnflow.core.messages import ClusterOverview
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import JobGraph
@@ -23,9 +25,9 @@ from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
 from yarnflow.rpc.gateways import (GrpcJobMasterGateway, GrpcResourceManagerGateway, GrpcTaskExecutorGateway,
                                    register_job_master)
-from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2_grpc, resourcemanager_pb2, resourcemanager_pb2_grpc
+from yarnflow.rpc.generated import jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 from yarnflow.rpc.security import TlsCredentials
-from yarnflow.rpc.codec import jobgraph_to_proto, overview_to_proto
+from yarnflow.rpc.codec import as_received
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +46,7 @@ class JobClient:
     def wait(self, timeout: float | None = None) -> JobResult:
         return self.job_master.result.result(timeout=timeout)
 
-    def details(self) -> Any:
+    def details(self) -> JobDetails:
         return self.job_master.details()
 
     def cancel(self) -> None:
@@ -87,10 +89,10 @@ class ApplicationMasterComponents:
         self.resource_manager.start(self.address)
         return self
 
-    def submit(self, job_graph: JobGraph | jobgraph_pb2.JobGraph) -> JobClient:
+    def submit(self, job_graph: JobGraph) -> JobClient:
         """Start a JobMaster for the job; returns at once."""
-        message = jobgraph_to_proto(job_graph) if isinstance(job_graph, JobGraph) else job_graph
-        jm = JobMaster(message, self.config, self.address, self._te_gateway_factory)
+        jm = JobMaster(as_received(job_graph), self.config, self.address,
+                       self._te_gateway_factory)
         jm_id = jm.job_master_id
         self.job_masters.register(jm)
         channel = self.channels.get(self.address)
@@ -103,7 +105,7 @@ class ApplicationMasterComponents:
         return JobClient(jm)
 
     def _release(self, jm: JobMaster, result: JobResult) -> None:
-        self.job_masters.unregister(jm, result.details)
+        self.job_masters.unregister(jm)
         self.jobs.pop(jm.job_id, None)
 
     def _te_gateway_factory(self, location: TaskExecutorLocation,
@@ -119,8 +121,8 @@ class ApplicationMasterComponents:
     def _rm_jm_gateway(self, address: str, job_master_id: str) -> GrpcJobMasterGateway:
         return GrpcJobMasterGateway(self.channels.get(address), job_master_id, self._timeout)
 
-    def overview(self) -> resourcemanager_pb2.ClusterOverview:
-        return overview_to_proto(self.resource_manager.main.call(self.resource_manager.overview))
+    def overview(self) -> ClusterOverview:
+        return self.resource_manager.main.call(self.resource_manager.overview)
 
     def stop(self) -> None:
         for jm in list(self.jobs.values()):

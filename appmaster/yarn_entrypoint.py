@@ -27,12 +27,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from yarnflow.appmaster.components import ApplicationMasterComponents
-from yarnflow.appmaster.jobmaster.jobmaster import JobResult
+from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
+from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
+from yarnflow.core.details import JobDetails
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
 from yarnflow.core.container_ladder import ContainerLadder
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.status import JobStatus
+from yarnflow.rpc.codec import jobgraph_from_proto
 from yarnflow.rpc.generated import jobgraph_pb2
 from yarnflow.rpc.security import read_skein_container_credentials
 from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY,
@@ -42,7 +46,8 @@ log = logging.getLogger("yarnflow.appmaster")
 
 # YARN keeps diagnostics in the ResourceManager's memory; keep ours short.
 _DIAGNOSTICS_LIMIT = 4000
-FINAL_STATUS = {"FINISHED": "SUCCEEDED", "FAILED": "FAILED", "CANCELED": "KILLED"}
+FINAL_STATUS = {JobStatus.FINISHED: "SUCCEEDED", JobStatus.FAILED: "FAILED",
+                JobStatus.CANCELED: "KILLED"}
 
 
 def configure_logging() -> Path:
@@ -71,8 +76,8 @@ def load_worker_specs(plan: bytes) -> tuple[dict[ResourceSpec, WorkerSpec], dict
     return specs, services, starting
 
 
-def diagnostics_of(result: JobResult) -> str:
-    if result.status.value == "FINISHED":
+def diagnostics_of(result: JobDetails) -> str:
+    if result.status is JobStatus.FINISHED:
         return f"yarnflow job {result.job_id} finished"
     text = f"yarnflow job {result.job_id} {result.status.value}: {result.failure}"
     detail = (result.failure_detail or "").strip()
@@ -109,40 +114,37 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     return components
 
 
-def archive_result(config: Configuration, details: Any) -> None:
-    """The ended job's full details in the job history (as a session archives its
-    jobs): the client's attached summary, ``status`` and ``history`` read them there
-    once this ApplicationMaster is gone."""
-    location = config.get(options.SESSION_HISTORY_DIR)
-    if not location:
-        return
-    from yarnflow.rpc.archive import open_archive
-    try:
-        log.info("archived job %s to %s", details.job_id, open_archive(location).store(details))
-    except Exception:   # noqa: BLE001 - the job's outcome stands without its archive
-        log.exception("could not archive job %s to %s", details.job_id, location)
-
-
 def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
+    """One job, behind a Dispatcher of its own (Flink's MiniDispatcher): the client
+    follows and cancels it as it would a session's job, and the Dispatcher archives it
+    where the client's summary, ``status`` and ``history`` read it after we are gone."""
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
-    message = jobgraph_pb2.JobGraph.FromString(job_bytes)
-    components = start_components(config, app)
-    client = components.submit(message)
-    app.kv[JOB_ID_KEY] = client.job_id.encode()
+    graph = jobgraph_from_proto(jobgraph_pb2.JobGraph.FromString(job_bytes), load_operators=False)
+    history = config.get(options.SESSION_HISTORY_DIR)
+    dispatchers: list[Dispatcher] = []
+
+    def serve_dispatcher(components: ApplicationMasterComponents, server: Any) -> None:
+        dispatcher = Dispatcher(components, None, open_archive(history) if history else None)
+        add_dispatcher_service(server, dispatcher, lambda reason: dispatcher.cancel_all())
+        dispatchers.append(dispatcher)
+    components = start_components(config, app, register_more=serve_dispatcher)
+    dispatcher = dispatchers[0]
+    job_id = dispatcher.submit(graph)
+    app.kv[JOB_ID_KEY] = job_id.encode()
 
     def on_sigterm(*_: object) -> None:   # `yarn application -kill`, or YARN stopping us
-        log.warning("SIGTERM: cancelling job %s", client.job_id)
-        threading.Thread(target=client.cancel, daemon=True).start()
+        log.warning("SIGTERM: cancelling job %s", job_id)
+        threading.Thread(target=dispatcher.cancel_all, daemon=True).start()
     signal.signal(signal.SIGTERM, on_sigterm)
 
-    result = client.wait()
+    details = dispatcher.wait(job_id, timeout=None)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # Skein stops us after unregistering
-    log.info("job %s ended %s%s", result.job_id, result.status.value,
-             f": {result.failure}" if result.failure else "")
-    archive_result(config, result.details)
+    log.info("job %s ended %s%s", job_id, details.status.value,
+             f": {details.failure}" if details.failure else "")
+    dispatcher.close(config.get(options.JOB_CANCEL_TIMEOUT))    # the archive is written
     components.stop()
-    return FINAL_STATUS.get(result.status.value, "FAILED"), diagnostics_of(result)
+    return FINAL_STATUS.get(details.status, "FAILED"), diagnostics_of(details)
 
 
 def main(argv: list[str] | None = None) -> int:

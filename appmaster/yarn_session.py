@@ -16,11 +16,10 @@ import threading
 from typing import Any
 
 from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
-from yarnflow.appmaster.dispatcher.service import DispatcherService
+from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.appmaster.yarn_entrypoint import start_components
 from yarnflow.conf import Configuration, options
-from yarnflow.rpc.generated import dispatcher_pb2, dispatcher_pb2_grpc
 from yarnflow.core.contract import CONF_ENV, decode_env
 
 log = logging.getLogger("yarnflow.appmaster.session")
@@ -46,17 +45,7 @@ class Session:
         self.components = components
         self.dispatcher = Dispatcher(components, self.ladder,
                                      open_archive(self.history_dir) if self.history_dir else None)
-        dispatcher_pb2_grpc.add_DispatcherServicer_to_server(
-            DispatcherService(self.dispatcher, self.overview, self.stop), server)
-
-    def overview(self) -> dispatcher_pb2.SessionOverview:
-        cluster = self.components.overview()
-        running, finished = self.dispatcher.counts()   # type: ignore[union-attr]
-        return dispatcher_pb2.SessionOverview(
-            history_dir=self.history_dir, container_sizes=self.ladder.describe(),
-            executors=len(cluster.workers), free_slots=sum(w.free_slots for w in cluster.workers),
-            total_slots=sum(w.num_slots for w in cluster.workers),
-            running_jobs=running, finished_jobs=finished)
+        add_dispatcher_service(server, self.dispatcher, self.stop)
 
     def stop(self, reason: str) -> None:
         if not self._stopped.is_set():

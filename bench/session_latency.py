@@ -30,7 +30,6 @@ import argparse
 import io
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 from session_jobs import four_subtasks  # noqa: E402
 
 CONF = ["heartbeat.interval=1 s", "resourcemanager.taskmanager-timeout=5 s", "slot.idle.timeout=1 s"]
-ENDED = ("FINISHED", "FAILED", "CANCELED")
 
 
 def poll(condition, timeout: float, what: str, interval: float = 0.02):
@@ -88,7 +86,7 @@ def measure_warm(app_id: str, session: Any, work: float) -> float:
         start = time.time()
         job_id = execute("yarn-session", session_config(app_id), out + "/o", work).job_id
         running = poll(lambda: last_running(session.details(job_id)), 60, "all subtasks RUNNING")
-        poll(lambda: session.details(job_id).status in ENDED, 120, "the job to end")
+        poll(lambda: session.details(job_id).status.is_globally_terminal, 120, "the job to end")
     return (running - start) * 1000
 
 
@@ -104,7 +102,7 @@ def measure_warm_cli(app_id: str, session: Any, work: float) -> float:
             raise RuntimeError(proc.stdout + proc.stderr)
         job_id = proc.stdout.split("job ")[1].split()[0]
         running = poll(lambda: last_running(session.details(job_id)), 60, "all subtasks RUNNING")
-        poll(lambda: session.details(job_id).status in ENDED, 120, "the job to end")
+        poll(lambda: session.details(job_id).status.is_globally_terminal, 120, "the job to end")
     return (running - start) * 1000
 
 
@@ -115,7 +113,7 @@ def measure_per_job(work: float) -> float:
     with tempfile.TemporaryDirectory() as out:
         start = time.time()
         submission = execute("yarn-per-job", config, out + "/o", work)
-        with YarnApplication(submission.app_id, timeout=30) as app:
+        with YarnApplication(submission.application_id, timeout=30) as app:
             def running() -> float | None:
                 details = app.job_details()
                 return last_running(details) if details is not None else None
@@ -175,7 +173,7 @@ def measure_throughput(app_id: str, session: Any, jobs: int) -> float:
         start = time.monotonic()
         for i in range(jobs):
             job_id = execute("yarn-session", config, f"{out}/{i}", 0.0).job_id
-            status = poll(lambda: (s := session.details(job_id).status) in ENDED and s, 120,
+            status = poll(lambda: (s := session.details(job_id).status).is_globally_terminal and s.value, 120,
                           f"job {i} to end")
             if status != "FINISHED":
                 raise RuntimeError(f"job {i} ended {status}: {session.details(job_id).failure}")
@@ -203,11 +201,11 @@ def main() -> None:
     parser.add_argument("--warm-only", action="store_true",
                         help="only the warm session start (to compare two versions quickly)")
     args = parser.parse_args()
-    from yarnflow.targets.session import SessionClient
+    from yarnflow.targets.dispatcher_client import DispatcherClient
     app_id = start_session()
     result: dict[str, Any] = {}
     try:
-        with SessionClient(app_id, timeout=30) as session:
+        with DispatcherClient(app_id, timeout=30) as session:
             measure_warm(app_id, session, args.work)      # the executors' first job warms them
             warm = [measure_warm(app_id, session, args.work) for _ in range(args.repeats)]
             cli = [measure_warm_cli(app_id, session, args.work) for _ in range(max(2, args.repeats // 2))]

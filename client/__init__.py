@@ -25,12 +25,16 @@ _EXPORTS = {
     "DataSet": "yarnflow.pipeline",
     "Pipeline": "yarnflow.pipeline",
     "JobFailedError": "yarnflow.context",
+    "JobStatus": "yarnflow.core.status",
+    "JobHandle": "yarnflow.targets.base",
 }
 
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:
     from yarnflow.context import JobFailedError
+    from yarnflow.core.status import JobStatus
+    from yarnflow.targets.base import JobHandle
     from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, PartitionType,
                                         ScheduleMode, ShipStrategy)
     from yarnflow.pipeline import DataSet, Pipeline

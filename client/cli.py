@@ -1,6 +1,7 @@
 """The ``yarnflow`` command line."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import runpy
@@ -13,12 +14,12 @@ from rich.console import Console
 
 from yarnflow.display import progress_table, subtask_table, summary_table
 
-from yarnflow.conf import ConfigError, Configuration, options
+from yarnflow.conf import ConfigError, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.core.jobgraph import InvalidPipelineError
-from yarnflow.session_cli import (cancel_session_job, history, list_jobs, session, session_option,
-                                  show_session_job)
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.cli_common import (USER_ERRORS, config_options, fail, load_config, session_option,
+                                 user_errors)
+from yarnflow.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
 
 TARGETS = ["local", "yarn-per-job", "yarn-session"]
 
@@ -36,10 +37,7 @@ def main() -> None:
               help="Where the job runs (default: execution.target, which is 'local').")
 @click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
               help="Default parallelism of operators that set none (parallelism.default).")
-@click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
-              help="Override a configuration option; repeatable, e.g. -D slot.request.timeout=60s.")
-@click.option("-c", "--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Configuration file (default: $YARNFLOW_CONF_DIR/yarnflow.yaml).")
+@config_options
 @click.option("--progress/--no-progress", default=None,
               help="Show the live progress display (default: when stdout is a terminal).")
 @click.option("--attach/--detached", default=None,
@@ -63,18 +61,15 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
     console = Console()
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        config = Configuration.load(conf_file, dynamic)
-        if parallelism is not None:
-            config.set(options.DEFAULT_PARALLELISM, parallelism)
-        if target is not None:
-            config.set(options.TARGET, target)
-        if attach is not None:
-            config.set(options.ATTACHED, attach)
-        if session is not None:
-            config.set(options.YARN_APPLICATION_ID, session)
-    except ConfigError as err:
-        raise click.UsageError(str(err)) from None
+    config = load_config(conf_file, dynamic)
+    if parallelism is not None:
+        config.set(options.DEFAULT_PARALLELISM, parallelism)
+    if target is not None:
+        config.set(options.TARGET, target)
+    if attach is not None:
+        config.set(options.ATTACHED, attach)
+    if session is not None:
+        config.set(options.YARN_APPLICATION_ID, session)
     context = ExecutionContext(config, config.get(options.TARGET),
                                sys.stdout.isatty() if progress is None else progress, console,
                                show_subtasks=subtasks)
@@ -97,12 +92,13 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
         if detail and verbose:
             console.print(detail, markup=False, highlight=False)
         sys.exit(1)
+    except SyntaxError as err:
+        where = f"{err.filename}, line {err.lineno}" if err.filename else pipeline
+        fail(f"{where}: {err.msg} (a syntax error in the pipeline script; fix the script)", 2)
     except (InvalidPipelineError, ConfigError) as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except YarnError as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+        fail(err, 2)
+    except USER_ERRORS as err:
+        fail(err)
     finally:
         sys.argv = saved_argv
         set_context(None)
@@ -117,46 +113,17 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
               help="Default parallelism of operators that set none (parallelism.default).")
-@click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
-              help="Override a configuration option, e.g. -D planner.broadcast-threshold=1mb.")
-@click.option("-c", "--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
-              default=None, help="Configuration file (default: $YARNFLOW_CONF_DIR/yarnflow.yaml).")
+@config_options
 def explain(pipeline: str, script_args: tuple[str, ...], parallelism: int | None,
             dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Print the plan PIPELINE would run with — vertices, parallelism, slot profiles,
     ship strategies, estimated rows and bytes, and why each join got its strategy —
     without running it. SCRIPT_ARGS go to the script's sys.argv."""
-    try:
-        config = Configuration.load(conf_file, dynamic)
-        if parallelism is not None:
-            config.set(options.DEFAULT_PARALLELISM, parallelism)
-    except ConfigError as err:
-        raise click.UsageError(str(err)) from None
+    config = load_config(conf_file, dynamic)
+    if parallelism is not None:
+        config.set(options.DEFAULT_PARALLELISM, parallelism)
     console = Console() if sys.stdout.isatty() else Console(width=160)   # a plan is wide
     _run_script(pipeline, script_args, ExecutionContext(config, "explain", False, console), False)
-
-
-def _load_config(conf_file: str | None, dynamic: tuple[str, ...]) -> Configuration:
-    try:
-        return Configuration.load(conf_file, dynamic)
-    except ConfigError as err:
-        raise click.UsageError(str(err)) from None
-
-
-def _application(app_id: str, conf_file: str | None, dynamic: tuple[str, ...]) -> Any:
-    from yarnflow.targets.yarn_apps import YarnApplication
-    config = Configuration.load(conf_file, dynamic)
-    return YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT))
-
-
-def _app_command(fn: Any) -> Any:
-    """The shared shape of status/cancel/logs: APP_ID, -D, -c, clear errors."""
-    fn = click.argument("app_id")(fn)
-    fn = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
-                      help="Override a configuration option.")(fn)
-    fn = click.option("-c", "--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
-                      default=None, help="Configuration file.")(fn)
-    return fn
 
 
 def _is_application(ref: str) -> bool:
@@ -164,24 +131,24 @@ def _is_application(ref: str) -> bool:
 
 
 @main.command()
-@_app_command
+@click.argument("app_id", metavar="APP_ID|JOB_ID")
 @click.option("--subtasks", is_flag=True, help="Also list every subtask's records, bytes and seconds.")
 @session_option
+@config_options
+@user_errors
 def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtasks: bool,
            session: str) -> None:
     """Show a YARN application's state, its job's progress and metrics while it runs,
     and the failure (with the traceback summary) when it failed. Given a job id of a
-    session (APP_ID is then JOB_ID), that job's, live or from the history."""
-    console = Console()
+    session, that job's, live or from the history."""
+    config = load_config(conf_file, dynamic)
     if not _is_application(app_id):
-        show_session_job(app_id, session, _load_config(conf_file, dynamic), subtasks)
+        show_session_job(app_id, session, config, subtasks)
         return
-    try:
-        with _application(app_id, conf_file, dynamic) as app:
-            st = app.status()
-    except (YarnError, ConfigError) as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+    from yarnflow.targets.yarn_apps import YarnApplication
+    with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
+        st = app.status()
+    console = Console()
     console.print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
     console.print(f"tracking URL: {st.tracking_url}", highlight=False)
     if st.details is not None:
@@ -194,36 +161,33 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
 
 
 @main.command()
-@_app_command
+@click.argument("app_id", metavar="APP_ID|JOB_ID")
 @session_option
+@config_options
+@user_errors
 def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session: str) -> None:
     """Cancel the job of a YARN application (which ends KILLED), or, given a job id
     of a session, that job alone."""
-    console = Console()
+    config = load_config(conf_file, dynamic)
     if not _is_application(app_id):
-        cancel_session_job(app_id, session, _load_config(conf_file, dynamic))
+        cancel_session_job(app_id, session, config)
         return
-    try:
-        with _application(app_id, conf_file, dynamic) as app:
-            st = app.cancel()
-    except (YarnError, ConfigError) as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        sys.exit(1)
-    console.print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
+    from yarnflow.targets.yarn_apps import YarnApplication
+    with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
+        st = app.cancel()
+    Console().print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
 
 
 @main.command()
-@_app_command
+@click.argument("app_id")
+@config_options
+@user_errors
 def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Print the logs of every container of a YARN application (ApplicationMaster and
     TaskExecutors), running or finished."""
     from yarnflow.targets.yarn_apps import application_logs
-    try:
-        config = Configuration.load(conf_file, dynamic)
-        click.echo(application_logs(app_id, config.get(options.YARN_CLIENT_TIMEOUT) * 4))
-    except (YarnError, ConfigError) as err:
-        Console().print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+    config = load_config(conf_file, dynamic)
+    click.echo(application_logs(app_id, config.get(options.YARN_CLIENT_TIMEOUT) * 4))
 
 
 @main.group(name="fs")
@@ -234,13 +198,12 @@ def fs_group() -> None:
 
 def _fs_command(fn: Any) -> Any:
     """Run a file command, turning its errors into one line."""
+    @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> None:
         try:
             fn(*args, **kwargs)
         except (OSError, ValueError) as err:
-            Console().print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-            sys.exit(1)
-    run.__name__, run.__doc__ = fn.__name__, fn.__doc__
+            fail(err)
     return run
 
 

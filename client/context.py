@@ -10,12 +10,14 @@ from typing import Any
 from rich.console import Console
 
 from yarnflow.conf import Configuration, options
+from yarnflow.core.details import JobResult
+from yarnflow.core.status import JobStatus
 
 
 class JobFailedError(RuntimeError):
     """The job ended FAILED or CANCELED; ``result`` holds its summary."""
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: JobResult) -> None:
         super().__init__(f"job {result.job_id} {result.status.value}: {result.failure}")
         self.result = result
 
@@ -43,34 +45,41 @@ def current_context() -> ExecutionContext | None:
 
 
 def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | None) -> Any:
+    """Submit the pipeline to its target; returns the job's ``JobHandle`` once the job
+    ended (an attached run, and always on ``local``) or was accepted (a detached one).
+    A job that ended other than FINISHED raises ``JobFailedError``."""
     context = _CONTEXT or ExecutionContext(config or Configuration.load(),
                                            show_progress=sys.stdout.isatty())
     config = config or context.config
-    target = target or (context.target if _CONTEXT else config.get(options.TARGET))
-    if target.startswith("yarn"):
-        from yarnflow.targets.yarn import prepare_config
-        config = prepare_config(config)     # YARN's largest container bounds the profiles
-    graph = pipeline.job_graph(config)
-    if target != "explain":
-        graph.check_outputs()
-    if target == "explain":
+    name = target or (context.target if _CONTEXT else config.get(options.TARGET))
+    if name == "explain":
         from yarnflow.explain import ExplainResult, plan_renderable
+        graph = pipeline.job_graph(config)
         context.console.print(plan_renderable(graph, config))
-        result: Any = ExplainResult(graph)
-        context.results.append(result)
-        return result
-    if target == "local":
-        from yarnflow.targets.run_local import run_local
-        result = run_local(graph, config, context)
-    elif target == "yarn-per-job":
-        from yarnflow.targets.run_yarn import run_yarn_per_job
-        result = run_yarn_per_job(graph, config, context)
-    elif target == "yarn-session":
-        from yarnflow.targets.run_session import run_yarn_session
-        result = run_yarn_session(graph, config, context)
-    else:
-        raise ValueError(f"unknown target {target!r}: use local, yarn-per-job or yarn-session")
-    context.results.append(result)
-    if result.status.value not in ("FINISHED", "SUBMITTED"):
+        explained = ExplainResult(graph)
+        context.results.append(explained)
+        return explained
+    from yarnflow.display import follow, print_summary
+    from yarnflow.targets.base import make_target
+    chosen = make_target(name, config)     # a YARN target reads what YARN grants here
+    graph = pipeline.job_graph(chosen.config)
+    graph.check_outputs()
+    handle = chosen.submit(graph)
+    context.results.append(handle)
+    for line in chosen.submitted(handle):
+        context.console.print(line, highlight=False, soft_wrap=True)
+    if not chosen.attached:
+        handle.close()
+        return handle
+    try:
+        if context.show_progress:
+            follow(handle, context.console)
+        result = handle.wait()
+    finally:
+        handle.close()
+    print_summary(result.details, context.console, context.show_subtasks)
+    if handle.application_id:
+        context.console.print(f"job {result.job_id} {result.status.value}", highlight=False)
+    if result.status is not JobStatus.FINISHED:
         raise JobFailedError(result)
-    return result
+    return handle

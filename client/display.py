@@ -3,22 +3,25 @@ the result summary printed when a job ends."""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
-from yarnflow.rpc.generated import common_pb2
+from yarnflow.core.details import JobDetails
+from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.status import ExecutionState
 
-_STATES = [("deploying", (common_pb2.SCHEDULED, common_pb2.DEPLOYING, common_pb2.INITIALIZING)),
-           ("running", (common_pb2.RUNNING,)), ("finished", (common_pb2.FINISHED,)),
-           ("failed", (common_pb2.FAILED,)),
-           ("canceled", (common_pb2.CANCELING, common_pb2.CANCELED))]
+_E = ExecutionState
+_STATES = [("deploying", (_E.SCHEDULED, _E.DEPLOYING, _E.INITIALIZING)),
+           ("running", (_E.RUNNING,)), ("finished", (_E.FINISHED,)), ("failed", (_E.FAILED,)),
+           ("canceled", (_E.CANCELING, _E.CANCELED))]
 
 
-def progress_table(details: Any) -> Table:
-    table = Table(title=f"{details.name} [{details.status}]", title_justify="left")
+def progress_table(details: JobDetails) -> Table:
+    table = Table(title=f"{details.name} [{details.status.value}]", title_justify="left")
     table.add_column("vertex")
     table.add_column("parallelism", justify="right")
     for label, _ in _STATES:
@@ -29,7 +32,7 @@ def progress_table(details: Any) -> Table:
     return table
 
 
-def input_skew(metrics: list[Any]) -> float | None:
+def input_skew(metrics: list[TaskMetrics]) -> float | None:
     """Most records one subtask read ÷ the mean: 1.0 is perfectly balanced; a hash join
     on a skewed key shows nearly the parallelism here."""
     counts = [m.records_in for m in metrics]
@@ -37,9 +40,9 @@ def input_skew(metrics: list[Any]) -> float | None:
     return max(counts) / mean if mean else None
 
 
-def summary_table(details: Any) -> Table:
+def summary_table(details: JobDetails) -> Table:
     duration = (details.end_time - details.start_time) if details.end_time else 0.0
-    table = Table(title=f"job {details.job_id} {details.status} in {duration:.2f} s",
+    table = Table(title=f"job {details.job_id} {details.status.value} in {duration:.2f} s",
                   title_justify="left")
     for column in ("vertex", "subtasks", "records in", "records out", "MB in", "MB out",
                    "in max/mean", "max subtask s"):
@@ -57,7 +60,7 @@ def summary_table(details: Any) -> Table:
     return table
 
 
-def subtask_table(details: Any) -> Table:
+def subtask_table(details: JobDetails) -> Table:
     """Every subtask's own figures: where the rows went, and which one was slow."""
     table = Table(title=f"subtasks of job {details.job_id}", title_justify="left")
     for column in ("subtask", "state", "executor", "records in", "records out", "MB in",
@@ -69,7 +72,7 @@ def subtask_table(details: Any) -> Table:
             m = s.metrics
             located = s.splits_local + s.splits_remote
             table.add_row(f"{vertex.name} ({s.index + 1}/{vertex.parallelism})",
-                          common_pb2.ExecutionState.Name(s.state), s.resource_id,
+                          s.state.name, s.resource_id,
                           f"{m.records_in:,}", f"{m.records_out:,}",
                           f"{m.bytes_in / 2**20:.1f}", f"{m.bytes_out / 2**20:.1f}",
                           f"{m.duration_s:.2f}",
@@ -77,20 +80,20 @@ def subtask_table(details: Any) -> Table:
     return table
 
 
-def follow(get_details: Callable[[], Any], done: Callable[[], bool], console: Console,
-           refresh: float = 0.25) -> None:
-    """Redraw the progress table until ``done()``."""
-    with Live(progress_table(get_details()), console=console, refresh_per_second=8,
-              transient=True) as live:
-        while not done():
+def follow(handle: Any, console: Console, refresh: float = 0.5) -> None:
+    """Redraw the progress table of ``handle``'s job (a ``JobHandle``) until it ended."""
+    with Live(Text(f"waiting for job {handle.job_id} to start"), console=console,
+              refresh_per_second=4, transient=True) as live:
+        while True:
+            details = handle.details()
+            if details is not None:
+                live.update(progress_table(details))
+                if details.status.is_globally_terminal:
+                    return
             time.sleep(refresh)   # display refresh cadence, not synchronisation
-            try:
-                live.update(progress_table(get_details()))
-            except Exception:
-                break
 
 
-def print_summary(details: Any, console: Console, subtasks: bool = False) -> None:
+def print_summary(details: JobDetails, console: Console, subtasks: bool = False) -> None:
     console.print(summary_table(details))
     if subtasks:
         console.print(subtask_table(details))
@@ -98,7 +101,7 @@ def print_summary(details: Any, console: Console, subtasks: bool = False) -> Non
         console.print(f"[bold red]job failed:[/] {details.failure}")
 
 
-def jobs_table(jobs: list[Any], title: str) -> Table:
+def jobs_table(jobs: list[JobDetails], title: str) -> Table:
     """One line per job of a session or its history: what ran, how it ended, how long."""
     table = Table(title=title, title_justify="left")
     for column in ("job id", "name", "status", "started", "seconds", "failure"):
@@ -107,6 +110,6 @@ def jobs_table(jobs: list[Any], title: str) -> Table:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.start_time)) \
             if job.start_time else "-"
         seconds = f"{job.end_time - job.start_time:.2f}" if job.end_time else "-"
-        table.add_row(job.job_id, job.name, job.status, started, seconds,
+        table.add_row(job.job_id, job.name, job.status.value, started, seconds,
                       (job.failure or "")[:80])
     return table

@@ -26,9 +26,12 @@ class ExplainStatus(enum.Enum):
 
 @dataclass
 class ExplainResult:
-    """What ``execute()`` returns under ``yarnflow explain``: the plan, not a run."""
+    """What ``execute()`` returns under ``yarnflow explain``: the plan, not a run (it
+    answers ``status()`` as a job handle does, so a script runs on unchanged)."""
     graph: JobGraph
-    status: ExplainStatus = ExplainStatus.EXPLAINED
+
+    def status(self) -> ExplainStatus:
+        return ExplainStatus.EXPLAINED
 
 
 def describe_input(edge: Any) -> str:

@@ -3,41 +3,18 @@ jobs of a session (``list``, and ``status``/``cancel`` of a job id), and ``histo
 of finished jobs, which outlives the session."""
 from __future__ import annotations
 
-import sys
-from typing import Any, Callable, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from yarnflow.conf import ConfigError, Configuration, options
+from yarnflow.cli_common import (config_options, fail, load_config, session_option,
+                                 user_errors)
+from yarnflow.conf import Configuration, options
+from yarnflow.core.details import JobDetails
 from yarnflow.display import jobs_table, print_summary, progress_table
 from yarnflow.targets.yarn_errors import YarnError
-
-
-def _fail(console: Console, err: Exception) -> NoReturn:
-    console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-    sys.exit(1)
-
-
-def config_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
-                      help="Override a configuration option, e.g. -D yarn.client.timeout=60s.")(fn)
-    return click.option("-c", "--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
-                        default=None, help="Configuration file.")(fn)
-
-
-def session_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("-a", "--application", "session", default="", metavar="APP_ID|NAME",
-                        help="The session (default: the newest running one started from "
-                             "this account).")(fn)
-
-
-def _load(conf_file: str | None, dynamic: tuple[str, ...]) -> Configuration:
-    try:
-        return Configuration.load(conf_file, dynamic)
-    except ConfigError as err:
-        raise click.UsageError(str(err)) from None
 
 
 @click.group()
@@ -53,18 +30,16 @@ def session() -> None:
               help="TaskExecutors started at once and kept warm however long they idle "
                    "(session.min-executors).")
 @config_options
+@user_errors
 def session_start(name: str | None, min_executors: int | None, dynamic: tuple[str, ...],
                   conf_file: str | None) -> None:
     """Start a session and return once its Dispatcher accepts jobs; prints the
     application id."""
     from yarnflow.targets.session import start_session
     console = Console()
-    config = _load(conf_file, dynamic)
-    try:
-        started = start_session(config, name, config.get(options.SESSION_MIN_EXECUTORS)
-                                if min_executors is None else min_executors)
-    except (YarnError, ConfigError) as err:
-        _fail(console, err)
+    config = load_config(conf_file, dynamic)
+    started = start_session(config, name, config.get(options.SESSION_MIN_EXECUTORS)
+                            if min_executors is None else min_executors)
     console.print(f"started session [bold]{started.name}[/] as YARN application "
                   f"[bold]{started.app_id}[/]", highlight=False, soft_wrap=True)
     console.print(f"tracking URL: {started.tracking_url}", highlight=False, soft_wrap=True)
@@ -76,17 +51,14 @@ def session_start(name: str | None, min_executors: int | None, dynamic: tuple[st
 
 @session.command("list")
 @config_options
+@user_errors
 def session_list(dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """The running yarnflow sessions on the cluster, with their jobs and executors
     where this account holds the session's certificate."""
-    from yarnflow.targets.session import SessionClient, list_sessions
-    console = Console()
-    config = _load(conf_file, dynamic)
-    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
-    try:
-        reports = list_sessions(timeout)
-    except YarnError as err:
-        _fail(console, err)
+    from yarnflow.targets.dispatcher_client import DispatcherClient
+    from yarnflow.targets.session import list_sessions
+    timeout = load_config(conf_file, dynamic).get(options.YARN_CLIENT_TIMEOUT)
+    reports = list_sessions(timeout)
     table = Table(title="yarnflow sessions", title_justify="left")
     for column in ("application", "name", "user", "state", "jobs running", "jobs ended",
                    "executors", "free slots"):
@@ -94,82 +66,83 @@ def session_list(dynamic: tuple[str, ...], conf_file: str | None) -> None:
     for report in reports:
         counts = ["-"] * 4
         try:
-            with SessionClient(report.id, min(timeout, 5.0)) as client:
+            with DispatcherClient(report.id, min(timeout, 5.0)) as client:
                 o = client.overview()
             counts = [str(o.running_jobs), str(o.finished_jobs), str(o.executors),
                       f"{o.free_slots}/{o.total_slots}"]
         except (YarnError, KeyError):
             pass       # not ours, or not up yet
         table.add_row(report.id, report.name, report.user, str(report.state), *counts)
-    console.print(table)
+    Console().print(table)
 
 
 @session.command("stop")
 @click.argument("ref", metavar="APP_ID|NAME")
 @config_options
+@user_errors
 def session_stop(ref: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Stop a session: running jobs are cancelled and archived, then the application
     ends SUCCEEDED. Its history stays readable with `yarnflow history`."""
     from yarnflow.targets.session import resolve_session, stop_session
-    console = Console()
-    config = _load(conf_file, dynamic)
+    config = load_config(conf_file, dynamic)
     timeout = config.get(options.YARN_CLIENT_TIMEOUT)
-    try:
-        app_id = resolve_session(ref, timeout)
-        final = stop_session(app_id, timeout, timeout + 2 * config.get(options.JOB_CANCEL_TIMEOUT))
-    except (YarnError, KeyError) as err:
-        _fail(console, err)
-    console.print(f"{final.app_id}: {final.state} (final status {final.final_status})",
-                  highlight=False)
+    app_id = resolve_session(ref, timeout)
+    final = stop_session(app_id, timeout, timeout + 2 * config.get(options.JOB_CANCEL_TIMEOUT))
+    Console().print(f"{final.app_id}: {final.state} (final status {final.final_status})",
+                    highlight=False)
 
 
 @click.command("list")
 @session_option
 @config_options
+@user_errors
 def list_jobs(session: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """The jobs of a session: running ones first, then those that ended."""
-    from yarnflow.targets.session import SessionClient, resolve_session
-    console = Console()
-    config = _load(conf_file, dynamic)
-    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
-    try:
-        app_id = resolve_session(session, timeout)
-        with SessionClient(app_id, timeout) as client:
-            jobs = client.list_jobs()
-    except (YarnError, KeyError) as err:
-        _fail(console, err)
-    console.print(jobs_table(jobs, f"jobs of session {app_id}"))
+    from yarnflow.targets.dispatcher_client import DispatcherClient
+    from yarnflow.targets.session import resolve_session
+    timeout = load_config(conf_file, dynamic).get(options.YARN_CLIENT_TIMEOUT)
+    app_id = resolve_session(session, timeout)
+    with DispatcherClient(app_id, timeout) as client:
+        jobs = client.list_jobs()
+    Console().print(jobs_table(jobs, f"jobs of session {app_id}"))
 
 
+def _session_of(job_id: str, session: str, config: Configuration, store: Any) -> str:
+    from yarnflow.targets.session import resolve_session
+    return (None if session else store.app_of_job(job_id)) or \
+        resolve_session(session, config.get(options.YARN_CLIENT_TIMEOUT), store)
+
+
+@user_errors
 def show_session_job(job_id: str, session: str, config: Configuration, subtasks: bool) -> None:
     """`yarnflow status JOB_ID`: live from the session's Dispatcher, or from the
     history archive once the session is gone."""
     from yarnflow.targets.app_store import ApplicationStore
-    from yarnflow.targets.session import JobNotFound, SessionClient, resolve_session
+    from yarnflow.targets.dispatcher_client import DispatcherClient, JobNotFound
     console = Console()
-    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
     store = ApplicationStore()
     app_id = store.app_of_job(job_id) if not session else None
     try:
-        app_id = app_id or resolve_session(session, timeout, store)
-        with SessionClient(app_id, timeout, store) as client:
+        app_id = _session_of(job_id, session, config, store)
+        with DispatcherClient(app_id, config.get(options.YARN_CLIENT_TIMEOUT), store) as client:
             details = client.details(job_id)
-    except JobNotFound as err:
-        _fail(console, err)
+    except JobNotFound:
+        raise
     except (YarnError, KeyError) as err:
-        details = _archived(job_id, app_id, store)
-        if details is None:
-            _fail(console, err)
+        archived = _archived(job_id, app_id, store)
+        if archived is None:
+            fail(err)
+        details = archived
         console.print(f"(session {app_id} is gone; from its history)", highlight=False)
-    console.print(f"job {details.job_id} ({details.name}) in session {app_id}: {details.status}",
-                  highlight=False)
+    console.print(f"job {details.job_id} ({details.name}) in session {app_id}: "
+                  f"{details.status.value}", highlight=False)
     console.print(progress_table(details))
     print_summary(details, console, subtasks)
     if details.failure_detail:
         console.print(details.failure_detail, markup=False, highlight=False)
 
 
-def _archived(job_id: str, app_id: str | None, store: Any) -> Any:
+def _archived(job_id: str, app_id: str | None, store: Any) -> JobDetails | None:
     from yarnflow.rpc.archive import open_archive
     history = store.info(app_id).get("history_dir") if app_id else None
     if not history:
@@ -180,22 +153,17 @@ def _archived(job_id: str, app_id: str | None, store: Any) -> Any:
         return None
 
 
+@user_errors
 def cancel_session_job(job_id: str, session: str, config: Configuration) -> None:
     from yarnflow.targets.app_store import ApplicationStore
-    from yarnflow.targets.session import SessionClient, resolve_session
-    console = Console()
-    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
+    from yarnflow.targets.dispatcher_client import DispatcherClient
     store = ApplicationStore()
-    try:
-        app_id = (None if session else store.app_of_job(job_id)) or resolve_session(session, timeout, store)
-        with SessionClient(app_id, timeout, store) as client:
-            ack = client.cancel(job_id)
-            if not ack.ok:
-                _fail(console, YarnError(ack.message))
-            details = client.details(job_id)
-    except (YarnError, KeyError) as err:
-        _fail(console, err)
-    console.print(f"cancelling job {job_id} in session {app_id} ({details.status})", highlight=False)
+    app_id = _session_of(job_id, session, config, store)
+    with DispatcherClient(app_id, config.get(options.YARN_CLIENT_TIMEOUT), store) as client:
+        client.cancel(job_id)
+        details = client.details(job_id)
+    Console().print(f"cancelling job {job_id} in session {app_id} ({details.status.value})",
+                    highlight=False)
 
 
 @click.command("history")
@@ -205,6 +173,7 @@ def cancel_session_job(job_id: str, session: str, config: Configuration) -> None
               help="The history directory (default: the session's, else session.history-dir).")
 @click.option("--subtasks", is_flag=True, help="Also list every subtask's figures.")
 @config_options
+@user_errors
 def history(job_id: str | None, session: str, location: str | None, subtasks: bool,
             dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Finished session jobs from the history archive (during the session and after it
@@ -213,26 +182,28 @@ def history(job_id: str | None, session: str, location: str | None, subtasks: bo
     from yarnflow.targets.app_store import ApplicationStore
     from yarnflow.targets.history import history_location
     console = Console()
-    config = _load(conf_file, dynamic)
+    config = load_config(conf_file, dynamic)
     store = ApplicationStore()
     if location is None and session:
         named = [a for a, info in store.sessions() if session in (a, info.get("name"))]
         location = store.info(named[0]).get("history_dir") if named else None
         if location is None:
-            _fail(console, YarnError(f"no session {session} was started from this account; "
-                                     "name the directory with --dir"))
+            fail(f"no session {session} was started from this account; name the directory "
+                 "with --dir")
     try:
         archive = open_archive(location or history_location(config))
         if job_id is None:
             console.print(jobs_table(archive.all(), f"job history in {archive.directory}"))
             return
         details = archive.load(job_id)
-    except (KeyError, OSError, YarnError) as err:
-        _fail(console, err if not isinstance(err, KeyError) else YarnError(err.args[0]))
-    console.print(f"job {details.job_id} ({details.name}): {details.status}", highlight=False)
+    except OSError as err:
+        fail(err)
+    console.print(f"job {details.job_id} ({details.name}): {details.status.value}",
+                  highlight=False)
     print_summary(details, console, subtasks)
     if details.failure_detail:
         console.print(details.failure_detail, markup=False, highlight=False)
 
 
-__all__ = ["cancel_session_job", "history", "list_jobs", "session", "show_session_job"]
+__all__ = ["cancel_session_job", "history", "list_jobs", "session", "session_option",
+           "show_session_job"]

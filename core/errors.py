@@ -27,5 +27,9 @@ class UnknownExecutor(Refused):
     """No registered TaskExecutor by that ResourceID: it must register (again)."""
 
 
+class JobRejected(Refused):
+    """A job the session cannot run; the message names the problem and the fix."""
+
+
 REFUSALS: dict[str, type[Refused]] = {cls.__name__: cls for cls in (
-    Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor)}
+    Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor, JobRejected)}

@@ -148,8 +148,8 @@ def main() -> None:
     out = args.out or ("yarnflow-examples/skewed_join/output" if cluster
                        else os.path.join(HERE, "output", "skewed_join"))
     ensure_data(data, args.rows)
-    result = build(data, out, args.strategy, args.parallelism).execute()
-    if result.status.value == "FINISHED":     # a detached YARN run is only SUBMITTED here
+    job = build(data, out, args.strategy, args.parallelism).execute()
+    if job.status() is yf.JobStatus.FINISHED:    # a detached YARN run is still running here
         rows = files.read_table(out, columns=["InstrumentId"]).num_rows
         print(f"wrote {rows:,} rows to {files.resolve(out)[1]}")
 

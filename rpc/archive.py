@@ -15,6 +15,8 @@ from typing import Any
 
 import fsspec
 
+from yarnflow.core.details import JobDetails
+from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
 from yarnflow.rpc.generated import jobmaster_pb2
 
 
@@ -32,19 +34,19 @@ class JobArchive:
     def _path(self, job_id: str) -> str:
         return f"{self._dir.rstrip('/')}/{job_id}.pb"
 
-    def store(self, details: jobmaster_pb2.JobDetails) -> str:
+    def store(self, details: JobDetails) -> str:
         """Written to a hidden temporary name and renamed, so a reader never sees half a
         job (a rename is atomic on HDFS and on local file systems)."""
         self._fs.makedirs(self._dir, exist_ok=True)
         target = self._path(details.job_id)
         tmp = f"{self._dir.rstrip('/')}/.{details.job_id}.{uuid.uuid4().hex[:8]}.tmp"
-        self._fs.pipe_file(tmp, details.SerializeToString())
+        self._fs.pipe_file(tmp, job_details_to_proto(details).SerializeToString())
         if self._fs.exists(target):         # HDFS's rename does not overwrite
             self._fs.rm(target)
         self._fs.mv(tmp, target)
         return target
 
-    def load(self, job_id: str) -> jobmaster_pb2.JobDetails:
+    def load(self, job_id: str) -> JobDetails:
         path = self._path(job_id)
         try:
             data = self._fs.cat_file(path)
@@ -52,7 +54,7 @@ class JobArchive:
             known = ", ".join(self.job_ids()) or "none"
             raise KeyError(f"no archived job {job_id} in {self.location} "
                            f"(archived: {known})") from None
-        return jobmaster_pb2.JobDetails.FromString(data)
+        return job_details_from_proto(jobmaster_pb2.JobDetails.FromString(data))
 
     def job_ids(self) -> list[str]:
         try:
@@ -62,7 +64,7 @@ class JobArchive:
         stems = (name.rstrip("/").rsplit("/", 1)[-1] for name in names)
         return sorted(s[:-3] for s in stems if s.endswith(".pb") and not s.startswith("."))
 
-    def all(self) -> list[jobmaster_pb2.JobDetails]:
+    def all(self) -> list[JobDetails]:
         return sorted((self.load(job_id) for job_id in self.job_ids()),
                       key=lambda d: d.start_time)
 

@@ -14,10 +14,11 @@ from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleM
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration, TaskMetrics)
+from yarnflow.core.details import JobDetails, SessionOverview, SubtaskDetails, VertexDetails
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.core.status import ExecutionState
-from yarnflow.rpc.generated import (common_pb2, jobgraph_pb2, jobmaster_pb2, resourcemanager_pb2,
-                                    taskexecutor_pb2)
+from yarnflow.core.status import ExecutionState, JobStatus
+from yarnflow.rpc.generated import (common_pb2, dispatcher_pb2, jobgraph_pb2, jobmaster_pb2,
+                                    resourcemanager_pb2, taskexecutor_pb2)
 
 
 def fill_resource_spec(spec: ResourceSpec, message: Any) -> None:
@@ -71,6 +72,14 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
         graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
                       e.keys, PartitionType(e.partition_type), e.target_input)
     return graph
+
+
+def as_received(graph: JobGraph) -> JobGraph:
+    """The graph as an ApplicationMaster receives it, operators as cloudpickle bytes: a
+    local run hands its JobMaster the same thing a YARN one does."""
+    if all(isinstance(v.operator, bytes) for v in graph.vertices.values()):
+        return graph
+    return jobgraph_from_proto(jobgraph_to_proto(graph), load_operators=False)
 
 
 def location_from_proto(message: Any) -> TaskExecutorLocation:
@@ -227,3 +236,57 @@ def tdd_from_proto(m: Any) -> TaskDeploymentDescriptor:
         tuple(InputGateDescriptor(g.input_index, g.shuffle_descriptors,
                                   tuple(g.consumed_partitions), PartitionType(g.partition_type))
               for g in m.inputs))
+
+
+_JOB_STATUS_TO_WIRE: dict[JobStatus, int] = {
+    status: common_pb2.JobStatus.Value(f"JOB_{status.name}") for status in JobStatus}
+_JOB_STATUS_FROM_WIRE: dict[int, JobStatus] = {v: k for k, v in _JOB_STATUS_TO_WIRE.items()}
+
+
+def job_status_from_proto(value: int) -> JobStatus:
+    return _JOB_STATUS_FROM_WIRE[value]
+
+
+def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
+    message = jobmaster_pb2.JobDetails(
+        job_id=details.job_id, name=details.name, status=_JOB_STATUS_TO_WIRE[details.status],
+        start_time=details.start_time, end_time=details.end_time, failure=details.failure,
+        failure_detail=details.failure_detail)
+    for vertex in details.vertices:
+        out = message.vertices.add(id=vertex.id, name=vertex.name, parallelism=vertex.parallelism)
+        for s in vertex.subtasks:
+            sub = out.subtasks.add(index=s.index, state=s.state.value, attempt=s.attempt,
+                                   resource_id=s.resource_id, allocation_id=s.allocation_id,
+                                   error=s.error, splits_local=s.splits_local,
+                                   splits_remote=s.splits_remote, host=s.host)
+            sub.state_timestamps.update(s.state_timestamps)
+            fill_metrics(s.metrics, sub.metrics)
+    return message
+
+
+def job_details_from_proto(message: Any) -> JobDetails:
+    # an archive written before the status enum names it in legacy_status
+    status = JobStatus(message.legacy_status) if message.legacy_status \
+        else job_status_from_proto(message.status)
+    return JobDetails(
+        message.job_id, message.name, status, message.start_time, message.end_time,
+        [VertexDetails(v.id, v.name, v.parallelism, [SubtaskDetails(
+            s.index, ExecutionState(s.state), s.attempt, s.resource_id, s.allocation_id,
+            TaskMetrics(s.metrics.records_in, s.metrics.records_out, s.metrics.bytes_in,
+                        s.metrics.bytes_out, s.metrics.duration_s),
+            s.error, dict(s.state_timestamps), s.splits_local, s.splits_remote, s.host)
+            for s in v.subtasks]) for v in message.vertices],
+        message.failure, message.failure_detail)
+
+
+def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:
+    return dispatcher_pb2.SessionOverview(
+        history_dir=overview.history_dir, container_sizes=overview.container_sizes,
+        executors=overview.executors, free_slots=overview.free_slots,
+        total_slots=overview.total_slots, running_jobs=overview.running_jobs,
+        finished_jobs=overview.finished_jobs)
+
+
+def session_overview_from_proto(m: Any) -> SessionOverview:
+    return SessionOverview(m.history_dir, m.container_sizes, m.executors, m.free_slots,
+                           m.total_slots, m.running_jobs, m.finished_jobs)

@@ -12,16 +12,20 @@ from typing import Any, Callable, TypeVar
 import grpc
 
 from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.details import JobDetails, SessionOverview
+from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.errors import Refused
 from yarnflow.core.messages import (AskAgain, SlotAllocation, SlotOffer, SlotReport, SplitAnswer,
                                     TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration)
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grpc,
+from yarnflow.rpc.generated import (common_pb2, dispatcher_pb2, dispatcher_pb2_grpc,
+                                    jobmaster_pb2, jobmaster_pb2_grpc,
                                     resourcemanager_pb2, resourcemanager_pb2_grpc,
                                     taskexecutor_pb2, taskexecutor_pb2_grpc)
 from yarnflow.rpc.codec import (fill_location, fill_resource_spec, fill_slot_report,
-                                registration_to_proto, task_execution_state_to_proto,
+                                job_details_from_proto, jobgraph_to_proto, registration_to_proto,
+                                session_overview_from_proto, task_execution_state_to_proto,
                                 tdd_to_bytes)
 from yarnflow.rpc.errors import refusal_of
 
@@ -249,5 +253,35 @@ def register_job_master(channel: grpc.Channel, job_id: str, job_master_id: str, 
     return reply.resource_manager_id
 
 
-def job_master_stub(channel: grpc.Channel) -> jobmaster_pb2_grpc.JobMasterStub:
-    return jobmaster_pb2_grpc.JobMasterStub(channel)
+class GrpcDispatcherGateway:
+    """A client's handle on an ApplicationMaster's Dispatcher (a session's, or the
+    per-job one that serves its single job)."""
+
+    def __init__(self, channel: grpc.Channel, timeout: float) -> None:
+        self._stub = dispatcher_pb2_grpc.DispatcherStub(channel)
+        self._timeout = timeout
+
+    def submit_job(self, graph: JobGraph) -> "Future[str]":
+        return _then(call_future(self._stub.SubmitJob, jobgraph_to_proto(graph), self._timeout),
+                     lambda reply: str(reply.job_id))
+
+    def list_jobs(self) -> "Future[list[JobDetails]]":
+        return _then(call_future(self._stub.ListJobs, common_pb2.Empty(), self._timeout),
+                     lambda reply: [job_details_from_proto(d) for d in reply.jobs])
+
+    def request_job_details(self, job_id: str) -> "Future[JobDetails]":
+        return _then(call_future(self._stub.GetJobDetails, jobmaster_pb2.JobId(job_id=job_id),
+                                 self._timeout), job_details_from_proto)
+
+    def cancel_job(self, job_id: str) -> "Future[None]":
+        return _then(call_future(self._stub.CancelJob, jobmaster_pb2.JobId(job_id=job_id),
+                                 self._timeout), lambda _: None)
+
+    def request_overview(self) -> "Future[SessionOverview]":
+        return _then(call_future(self._stub.GetOverview, common_pb2.Empty(), self._timeout),
+                     session_overview_from_proto)
+
+    def shutdown(self, reason: str) -> "Future[None]":
+        return _then(call_future(self._stub.Shutdown,
+                                 dispatcher_pb2.ShutdownRequest(reason=reason), self._timeout),
+                     lambda _: None)

@@ -1,4 +1,6 @@
-"""The Dispatcher: one per session ApplicationMaster.
+"""The Dispatcher: one per ApplicationMaster. A session's takes many jobs; a per-job
+application's serves its one job (Flink's MiniDispatcher), so clients reach both the
+same way.
 
 Each submitted job gets its own JobMaster and SlotPool on the session's shared
 ResourceManager, so slots a finished job gives back serve the next job without a new
@@ -17,19 +19,15 @@ from typing import TYPE_CHECKING
 from yarnflow.rpc.archive import JobArchive
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.conf import options
+from yarnflow.core.details import JobDetails, JobResult, SessionOverview
+from yarnflow.core.errors import JobRejected, Refused, UnknownJob
+from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
-from yarnflow.rpc.codec import jobgraph_from_proto
 
 if TYPE_CHECKING:
     from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
-    from yarnflow.appmaster.jobmaster.jobmaster import JobResult
 
 log = logging.getLogger(__name__)
-
-
-class JobRejected(ValueError):
-    """A job the session cannot run; the message names the problem and the fix."""
 
 
 class Dispatcher:
@@ -40,44 +38,44 @@ class Dispatcher:
         self._archive = archive
         self._lock = threading.Lock()
         self._running: dict[str, "JobClient"] = {}
-        self._finished: dict[str, jobmaster_pb2.JobDetails] = {}   # the newest, in order
+        self._finished: dict[str, JobDetails] = {}   # the newest, in order
         self._ended = 0
         # Archiving may talk to a remote file system: never on a JobMaster's thread.
         self._archiver = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive")
         self._archiving: list[futures.Future] = []
         self._closed = False
 
-    def submit(self, message: jobgraph_pb2.JobGraph) -> str:
-        """Start the job's JobMaster; returns its job id once the job is accepted."""
+    def submit(self, graph: JobGraph) -> str:
+        """Start the job's JobMaster; returns its job id once the job is accepted.
+        ``graph`` is as received: its operators stay bytes here."""
         with self._lock:
             if self._closed:
                 raise JobRejected("this session is shutting down; start a new one with "
                                   "`yarnflow session start`")
-            if message.job_id in self._running or message.job_id in self._finished:
-                raise JobRejected(f"job {message.job_id} was already submitted to this session")
-        self._check_fits(message)
-        client = self._components.submit(message)
+            if graph.job_id in self._running or graph.job_id in self._finished:
+                raise JobRejected(f"job {graph.job_id} was already submitted to this session")
+        self._check_fits(graph)
+        client = self._components.submit(graph)
         with self._lock:
             self._running[client.job_id] = client
         client.job_master.add_termination_listener(self._archive_result)
-        log.info("accepted job %s (%s)", message.name, client.job_id)
+        log.info("accepted job %s (%s)", graph.name, client.job_id)
         return client.job_id
 
-    def _check_fits(self, message: jobgraph_pb2.JobGraph) -> None:
+    def _check_fits(self, graph: JobGraph) -> None:
         if self._ladder is None:
             return
         config = self._components.config
-        graph = jobgraph_from_proto(message, load_operators=False)
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                     config.get(options.DEFAULT_SLOT_MEMORY))
         for group in graph.slot_sharing_groups():
             try:
                 self._ladder.spec_for(graph.slot_profile(group, default_slot))
             except NoContainerFits as err:
-                raise JobRejected(f"job {message.name} ({message.job_id}), slot sharing group "
+                raise JobRejected(f"job {graph.name} ({graph.job_id}), slot sharing group "
                                   f"'{group}': {err}") from None
 
-    def _archive_result(self, result: "JobResult") -> None:
+    def _archive_result(self, result: JobResult) -> None:
         details = result.details
         capacity = self._components.config.get(options.JOBSTORE_MAX_CAPACITY)
         with self._lock:
@@ -92,7 +90,7 @@ class Dispatcher:
                 self._archiving = [f for f in self._archiving if not f.done()]
                 self._archiving.append(self._archiver.submit(self._store, details))
 
-    def _store(self, details: jobmaster_pb2.JobDetails) -> None:
+    def _store(self, details: JobDetails) -> None:
         try:
             where = self._archive.store(details)   # type: ignore[union-attr]
             log.info("archived job %s to %s", details.job_id, where)
@@ -100,7 +98,7 @@ class Dispatcher:
             log.exception("archiving job %s to %s failed", details.job_id,
                           self._archive.directory)   # type: ignore[union-attr]
 
-    def list_jobs(self) -> list[jobmaster_pb2.JobDetails]:
+    def list_jobs(self) -> list[JobDetails]:
         """Running jobs first (live), then finished ones (as archived), oldest first."""
         with self._lock:
             running = list(self._running.values())
@@ -114,7 +112,7 @@ class Dispatcher:
         return sorted(live, key=lambda d: d.start_time) + \
             sorted(finished, key=lambda d: d.start_time)
 
-    def details(self, job_id: str) -> jobmaster_pb2.JobDetails:
+    def details(self, job_id: str) -> JobDetails:
         with self._lock:
             client = self._running.get(job_id)
             finished = self._finished.get(job_id)
@@ -127,18 +125,19 @@ class Dispatcher:
                 return self._archive.load(job_id)   # ended long ago: out of memory
             except (KeyError, OSError):
                 pass
-        raise KeyError(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
+        raise UnknownJob(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
 
     def cancel(self, job_id: str) -> None:
         with self._lock:
             client = self._running.get(job_id)
             done = job_id in self._finished
+        if done:
+            raise Refused(f"job {job_id} has already ended")
         if client is None:
-            raise KeyError(f"job {job_id} has already ended" if done else
-                           f"no job {job_id} in this session; `yarnflow list` shows its jobs")
+            raise UnknownJob(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
         client.cancel()
 
-    def wait(self, job_id: str, timeout: float) -> "jobmaster_pb2.JobDetails":
+    def wait(self, job_id: str, timeout: float | None) -> JobDetails:
         """Block until the job ended (or ``timeout``), then its archived summary."""
         with self._lock:
             client = self._running.get(job_id)
@@ -151,14 +150,28 @@ class Dispatcher:
         with self._lock:
             return len(self._running), self._ended
 
+    def overview(self) -> SessionOverview:
+        cluster = self._components.overview()
+        running, finished = self.counts()
+        return SessionOverview(
+            self._archive.directory if self._archive is not None else "",
+            self._ladder.describe() if self._ladder is not None else "", len(cluster.workers),
+            sum(w.free_slots for w in cluster.workers), sum(w.num_slots for w in cluster.workers),
+            running, finished)
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            running = list(self._running.values())
+        for client in running:
+            client.cancel()
+
     def close(self, timeout: float) -> None:
         """Refuse new jobs, cancel running ones, and wait (up to ``timeout`` in all) until
         each is archived, so the history outlives the session."""
         with self._lock:
             self._closed = True
             running = list(self._running.values())
-        for client in running:
-            client.cancel()
+        self.cancel_all()
         deadline = time.monotonic() + timeout
         for client in running:
             try:

@@ -9,52 +9,55 @@ from typing import Callable
 
 import grpc
 
-from yarnflow.appmaster.dispatcher.dispatcher import Dispatcher, JobRejected
+from yarnflow.appmaster.dispatcher.dispatcher import Dispatcher
+from yarnflow.core.errors import JobRejected
+from yarnflow.rpc.codec import job_details_to_proto, jobgraph_from_proto, session_overview_to_proto
+from yarnflow.rpc.errors import refusals_as_status
 from yarnflow.rpc.generated import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 
 class DispatcherService(dispatcher_pb2_grpc.DispatcherServicer):
-    def __init__(self, dispatcher: Dispatcher, overview: Callable[[], dispatcher_pb2.SessionOverview],
-                 shutdown: Callable[[str], None]) -> None:
-        """``overview`` describes the session; ``shutdown(reason)`` ends it (called on a
-        thread of its own, after the caller has its answer)."""
+    def __init__(self, dispatcher: Dispatcher, shutdown: Callable[[str], None]) -> None:
+        """``shutdown(reason)`` ends the application (called on a thread of its own,
+        after the caller has its answer)."""
         self._dispatcher = dispatcher
-        self._overview = overview
         self._shutdown = shutdown
 
+    @refusals_as_status
     def SubmitJob(self, request, context):  # noqa: N802 - gRPC names
         try:
-            job_id = self._dispatcher.submit(request)
-        except JobRejected as err:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
-        except Exception as err:   # noqa: BLE001 - e.g. user code that does not unpickle
-            log.exception("submitting job %s failed", request.job_id)
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                          f"the session could not start job {request.name}: {err}")
-        return dispatcher_pb2.SubmitJobResponse(job_id=job_id)
+            graph = jobgraph_from_proto(request, load_operators=False)
+        except Exception as err:   # noqa: BLE001 - e.g. a committer that does not unpickle
+            log.exception("reading job %s failed", request.job_id)
+            raise JobRejected(f"the session could not read job {request.name}: {err}") from None
+        return dispatcher_pb2.SubmitJobResponse(job_id=self._dispatcher.submit(graph))
 
+    @refusals_as_status
     def ListJobs(self, request, context):  # noqa: N802
-        return dispatcher_pb2.JobList(jobs=self._dispatcher.list_jobs())
+        return dispatcher_pb2.JobList(
+            jobs=[job_details_to_proto(d) for d in self._dispatcher.list_jobs()])
 
+    @refusals_as_status
     def GetJobDetails(self, request, context):  # noqa: N802
-        try:
-            return self._dispatcher.details(request.job_id)
-        except KeyError as err:
-            context.abort(grpc.StatusCode.NOT_FOUND, err.args[0])
+        return job_details_to_proto(self._dispatcher.details(request.job_id))
 
+    @refusals_as_status
     def CancelJob(self, request, context):  # noqa: N802
-        try:
-            self._dispatcher.cancel(request.job_id)
-        except KeyError as err:
-            return common_pb2.Ack(ok=False, message=err.args[0])
+        self._dispatcher.cancel(request.job_id)
         return common_pb2.Ack(ok=True)
 
     def GetOverview(self, request, context):  # noqa: N802
-        return self._overview()
+        return session_overview_to_proto(self._dispatcher.overview())
 
     def Shutdown(self, request, context):  # noqa: N802
         threading.Thread(target=self._shutdown, args=(request.reason or "stopped by the user",),
                          name="session-shutdown", daemon=True).start()
         return common_pb2.Ack(ok=True)
+
+
+def add_dispatcher_service(server: grpc.Server, dispatcher: Dispatcher,
+                           shutdown: Callable[[str], None]) -> None:
+    dispatcher_pb2_grpc.add_DispatcherServicer_to_server(DispatcherService(dispatcher, shutdown),
+                                                         server)

@@ -10,7 +10,6 @@ import logging
 import traceback
 import uuid
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Callable
 
 import cloudpickle
@@ -26,34 +25,27 @@ from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, 
 from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskExecutorLocation
+from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.errors import Refused
+from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, ScheduledTask, describe_rpc_error,
                                    when_all_done)
-from yarnflow.rpc.generated import jobgraph_pb2, jobmaster_pb2
-from yarnflow.rpc.codec import jobgraph_from_proto
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class JobResult:
-    job_id: str
-    status: JobStatus
-    failure: str
-    failure_detail: str
-    details: jobmaster_pb2.JobDetails
-
-
 class JobMaster:
-    def __init__(self, job_graph: jobgraph_pb2.JobGraph, config: Configuration, address: str,
+    def __init__(self, graph: JobGraph, config: Configuration, address: str,
                  te_gateway_factory: Callable[[TaskExecutorLocation, str], TaskExecutorGateway],
                  job_master_id: str | None = None,
                  main: MainThreadExecutor | None = None) -> None:
-        self.job_id = job_graph.job_id
+        """``graph`` as received: its operators are cloudpickle bytes, never unpickled
+        here (``yarnflow.rpc.codec.as_received``)."""
+        self.job_id = graph.job_id
         self.job_master_id = job_master_id or uuid.uuid4().hex
         self.address = address
         self.config = config
@@ -66,7 +58,6 @@ class JobMaster:
         self._rm: ResourceManagerGateway | None = None
         self._on_terminated: list[Callable[[JobResult], None]] = []
 
-        graph = jobgraph_from_proto(job_graph, load_operators=False)
         self.graph = ExecutionGraph(graph, self._clock)
         self._committers = [(v.name, v.committer) for v in graph.vertices.values() if v.committer]
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
@@ -434,7 +425,7 @@ class JobMaster:
         # The job is over: its thread and timers go now, not when the session stops.
         self.main.shutdown()
 
-    def details(self) -> jobmaster_pb2.JobDetails:
+    def details(self) -> JobDetails:
         if self.result.done():
             return self.result.result().details
         try:

@@ -4,13 +4,11 @@ JobMaster that is not (or no longer) here is refused with ``FencingError``."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Callable
 
-import grpc
 
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
-from yarnflow.core.errors import FencingError, Refused, UnknownJob
+from yarnflow.core.errors import FencingError, Refused
 from yarnflow.core.messages import AskAgain
 from yarnflow.rpc.codec import (location_from_proto, slot_offer_from_proto,
                                 task_execution_state_from_proto)
@@ -18,32 +16,22 @@ from yarnflow.rpc.errors import refusals_as_status
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, jobmaster_pb2_grpc
 
 _STALE = "unknown or stale JobMasterId: this JobMaster is not (or no longer) the job's leader"
-# Ended jobs whose final details stay answerable here, for a client that asks just
-# after the end (a session's Dispatcher keeps its own, bounded by jobstore.max-capacity).
-_ENDED_KEPT = 16
 
 
 class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
         self._by_fencing_token: dict[str, JobMaster] = {}
-        self._by_job: dict[str, JobMaster] = {}
-        self._ended: OrderedDict[str, jobmaster_pb2.JobDetails] = OrderedDict()
         self._lock = threading.Lock()
 
     def register(self, jm: JobMaster) -> None:
         with self._lock:
             self._by_fencing_token[jm.job_master_id] = jm
-            self._by_job[jm.job_id] = jm
 
-    def unregister(self, jm: JobMaster, details: jobmaster_pb2.JobDetails) -> None:
-        """The job ended: drop the JobMaster, keep its final details a while."""
+    def unregister(self, jm: JobMaster) -> None:
+        """The job ended: its JobMaster leaves (its details live on in the Dispatcher)."""
         with self._lock:
             self._by_fencing_token.pop(jm.job_master_id, None)
-            self._by_job.pop(jm.job_id, None)
-            self._ended[jm.job_id] = details
-            while len(self._ended) > _ENDED_KEPT:
-                self._ended.popitem(last=False)
 
     def _jm(self, token: str) -> JobMaster:
         with self._lock:
@@ -101,26 +89,4 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
     def NotifyAllocationFailure(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.notify_allocation_failure, request.allocation_id, request.cause)
-        return common_pb2.Ack(ok=True)
-
-    @refusals_as_status
-    def GetJobDetails(self, request, context):  # noqa: N802
-        with self._lock:
-            jm = self._by_job.get(request.job_id)
-            ended = self._ended.get(request.job_id)
-        if jm is not None:
-            return jm.details()
-        if ended is not None:
-            return ended
-        raise UnknownJob(f"no job {request.job_id} here")
-
-    @refusals_as_status
-    def CancelJob(self, request, context):  # noqa: N802
-        with self._lock:
-            jm = self._by_job.get(request.job_id)
-            ended = request.job_id in self._ended
-        if jm is not None:
-            jm.cancel()
-        elif not ended:
-            raise UnknownJob(f"no job {request.job_id} here")
         return common_pb2.Ack(ok=True)

@@ -8,16 +8,17 @@ import tempfile
 from pathlib import Path
 
 from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
-from yarnflow.appmaster.jobmaster.jobmaster import JobResult
 from yarnflow.appmaster.dispatcher import Dispatcher, JobArchive
-from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.appmaster.resourcemanager.drivers.local import LocalDriver
 from yarnflow.conf import Configuration, options
+from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
+from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.jobgraph import JobGraph
-from yarnflow.rpc.generated import resourcemanager_pb2
+from yarnflow.core.messages import ClusterOverview
 from yarnflow.rpc.security import generate_cluster_credentials
+from yarnflow.targets.base import JobHandle, Target
 
-__all__ = ["JobClient", "JobResult", "LocalCluster"]
+__all__ = ["JobClient", "JobResult", "LocalCluster", "LocalTarget"]
 
 
 class LocalCluster:
@@ -59,7 +60,7 @@ class LocalCluster:
     def submit(self, job_graph: JobGraph) -> JobClient:
         return self.components.submit(job_graph)
 
-    def overview(self) -> resourcemanager_pb2.ClusterOverview:
+    def overview(self) -> ClusterOverview:
         return self.components.overview()
 
     def stop(self) -> None:
@@ -72,3 +73,50 @@ class LocalCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class LocalJobHandle(JobHandle):
+    """A job on a cluster of its own in this process; the cluster stops with the job."""
+
+    def __init__(self, cluster: LocalCluster, client: JobClient) -> None:
+        self.job_id = client.job_id
+        self._cluster: LocalCluster | None = cluster
+        self._client = client
+
+    def details(self) -> JobDetails | None:
+        return self._client.details()
+
+    def result(self) -> JobResult | None:
+        future = self._client.result_future
+        return future.result() if future.done() else None
+
+    def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobResult:
+        try:
+            return self._client.wait(timeout)
+        except TimeoutError:
+            raise TimeoutError(f"job {self.job_id} did not end within {timeout:g} s") from None
+        finally:
+            if self._client.result_future.done():
+                self.close()
+
+    def cancel(self) -> None:
+        self._client.cancel()
+
+    def close(self) -> None:
+        """A local job does not outlive its handle: closing it stops the cluster."""
+        cluster, self._cluster = self._cluster, None
+        if cluster is not None:
+            cluster.stop()
+
+
+class LocalTarget(Target):
+    """The ApplicationMaster's components in this process, one cluster per job."""
+    name = "local"
+
+    def submit(self, graph: JobGraph) -> JobHandle:
+        cluster = LocalCluster(self.config).start()
+        try:
+            return LocalJobHandle(cluster, cluster.submit(graph))
+        except BaseException:
+            cluster.stop()
+            raise

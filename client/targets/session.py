@@ -14,27 +14,23 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
-
-from yarnflow.core.contract import service_name
-from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.conf import ConfigError, Configuration, options
-from yarnflow.rpc.channels import ChannelCache
-from yarnflow.rpc.generated import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc, jobgraph_pb2, jobmaster_pb2
+from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
+from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode,
+                                    service_name)
+from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.security import generate_application_credentials
-from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode
 from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.base import JobHandle, Target
+from yarnflow.targets.dispatcher_client import DispatcherClient
 from yarnflow.targets.history import history_location
-from yarnflow.targets.yarn import (bounded, prepare_config, python_and_files, services_plan,
-                                   skein_client, taskexecutor_service)
+from yarnflow.targets.yarn_client import (bounded, prepare_config, python_and_files, services_plan,
+                                          skein_client, taskexecutor_service)
 from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.targets.yarn_job import YarnJobHandle
 
 SESSION_TAG = "yarnflow-session"
 DEFAULT_NAME = "yarnflow-session"
-
-
-class JobNotFound(YarnError):
-    """The session never ran this job."""
 
 
 @dataclass
@@ -111,8 +107,9 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
                                                      config.get(options.SESSION_START_TIMEOUT))
     finally:
         client.close()
-    store.update(app_id, dispatcher=address)
-    SessionClient(app_id, timeout, store).overview()     # it answers over our certificate
+    store.update(app_id, dispatcher=address, tracking_url=tracking_url)
+    with DispatcherClient(app_id, timeout, store) as dispatcher:
+        dispatcher.overview()                             # it answers over our certificate
     return SessionStarted(app_id, name, tracking_url, address, history, ladder.describe())
 
 
@@ -142,74 +139,30 @@ def _wait_for_dispatcher(client: Any, app_id: str, security: Any, timeout: float
         time.sleep(0.2)
 
 
-class SessionClient:
-    """One session's Dispatcher."""
+class YarnSessionTarget(Target):
+    """Jobs go to a running session's Dispatcher: one gRPC call, no JVM on that path."""
+    name = "yarn-session"
 
-    def __init__(self, app_id: str, timeout: float, store: ApplicationStore | None = None) -> None:
-        self.app_id = app_id
-        self.timeout = timeout
-        self.store = store or ApplicationStore()
-        self.info = self.store.info(app_id)
-        self._channels = ChannelCache(self.store.credentials(app_id))
-        self._address = self.info.get("dispatcher", "")
+    def __init__(self, config: Configuration) -> None:
+        super().__init__(prepare_config(config))
+        self.attached = self.config.get(options.ATTACHED)
 
-    def close(self) -> None:
-        self._channels.close()
+    def submit(self, graph: JobGraph) -> JobHandle:
+        timeout = self.config.get(options.YARN_CLIENT_TIMEOUT)
+        store = ApplicationStore()
+        app_id = resolve_session(self.config.get(options.YARN_APPLICATION_ID), timeout, store)
+        with DispatcherClient(app_id, timeout, store) as dispatcher:
+            job_id = dispatcher.submit(graph)
+        store.remember_job(job_id, app_id)
+        info = store.info(app_id)
+        return YarnJobHandle(app_id, job_id, timeout, info.get("tracking_url", ""),
+                             history_dir=info.get("history_dir", ""), store=store)
 
-    def __enter__(self) -> "SessionClient":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _lookup_address(self) -> str:
-        from yarnflow.targets.yarn_apps import YarnApplication
-        with YarnApplication(self.app_id, self.timeout, self.store) as app:
-            state = app.status(with_details=False)
-            address = app.appmaster_address() if state.state == "RUNNING" else None
-        if address is None:
-            raise YarnError(f"session {self.app_id} is {state.state}, not serving jobs"
-                            + (f": {state.diagnostics.strip()[:500]}" if state.diagnostics else "")
-                            + "; start one with `yarnflow session start`")
-        self.store.update(self.app_id, dispatcher=address)
-        return address
-
-    def _call(self, method: str, request: Any, timeout: float | None = None) -> Any:
-        if not self._address:
-            self._address = self._lookup_address()
-        stub = dispatcher_pb2_grpc.DispatcherStub(self._channels.get(self._address))
-        try:
-            return getattr(stub, method)(request, timeout=timeout or self.timeout)
-        except grpc.RpcError as err:
-            code = err.code()
-            if code == grpc.StatusCode.NOT_FOUND:
-                raise JobNotFound(err.details()) from None
-            if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
-                raise YarnError(f"session {self.app_id} refused the job: {err.details()}") from None
-            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                self._lookup_address()      # raises, naming the session's state, when it ended
-                raise YarnError(f"session {self.app_id}'s Dispatcher at {self._address} did not "
-                                f"answer {method} within {timeout or self.timeout:g} s "
-                                "(yarn.client.timeout)") from None
-            raise YarnError(f"session {self.app_id}: {method} failed: {err.details()}") from None
-
-    def submit(self, job: jobgraph_pb2.JobGraph) -> str:
-        return self._call("SubmitJob", job).job_id
-
-    def list_jobs(self) -> list[jobmaster_pb2.JobDetails]:
-        return list(self._call("ListJobs", common_pb2.Empty()).jobs)
-
-    def details(self, job_id: str) -> jobmaster_pb2.JobDetails:
-        return self._call("GetJobDetails", jobmaster_pb2.JobId(job_id=job_id))
-
-    def cancel(self, job_id: str) -> common_pb2.Ack:
-        return self._call("CancelJob", jobmaster_pb2.JobId(job_id=job_id))
-
-    def overview(self, timeout: float | None = None) -> dispatcher_pb2.SessionOverview:
-        return self._call("GetOverview", common_pb2.Empty(), timeout)
-
-    def shutdown(self, reason: str) -> None:
-        self._call("Shutdown", dispatcher_pb2.ShutdownRequest(reason=reason))
+    def submitted(self, handle: JobHandle) -> list[str]:
+        lines = [f"job [bold]{handle.job_id}[/] accepted by session {handle.application_id}"]
+        if not self.attached:
+            lines.append(f"follow it with: yarnflow status {handle.job_id}")
+        return lines
 
 
 def resolve_session(ref: str, timeout: float, store: ApplicationStore | None = None) -> str:
@@ -222,7 +175,7 @@ def resolve_session(ref: str, timeout: float, store: ApplicationStore | None = N
                   if not ref or info.get("name") == ref]
     for app_id, _ in candidates:
         try:
-            with SessionClient(app_id, min(timeout, 5.0), store) as session:
+            with DispatcherClient(app_id, min(timeout, 5.0), store) as session:
                 session.overview()
             return app_id
         except (YarnError, KeyError):
@@ -254,7 +207,7 @@ def stop_session(app_id: str, timeout: float, wait: float) -> Any:
         if app.status(with_details=False).finished:
             return app.status(with_details=False)
         try:
-            with SessionClient(app_id, timeout, store) as session:
+            with DispatcherClient(app_id, timeout, store) as session:
                 session.shutdown("stopped with `yarnflow session stop`")
         except (YarnError, KeyError):
             app.kill()

@@ -4,95 +4,30 @@ The client builds the JobGraph, plans one container size per slot profile, and
 submits a Skein application whose master script starts yarnflow's
 ApplicationMaster with the serialized JobGraph (user code travels inside it as
 cloudpickle bytes) and the configuration, in the launch environment when they are
-small and the JobGraph localized as ``job.pb`` when it is not. It returns as soon as YARN accepted the application; ``--attach``
-follows the job through the ApplicationMaster's JobMaster instead.
-
-How Python reaches the nodes: by default the containers run the client's own
-interpreter path (``sys.executable``), which suits clusters whose nodes share that
-path — the native test cluster does. On a real cluster pack an environment
-(``venv-pack`` or ``conda-pack``) and set ``yarn.ship-environment`` to the archive:
-YARN localizes it into every container as ``environment/`` and runs
-``environment/bin/python``. ``yarn.python`` names any other interpreter on the nodes.
+small and the JobGraph localized as ``job.pb`` when it is not. It returns as soon as
+YARN accepted the application; ``--attach`` follows the job through the
+application's Dispatcher instead. How Python reaches the nodes: ``yarn_client``.
 """
 from __future__ import annotations
 
-import enum
-import json
-import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
-from yarnflow.core.contract import service_name
-from yarnflow.core.worker_spec import (WorkerSpec, plan_worker_specs,
-                                                                       slots_needed)
 from yarnflow.conf import Configuration, options
-from yarnflow.filesystems import use_cluster_filesystem
+from yarnflow.core.contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode, service_name
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.security import generate_application_credentials
-from yarnflow.core.contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
-from yarnflow.targets.history import history_location
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs, slots_needed
 from yarnflow.rpc.codec import jobgraph_to_proto
-
-T = TypeVar("T")
-YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~5 s
-
-
-def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
-    """Run a call that may block on an unreachable ResourceManager, with a deadline
-    (Hadoop's client retries for minutes without a word)."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    try:
-        return pool.submit(call).result(timeout=timeout)
-    except FutureTimeout:
-        raise YarnError(f"{what} did not complete within {timeout:g} s (yarn.client.timeout): "
-                        "is YARN's ResourceManager up and HADOOP_CONF_DIR pointing at it?") from None
-    finally:
-        pool.shutdown(wait=False)
-
-
-def skein_client(timeout: float) -> Any:
-    """A Skein client: through the user's global Skein driver when one runs (`skein
-    driver start`, as Skein's own CLI does; saves starting a JVM per command), else
-    through a private driver logging to ~/.yarnflow."""
-    import skein
-    try:
-        return bounded(skein.Client.from_global_driver, timeout, "connecting to Skein's driver")
-    except (skein.exceptions.DriverNotRunningError, skein.exceptions.ConnectionError):
-        pass
-    log = ApplicationStore().root / "skein-driver.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    return bounded(lambda: skein.Client(log=str(log)), timeout, "starting Skein's driver")
-
-
-def load_hadoop_conf(config: Configuration) -> HadoopConf:
-    try:
-        hadoop = HadoopConf.load()
-        hadoop.check_rm_reachable(config.get(options.YARN_CLIENT_TIMEOUT))
-    except HadoopConfigError as err:
-        raise YarnError(str(err)) from None
-    return hadoop
-
-
-def prepare_config(config: Configuration) -> Configuration:
-    """The configuration the job is validated with and the ApplicationMaster gets: the
-    largest container is what YARN's scheduler grants."""
-    hadoop = load_hadoop_conf(config)
-    config = config.copy()
-    max_mb, max_vcores = hadoop.max_allocation
-    config.set(options.MAX_WORKER_MEMORY, max_mb)
-    config.set(options.MAX_WORKER_CPU, max_vcores)
-    if not config.is_set(options.UPSTREAM_FAILURE_GRACE):
-        config.set(options.UPSTREAM_FAILURE_GRACE, YARN_DEFAULT_UPSTREAM_GRACE)
-    use_cluster_filesystem(config, hadoop)   # a path without a scheme is on fs.defaultFS
-    return config
+from yarnflow.rpc.security import generate_application_credentials
+from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.base import JobHandle, Target
+from yarnflow.targets.history import history_location
+from yarnflow.targets.yarn_client import (bounded, prepare_config, python_and_files, services_plan,
+                                          skein_client, taskexecutor_service)
+from yarnflow.targets.yarn_job import YarnJobHandle
 
 
 def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
@@ -119,35 +54,6 @@ def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec
     return specs
 
 
-class RunStatus(enum.Enum):
-    """How a YARN run ended for the client (the names of a local JobResult's status)."""
-    SUBMITTED = "SUBMITTED"      # detached: the job runs on in YARN
-    FINISHED = "FINISHED"
-    FAILED = "FAILED"
-    CANCELED = "CANCELED"
-
-
-@dataclass
-class Submission:
-    """What a detached run returns: the job runs on, in YARN."""
-    app_id: str
-    job_id: str
-    tracking_url: str
-    status: RunStatus = RunStatus.SUBMITTED
-
-
-def python_and_files(config: Configuration) -> tuple[str, dict[str, Any]]:
-    import skein
-    packed = config.get(options.YARN_SHIP_ENVIRONMENT)
-    if packed:
-        if not Path(packed).exists():
-            raise YarnError(f"yarn.ship-environment {packed} does not exist. Fix: pack the "
-                            "environment first, e.g. `venv-pack -o env.tar.gz`")
-        return "environment/bin/python", {"environment": skein.File(source=str(Path(packed).resolve()),
-                                                                     type="archive")}
-    return config.get(options.YARN_PYTHON) or sys.executable, {}
-
-
 def initial_instances(graph: JobGraph, config: Configuration,
                       specs: dict[ResourceSpec, WorkerSpec]) -> dict[str, int]:
     """An EAGER job needs all its slots at once, and per-job mode knows them before
@@ -162,28 +68,6 @@ def initial_instances(graph: JobGraph, config: Configuration,
             spec = specs[profile]
             counts[spec.name] = -(-slots // spec.num_slots)
     return counts
-
-
-def services_plan(specs: list[WorkerSpec], instances: dict[str, int]) -> str:
-    """The container sizes as the ApplicationMaster reads them ($YARNFLOW_SERVICES)."""
-    return encode(json.dumps([
-        {"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
-         "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
-         "overhead_mb": s.overhead_mb, "instances": instances.get(s.name, 0)}
-        for s in specs]).encode())
-
-
-def taskexecutor_service(spec: WorkerSpec, instances: int, python: str, files: dict[str, Any],
-                         env: dict[str, str]) -> Any:
-    """One container size: a Skein service whose containers run a TaskExecutor. Skein
-    neither restarts nor gives up on them; the ResourceManager decides."""
-    import skein
-    return skein.Service(
-        resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
-        instances=instances, max_restarts=0, allow_failures=True, files=files, env=env,
-        script=(f"exec {python} -m yarnflow.taskexecutor --yarn "
-                f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
-                f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
 
 
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
@@ -216,7 +100,7 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
         master=master, services=services, tags=["yarnflow"], max_attempts=1)
 
 
-def submit_per_job(graph: JobGraph, config: Configuration) -> Submission:
+def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
     """Submit the job as its own YARN application; returns once YARN accepted it.
     ``config`` has been through ``prepare_config``."""
     timeout = config.get(options.YARN_CLIENT_TIMEOUT)
@@ -238,4 +122,24 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> Submission:
     ApplicationStore().save(app_id, credentials, {
         "job_id": graph.job_id, "name": graph.name, "submitted": time.time(),
         "history": config.get(options.SESSION_HISTORY_DIR)})
-    return Submission(app_id, graph.job_id, report.tracking_url or "")
+    return YarnJobHandle(app_id, graph.job_id, timeout, report.tracking_url or "",
+                         owns_application=True,
+                         history_dir=config.get(options.SESSION_HISTORY_DIR))
+
+
+class YarnPerJobTarget(Target):
+    name = "yarn-per-job"
+
+    def __init__(self, config: Configuration) -> None:
+        super().__init__(prepare_config(config))
+        self.attached = self.config.get(options.ATTACHED)
+
+    def submit(self, graph: JobGraph) -> JobHandle:
+        return submit_per_job(graph, self.config)
+
+    def submitted(self, handle: JobHandle) -> list[str]:
+        lines = [f"submitted job {handle.job_id} as YARN application "
+                 f"[bold]{handle.application_id}[/]", f"tracking URL: {handle.tracking_url}"]
+        if not self.attached:
+            lines.append(f"follow it with: yarnflow status {handle.application_id}")
+        return lines

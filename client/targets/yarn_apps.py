@@ -1,24 +1,22 @@
-"""Following, inspecting and cancelling a yarnflow application on YARN from the
-client: `yarnflow run --attach`, `status`, `cancel`, `logs`.
+"""A yarnflow application as YARN sees it, from the client: its report, waiting for
+its end, killing it, its logs (`yarnflow status`, `cancel`, `logs`).
 
-While the application runs, its JobMaster answers over the application's mutual-TLS
-gRPC (address from Skein's key-value store, certificate from the client's
-application store); once it ended, YARN's application report holds the outcome
-(final status and the job's failure summary as diagnostics)."""
+While the application runs, its Dispatcher answers for the job over the application's
+mutual TLS (``DispatcherClient``); once it ended, YARN's application report holds the
+outcome (final status and the job's failure summary as diagnostics)."""
 from __future__ import annotations
 
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
-
-import grpc
+from typing import Any
 
 from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, JOB_ID_KEY
-from yarnflow.rpc.channels import ChannelCache
-from yarnflow.rpc.generated import jobmaster_pb2, jobmaster_pb2_grpc
+from yarnflow.core.details import JobDetails
 from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.yarn import YarnError, bounded, skein_client
+from yarnflow.targets.dispatcher_client import DispatcherClient
+from yarnflow.targets.yarn_client import bounded, skein_client
+from yarnflow.targets.yarn_errors import YarnError
 
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
 
@@ -30,7 +28,7 @@ class ApplicationStatus:
     final_status: str       # SUCCEEDED, FAILED, KILLED, UNDEFINED
     diagnostics: str
     tracking_url: str
-    details: Any = None     # the JobMaster's JobDetails while it runs
+    details: JobDetails | None = None    # the job's, while the application runs
 
     @property
     def finished(self) -> bool:
@@ -46,13 +44,12 @@ class YarnApplication:
         self.timeout = timeout
         self.store = store or ApplicationStore()
         self._client = skein_client(timeout)
-        self._stub: Any = None
-        self._channels: ChannelCache | None = None
+        self._dispatcher: DispatcherClient | None = None
         self.job_id = self.store.info(app_id).get("job_id", "")
 
     def close(self) -> None:
-        if self._channels is not None:
-            self._channels.close()
+        if self._dispatcher is not None:
+            self._dispatcher.close()
         self._client.close()
 
     def __enter__(self) -> "YarnApplication":
@@ -87,7 +84,7 @@ class YarnApplication:
                 raise YarnError(f"{self.app_id} still {status.state} after {timeout:g} s")
             time.sleep(poll)
 
-    # --- the JobMaster's view --------------------------------------------------------
+    # --- its ApplicationMaster's view ------------------------------------------------
     def appmaster_address(self) -> str | None:
         """The ApplicationMaster's gRPC address from Skein's key-value store; None
         while it has not published one."""
@@ -103,44 +100,36 @@ class YarnApplication:
         self.job_id = self.job_id or (app.kv.get(JOB_ID_KEY) or b"").decode()
         return address.decode()
 
-    def _job_master(self) -> Any:
-        if self._stub is None:
-            address = self.appmaster_address()
-            if address is None:
-                return None
-            self._channels = ChannelCache(self.store.credentials(self.app_id))
-            self._stub = jobmaster_pb2_grpc.JobMasterStub(self._channels.get(address))
-        return self._stub
-
-    def job_details(self) -> Any:
-        """The JobMaster's JobDetails, or None while it is not up (or already gone)."""
+    def job_details(self) -> JobDetails | None:
+        """The job's details from the application's Dispatcher, or None while it is not
+        up (or already gone)."""
         try:
-            stub = self._job_master()
-            if stub is None:
-                return None
-            return stub.GetJobDetails(jobmaster_pb2.JobId(job_id=self.job_id), timeout=self.timeout)
-        except (grpc.RpcError, ConnectionError, KeyError):
+            if self._dispatcher is None:
+                self._dispatcher = DispatcherClient(self.app_id, self.timeout, self.store)
+            job_id = self.job_id or self._job_id_from_kv()
+            return self._dispatcher.details(job_id) if job_id else None
+        except (YarnError, KeyError):
             return None
         except Exception as err:   # skein.ConnectionError etc. once the application ended
             if type(err).__module__.startswith("skein"):
                 return None
             raise
 
+    def _job_id_from_kv(self) -> str:
+        self.appmaster_address()
+        return self.job_id
+
     def cancel(self) -> ApplicationStatus:
-        """Cancel the job (the application then ends KILLED); if its JobMaster cannot be
-        reached, have YARN kill the application."""
+        """Cancel the job through the Dispatcher (the application then ends KILLED); if
+        that cannot be reached, have YARN kill the application."""
         status = self.status(with_details=False)
         if status.finished:
             return status
-        cancelled = False
         try:
-            stub = self._job_master()
-            if stub is not None:
-                ack = stub.CancelJob(jobmaster_pb2.JobId(job_id=self.job_id), timeout=self.timeout)
-                cancelled = ack.ok
-        except (grpc.RpcError, KeyError):
-            cancelled = False
-        if not cancelled:
+            if self._dispatcher is None:
+                self._dispatcher = DispatcherClient(self.app_id, self.timeout, self.store)
+            self._dispatcher.cancel(self.job_id or self._job_id_from_kv())
+        except (YarnError, KeyError):
             self.kill()
         return self.wait_finished(self.timeout * 2)
 
@@ -148,16 +137,6 @@ class YarnApplication:
         """Have YARN kill the application, whatever its ApplicationMaster does."""
         bounded(lambda: self._client.kill_application(self.app_id), self.timeout,
                 f"killing {self.app_id}")
-
-    def follow(self, on_details: Callable[[Any], None], poll: float = 0.5) -> ApplicationStatus:
-        """Poll the job until the application ends; ``on_details`` sees every JobDetails."""
-        while True:
-            status = self.status(with_details=True)
-            if status.details is not None:
-                on_details(status.details)
-            if status.finished:
-                return status
-            time.sleep(poll)
 
 
 # YARN's log aggregation states that mean "still collecting".

@@ -18,6 +18,16 @@ class ExecutionState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CANCELING: _ClassVar[ExecutionState]
     CANCELED: _ClassVar[ExecutionState]
     FAILED: _ClassVar[ExecutionState]
+
+class JobStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_CREATED: _ClassVar[JobStatus]
+    JOB_RUNNING: _ClassVar[JobStatus]
+    JOB_FAILING: _ClassVar[JobStatus]
+    JOB_CANCELLING: _ClassVar[JobStatus]
+    JOB_FINISHED: _ClassVar[JobStatus]
+    JOB_FAILED: _ClassVar[JobStatus]
+    JOB_CANCELED: _ClassVar[JobStatus]
 CREATED: ExecutionState
 SCHEDULED: ExecutionState
 DEPLOYING: ExecutionState
@@ -27,6 +37,13 @@ FINISHED: ExecutionState
 CANCELING: ExecutionState
 CANCELED: ExecutionState
 FAILED: ExecutionState
+JOB_CREATED: JobStatus
+JOB_RUNNING: JobStatus
+JOB_FAILING: JobStatus
+JOB_CANCELLING: JobStatus
+JOB_FINISHED: JobStatus
+JOB_FAILED: JobStatus
+JOB_CANCELED: JobStatus
 
 class ResourceSpec(_message.Message):
     __slots__ = ("cpu", "memory_mb", "gpus")

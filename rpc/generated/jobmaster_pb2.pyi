@@ -163,9 +163,10 @@ class VertexDetails(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
-    __slots__ = ("job_id", "name", "status", "start_time", "end_time", "vertices", "failure", "failure_detail")
+    __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    LEGACY_STATUS_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     START_TIME_FIELD_NUMBER: _ClassVar[int]
     END_TIME_FIELD_NUMBER: _ClassVar[int]
@@ -174,10 +175,11 @@ class JobDetails(_message.Message):
     FAILURE_DETAIL_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
-    status: str
+    legacy_status: str
+    status: _common_pb2.JobStatus
     start_time: float
     end_time: float
     vertices: _containers.RepeatedCompositeFieldContainer[VertexDetails]
     failure: str
     failure_detail: str
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[str] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., legacy_status: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.JobStatus, str]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ...) -> None: ...

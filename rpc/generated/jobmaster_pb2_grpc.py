@@ -70,16 +70,6 @@ class JobMasterStub:
                 request_serializer=jobmaster__pb2.AllocationFailure.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
-        self.GetJobDetails = channel.unary_unary(
-                '/yarnflow.JobMaster/GetJobDetails',
-                request_serializer=jobmaster__pb2.JobId.SerializeToString,
-                response_deserializer=jobmaster__pb2.JobDetails.FromString,
-                _registered_method=True)
-        self.CancelJob = channel.unary_unary(
-                '/yarnflow.JobMaster/CancelJob',
-                request_serializer=jobmaster__pb2.JobId.SerializeToString,
-                response_deserializer=common__pb2.Ack.FromString,
-                _registered_method=True)
 
 
 class JobMasterServicer:
@@ -127,18 +117,6 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetJobDetails(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def CancelJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
 
 def add_JobMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -175,16 +153,6 @@ def add_JobMasterServicer_to_server(servicer, server):
             'NotifyAllocationFailure': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyAllocationFailure,
                     request_deserializer=jobmaster__pb2.AllocationFailure.FromString,
-                    response_serializer=common__pb2.Ack.SerializeToString,
-            ),
-            'GetJobDetails': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetJobDetails,
-                    request_deserializer=jobmaster__pb2.JobId.FromString,
-                    response_serializer=jobmaster__pb2.JobDetails.SerializeToString,
-            ),
-            'CancelJob': grpc.unary_unary_rpc_method_handler(
-                    servicer.CancelJob,
-                    request_deserializer=jobmaster__pb2.JobId.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
             ),
     }
@@ -376,60 +344,6 @@ class JobMaster:
             target,
             '/yarnflow.JobMaster/NotifyAllocationFailure',
             jobmaster__pb2.AllocationFailure.SerializeToString,
-            common__pb2.Ack.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetJobDetails(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/yarnflow.JobMaster/GetJobDetails',
-            jobmaster__pb2.JobId.SerializeToString,
-            jobmaster__pb2.JobDetails.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def CancelJob(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/yarnflow.JobMaster/CancelJob',
-            jobmaster__pb2.JobId.SerializeToString,
             common__pb2.Ack.FromString,
             options,
             channel_credentials,

@@ -92,3 +92,12 @@ def test_run_help_documents_every_flag():
     proc = yarnflow("run", "--help")
     for flag in ("--target", "--parallelism", "-D", "--conf", "--progress", "--verbose"):
         assert flag in proc.stdout
+
+
+def test_a_syntax_error_in_the_pipeline_is_one_line_with_file_and_line(tmp_path):
+    script = tmp_path / "typo.py"
+    script.write_text("import yarnflow as yf\n\np = yf.Pipeline('typo'\nprint(p)\n")
+    proc = yarnflow("run", str(script))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{script}, line 3" in proc.stdout and "syntax error" in proc.stdout, proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr

@@ -17,7 +17,7 @@ from tests.conftest import FAST, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import InvalidPipelineError
-from yarnflow.rpc.generated import common_pb2
+from yarnflow.core.status import ExecutionState
 from yarnflow.targets.local import LocalCluster
 
 
@@ -69,7 +69,7 @@ def test_killing_a_task_executor_fails_the_job_naming_it_and_its_subtasks(tmp_pa
     p.from_arrow(table).map(_slow, name="slow").write_parquet(str(tmp_path / "out"))
     with LocalCluster(config) as cluster:
         client = cluster.submit(p.job_graph(config))
-        wait_until(lambda: all(s.state == common_pb2.RUNNING for v in client.details().vertices
+        wait_until(lambda: all(s.state == ExecutionState.RUNNING for v in client.details().vertices
                                for s in v.subtasks), 60, "all subtasks RUNNING")
         victim = cluster.overview().workers[0].resource_id
         os.kill(cluster.driver.pid_of(victim), signal.SIGKILL)
@@ -120,7 +120,7 @@ def test_cancel_ends_the_job_canceled_and_frees_its_slots(tmp_path):
     p.from_arrow(pa.table({"x": list(range(4000))})).map(_slow).write_parquet(str(tmp_path / "o"))
     with LocalCluster(config) as cluster:
         client = cluster.submit(p.job_graph(config))
-        wait_until(lambda: any(s.state == common_pb2.RUNNING for v in client.details().vertices
+        wait_until(lambda: any(s.state == ExecutionState.RUNNING for v in client.details().vertices
                                for s in v.subtasks), 60, "a subtask RUNNING")
         client.cancel()
         result = client.wait(30)

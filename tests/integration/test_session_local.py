@@ -12,11 +12,12 @@ import pytest
 
 import yarnflow as yf
 from tests.conftest import FAST, wait_until
-from yarnflow.appmaster.dispatcher import JobArchive, JobRejected
+from yarnflow.appmaster.dispatcher import JobArchive
+from yarnflow.core.errors import JobRejected
+from yarnflow.core.status import ExecutionState, JobStatus
 from yarnflow.conf import Configuration, options
-from yarnflow.rpc.generated import common_pb2
+
 from yarnflow.targets.local import LocalCluster
-from yarnflow.rpc.codec import jobgraph_to_proto
 
 TABLE = pa.table({"x": pa.array(range(2000), pa.int64())})
 SESSION = FAST + ["pipeline.batch-rows=100", "resourcemanager.taskmanager-timeout=3 s",
@@ -34,12 +35,12 @@ def job(name: str, out, config, parallelism: int = 2, resources=None):
     if resources is not None:
         ds = ds.resources(resources)
     ds.write_parquet(str(out))
-    return jobgraph_to_proto(p.job_graph(config))
+    return p.job_graph(config)
 
 
 def all_running(dispatcher, job_id: str) -> bool:
     details = dispatcher.details(job_id)
-    return all(s.state == common_pb2.RUNNING for v in details.vertices if v.name == "slow"
+    return all(s.state is ExecutionState.RUNNING for v in details.vertices if v.name == "slow"
                for s in v.subtasks)
 
 
@@ -60,16 +61,16 @@ def test_jobs_share_the_session_and_finished_ones_stay_queryable(tmp_path, confi
                    "both jobs running at once")
         # ... and cancelling one leaves the other alone
         dispatcher.cancel(a)
-        assert dispatcher.wait(a, 60).status == "CANCELED"
+        assert dispatcher.wait(a, 60).status is JobStatus.CANCELED
         done_b = dispatcher.wait(b, 120)
-        assert done_b.status == "FINISHED", done_b.failure
+        assert done_b.status is JobStatus.FINISHED, done_b.failure
         assert pq.read_table(tmp_path / "b").sort_by("x").equals(TABLE)
         assert not (tmp_path / "a").exists()
 
         # a third job runs on the warm executors: no new one is started
         started = dict(session.overview().workers_started_per_spec)
         c = dispatcher.submit(job("c", tmp_path / "c", config))
-        assert dispatcher.wait(c, 120).status == "FINISHED"
+        assert dispatcher.wait(c, 120).status is JobStatus.FINISHED
         assert dict(session.overview().workers_started_per_spec) == started
         assert pq.read_table(tmp_path / "c").num_rows == TABLE.num_rows
 
@@ -85,17 +86,17 @@ def test_jobs_share_the_session_and_finished_ones_stay_queryable(tmp_path, confi
         wait_until(lambda: len(session.overview().workers) == 1, 30,
                    "idle executors beyond min-executors to be released")
         d = dispatcher.submit(job("d", tmp_path / "d", config, parallelism=1))
-        assert dispatcher.wait(d, 120).status == "FINISHED"
+        assert dispatcher.wait(d, 120).status is JobStatus.FINISHED
         assert dict(session.overview().workers_started_per_spec) == started
 
     # the history outlives the session
     archive = JobArchive(history)
     assert archive.job_ids() == sorted([a, b, c, d])
     summary = archive.load(b)
-    assert summary.status == "FINISHED" and summary.name == "b"
+    assert summary.status is JobStatus.FINISHED and summary.name == "b"
     slow_vertex = next(v for v in summary.vertices if v.name == "slow")
     assert sum(s.metrics.records_in for s in slow_vertex.subtasks) == TABLE.num_rows
-    assert archive.load(a).status == "CANCELED"
+    assert archive.load(a).status is JobStatus.CANCELED
 
 
 def test_a_session_keeps_only_the_newest_ended_jobs_in_memory_and_reads_older_ones_back(
@@ -105,14 +106,14 @@ def test_a_session_keeps_only_the_newest_ended_jobs_in_memory_and_reads_older_on
     with LocalCluster(config, session=True) as session:
         dispatcher = session.dispatcher
         first = dispatcher.submit(job("first", tmp_path / "1", config, parallelism=1))
-        assert dispatcher.wait(first, 120).status == "FINISHED"
+        assert dispatcher.wait(first, 120).status is JobStatus.FINISHED
         second = dispatcher.submit(job("second", tmp_path / "2", config, parallelism=1))
-        assert dispatcher.wait(second, 120).status == "FINISHED"
+        assert dispatcher.wait(second, 120).status is JobStatus.FINISHED
         assert [d.name for d in dispatcher.list_jobs()] == ["second"]
         # the first one left memory but not the session: it comes back from the history
         older = wait_until(lambda: _details_or_none(dispatcher, first), 30,
                            "the first job's archive to be readable")
-        assert older.name == "first" and older.status == "FINISHED"
+        assert older.name == "first" and older.status is JobStatus.FINISHED
         assert dispatcher.counts() == (0, 2)
 
 
@@ -140,8 +141,8 @@ def test_a_long_session_stays_flat(tmp_path, config):
         for n in range(1, 201):
             p = yf.Pipeline(f"job-{n}", parallelism=1)
             p.from_arrow(small).write_parquet(str(tmp_path / "out" / str(n)))
-            job_id = dispatcher.submit(jobgraph_to_proto(p.job_graph(config)))
-            assert dispatcher.wait(job_id, 60).status == "FINISHED"
+            job_id = dispatcher.submit(p.job_graph(config))
+            assert dispatcher.wait(job_id, 60).status is JobStatus.FINISHED
             if n in (20, 200):
                 gc.collect()
                 seen[n] = (threading.active_count(), _rss_mb())

@@ -16,7 +16,7 @@ from yarnflow.core.clock import ManualClock
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
 
-from yarnflow.rpc.codec import jobgraph_to_proto
+from yarnflow.rpc.codec import as_received
 from yarnflow.rpc.endpoint import ScheduledTask, schedule_periodic
 
 
@@ -150,7 +150,7 @@ class Harness:
         and time moves only by ``main.advance``."""
         self.executors: dict[str, FakeTaskExecutor] = {}
         self.rm = FakeResourceManager()
-        self.jm = JobMaster(jobgraph_to_proto(graph), config or Configuration.load(), "jm:0",
+        self.jm = JobMaster(as_received(graph), config or Configuration.load(), "jm:0",
                             lambda loc, jm_id: self.executors[loc.resource_id], main=main)
         self.jm.connect_resource_manager(self.rm)
 

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from yarnflow.appmaster.dispatcher import JobArchive
+from yarnflow.core.details import JobDetails
+from yarnflow.core.status import JobStatus
 from yarnflow.rpc.generated import jobmaster_pb2
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.hadoop_conf import HadoopConf
@@ -14,8 +16,8 @@ from yarnflow.targets.session import resolve_session
 from yarnflow.targets.yarn_errors import YarnError
 
 
-def details(job_id: str, status: str, start: float) -> jobmaster_pb2.JobDetails:
-    return jobmaster_pb2.JobDetails(job_id=job_id, name="j", status=status, start_time=start)
+def details(job_id: str, status: str, start: float) -> JobDetails:
+    return JobDetails(job_id, "j", JobStatus(status), start)
 
 
 def test_archive_keeps_every_job_and_a_rewrite_replaces_it(tmp_path):
@@ -25,10 +27,18 @@ def test_archive_keeps_every_job_and_a_rewrite_replaces_it(tmp_path):
     archive.store(details("a", "RUNNING", 1.0))
     archive.store(details("a", "FINISHED", 1.0))
     assert [d.job_id for d in archive.all()] == ["a", "b"]
-    assert archive.load("a").status == "FINISHED"
+    assert archive.load("a").status is JobStatus.FINISHED
     assert not [p for p in Path(tmp_path / "history").iterdir() if p.name.startswith(".")]
     with pytest.raises(KeyError, match="archived: a, b"):
         archive.load("c")
+
+
+def test_an_archive_from_before_the_status_enum_still_reads(tmp_path):
+    """Histories outlive upgrades: a job archived when the status travelled as a name."""
+    (tmp_path / "old.pb").write_bytes(jobmaster_pb2.JobDetails(
+        job_id="old", name="j", legacy_status="CANCELED", start_time=1.0).SerializeToString())
+    old = JobArchive(tmp_path).load("old")
+    assert (old.job_id, old.status, old.start_time) == ("old", JobStatus.CANCELED, 1.0)
 
 
 def test_hdfs_locations_go_through_the_namenodes_http_address(tmp_path):

@@ -15,7 +15,7 @@ from tests.yarn.conftest import (FAST, HOSTS, PIPELINES, appmaster_process, subm
                                  submitted_job_id, yarnflow)
 from yarnflow.rpc.archive import open_archive
 from yarnflow.conf import Configuration
-from yarnflow.rpc.generated import common_pb2
+from yarnflow.core.status import ExecutionState
 from yarnflow.targets.history import history_location
 from yarnflow.targets.yarn_apps import YarnApplication
 
@@ -35,7 +35,7 @@ def sink_is_writing(app: YarnApplication, hdfs, out: str) -> bool:
     if details is None:
         return False
     sink = next(v for v in details.vertices if v.name == "parquet-sink")
-    return any(s.state == common_pb2.RUNNING for s in sink.subtasks) and bool(
+    return any(s.state == ExecutionState.RUNNING for s in sink.subtasks) and bool(
         hdfs.files_being_written(out))
 
 

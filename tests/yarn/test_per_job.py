@@ -6,11 +6,10 @@ import time
 from urllib.parse import urlsplit
 
 import psutil
-import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import wait_until
-from yarnflow.rpc.generated import common_pb2
+from yarnflow.core.status import ExecutionState
 from yarnflow.targets.yarn_apps import YarnApplication
 from tests.yarn.conftest import FAST, PIPELINES, load_example, submitted_app_id, yarnflow
 
@@ -76,7 +75,7 @@ def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster
             if details is None:
                 return None
             source = next(v for v in details.vertices if v.name == "arrow-source")
-            return all(s.state == common_pb2.FINISHED for s in source.subtasks) and time.monotonic()
+            return all(s.state == ExecutionState.FINISHED for s in source.subtasks) and time.monotonic()
         idle_from = wait_until(stage1_finished, 120, "stage 1 to finish", interval=0.2)
         stage1 = next(c["containerId"] for c in yarn_cluster.running_containers(app_id)
                       if c["allocatedMB"] == 768)       # 512 MB slot + 256 MB
@@ -96,7 +95,7 @@ def _subtasks_running(app: "YarnApplication", vertex: str, count: int) -> bool:
     if details is None:
         return False
     subtasks = next(v for v in details.vertices if v.name == vertex).subtasks
-    return sum(s.state == common_pb2.RUNNING for s in subtasks) == count
+    return sum(s.state == ExecutionState.RUNNING for s in subtasks) == count
 
 
 def _taskexecutor_processes(app_id: str) -> list[psutil.Process]:

@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import wait_until
 from tests.yarn.conftest import FAST, PIPELINES, load_example, yarnflow
-from yarnflow.rpc.generated import common_pb2
-from yarnflow.targets.session import SessionClient
+from yarnflow.core.status import ExecutionState
+from yarnflow.targets.dispatcher_client import DispatcherClient
 
 SHAPES = str(PIPELINES / "shapes.py")
 NAME = f"test-session-{uuid.uuid4().hex[:6]}"
@@ -38,7 +38,7 @@ def session(yarn_cluster):
     app_id = re.search(r"application_\d+_\d+", proc.stdout).group(0)
     # it returned with the session RUNNING and its Dispatcher answering
     assert yarn_cluster.app(app_id)["state"] == "RUNNING"
-    client = SessionClient(app_id, timeout=30)
+    client = DispatcherClient(app_id, timeout=30)
     yield app_id, client
     client.close()
     if yarn_cluster.app(app_id)["state"] not in ("FINISHED", "FAILED", "KILLED"):
@@ -52,15 +52,15 @@ def executor_containers(yarn_cluster, app_id: str) -> set[str]:
             if not c["containerId"].endswith("_000001")}
 
 
-def work_running(client: SessionClient, job_id: str) -> bool:
+def work_running(client: DispatcherClient, job_id: str) -> bool:
     details = client.details(job_id)
     work = [s for v in details.vertices if v.name == "work" for s in v.subtasks]
-    return bool(work) and all(s.state == common_pb2.RUNNING for s in work)
+    return bool(work) and all(s.state is ExecutionState.RUNNING for s in work)
 
 
-def ended(client: SessionClient, job_id: str, timeout: float = 120) -> str:
-    return wait_until(lambda: (s := client.details(job_id).status) in
-                      ("FINISHED", "FAILED", "CANCELED") and s, timeout, f"job {job_id} to end")
+def ended(client: DispatcherClient, job_id: str, timeout: float = 120) -> str:
+    return wait_until(lambda: (s := client.details(job_id).status).is_globally_terminal and s.value,
+                      timeout, f"job {job_id} to end")
 
 
 JOBS: dict[str, str] = {}
@@ -105,7 +105,7 @@ def test_idle_executors_beyond_the_minimum_go_and_a_third_job_runs_on_warm_ones(
     def watch() -> str | bool:
         seen.update(executor_containers(yarn_cluster, app_id))
         status = client.details(JOBS["c"]).status
-        return status in ("FINISHED", "FAILED", "CANCELED") and status
+        return status.is_globally_terminal and status.value
     assert wait_until(watch, 120, "the third job to end", interval=0.2) == "FINISHED"
     assert seen == warm, f"new containers while the third job ran: {seen - warm}"
     details = client.details(JOBS["c"])

@@ -1,0 +1,29 @@
+"""How a client reaches a session's Dispatcher (Flink's DispatcherGateway). The gRPC
+implementation is ``yarnflow.rpc.gateways.GrpcDispatcherGateway``; a refusal fails the
+future with the same ``yarnflow.core.errors`` kind the Dispatcher raised
+(``JobRejected``, ``UnknownJob``, ``Refused``)."""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Protocol
+
+from yarnflow.core.details import JobDetails, SessionOverview
+from yarnflow.core.jobgraph import JobGraph
+
+
+class DispatcherGateway(Protocol):
+    def submit_job(self, graph: JobGraph) -> "Future[str]":
+        """The job id once the session accepted the job."""
+        ...
+
+    def list_jobs(self) -> "Future[list[JobDetails]]":
+        """Running jobs first, then ended ones, oldest first."""
+        ...
+
+    def request_job_details(self, job_id: str) -> "Future[JobDetails]": ...
+    def cancel_job(self, job_id: str) -> "Future[None]": ...
+    def request_overview(self) -> "Future[SessionOverview]": ...
+
+    def shutdown(self, reason: str) -> "Future[None]":
+        """Running jobs are cancelled and archived, then the application ends."""
+        ...

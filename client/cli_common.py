@@ -1,0 +1,59 @@
+"""What every ``yarnflow`` command shares: the configuration options (``-c``, ``-D``)
+and loading them, the session option, and the error exit: a failure the user can fix
+is one line naming the problem and the fix, never a traceback."""
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable, NoReturn, TypeVar
+
+import click
+from rich.console import Console
+
+from yarnflow.conf import ConfigError, Configuration
+from yarnflow.targets.yarn_errors import YarnError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# what a command may fail with that is the user's to fix (KeyError: the application
+# store has no credentials for that application)
+USER_ERRORS = (YarnError, ConfigError, KeyError)
+
+
+def fail(err: BaseException | str, status: int = 1) -> NoReturn:
+    message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+    Console().print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    sys.exit(status)
+
+
+def user_errors(fn: F) -> F:
+    """Run a command, turning the failures in ``USER_ERRORS`` into one line and exit 1."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as err:
+            fail(err)
+    return run  # type: ignore[return-value]
+
+
+def config_options(fn: F) -> F:
+    fn = click.option("-D", "dynamic", multiple=True, metavar="KEY=VALUE",
+                      help="Override a configuration option; repeatable, e.g. "
+                           "-D yarn.client.timeout=60s.")(fn)
+    return click.option("-c", "--conf", "conf_file", type=click.Path(exists=True, dir_okay=False),
+                        default=None,
+                        help="Configuration file (default: $YARNFLOW_CONF_DIR/yarnflow.yaml).")(fn)
+
+
+def session_option(fn: F) -> F:
+    return click.option("-a", "--application", "session", default="", metavar="APP_ID|NAME",
+                        help="The session (default: the newest running one started from "
+                             "this account).")(fn)
+
+
+def load_config(conf_file: str | None, dynamic: tuple[str, ...]) -> Configuration:
+    try:
+        return Configuration.load(conf_file, dynamic)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None

@@ -1,0 +1,86 @@
+"""Where a job runs, seen from the client (Flink's PipelineExecutor and JobClient).
+
+A ``Target`` takes a JobGraph and returns a ``JobHandle`` as soon as the job was
+accepted; the handle is the same kind of thing whatever the target: the job's status
+as a ``JobStatus``, its details, ``wait`` for its ``JobResult``, and ``cancel``.
+"""
+from __future__ import annotations
+
+import abc
+import time
+
+from yarnflow.conf import ConfigError, Configuration
+from yarnflow.core.details import JobDetails, JobResult
+from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.status import JobStatus
+
+
+class JobHandle(abc.ABC):
+    job_id: str
+    application_id: str = ""     # the YARN application that runs the job; "" locally
+    tracking_url: str = ""
+
+    @abc.abstractmethod
+    def details(self) -> JobDetails | None:
+        """The job's details now; None while nothing answers for it yet."""
+
+    @abc.abstractmethod
+    def result(self) -> JobResult | None:
+        """How the job ended; None while it runs."""
+
+    @abc.abstractmethod
+    def cancel(self) -> None: ...
+
+    def status(self) -> JobStatus:
+        ended = self.result()
+        if ended is not None:
+            return ended.status
+        details = self.details()
+        return details.status if details is not None else JobStatus.CREATED
+
+    def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobResult:
+        """Block until the job ended; ``TimeoutError`` naming the job after ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            ended = self.result()
+            if ended is not None:
+                return ended
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {self.job_id} did not end within {timeout:g} s")
+            time.sleep(poll if deadline is None else
+                       max(0.0, min(poll, deadline - time.monotonic())))
+
+    def close(self) -> None:
+        """Let go of connections (the job runs on)."""
+
+
+class Target(abc.ABC):
+    name: str
+    #: whether ``execute()`` follows the job to its end (local always does)
+    attached: bool = True
+
+    def __init__(self, config: Configuration) -> None:
+        self.config = config
+
+    @abc.abstractmethod
+    def submit(self, graph: JobGraph) -> JobHandle: ...
+
+    def submitted(self, handle: JobHandle) -> list[str]:
+        """What to tell the user once the job was accepted."""
+        return []
+
+
+def make_target(name: str, config: Configuration) -> Target:
+    """The target by its name (``execution.target``); YARN targets read the Hadoop
+    configuration here, so a job is checked against what the cluster grants."""
+    if name == "local":
+        from yarnflow.targets.local import LocalTarget
+        return LocalTarget(config)
+    if name == "yarn-per-job":
+        from yarnflow.targets.yarn import YarnPerJobTarget
+        return YarnPerJobTarget(config)
+    if name == "yarn-session":
+        from yarnflow.targets.session import YarnSessionTarget
+        return YarnSessionTarget(config)
+    raise ConfigError(f"execution.target: unknown target {name!r}; use local, yarn-per-job "
+                      "or yarn-session")

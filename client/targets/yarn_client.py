@@ -1,0 +1,114 @@
+"""Talking to YARN through Skein, for both YARN targets: Skein's client and driver,
+deadlines on every call that may hang on an unreachable ResourceManager, the Hadoop
+configuration a job is prepared with, and the TaskExecutor services both kinds of
+application declare (one Skein service per container size).
+
+How Python reaches the nodes: by default the containers run the client's own
+interpreter path (``sys.executable``), which suits clusters whose nodes share that
+path — the native test cluster does. On a real cluster pack an environment
+(``venv-pack`` or ``conda-pack``) and set ``yarn.ship-environment`` to the archive:
+YARN localizes it into every container as ``environment/`` and runs
+``environment/bin/python``. ``yarn.python`` names any other interpreter on the nodes.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from yarnflow.conf import Configuration, options
+from yarnflow.core.contract import encode, service_name
+from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.filesystems import use_cluster_filesystem
+from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.targets.yarn_errors import YarnError
+
+T = TypeVar("T")
+YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~5 s
+
+
+def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
+    """Run a call that may block on an unreachable ResourceManager, with a deadline
+    (Hadoop's client retries for minutes without a word)."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(call).result(timeout=timeout)
+    except FutureTimeout:
+        raise YarnError(f"{what} did not complete within {timeout:g} s (yarn.client.timeout): "
+                        "is YARN's ResourceManager up and HADOOP_CONF_DIR pointing at it?") from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def skein_client(timeout: float) -> Any:
+    """A Skein client: through the user's global Skein driver when one runs (`skein
+    driver start`, as Skein's own CLI does; saves starting a JVM per command), else
+    through a private driver logging to ~/.yarnflow."""
+    import skein
+    try:
+        return bounded(skein.Client.from_global_driver, timeout, "connecting to Skein's driver")
+    except (skein.exceptions.DriverNotRunningError, skein.exceptions.ConnectionError):
+        pass
+    log = ApplicationStore().root / "skein-driver.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    return bounded(lambda: skein.Client(log=str(log)), timeout, "starting Skein's driver")
+
+
+def load_hadoop_conf(config: Configuration) -> HadoopConf:
+    try:
+        hadoop = HadoopConf.load()
+        hadoop.check_rm_reachable(config.get(options.YARN_CLIENT_TIMEOUT))
+    except HadoopConfigError as err:
+        raise YarnError(str(err)) from None
+    return hadoop
+
+
+def prepare_config(config: Configuration) -> Configuration:
+    """The configuration the job is validated with and the ApplicationMaster gets: the
+    largest container is what YARN's scheduler grants."""
+    hadoop = load_hadoop_conf(config)
+    config = config.copy()
+    max_mb, max_vcores = hadoop.max_allocation
+    config.set(options.MAX_WORKER_MEMORY, max_mb)
+    config.set(options.MAX_WORKER_CPU, max_vcores)
+    if not config.is_set(options.UPSTREAM_FAILURE_GRACE):
+        config.set(options.UPSTREAM_FAILURE_GRACE, YARN_DEFAULT_UPSTREAM_GRACE)
+    use_cluster_filesystem(config, hadoop)   # a path without a scheme is on fs.defaultFS
+    return config
+
+
+def python_and_files(config: Configuration) -> tuple[str, dict[str, Any]]:
+    import skein
+    packed = config.get(options.YARN_SHIP_ENVIRONMENT)
+    if packed:
+        if not Path(packed).exists():
+            raise YarnError(f"yarn.ship-environment {packed} does not exist. Fix: pack the "
+                            "environment first, e.g. `venv-pack -o env.tar.gz`")
+        return "environment/bin/python", {"environment": skein.File(source=str(Path(packed).resolve()),
+                                                                     type="archive")}
+    return config.get(options.YARN_PYTHON) or sys.executable, {}
+
+
+def services_plan(specs: list[WorkerSpec], instances: dict[str, int]) -> str:
+    """The container sizes as the ApplicationMaster reads them ($YARNFLOW_SERVICES)."""
+    return encode(json.dumps([
+        {"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
+         "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
+         "overhead_mb": s.overhead_mb, "instances": instances.get(s.name, 0)}
+        for s in specs]).encode())
+
+
+def taskexecutor_service(spec: WorkerSpec, instances: int, python: str, files: dict[str, Any],
+                         env: dict[str, str]) -> Any:
+    """One container size: a Skein service whose containers run a TaskExecutor. Skein
+    neither restarts nor gives up on them; the ResourceManager decides."""
+    import skein
+    return skein.Service(
+        resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
+        instances=instances, max_restarts=0, allow_failures=True, files=files, env=env,
+        script=(f"exec {python} -m yarnflow.taskexecutor --yarn "
+                f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
+                f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))

@@ -1,0 +1,105 @@
+"""A job on YARN, from the client: per-job and session jobs alike are answered for by
+their application's Dispatcher while it runs. Once a per-job application is over,
+the job's archived details (in the job history) say how it ended, and failing those,
+YARN's final status and diagnostics."""
+from __future__ import annotations
+
+from yarnflow.core.details import JobDetails, JobResult
+from yarnflow.core.status import JobStatus
+from yarnflow.targets.app_store import ApplicationStore
+from yarnflow.targets.base import JobHandle
+from yarnflow.targets.dispatcher_client import (ApplicationEnded, DispatcherClient, JobNotFound,
+                                                NotServingYet)
+from yarnflow.targets.yarn_errors import YarnError
+
+# YARN's final status of a per-job application -> the status of its job
+_FINAL = {"SUCCEEDED": JobStatus.FINISHED, "KILLED": JobStatus.CANCELED}
+
+
+class YarnJobHandle(JobHandle):
+    def __init__(self, app_id: str, job_id: str, timeout: float, tracking_url: str = "",
+                 owns_application: bool = False, history_dir: str = "",
+                 store: ApplicationStore | None = None) -> None:
+        """``owns_application``: a per-job application, which ends with its job (and
+        which cancel may have YARN kill when its Dispatcher does not answer)."""
+        self.application_id = app_id
+        self.job_id = job_id
+        self.tracking_url = tracking_url
+        self._timeout = timeout
+        self._owns = owns_application
+        self._history = history_dir
+        self._store = store or ApplicationStore()
+        self._dispatcher: DispatcherClient | None = None
+        self._last: JobDetails | None = None
+        self._ended: JobResult | None = None
+
+    def _client(self) -> DispatcherClient:
+        if self._dispatcher is None:
+            self._dispatcher = DispatcherClient(self.application_id, self._timeout, self._store)
+        return self._dispatcher
+
+    def close(self) -> None:
+        if self._dispatcher is not None:
+            self._dispatcher.close()
+            self._dispatcher = None
+
+    def details(self) -> JobDetails | None:
+        if self._ended is not None:
+            return self._ended.details
+        try:
+            self._last = self._client().details(self.job_id)
+        except JobNotFound:
+            if not self._owns:
+                raise          # a session that never ran it
+            return None        # the per-job Dispatcher is up, the job not yet submitted
+        except NotServingYet:
+            return None        # the ApplicationMaster is starting
+        except ApplicationEnded:
+            if not self._owns:
+                raise
+            self._ended = self._outcome_after_the_application()
+            return self._ended.details
+        if self._last.status.is_globally_terminal:
+            self._ended = JobResult(self.job_id, self._last.status, self._last.failure,
+                                    self._last.failure_detail, self._last)
+        return self._last
+
+    def result(self) -> JobResult | None:
+        if self._ended is None:
+            self.details()
+        return self._ended
+
+    def _outcome_after_the_application(self) -> JobResult:
+        archived = self._archived()
+        if archived is not None and archived.status.is_globally_terminal:
+            return JobResult(self.job_id, archived.status, archived.failure,
+                             archived.failure_detail, archived)
+        from yarnflow.targets.yarn_apps import YarnApplication
+        with YarnApplication(self.application_id, self._timeout, self._store) as app:
+            final = app.status(with_details=False)
+        status = _FINAL.get(final.final_status, JobStatus.FAILED)
+        failure = "" if status is JobStatus.FINISHED else final.diagnostics.strip()
+        details = self._last or JobDetails(self.job_id, "", status)
+        details.status = status
+        return JobResult(self.job_id, status, failure.split("\n")[0], failure, details)
+
+    def _archived(self) -> JobDetails | None:
+        if not self._history:
+            return None
+        from yarnflow.rpc.archive import open_archive
+        try:
+            return open_archive(self._history).load(self.job_id)
+        except (KeyError, OSError, ValueError):
+            return None
+
+    def cancel(self) -> None:
+        try:
+            self._client().cancel(self.job_id)
+        except ApplicationEnded:
+            return
+        except YarnError:
+            if not self._owns or self.result() is not None:
+                raise
+            from yarnflow.targets.yarn_apps import YarnApplication
+            with YarnApplication(self.application_id, self._timeout, self._store) as app:
+                app.kill()

@@ -1,0 +1,70 @@
+"""What a job looks like from outside: its details while it runs and after (Flink's
+JobDetailsInfo), and its result once it ended. The JobMaster builds them, the
+Dispatcher keeps and archives them, every client shows them; the wire form is made
+only by ``yarnflow.rpc.codec``."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.status import ExecutionState, JobStatus
+
+
+@dataclass
+class SubtaskDetails:
+    index: int
+    state: ExecutionState
+    attempt: int = 0
+    resource_id: str = ""
+    allocation_id: str = ""
+    metrics: TaskMetrics = field(default_factory=TaskMetrics)
+    error: str = ""
+    # when the current attempt entered each state it went through (ExecutionState name ->
+    # epoch seconds, as the JobMaster saw it), like Flink's per-subtask timestamps
+    state_timestamps: dict[str, float] = field(default_factory=dict)
+    # a source's input splits read on a host that stores them, and those read elsewhere
+    splits_local: int = 0
+    splits_remote: int = 0
+    host: str = ""          # the host of the executor the current attempt runs on
+
+
+@dataclass
+class VertexDetails:
+    id: str
+    name: str
+    parallelism: int
+    subtasks: list[SubtaskDetails] = field(default_factory=list)
+
+
+@dataclass
+class JobDetails:
+    job_id: str
+    name: str
+    status: JobStatus
+    start_time: float = 0.0
+    end_time: float = 0.0       # 0 while the job runs
+    vertices: list[VertexDetails] = field(default_factory=list)
+    failure: str = ""           # the root cause, one line per failed subtask
+    failure_detail: str = ""    # with tracebacks
+
+
+@dataclass
+class JobResult:
+    """How a job ended (Flink's JobResult): what a JobMaster publishes and a client's
+    ``wait`` returns."""
+    job_id: str
+    status: JobStatus
+    failure: str
+    failure_detail: str
+    details: JobDetails
+
+
+@dataclass(frozen=True)
+class SessionOverview:
+    history_dir: str            # where ended jobs are archived
+    container_sizes: str        # the ladder, as the session describes it
+    executors: int              # registered TaskExecutors
+    free_slots: int
+    total_slots: int
+    running_jobs: int
+    finished_jobs: int
