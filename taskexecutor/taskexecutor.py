@@ -85,6 +85,8 @@ class TaskExecutor:
         self.resource_id = resource_id
         self.config = config
         self.slots = slots
+        # free_slot calls waiting for a task still leaving the slot (allocation id ->)
+        self._freeing: dict[str, "Future[None]"] = {}
         self.worker_spec = worker_spec
         self.main = main
         self._clock = main.clock
@@ -272,8 +274,14 @@ class TaskExecutor:
 
     def _task_done(self, task: RunningTask) -> None:
         freed = self.slots.remove_task(task.allocation_id, task.attempt_id)
+        waiting = self._freeing.pop(task.allocation_id, None) if freed is not None else None
         if freed is not None:
-            self._notify_slot_available(freed.index, task.allocation_id)
+            heard = self._notify_slot_available(freed.index, task.allocation_id)
+            if waiting is not None:
+                if heard is None:
+                    waiting.set_result(None)
+                else:
+                    heard.add_done_callback(lambda _: waiting.set_result(None))
 
     def free_slot(self, allocation_id: str, cause: str,
                   job_master_id: str | None = None) -> "Future[None] | None":
@@ -289,6 +297,11 @@ class TaskExecutor:
         index = slot.index
         if self.slots.free(allocation_id) is not None and not slot.tasks:
             return self._notify_slot_available(index, allocation_id)
+        if slot.tasks:
+            # A task that already reported its end is still leaving the slot: the
+            # ResourceManager hears of the free slot once it left, and so does the caller,
+            # so a job that ends is not announced before its slots are known free.
+            return self._freeing.setdefault(allocation_id, Future())
         return None
 
     def _notify_slot_available(self, index: int, allocation_id: str) -> "Future[None] | None":
