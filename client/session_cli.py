@@ -12,7 +12,6 @@ from rich.table import Table
 from yarnflow.cli_common import (config_options, fail, load_config, session_option,
                                  user_errors)
 from yarnflow.conf import Configuration, options
-from yarnflow.core.details import JobDetails
 from yarnflow.display import jobs_table, print_summary, progress_table
 from yarnflow.targets.yarn_errors import YarnError
 
@@ -118,18 +117,21 @@ def show_session_job(job_id: str, session: str, config: Configuration, subtasks:
     """`yarnflow status JOB_ID`: live from the session's Dispatcher, or from the
     history archive once the session is gone."""
     from yarnflow.targets.app_store import ApplicationStore
+    from yarnflow.rpc.archive import archived_job
     from yarnflow.targets.dispatcher_client import DispatcherClient, JobNotFound
+    from yarnflow.targets.session import resolve_session
     console = Console()
     store = ApplicationStore()
-    app_id = store.app_of_job(job_id) if not session else None
+    app_id = None if session else store.app_of_job(job_id)
     try:
-        app_id = _session_of(job_id, session, config, store)
+        app_id = app_id or resolve_session(session, config.get(options.YARN_CLIENT_TIMEOUT), store)
         with DispatcherClient(app_id, config.get(options.YARN_CLIENT_TIMEOUT), store) as client:
             details = client.details(job_id)
     except JobNotFound:
         raise
     except (YarnError, KeyError) as err:
-        archived = _archived(job_id, app_id, store)
+        archived = archived_job(store.info(app_id).get("history_dir", ""), job_id) \
+            if app_id else None
         if archived is None:
             fail(err)
         details = archived
@@ -140,17 +142,6 @@ def show_session_job(job_id: str, session: str, config: Configuration, subtasks:
     print_summary(details, console, subtasks)
     if details.failure_detail:
         console.print(details.failure_detail, markup=False, highlight=False)
-
-
-def _archived(job_id: str, app_id: str | None, store: Any) -> JobDetails | None:
-    from yarnflow.rpc.archive import open_archive
-    history = store.info(app_id).get("history_dir") if app_id else None
-    if not history:
-        return None
-    try:
-        return open_archive(history).load(job_id)
-    except (KeyError, OSError):
-        return None
 
 
 @user_errors

@@ -58,6 +58,12 @@ class JobResult:
     failure_detail: str
     details: JobDetails
 
+    @classmethod
+    def of(cls, details: JobDetails) -> "JobResult":
+        """The result an ended job's details tell."""
+        return cls(details.job_id, details.status, details.failure, details.failure_detail,
+                   details)
+
 
 @dataclass(frozen=True)
 class SessionOverview:

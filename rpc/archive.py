@@ -69,6 +69,17 @@ class JobArchive:
                       key=lambda d: d.start_time)
 
 
+def archived_job(location: str, job_id: str) -> JobDetails | None:
+    """The job as archived in ``location``; None when it is not there or cannot be read
+    (a client then says what it knows otherwise)."""
+    if not location:
+        return None
+    try:
+        return open_archive(location).load(job_id)
+    except (KeyError, OSError, ValueError):
+        return None
+
+
 def open_archive(location: str | Path) -> JobArchive:
     """WebHDFS with simple authentication acts as the user this process runs for (in a
     YARN container: the user who submitted the application)."""

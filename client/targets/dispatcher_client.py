@@ -59,9 +59,10 @@ class DispatcherClient:
             state = app.status(with_details=False)
             address = app.appmaster_address() if state.state == "RUNNING" else None
         if address is None:
-            raise (ApplicationEnded if state.finished else NotServingYet)(f"application {self.app_id} is {state.state}, not serving jobs"
-                            + (f": {state.diagnostics.strip()[:500]}" if state.diagnostics else "")
-                            + ("" if state.finished else "; try again once it runs"))
+            kind = ApplicationEnded if state.finished else NotServingYet
+            raise kind(f"application {self.app_id} is {state.state}, not serving jobs"
+                       + (f": {state.diagnostics.strip()[:500]}" if state.diagnostics else "")
+                       + ("" if state.finished else "; try again once it runs"))
         self.store.update(self.app_id, dispatcher=address)
         return address
 

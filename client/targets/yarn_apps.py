@@ -104,16 +104,19 @@ class YarnApplication:
         """The job's details from the application's Dispatcher, or None while it is not
         up (or already gone)."""
         try:
-            if self._dispatcher is None:
-                self._dispatcher = DispatcherClient(self.app_id, self.timeout, self.store)
             job_id = self.job_id or self._job_id_from_kv()
-            return self._dispatcher.details(job_id) if job_id else None
+            return self._dispatcher_client().details(job_id) if job_id else None
         except (YarnError, KeyError):
             return None
         except Exception as err:   # skein.ConnectionError etc. once the application ended
             if type(err).__module__.startswith("skein"):
                 return None
             raise
+
+    def _dispatcher_client(self) -> DispatcherClient:
+        if self._dispatcher is None:
+            self._dispatcher = DispatcherClient(self.app_id, self.timeout, self.store)
+        return self._dispatcher
 
     def _job_id_from_kv(self) -> str:
         self.appmaster_address()
@@ -126,9 +129,7 @@ class YarnApplication:
         if status.finished:
             return status
         try:
-            if self._dispatcher is None:
-                self._dispatcher = DispatcherClient(self.app_id, self.timeout, self.store)
-            self._dispatcher.cancel(self.job_id or self._job_id_from_kv())
+            self._dispatcher_client().cancel(self.job_id or self._job_id_from_kv())
         except (YarnError, KeyError):
             self.kill()
         return self.wait_finished(self.timeout * 2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.status import JobStatus
+from yarnflow.rpc.archive import archived_job
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.base import JobHandle
 from yarnflow.targets.dispatcher_client import (ApplicationEnded, DispatcherClient, JobNotFound,
@@ -60,8 +61,7 @@ class YarnJobHandle(JobHandle):
             self._ended = self._outcome_after_the_application()
             return self._ended.details
         if self._last.status.is_globally_terminal:
-            self._ended = JobResult(self.job_id, self._last.status, self._last.failure,
-                                    self._last.failure_detail, self._last)
+            self._ended = JobResult.of(self._last)
         return self._last
 
     def result(self) -> JobResult | None:
@@ -70,10 +70,9 @@ class YarnJobHandle(JobHandle):
         return self._ended
 
     def _outcome_after_the_application(self) -> JobResult:
-        archived = self._archived()
+        archived = archived_job(self._history, self.job_id)
         if archived is not None and archived.status.is_globally_terminal:
-            return JobResult(self.job_id, archived.status, archived.failure,
-                             archived.failure_detail, archived)
+            return JobResult.of(archived)
         from yarnflow.targets.yarn_apps import YarnApplication
         with YarnApplication(self.application_id, self._timeout, self._store) as app:
             final = app.status(with_details=False)
@@ -82,15 +81,6 @@ class YarnJobHandle(JobHandle):
         details = self._last or JobDetails(self.job_id, "", status)
         details.status = status
         return JobResult(self.job_id, status, failure.split("\n")[0], failure, details)
-
-    def _archived(self) -> JobDetails | None:
-        if not self._history:
-            return None
-        from yarnflow.rpc.archive import open_archive
-        try:
-            return open_archive(self._history).load(self.job_id)
-        except (KeyError, OSError, ValueError):
-            return None
 
     def cancel(self) -> None:
         try:
