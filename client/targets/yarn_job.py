@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.status import JobStatus
-from yarnflow.rpc.archive import archived_job
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.base import JobHandle
 from yarnflow.targets.dispatcher_client import (ApplicationEnded, DispatcherClient, JobNotFound,
@@ -70,6 +69,7 @@ class YarnJobHandle(JobHandle):
         return self._ended
 
     def _outcome_after_the_application(self) -> JobResult:
+        from yarnflow.rpc.archive import archived_job   # fsspec: not on the submit path
         archived = archived_job(self._history, self.job_id)
         if archived is not None and archived.status.is_globally_terminal:
             return JobResult.of(archived)
