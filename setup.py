@@ -64,5 +64,5 @@ setup(
                  "mypy>=2.4,<2.5",
                  "pyspark>=4.0"],
     },
-    entry_points={"console_scripts": ["yarnflow = yarnflow.cli:main"]},
+    entry_points={"console_scripts": ["yarnflow = yarnflow.cli:entry"]},
 )

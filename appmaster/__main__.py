@@ -1,4 +1,8 @@
 """``python -m yarnflow.appmaster``: the ApplicationMaster on YARN."""
-from yarnflow.appmaster.yarn_entrypoint import main
+from yarnflow.rpc.core_logs import grpc_core_logs_to_stderr
+
+grpc_core_logs_to_stderr()     # before grpc loads: this process's stderr is its log
+
+from yarnflow.appmaster.yarn_entrypoint import main  # noqa: E402
 
 raise SystemExit(main())

@@ -1,13 +1,14 @@
 """The ``yarnflow`` command line."""
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import os
 import runpy
 import sys
 
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -59,8 +60,9 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
     session, once the Dispatcher accepted the job, printing the job id.
     SCRIPT_ARGS go to the script's sys.argv."""
     console = Console()
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if verbose:     # else the runtime logs to files only (a local run: beside its executors')
+        logging.basicConfig(level=logging.INFO,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = load_config(conf_file, dynamic)
     if parallelism is not None:
         config.set(options.DEFAULT_PARALLELISM, parallelism)
@@ -103,9 +105,8 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
         sys.argv = saved_argv
         set_context(None)
     if not context.results:
-        console.print(f"[bold red]error:[/] {pipeline} ran but never called execute() on a "
-                      "Pipeline, so no job was submitted", soft_wrap=True)
-        sys.exit(2)
+        fail(f"{pipeline} ran but never called execute() on a Pipeline, so no job was "
+             "submitted", 2)
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
@@ -241,5 +242,30 @@ main.add_command(session)
 main.add_command(list_jobs)
 main.add_command(history)
 
+
+
+def entry() -> NoReturn:
+    """The ``yarnflow`` command: the click group, then an exit that skips the
+    interpreter's teardown. Native threads of gRPC, Arrow and the Hadoop client may
+    still be running then, and tearing down beneath them aborted the process
+    ("terminate called without an active exception", exit -6) after a job that had
+    finished. Everything that matters is flushed first."""
+    try:
+        main.main(prog_name="yarnflow")
+        code: object = 0
+    except SystemExit as done:
+        code = done.code
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()       # what the user's script registered, and logging's flush
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a closed pipe: nothing more to say
+            pass
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

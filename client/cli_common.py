@@ -9,6 +9,7 @@ from typing import Any, Callable, NoReturn, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from yarnflow.conf import ConfigError, Configuration
 from yarnflow.targets.yarn_errors import YarnError
@@ -22,7 +23,7 @@ USER_ERRORS = (YarnError, ConfigError, KeyError)
 
 def fail(err: BaseException | str, status: int = 1) -> NoReturn:
     message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-    Console().print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    Console().print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(status)
 
 

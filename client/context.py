@@ -81,5 +81,8 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     if handle.application_id:
         context.console.print(f"job {result.job_id} {result.status.value}", highlight=False)
     if result.status is not JobStatus.FINISHED:
+        if handle.log_location:
+            context.console.print(f"TaskExecutor logs: {handle.log_location}", highlight=False,
+                                  soft_wrap=True)
         raise JobFailedError(result)
     return handle

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -98,7 +99,9 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
     if subtasks:
         console.print(subtask_table(details))
     if details.failure:
-        console.print(f"[bold red]job failed:[/] {details.failure}")
+        # soft-wrapped: a log path in the failure stays one piece the user can copy
+        console.print(f"[bold red]job failed:[/] {escape(details.failure)}", highlight=False,
+                      soft_wrap=True)
 
 
 def jobs_table(jobs: list[JobDetails], title: str) -> Table:

@@ -158,6 +158,10 @@ TARGET = _option("execution.target", _str, "local",
                  "Where jobs run: local, yarn-per-job or yarn-session.")
 LOCAL_PYTHON = _option("local.python", _str, "",
                        "Python interpreter for local TaskExecutors; empty means the client's own.")
+LOCAL_LOG_DIR = _option("local.log-dir", _str, "",
+                        "Where local jobs keep their TaskExecutors' logs, a directory per run; empty: ~/.yarnflow/local-logs ($YARNFLOW_HOME).")
+LOCAL_LOG_RETENTION = _option("local.log-retention", _pos_int, 10,
+                              "How many local runs keep their logs under local.log-dir; older runs' logs are removed.")
 ATTACHED = _option("execution.attached", parse_bool, False,
                    "Whether `yarnflow run` on YARN follows the job to its end (local always does).")
 

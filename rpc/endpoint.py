@@ -23,6 +23,11 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+class EndpointStopped(RuntimeError):
+    """A call reached a component whose main thread was shut down: the component is
+    gone for its peers (its service answers UNAVAILABLE), not broken."""
+
+
 class ScheduledTask:
     """A handle to a delayed call; ``cancel()`` before it runs and it never runs."""
 
@@ -84,13 +89,13 @@ class MainThread:
                 raise
         if self._stopped:
             failed: Future[T] = Future()
-            failed.set_exception(RuntimeError(f"{self.name} is shut down"))
+            failed.set_exception(EndpointStopped(f"{self.name} is shut down"))
             return failed
         try:
             return self._executor.submit(guarded)
         except RuntimeError:  # executor already shut down
             failed = Future()
-            failed.set_exception(RuntimeError(f"{self.name} is shut down"))
+            failed.set_exception(EndpointStopped(f"{self.name} is shut down"))
             return failed
 
     def call(self, fn: Callable[..., T], *args: Any, timeout: float | None = 30.0) -> T:

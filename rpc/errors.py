@@ -1,16 +1,22 @@
 """Refusals across the wire, in one place: a component raises a ``Refused`` subclass
 (``yarnflow.core.errors``); its gRPC service aborts the call with a status code and
 the refusal's kind in the trailing metadata; the caller's gateway raises the same
-kind again. Transport failures (UNAVAILABLE, DEADLINE_EXCEEDED) stay ``grpc.RpcError``."""
+kind again. Transport failures (UNAVAILABLE, DEADLINE_EXCEEDED) stay ``grpc.RpcError``.
+
+A component that is shutting down, or whose main thread did not answer in time, ends
+the call with UNAVAILABLE or DEADLINE_EXCEEDED like an unreachable peer: the caller
+handles it the same way, and no traceback is logged for an ordinary shutdown."""
 from __future__ import annotations
 
 import functools
+from concurrent.futures import CancelledError
 from typing import Any, Callable, NoReturn, TypeVar
 
 import grpc
 
 from yarnflow.core.errors import (REFUSALS, FencingError, Refused, UnknownAllocation,
                                   UnknownExecutor, UnknownJob)
+from yarnflow.rpc.endpoint import EndpointStopped
 
 REFUSAL_KEY = "yarnflow-refusal"
 _STATUS: dict[type[Refused], grpc.StatusCode] = {
@@ -29,7 +35,7 @@ def abort_refused(context: grpc.ServicerContext, err: Refused) -> NoReturn:
     raise AssertionError("context.abort returns only by raising")
 
 
-def refusals_as_status(method: F) -> F:
+def errors_as_status(method: F) -> F:
     """Decorate a servicer method ``(self, request, context)``: a ``Refused`` it raises
     ends the call with the refusal's status instead of an internal error."""
     @functools.wraps(method)
@@ -38,6 +44,11 @@ def refusals_as_status(method: F) -> F:
             return method(self, request, context)
         except Refused as err:
             abort_refused(context, err)
+        except (EndpointStopped, CancelledError) as err:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(err) or "shutting down")
+        except TimeoutError:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                          f"{method.__name__}: the component's main thread did not answer in time")
     return serve  # type: ignore[return-value]
 
 

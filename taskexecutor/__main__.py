@@ -18,6 +18,10 @@ from pathlib import Path
 # before pyarrow loads; an explicit setting in the environment wins.
 os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
 
+from yarnflow.rpc.core_logs import grpc_core_logs_to_stderr  # noqa: E402
+
+grpc_core_logs_to_stderr()     # this process's stderr is its log
+
 from yarnflow.conf import Configuration, options  # noqa: E402
 from yarnflow.core.resources import ResourceSpec  # noqa: E402
 from yarnflow.rpc.security import TlsCredentials  # noqa: E402

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from yarnflow.rpc.codec import resource_spec_from_proto, tdd_from_proto
 from yarnflow.core.messages import SlotAllocation
-from yarnflow.rpc.errors import refusals_as_status
+from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
 from yarnflow.taskexecutor.taskexecutor import TaskExecutor
 
@@ -23,7 +23,7 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self._te.main.call(fn, *args, timeout=self._timeout)
 
-    @refusals_as_status
+    @errors_as_status
     def RequestSlot(self, request, context):  # noqa: N802 - gRPC names
         allocation = SlotAllocation(request.slot_index, request.job_id, request.allocation_id,
                                     resource_spec_from_proto(request.profile),
@@ -31,17 +31,17 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
         version = self._call(self._te.request_slot, allocation, request.resource_manager_id)
         return taskexecutor_pb2.SlotAllocationReply(ok=True, report_version=version)
 
-    @refusals_as_status
+    @errors_as_status
     def SubmitTask(self, request, context):  # noqa: N802
         self._call(self._te.submit_task, tdd_from_proto(request))
         return _OK
 
-    @refusals_as_status
+    @errors_as_status
     def CancelTask(self, request, context):  # noqa: N802
         self._call(self._te.cancel_task, request.job_master_id, request.attempt_id)
         return _OK
 
-    @refusals_as_status
+    @errors_as_status
     def FreeSlot(self, request, context):  # noqa: N802
         rm_heard = self._call(self._te.free_slot, request.allocation_id, request.cause,
                               request.job_master_id)
@@ -50,12 +50,12 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
             wait([rm_heard], timeout=self._timeout)
         return _OK
 
-    @refusals_as_status
+    @errors_as_status
     def ReleaseJobPartitions(self, request, context):  # noqa: N802
         self._call(self._te.release_job_partitions, request.job_id)
         return _OK
 
-    @refusals_as_status
+    @errors_as_status
     def Shutdown(self, request, context):  # noqa: N802
         self._call(self._te.shutdown_requested, request.resource_manager_id, request.reason)
         return _OK

@@ -12,7 +12,7 @@ import grpc
 from yarnflow.appmaster.dispatcher.dispatcher import Dispatcher
 from yarnflow.core.errors import JobRejected
 from yarnflow.rpc.codec import job_details_to_proto, jobgraph_from_proto, session_overview_to_proto
-from yarnflow.rpc.errors import refusals_as_status
+from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, dispatcher_pb2, dispatcher_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,7 @@ class DispatcherService(dispatcher_pb2_grpc.DispatcherServicer):
         self._dispatcher = dispatcher
         self._shutdown = shutdown
 
-    @refusals_as_status
+    @errors_as_status
     def SubmitJob(self, request, context):  # noqa: N802 - gRPC names
         try:
             graph = jobgraph_from_proto(request, load_operators=False)
@@ -34,23 +34,25 @@ class DispatcherService(dispatcher_pb2_grpc.DispatcherServicer):
             raise JobRejected(f"the session could not read job {request.name}: {err}") from None
         return dispatcher_pb2.SubmitJobResponse(job_id=self._dispatcher.submit(graph))
 
-    @refusals_as_status
+    @errors_as_status
     def ListJobs(self, request, context):  # noqa: N802
         return dispatcher_pb2.JobList(
             jobs=[job_details_to_proto(d) for d in self._dispatcher.list_jobs()])
 
-    @refusals_as_status
+    @errors_as_status
     def GetJobDetails(self, request, context):  # noqa: N802
         return job_details_to_proto(self._dispatcher.details(request.job_id))
 
-    @refusals_as_status
+    @errors_as_status
     def CancelJob(self, request, context):  # noqa: N802
         self._dispatcher.cancel(request.job_id)
         return common_pb2.Ack(ok=True)
 
+    @errors_as_status
     def GetOverview(self, request, context):  # noqa: N802
         return session_overview_to_proto(self._dispatcher.overview())
 
+    @errors_as_status
     def Shutdown(self, request, context):  # noqa: N802
         threading.Thread(target=self._shutdown, args=(request.reason or "stopped by the user",),
                          name="session-shutdown", daemon=True).start()

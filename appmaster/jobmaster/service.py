@@ -12,7 +12,7 @@ from yarnflow.core.errors import FencingError, Refused
 from yarnflow.core.messages import AskAgain
 from yarnflow.rpc.codec import (location_from_proto, slot_offer_from_proto,
                                 task_execution_state_from_proto)
-from yarnflow.rpc.errors import refusals_as_status
+from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, jobmaster_pb2, jobmaster_pb2_grpc
 
 _STALE = "unknown or stale JobMasterId: this JobMaster is not (or no longer) the job's leader"
@@ -43,14 +43,14 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
     def _on_main(self, jm: JobMaster, fn: Callable[..., Any], *args: Any) -> Any:
         return jm.main.call(fn, *args, timeout=self._timeout)
 
-    @refusals_as_status
+    @errors_as_status
     def OfferSlots(self, request, context):  # noqa: N802 - gRPC names
         jm = self._jm(request.job_master_id)
         accepted = self._on_main(jm, jm.offer_slots, location_from_proto(request.location),
                                  [slot_offer_from_proto(o) for o in request.offers])
         return jobmaster_pb2.OfferSlotsResponse(accepted=accepted)
 
-    @refusals_as_status
+    @errors_as_status
     def UpdateTaskExecutionState(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         if not self._on_main(jm, jm.update_task_execution_state,
@@ -58,7 +58,7 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
             raise Refused(f"attempt {request.attempt_id} is not a current attempt of job {jm.job_id}")
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def RequestNextInputSplit(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         answer = self._on_main(jm, jm.request_next_input_split, request.vertex_id,
@@ -67,25 +67,25 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
             return jobmaster_pb2.InputSplitResponse(retry_after_s=answer.seconds)
         return jobmaster_pb2.InputSplitResponse(end=answer is None, split=answer or b"")
 
-    @refusals_as_status
+    @errors_as_status
     def NotifyPartitionDataAvailable(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.notify_partition_data_available, request.attempt_id, request.result_id)
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def HeartbeatFromTaskExecutor(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.heartbeat_from_task_executor, request.resource_id)
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def DisconnectTaskExecutor(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.disconnect_task_executor, request.resource_id, request.reason)
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def NotifyAllocationFailure(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.notify_allocation_failure, request.allocation_id, request.cause)

@@ -12,7 +12,7 @@ from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
 from yarnflow.core.errors import FencingError, UnknownExecutor
 from yarnflow.rpc.codec import (overview_to_proto, registration_from_proto,
                                 slot_report_from_proto, slot_request_from_proto)
-from yarnflow.rpc.errors import refusals_as_status
+from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, resourcemanager_pb2, resourcemanager_pb2_grpc
 
 
@@ -27,11 +27,12 @@ class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
     def _fenced(self, token: str) -> None:
         self._rm.check_fencing(token)     # reads an immutable id: no main-thread hop
 
-    @refusals_as_status
+    @errors_as_status
     def RegisterTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         rm_id = self._call(self._rm.register_task_executor, registration_from_proto(request))
         return resourcemanager_pb2.RegistrationResponse(accepted=True, resource_manager_id=rm_id)
 
+    @errors_as_status
     def HeartbeatFromTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         try:
             self._call(self._rm.heartbeat_from_task_executor, request.resource_id,
@@ -41,43 +42,44 @@ class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
             return resourcemanager_pb2.HeartbeatResponse(known=False)   # register again
         return resourcemanager_pb2.HeartbeatResponse(known=True)
 
-    @refusals_as_status
+    @errors_as_status
     def NotifySlotAvailable(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._fenced(request.resource_manager_id)
         self._call(self._rm.notify_slot_available, request.resource_id, request.slot_index,
                    request.allocation_id)
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def DisconnectTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._fenced(request.resource_manager_id)
         self._call(self._rm.close_task_executor, request.id,
                    f"TaskExecutor {request.id} disconnected: {request.reason}")
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def RegisterJobMaster(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         rm_id = self._call(self._rm.register_job_master, request.job_id, request.job_master_id,
                            request.address)
         return resourcemanager_pb2.RegisterJobMasterResponse(resource_manager_id=rm_id)
 
-    @refusals_as_status
+    @errors_as_status
     def DisconnectJobMaster(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._fenced(request.resource_manager_id)
         self._call(self._rm.disconnect_job_master, request.id, request.job_master_id)
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def RequestSlot(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._fenced(request.resource_manager_id)
         self._call(self._rm.request_slot, slot_request_from_proto(request))
         return common_pb2.Ack(ok=True)
 
-    @refusals_as_status
+    @errors_as_status
     def CancelSlotRequest(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._fenced(request.resource_manager_id)
         self._call(self._rm.cancel_slot_request, request.allocation_id)
         return common_pb2.Ack(ok=True)
 
+    @errors_as_status
     def GetClusterOverview(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return overview_to_proto(self._call(self._rm.overview))

@@ -13,9 +13,14 @@ from typing import Any
 from yarnflow.rpc.security import TlsCredentials
 
 
+def yarnflow_home() -> Path:
+    """The user's yarnflow directory: ``$YARNFLOW_HOME``, else ``~/.yarnflow``."""
+    return Path(os.environ.get("YARNFLOW_HOME", Path.home() / ".yarnflow"))
+
+
 class ApplicationStore:
     def __init__(self, root: Path | None = None) -> None:
-        self.root = root or Path(os.environ.get("YARNFLOW_HOME", Path.home() / ".yarnflow"))
+        self.root = root or yarnflow_home()
 
     def _dir(self, app_id: str) -> Path:
         return self.root / "applications" / app_id

@@ -19,6 +19,7 @@ class JobHandle(abc.ABC):
     job_id: str
     application_id: str = ""     # the YARN application that runs the job; "" locally
     tracking_url: str = ""
+    log_location: str = ""       # where the executors' logs stay after the job (local)
 
     @abc.abstractmethod
     def details(self) -> JobDetails | None:

@@ -39,9 +39,10 @@ class HadoopConf:
             os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop")
             if os.environ.get("HADOOP_HOME") else "")
         if not conf_dir or not Path(conf_dir, "yarn-site.xml").exists():
+            where = (f"{conf_dir} holds no yarn-site.xml" if conf_dir
+                     else "HADOOP_CONF_DIR and HADOOP_HOME are unset")
             raise HadoopConfigError(
-                "no YARN configuration found: HADOOP_CONF_DIR is "
-                f"{conf_dir or 'unset'} and holds no yarn-site.xml. Fix: export HADOOP_CONF_DIR "
+                f"no YARN configuration found: {where}. Fix: export HADOOP_CONF_DIR "
                 "to your cluster's configuration directory (for the test cluster: "
                 "eval \"$(docker-hadoop/native/cluster up)\")")
         values = dict(_DEFAULTS)

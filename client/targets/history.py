@@ -9,11 +9,10 @@ ApplicationMaster needs Hadoop's native client libraries.
 from __future__ import annotations
 
 import getpass
-import os
-from pathlib import Path
 from urllib.parse import urlparse
 
 from yarnflow.conf import Configuration, options
+from yarnflow.targets.app_store import yarnflow_home
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 
@@ -36,7 +35,7 @@ def history_location(config: Configuration) -> str:
     if not configured:
         if hadoop is not None and default_fs.startswith("hdfs://"):
             return webhdfs_url(f"{default_fs}/user/{getpass.getuser()}/.yarnflow/history", hadoop)
-        return str(Path(os.environ.get("YARNFLOW_HOME", Path.home() / ".yarnflow")) / "history")
+        return str(yarnflow_home() / "history")
     if configured.startswith("hdfs://"):
         if hadoop is None:
             raise HadoopConfigError(f"session.history-dir {configured} is on HDFS but no Hadoop "

@@ -3,8 +3,10 @@ TaskExecutor a subprocess; no Hadoop needed. ``LocalCluster`` is also what tests
 benchmarks keep up across jobs."""
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
@@ -16,6 +18,7 @@ from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import ClusterOverview
 from yarnflow.rpc.security import generate_cluster_credentials
+from yarnflow.targets.app_store import yarnflow_home
 from yarnflow.targets.base import JobHandle, Target
 
 __all__ = ["JobClient", "JobResult", "LocalCluster", "LocalTarget"]
@@ -23,16 +26,21 @@ __all__ = ["JobClient", "JobResult", "LocalCluster", "LocalTarget"]
 
 class LocalCluster:
     """With ``session=True`` it is a local session: a Dispatcher in front, the
-    container sizes of ``session.container-sizes`` and ``min_executors`` kept warm."""
+    container sizes of ``session.container-sizes`` and ``min_executors`` kept warm.
+    The executors' logs go to ``log_dir`` when given (it outlives the cluster), else
+    into the workdir."""
 
     def __init__(self, config: Configuration | None = None, workdir: str | Path | None = None,
-                 session: bool = False, min_executors: int = 0) -> None:
+                 session: bool = False, min_executors: int = 0,
+                 log_dir: Path | None = None) -> None:
         self.config = config or Configuration.load()
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="yarnflow-local-"))
+        self.log_dir = log_dir or self.workdir / "executors"
         self.tls = generate_cluster_credentials()
         self.tls_dir = self.tls.write(self.workdir / "tls")
-        self.driver = LocalDriver(self.config, self.workdir / "executors", self.tls_dir)
+        self.driver = LocalDriver(self.config, self.workdir / "executors", self.tls_dir,
+                                  self.log_dir)
         ladder = ContainerLadder(parse_container_sizes(self.config.get(options.SESSION_CONTAINER_SIZES)),
                                  self.config.get(options.WORKER_OVERHEAD_MEMORY)) if session else None
         self.components = ApplicationMasterComponents(self.config, self.driver, self.tls,
@@ -40,6 +48,7 @@ class LocalCluster:
         self.dispatcher = Dispatcher(self.components, ladder, JobArchive(
             self.config.get(options.SESSION_HISTORY_DIR) or self.workdir / "history")) \
             if session else None
+        self._log = ComponentLog(log_dir / "appmaster.log") if log_dir is not None else None
 
     @property
     def resource_manager(self):  # noqa: ANN201 - tests reach into the components
@@ -54,6 +63,8 @@ class LocalCluster:
         return self.components.channels
 
     def start(self) -> "LocalCluster":
+        if self._log is not None:
+            self._log.attach()
         self.components.start()
         return self
 
@@ -65,6 +76,8 @@ class LocalCluster:
 
     def stop(self) -> None:
         self.components.stop()
+        if self._log is not None:
+            self._log.detach()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -75,11 +88,48 @@ class LocalCluster:
         self.stop()
 
 
+class ComponentLog:
+    """The log of the components a local run hosts in this process (ResourceManager,
+    JobMaster), beside its executors' logs: what the ApplicationMaster's log is on
+    YARN. Their warnings and gRPC's go here rather than to the user's terminal
+    (``yarnflow run -v`` shows them there too). Logging the user configured keeps its
+    levels; if nobody configured any, the file gets INFO."""
+    LOGGERS = ("yarnflow", "grpc")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handler: logging.Handler | None = None
+        self._raised_level = False
+
+    def attach(self) -> None:
+        self._handler = logging.FileHandler(self.path)
+        self._handler.setFormatter(logging.Formatter(
+            "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"))
+        for name in self.LOGGERS:
+            logging.getLogger(name).addHandler(self._handler)
+        ours = logging.getLogger("yarnflow")
+        if not logging.getLogger().handlers and ours.level == logging.NOTSET:
+            ours.setLevel(logging.INFO)
+            self._raised_level = True
+
+    def detach(self) -> None:
+        handler, self._handler = self._handler, None
+        if handler is None:
+            return
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeHandler(handler)
+        if self._raised_level:
+            logging.getLogger("yarnflow").setLevel(logging.NOTSET)
+            self._raised_level = False
+        handler.close()
+
+
 class LocalJobHandle(JobHandle):
     """A job on a cluster of its own in this process; the cluster stops with the job."""
 
     def __init__(self, cluster: LocalCluster, client: JobClient) -> None:
         self.job_id = client.job_id
+        self.log_location = str(cluster.log_dir)
         self._cluster: LocalCluster | None = cluster
         self._client = client
 
@@ -114,9 +164,24 @@ class LocalTarget(Target):
     name = "local"
 
     def submit(self, graph: JobGraph) -> JobHandle:
-        cluster = LocalCluster(self.config).start()
+        log_dir = run_log_dir(self.config, graph.job_id)
+        cluster = LocalCluster(self.config, log_dir=log_dir).start()
         try:
             return LocalJobHandle(cluster, cluster.submit(graph))
         except BaseException:
             cluster.stop()
             raise
+
+
+def run_log_dir(config: Configuration, job_id: str) -> Path:
+    """A new directory for one local run's executor logs under ``local.log-dir``, after
+    removing the oldest runs' beyond ``local.log-retention``: a failure message names
+    an executor's log, and the user reads it after the client exited."""
+    root = Path(config.get(options.LOCAL_LOG_DIR) or yarnflow_home() / "local-logs")
+    root.mkdir(parents=True, exist_ok=True)
+    runs = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for old in runs[:max(0, len(runs) - config.get(options.LOCAL_LOG_RETENTION) + 1)]:
+        shutil.rmtree(old, ignore_errors=True)
+    run = root / f"{time.strftime('%Y%m%d-%H%M%S')}-{job_id}"
+    run.mkdir()
+    return run

@@ -13,6 +13,8 @@ YARN localizes it into every container as ``environment/`` and runs
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from pathlib import Path
@@ -52,9 +54,31 @@ def skein_client(timeout: float) -> Any:
         return bounded(skein.Client.from_global_driver, timeout, "connecting to Skein's driver")
     except (skein.exceptions.DriverNotRunningError, skein.exceptions.ConnectionError):
         pass
+    check_driver_prerequisites(timeout)
     log = ApplicationStore().root / "skein-driver.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     return bounded(lambda: skein.Client(log=str(log)), timeout, "starting Skein's driver")
+
+
+def check_driver_prerequisites(timeout: float) -> None:
+    """What Skein needs to start its driver, checked first so that a missing piece is
+    one line naming it: Skein would fail with a raw FileNotFoundError (no `yarn` or
+    `java`), or wait minutes on a ResourceManager that is not there."""
+    try:
+        HadoopConf.load().check_rm_reachable(timeout)
+    except HadoopConfigError as err:
+        raise YarnError(str(err)) from None
+    if shutil.which("yarn") is None:
+        raise YarnError("the `yarn` command is not on PATH; Skein asks it for Hadoop's classpath. "
+                        "Fix: add your Hadoop installation's bin directory to PATH (e.g. "
+                        "export PATH=$HADOOP_HOME/bin:$PATH)")
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else "java"
+    if shutil.which(java) is None:
+        where = f"JAVA_HOME ({java_home}) has no bin/java" if java_home else \
+            "`java` is not on PATH and JAVA_HOME is unset"
+        raise YarnError(f"{where}; Skein's driver runs on Java. Fix: install Java 8 or later "
+                        "and set JAVA_HOME to it")
 
 
 def load_hadoop_conf(config: Configuration) -> HadoopConf:

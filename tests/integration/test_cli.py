@@ -101,3 +101,69 @@ def test_a_syntax_error_in_the_pipeline_is_one_line_with_file_and_line(tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"{script}, line 3" in proc.stdout and "syntax error" in proc.stdout, proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def _yarnflow_env(tmp_path: Path, **env: str) -> dict[str, str]:
+    """An environment with no Hadoop at all: no configuration, no `yarn` on PATH, and
+    a home of its own (so no global Skein driver answers for it)."""
+    import os
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("HADOOP_CONF_DIR", "HADOOP_HOME", "YARNFLOW_HOME")}
+    base.update(HOME=str(tmp_path), PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", **env)
+    return base
+
+
+@pytest.mark.parametrize("command", ["status", "cancel"])
+def test_a_yarn_command_without_hadoop_is_one_line_naming_the_fix(tmp_path, command):
+    import socket
+    run = [sys.executable, "-m", "yarnflow.cli", command, "application_1_0001"]
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env=_yarnflow_env(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "no YARN configuration found" in proc.stdout and "export HADOOP_CONF_DIR" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+    with socket.socket() as rm:                  # a ResourceManager port that answers
+        rm.bind(("127.0.0.1", 0))
+        rm.listen(4)
+        conf = tmp_path / "hadoop"
+        conf.mkdir()
+        (conf / "yarn-site.xml").write_text(
+            "<configuration><property><name>yarn.resourcemanager.address</name>"
+            f"<value>127.0.0.1:{rm.getsockname()[1]}</value></property></configuration>")
+        proc = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=ROOT,
+                              env=_yarnflow_env(tmp_path, HADOOP_CONF_DIR=str(conf)))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "`yarn` command is not on PATH" in proc.stdout and "Fix:" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert len(proc.stdout.strip().splitlines()) == 1 and not proc.stderr.strip(), proc.stdout
+
+
+def test_a_lost_executors_log_named_in_the_failure_is_still_there_after_the_client_exits(tmp_path):
+    import os
+    import re
+    script = tmp_path / "die.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, pyarrow as pa, yarnflow as yf
+        def die(batch):
+            print("about to die", flush=True)
+            os._exit(3)
+        p = yf.Pipeline("die")
+        p.from_arrow(pa.table({{"x": [1]}})).map(die).write_parquet({str(tmp_path / 'o')!r})
+        p.execute()
+    """))
+    home = tmp_path / "home"
+    proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", *FAST, str(script)],
+                          capture_output=True, text=True, timeout=240, cwd=ROOT,
+                          env=dict(os.environ, YARNFLOW_HOME=str(home)))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    text = " ".join(proc.stdout.split())
+    named = re.search(r"exited with code 3 \(log: (\S+\.log)\)", text)
+    assert named, proc.stdout
+    log = Path(named.group(1))
+    assert log.parent.parent == home / "local-logs"
+    assert "about to die" in log.read_text()          # the user's output, kept
+    assert f"TaskExecutor logs: {log.parent}" in text
+    # the runtime's own lines went to the run's ApplicationMaster log, not the terminal
+    assert "was lost" in (log.parent / "appmaster.log").read_text()
+    assert "Traceback" not in proc.stderr and "Handshake" not in proc.stderr, proc.stderr

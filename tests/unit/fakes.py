@@ -11,6 +11,7 @@ from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.core.messages import SlotOffer, TaskExecutionState
 from yarnflow.core.status import ExecutionState
+from yarnflow.rpc.endpoint import EndpointStopped
 from yarnflow.conf import Configuration
 from yarnflow.core.clock import ManualClock
 from yarnflow.core.jobgraph import JobGraph
@@ -41,7 +42,7 @@ class ManualMainThread:
     def execute(self, fn: Callable[..., Any], *args: Any) -> "Future[Any]":
         future: Future[Any] = Future()
         if self.stopped:
-            future.set_exception(RuntimeError(f"{self.name} is shut down"))
+            future.set_exception(EndpointStopped(f"{self.name} is shut down"))
             return future
         self._queue.append((lambda: fn(*args), future))
         self._drain()

@@ -240,3 +240,16 @@ def test_a_slot_hosting_spark_operators_counts_the_spark_jvm_once():
     plain = yf.Pipeline("no-spark")
     plain.from_arrow(__import__("pyarrow").table({"x": [1]})).resources(R(1, "512m"))
     assert plain.job_graph(config).slot_profile("default", R(1, 1024)) == R(1, 512)
+
+
+def test_local_runs_keep_the_logs_of_their_last_runs(tmp_path):
+    import os
+    from yarnflow.conf import Configuration
+    from yarnflow.targets.local import run_log_dir
+    config = Configuration.load(None, (f"local.log-dir={tmp_path}", "local.log-retention=2"))
+    runs = []
+    for n in range(3):
+        run = run_log_dir(config, f"job{n}")
+        os.utime(run, (n, n))                       # oldest first, whatever the clock says
+        runs.append(run)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(r.name for r in runs[1:])

@@ -28,9 +28,14 @@ def describe_exit(code: int) -> str:
 
 
 class LocalDriver(ResourceDriver):
-    def __init__(self, config: Configuration, workdir: Path, tls_dir: Path) -> None:
+    """``log_dir`` may outlive ``workdir``: a failure message names an executor's log,
+    and the user reads it after the run's scratch space is gone."""
+
+    def __init__(self, config: Configuration, workdir: Path, tls_dir: Path,
+                 log_dir: Path | None = None) -> None:
         self._config = config
         self._workdir = workdir
+        self._log_dir = log_dir or workdir
         self._tls_dir = tls_dir
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._released: set[str] = set()
@@ -43,12 +48,13 @@ class LocalDriver(ResourceDriver):
         self._events = events
         self._rm_address = resource_manager_address
         self._workdir.mkdir(parents=True, exist_ok=True)
+        self._log_dir.mkdir(parents=True, exist_ok=True)
         self._conf_file.write_text(self._config.to_json())
 
     def request_worker(self, spec: WorkerSpec) -> str:
         resource_id = f"local-te-{uuid.uuid4().hex[:8]}"
         python = self._config.get(options.LOCAL_PYTHON) or sys.executable
-        log_file = self._workdir / f"{resource_id}.log"
+        log_file = self._log_file(resource_id)
         command = [python, "-m", "yarnflow.taskexecutor",
                    "--resource-id", resource_id, "--rm-address", self._rm_address,
                    "--tls-dir", str(self._tls_dir), "--conf", str(self._conf_file),
@@ -75,7 +81,10 @@ class LocalDriver(ResourceDriver):
             released = resource_id in self._released
         if not released and self._events is not None:
             self._events.on_worker_terminated(
-                resource_id, f"{describe_exit(code)} (log: {self._workdir / resource_id}.log)")
+                resource_id, f"{describe_exit(code)} (log: {self._log_file(resource_id)})")
+
+    def _log_file(self, resource_id: str) -> Path:
+        return self._log_dir / f"{resource_id}.log"
 
     def release_worker(self, resource_id: str) -> None:
         with self._lock:
