@@ -19,6 +19,7 @@ PACKAGES = {
     "yarnflow.conf": "conf",
     "yarnflow.rpc": "rpc",
     "yarnflow.rpc.generated": "rpc/generated",
+    "yarnflow.rpc.gateways": "rpc/gateways",
     "yarnflow.appmaster": "appmaster",
     "yarnflow.appmaster.dispatcher": "appmaster/dispatcher",
     "yarnflow.appmaster.jobmaster": "appmaster/jobmaster",

@@ -23,8 +23,9 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
-from yarnflow.rpc.gateways import (GrpcJobMasterGateway, GrpcResourceManagerGateway, GrpcTaskExecutorGateway,
-                                   register_job_master)
+from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
+from yarnflow.rpc.gateways.resourcemanager import GrpcResourceManagerGateway, register_job_master
+from yarnflow.rpc.gateways.taskexecutor import GrpcTaskExecutorGateway
 from yarnflow.rpc.generated import jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 from yarnflow.rpc.security import TlsCredentials
 from yarnflow.rpc.codec import as_received

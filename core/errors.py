@@ -31,5 +31,11 @@ class JobRejected(Refused):
     """A job the session cannot run; the message names the problem and the fix."""
 
 
+class EndpointStopped(RuntimeError):
+    """A call reached a component whose main thread was shut down: the component is
+    gone for its peers (its service answers UNAVAILABLE), not broken. Not a refusal:
+    nobody considered the call."""
+
+
 REFUSALS: dict[str, type[Refused]] = {cls.__name__: cls for cls in (
     Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor, JobRejected)}

@@ -2,7 +2,7 @@
 one thread, so no component needs locks around its maps and state machines.
 
 gRPC handlers hop onto the main thread and wait for the answer; outgoing calls are
-made asynchronously (``rpc.gateways.call_future``) and their results hop back, so a component never blocks its own
+made asynchronously (``rpc.gateways.calls.call_future``) and their results hop back, so a component never blocks its own
 main thread on a peer that may be calling it at the same moment.
 """
 from __future__ import annotations
@@ -11,21 +11,16 @@ import heapq
 import itertools
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from typing import Any, Callable, Protocol, TypeVar
 
 import grpc
 
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
-from yarnflow.core.errors import Refused
+from yarnflow.core.errors import EndpointStopped, Refused
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-
-
-class EndpointStopped(RuntimeError):
-    """A call reached a component whose main thread was shut down: the component is
-    gone for its peers (its service answers UNAVAILABLE), not broken."""
 
 
 class ScheduledTask:
@@ -102,7 +97,11 @@ class MainThread:
         """Run ``fn`` on the main thread and wait for its result (from any other thread)."""
         if self.in_main_thread():
             return fn(*args)
-        return self.execute(fn, *args).result(timeout=timeout)
+        try:
+            return self.execute(fn, *args).result(timeout=timeout)
+        except CancelledError:      # queued when the main thread shut down
+            raise EndpointStopped(f"{self.name} shut down before it ran "
+                                  f"{getattr(fn, '__qualname__', fn)}") from None
 
     def schedule(self, delay: float, fn: Callable[..., Any], *args: Any) -> ScheduledTask:
         """Run ``fn`` on the main thread after ``delay`` seconds unless cancelled first."""

@@ -14,9 +14,8 @@ from typing import Any, Callable, NoReturn, TypeVar
 
 import grpc
 
-from yarnflow.core.errors import (REFUSALS, FencingError, Refused, UnknownAllocation,
-                                  UnknownExecutor, UnknownJob)
-from yarnflow.rpc.endpoint import EndpointStopped
+from yarnflow.core.errors import (REFUSALS, EndpointStopped, FencingError, Refused,
+                                  UnknownAllocation, UnknownExecutor, UnknownJob)
 
 REFUSAL_KEY = "yarnflow-refusal"
 _STATUS: dict[type[Refused], grpc.StatusCode] = {

@@ -1,7 +1,7 @@
 """How other components reach a TaskExecutor (Flink's TaskExecutorGateway). A handle
 is made for one caller and carries its fencing token: the ResourceManager's calls are
 fenced with its ResourceManagerId, a JobMaster's with its JobMasterId. The gRPC
-implementation is ``yarnflow.rpc.gateways.GrpcTaskExecutorGateway``; unit tests use
+implementation is ``yarnflow.rpc.gateways.taskexecutor.GrpcTaskExecutorGateway``; unit tests use
 in-memory ones. A refusal fails the future with ``yarnflow.core.errors.Refused``."""
 from __future__ import annotations
 

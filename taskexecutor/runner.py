@@ -16,7 +16,8 @@ from yarnflow.core.messages import TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
 from yarnflow.rpc.endpoint import MainThread
-from yarnflow.rpc.gateways import GrpcJobMasterGateway, GrpcResourceManagerExecutorGateway
+from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
+from yarnflow.rpc.gateways.resourcemanager import GrpcResourceManagerExecutorGateway
 from yarnflow.rpc.generated import taskexecutor_pb2_grpc
 from yarnflow.rpc.security import TlsCredentials
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway

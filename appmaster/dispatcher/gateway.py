@@ -1,5 +1,5 @@
 """How a client reaches a session's Dispatcher (Flink's DispatcherGateway). The gRPC
-implementation is ``yarnflow.rpc.gateways.GrpcDispatcherGateway``; a refusal fails the
+implementation is ``yarnflow.rpc.gateways.dispatcher.GrpcDispatcherGateway``; a refusal fails the
 future with the same ``yarnflow.core.errors`` kind the Dispatcher raised
 (``JobRejected``, ``UnknownJob``, ``Refused``)."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How other components reach a JobMaster (Flink's JobMasterGateway); a handle is
 fenced with the JobMasterId it was made for, so a call meant for a JobMaster that has
 since been replaced is refused (``FencingError``), never applied to its successor.
-The gRPC implementation is ``yarnflow.rpc.gateways.GrpcJobMasterGateway``."""
+The gRPC implementation is ``yarnflow.rpc.gateways.jobmaster.GrpcJobMasterGateway``."""
 from __future__ import annotations
 
 from concurrent.futures import Future

@@ -10,7 +10,7 @@ import logging
 import traceback
 import uuid
 from concurrent.futures import Future
-from typing import Callable
+from typing import Callable, TypeVar
 
 import cloudpickle
 
@@ -26,7 +26,7 @@ from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskExecutorLocation
 from yarnflow.core.details import JobDetails, JobResult
-from yarnflow.core.errors import Refused
+from yarnflow.core.errors import EndpointStopped, Refused
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
@@ -36,6 +36,7 @@ from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, ScheduledTask
                                    when_all_done)
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class JobMaster:
@@ -116,12 +117,21 @@ class JobMaster:
                 return self.result.result()
             self._on_terminated.append(listener)
             return None
-        ended = self.result.result() if self.result.done() else self.main.call(add)
+        ended = self.result.result() if self.result.done() else self._unless_ended(add)
         if ended is not None:
             listener(ended)
 
     def cancel(self) -> None:
-        self.main.call(self._cancel)
+        """Cancel the job; nothing to do once it has ended."""
+        self._unless_ended(self._cancel)
+
+    def _unless_ended(self, fn: Callable[[], T]) -> T | JobResult:
+        """``fn`` on the main thread, or the job's result when the job ended first (its
+        main thread goes with it, so a caller racing the end sees the end)."""
+        try:
+            return self.main.call(fn)
+        except EndpointStopped:
+            return self.result.result(timeout=self.config.get(options.RPC_ASK_TIMEOUT))
 
     def _cancel(self) -> None:
         if self.graph.status.is_globally_terminal or self.graph.status in (
@@ -428,10 +438,8 @@ class JobMaster:
     def details(self) -> JobDetails:
         if self.result.done():
             return self.result.result().details
-        try:
-            return self.main.call(job_details, self.graph)
-        except RuntimeError:      # it ended meanwhile and its main thread is gone
-            return self.result.result(timeout=self.config.get(options.RPC_ASK_TIMEOUT)).details
+        answer = self._unless_ended(lambda: job_details(self.graph))
+        return answer.details if isinstance(answer, JobResult) else answer
 
     def shutdown(self) -> None:
         self.main.shutdown()

@@ -3,7 +3,7 @@
 A JobMaster's handle is bound to its job and fenced both ways (the JobMasterId it
 registered with, the ResourceManagerId it was given); an executor's handle carries
 the ResourceManagerId the executor registered with, which changes when it registers
-again. The gRPC implementations are in ``yarnflow.rpc.gateways``."""
+again. The gRPC implementations are in ``yarnflow.rpc.gateways.resourcemanager``."""
 from __future__ import annotations
 
 from concurrent.futures import Future

@@ -17,7 +17,7 @@ from yarnflow.core.details import JobDetails, SessionOverview
 from yarnflow.core.errors import JobRejected, Refused, UnknownJob
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.channels import ChannelCache
-from yarnflow.rpc.gateways import GrpcDispatcherGateway
+from yarnflow.rpc.gateways.dispatcher import GrpcDispatcherGateway
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.yarn_errors import YarnError
 

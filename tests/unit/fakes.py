@@ -11,7 +11,7 @@ from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.core.messages import SlotOffer, TaskExecutionState
 from yarnflow.core.status import ExecutionState
-from yarnflow.rpc.endpoint import EndpointStopped
+from yarnflow.core.errors import EndpointStopped
 from yarnflow.conf import Configuration
 from yarnflow.core.clock import ManualClock
 from yarnflow.core.jobgraph import JobGraph

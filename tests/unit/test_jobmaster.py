@@ -46,6 +46,19 @@ def test_a_job_runs_from_created_to_finished_and_lets_go_of_everything(harness):
     assert h.jm.main.pending_timers() == 0, "a finished job keeps no periodic timer"
 
 
+def test_a_caller_racing_the_jobs_end_gets_the_end_not_an_error(harness):
+    h = harness
+    h.start()
+    h.offer_pending(["te-1", "te-2"])
+    run_all(h, FINISHED)
+    assert h.jm.main.stopped                     # the ended job's thread is gone
+    assert h.jm.details().status is JobStatus.FINISHED
+    h.jm.cancel()                                # nothing left to cancel: no error
+    heard = []
+    h.jm.add_termination_listener(heard.append)
+    assert [r.status for r in heard] == [JobStatus.FINISHED]
+
+
 def test_an_executor_silent_past_the_heartbeat_timeout_fails_the_job(harness):
     h = harness
     h.start()

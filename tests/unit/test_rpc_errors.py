@@ -3,6 +3,7 @@ a component that is shutting down or too busy looks like an unreachable peer, an
 bug stays a bug."""
 from __future__ import annotations
 
+import threading
 from concurrent.futures import CancelledError
 from typing import Any
 
@@ -10,7 +11,8 @@ import grpc
 import pytest
 
 from yarnflow.core.errors import UnknownJob
-from yarnflow.rpc.endpoint import EndpointStopped, MainThread
+from yarnflow.core.errors import EndpointStopped
+from yarnflow.rpc.endpoint import MainThread
 from yarnflow.rpc.errors import REFUSAL_KEY, errors_as_status
 
 
@@ -67,3 +69,37 @@ def test_a_stopped_main_thread_refuses_calls_as_stopped():
     main.shutdown()
     with pytest.raises(EndpointStopped, match="jm-test is shut down"):
         main.call(lambda: 1)
+
+
+class SignallingMainThread(MainThread):
+    """Says when a call is in its queue."""
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.queued = threading.Event()
+
+    def execute(self, fn: Any, *args: Any) -> Any:
+        future = super().execute(fn, *args)
+        self.queued.set()
+        return future
+
+
+def test_a_call_queued_when_the_main_thread_shuts_down_raises_stopped():
+    main = SignallingMainThread("jm-test")
+    busy, release = threading.Event(), threading.Event()
+    main.execute(lambda: (busy.set(), release.wait(10)))
+    assert busy.wait(10), "the main thread did not start the blocking call"
+    main.queued.clear()
+    outcome: list[BaseException] = []
+
+    def queued() -> None:
+        try:
+            main.call(lambda: 1, timeout=10)
+        except BaseException as err:       # noqa: BLE001 - what the caller sees
+            outcome.append(err)
+    caller = threading.Thread(target=queued)
+    caller.start()
+    assert main.queued.wait(10), "the call never reached the queue"
+    main.shutdown()
+    release.set()
+    caller.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], EndpointStopped), outcome

@@ -1,0 +1,60 @@
+"""What every gRPC gateway does with a call: start it without blocking, and turn its
+reply into the future the gateway interface promises."""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any, Callable, TypeVar
+
+import grpc
+
+from yarnflow.core.errors import Refused
+from yarnflow.rpc.errors import refusal_of
+
+T = TypeVar("T")
+# replies that say no with ok=false rather than a status
+_ANSWERS_WITH_OK = frozenset({"yarnflow.Ack", "yarnflow.SlotAllocationReply"})
+
+
+def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
+    """Start ``method.future(request)``; a call that cannot even start (closed channel)
+    becomes a failed future instead of an exception in the caller's main thread."""
+    try:
+        return to_future(method.future(request, timeout=timeout))
+    except Exception as err:
+        failed: Future[Any] = Future()
+        failed.set_exception(err)
+        return failed
+
+
+def to_future(call: "grpc.Future") -> "Future[Any]":
+    out: Future[Any] = Future()
+
+    def done(fut: "grpc.Future") -> None:
+        try:
+            result = fut.result()
+        except Exception as err:
+            out.set_exception(refusal_of(err) or err)
+            return
+        if result.DESCRIPTOR.full_name in _ANSWERS_WITH_OK and not result.ok:
+            out.set_exception(Refused(result.message))
+        else:
+            out.set_result(result)
+    call.add_done_callback(done)
+    return out
+
+
+def then(future: "Future[Any]", convert: Callable[[Any], T]) -> "Future[T]":
+    """``future``'s reply converted from its message to what the gateway promises."""
+    out: Future[T] = Future()
+
+    def done(fut: "Future[Any]") -> None:
+        err = fut.exception()
+        if err is not None:
+            out.set_exception(err)
+            return
+        try:
+            out.set_result(convert(fut.result()))
+        except Exception as failed:   # noqa: BLE001 - a reply that says no
+            out.set_exception(failed)
+    future.add_done_callback(done)
+    return out

@@ -1,0 +1,85 @@
+"""The gRPC ResourceManager gateways (``yarnflow.appmaster.resourcemanager.gateway``):
+a JobMaster's, and a TaskExecutor's."""
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+import grpc
+
+from yarnflow.core.errors import Refused
+from yarnflow.core.messages import SlotReport, TaskExecutorRegistration
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.rpc.codec import fill_resource_spec, fill_slot_report, registration_to_proto
+from yarnflow.rpc.gateways.calls import call_future, then
+from yarnflow.rpc.generated import resourcemanager_pb2, resourcemanager_pb2_grpc
+
+
+class GrpcResourceManagerGateway:
+    """A JobMaster's handle on the ResourceManager, fenced both ways."""
+
+    def __init__(self, channel: grpc.Channel, resource_manager_id: str, job_id: str,
+                 job_master_id: str, job_master_address: str, timeout: float) -> None:
+        self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+        self._rm_id = resource_manager_id
+        self._job_id = job_id
+        self._jm_id = job_master_id
+        self._jm_address = job_master_address
+        self._timeout = timeout
+
+    def request_slot(self, allocation_id: str, profile: ResourceSpec) -> "Future[Any]":
+        request = resourcemanager_pb2.SlotRequest(
+            resource_manager_id=self._rm_id, job_id=self._job_id, job_master_id=self._jm_id,
+            allocation_id=allocation_id, job_master_address=self._jm_address)
+        fill_resource_spec(profile, request.profile)
+        return call_future(self._stub.RequestSlot, request, self._timeout)
+
+    def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":
+        return call_future(self._stub.CancelSlotRequest, resourcemanager_pb2.CancelSlotRequestMessage(
+            resource_manager_id=self._rm_id, job_master_id=self._jm_id,
+            allocation_id=allocation_id), self._timeout)
+
+    def disconnect_job_master(self, reason: str) -> "Future[Any]":
+        return call_future(self._stub.DisconnectJobMaster, resourcemanager_pb2.DisconnectRequest(
+            resource_manager_id=self._rm_id, id=self._job_id, job_master_id=self._jm_id,
+            reason=reason), self._timeout)
+
+
+class GrpcResourceManagerExecutorGateway:
+    """A TaskExecutor's handle on the ResourceManager."""
+
+    def __init__(self, channel: grpc.Channel, timeout: float) -> None:
+        self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+        self._timeout = timeout
+
+    def register_task_executor(self, registration: TaskExecutorRegistration) -> "Future[str]":
+        def accepted(reply: Any) -> str:
+            if not reply.accepted:
+                raise Refused(reply.reason)
+            return str(reply.resource_manager_id)
+        return then(call_future(self._stub.RegisterTaskExecutor,
+                                 registration_to_proto(registration), self._timeout), accepted)
+
+    def heartbeat_from_task_executor(self, resource_manager_id: str, resource_id: str,
+                                     report: SlotReport, holds_partitions: bool) -> "Future[bool]":
+        message = resourcemanager_pb2.TaskExecutorHeartbeat(
+            resource_manager_id=resource_manager_id, resource_id=resource_id,
+            holds_partitions=holds_partitions)
+        fill_slot_report(report, message.slot_report)
+        return then(call_future(self._stub.HeartbeatFromTaskExecutor, message, self._timeout),
+                     lambda reply: bool(reply.known))
+
+    def notify_slot_available(self, resource_manager_id: str, resource_id: str,
+                              slot_index: int, allocation_id: str) -> "Future[None]":
+        return then(call_future(self._stub.NotifySlotAvailable, resourcemanager_pb2.SlotAvailable(
+            resource_manager_id=resource_manager_id, resource_id=resource_id,
+            slot_index=slot_index, allocation_id=allocation_id), self._timeout), lambda _: None)
+
+
+def register_job_master(channel: grpc.Channel, job_id: str, job_master_id: str, address: str,
+                        timeout: float) -> str:
+    """Register a JobMaster with the ResourceManager; returns the ResourceManagerId."""
+    stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+    reply = stub.RegisterJobMaster(resourcemanager_pb2.RegisterJobMasterRequest(
+        job_id=job_id, job_master_id=job_master_id, address=address), timeout=timeout)
+    return reply.resource_manager_id
