@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 
 class IllegalStateTransition(RuntimeError):
@@ -65,6 +65,9 @@ JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 
-def check_transition(table: Mapping[Any, Collection[Any]], current: enum.Enum, target: enum.Enum, what: str) -> None:
+def check_transition(table: Mapping[Any, Collection[Any]], current: enum.Enum, target: enum.Enum,
+                     what: Callable[[], str]) -> None:
+    """Raise unless ``table`` allows ``current -> target``. ``what`` names the object
+    for the error only: it runs on every transition of every subtask otherwise."""
     if target not in table[current]:
-        raise IllegalStateTransition(f"{what}: {current.name} -> {target.name} is not allowed")
+        raise IllegalStateTransition(f"{what()}: {current.name} -> {target.name} is not allowed")

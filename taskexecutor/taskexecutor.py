@@ -121,7 +121,7 @@ class TaskExecutor:
 
     def _set_registration(self, target: Registration) -> None:
         check_transition(_REGISTRATION_TRANSITIONS, self.registration, target,
-                         f"TaskExecutor {self.resource_id} registration")
+                         lambda: f"TaskExecutor {self.resource_id} registration")
         self.registration = target
 
     # --- registration with the ResourceManager ----------------------------------------

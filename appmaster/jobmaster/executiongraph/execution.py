@@ -31,7 +31,7 @@ class Execution:
         self.splits_remote = 0
 
     def transition(self, target: ExecutionState) -> None:
-        check_transition(EXECUTION_TRANSITIONS, self.state, target, f"execution {self}")
+        check_transition(EXECUTION_TRANSITIONS, self.state, target, lambda: f"execution {self}")
         self.state = target
         self.state_timestamps[target] = self.vertex.job_vertex.graph.clock.time()
 

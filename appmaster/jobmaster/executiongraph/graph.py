@@ -224,7 +224,7 @@ class ExecutionGraph:
 
     # --- mutations -------------------------------------------------------------------
     def transition(self, target: JobStatus) -> None:
-        check_transition(JOB_TRANSITIONS, self.status, target, f"job {self.job_id}")
+        check_transition(JOB_TRANSITIONS, self.status, target, lambda: f"job {self.job_id}")
         self.status = target
         self.status_timestamps[target] = self.clock.time()
 

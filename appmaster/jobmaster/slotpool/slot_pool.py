@@ -61,9 +61,10 @@ class _Held:
     since: float                 # when it came into the pool or was last freed
     state: HeldSlotState = HeldSlotState.FREE
 
-    def transition(self, target: HeldSlotState, now: float) -> None:
+    def transition(self, target: HeldSlotState, now: float = 0.0) -> None:
+        """``now`` (for FREE) is when the slot's idle time starts."""
         check_transition(_HELD_TRANSITIONS, self.state, target,
-                         f"slot {self.slot.allocation_id[:8]}")
+                         lambda: f"slot {self.slot.allocation_id[:8]}")
         self.state = target
         if target is HeldSlotState.FREE:
             self.since = now
@@ -219,7 +220,7 @@ class SlotPool:
             self._unindex_free(held.slot)
 
     def _mark_allocated(self, slot: PhysicalSlot) -> None:
-        self._held[slot.allocation_id].transition(HeldSlotState.ALLOCATED, self._main.clock.monotonic())
+        self._held[slot.allocation_id].transition(HeldSlotState.ALLOCATED)
         rid = slot.location.resource_id
         self._allocated_per_executor[rid] = self._allocated_per_executor.get(rid, 0) + 1
         self._unindex_free(slot)

@@ -66,7 +66,7 @@ class SlotRequest:
 
     def transition(self, target: RequestState) -> None:
         check_transition(_REQUEST_TRANSITIONS, self.state, target,
-                         f"slot request {self.allocation_id[:8]}")
+                         lambda: f"slot request {self.allocation_id[:8]}")
         self.state = target
         if target is not RequestState.PENDING:
             self.assigned = None
@@ -85,7 +85,7 @@ class TaskManagerSlot:
 
     def transition(self, target: SlotState) -> None:
         check_transition(_SLOT_TRANSITIONS, self.state, target,
-                         f"slot {self.resource_id}/{self.index}")
+                         lambda: f"slot {self.resource_id}/{self.index}")
         self.state = target
 
 
