@@ -82,16 +82,14 @@ class MainThread:
                 log.exception("%s: error in main-thread call %s", self.name,
                               getattr(fn, "__qualname__", fn))
                 raise
-        if self._stopped:
-            failed: Future[T] = Future()
-            failed.set_exception(EndpointStopped(f"{self.name} is shut down"))
-            return failed
-        try:
-            return self._executor.submit(guarded)
-        except RuntimeError:  # executor already shut down
-            failed = Future()
-            failed.set_exception(EndpointStopped(f"{self.name} is shut down"))
-            return failed
+        if not self._stopped:
+            try:
+                return self._executor.submit(guarded)
+            except RuntimeError:  # the executor shut down meanwhile
+                pass
+        failed: Future[T] = Future()
+        failed.set_exception(EndpointStopped(f"{self.name} is shut down"))
+        return failed
 
     def call(self, fn: Callable[..., T], *args: Any, timeout: float | None = 30.0) -> T:
         """Run ``fn`` on the main thread and wait for its result (from any other thread)."""

@@ -64,10 +64,7 @@ def check_driver_prerequisites(timeout: float) -> None:
     """What Skein needs to start its driver, checked first so that a missing piece is
     one line naming it: Skein would fail with a raw FileNotFoundError (no `yarn` or
     `java`), or wait minutes on a ResourceManager that is not there."""
-    try:
-        HadoopConf.load().check_rm_reachable(timeout)
-    except HadoopConfigError as err:
-        raise YarnError(str(err)) from None
+    reachable_hadoop_conf(timeout)
     if shutil.which("yarn") is None:
         raise YarnError("the `yarn` command is not on PATH; Skein asks it for Hadoop's classpath. "
                         "Fix: add your Hadoop installation's bin directory to PATH (e.g. "
@@ -82,9 +79,15 @@ def check_driver_prerequisites(timeout: float) -> None:
 
 
 def load_hadoop_conf(config: Configuration) -> HadoopConf:
+    return reachable_hadoop_conf(config.get(options.YARN_CLIENT_TIMEOUT))
+
+
+def reachable_hadoop_conf(timeout: float) -> HadoopConf:
+    """The Hadoop configuration, once its ResourceManager answers; a ``YarnError``
+    naming the fix otherwise."""
     try:
         hadoop = HadoopConf.load()
-        hadoop.check_rm_reachable(config.get(options.YARN_CLIENT_TIMEOUT))
+        hadoop.check_rm_reachable(timeout)
     except HadoopConfigError as err:
         raise YarnError(str(err)) from None
     return hadoop
