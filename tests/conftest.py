@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -32,3 +33,13 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str,
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+def executor_logs(log_dir: Path, lines: int = 60) -> str:
+    """The last ``lines`` of every executor log under ``log_dir``, for an assertion's
+    message: CI keeps no files, so a failure must carry its evidence."""
+    parts = []
+    for log in sorted(log_dir.glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        parts.append(f"\n--- {log.name} (last {len(tail)} lines) ---\n" + "\n".join(tail))
+    return "".join(parts)

@@ -9,18 +9,32 @@ on the Python side); the JVM's non-heap memory is ``taskmanager.spark.jvm-overhe
 which the job's container plan adds to every slot whose operators use Spark. Spark's
 console output goes to the executor's stdout, that is its log file, never to the
 user's terminal.
+
+A JVM that exits before it hands PySpark its gateway port (seen once in CI, on a
+loaded machine, with no second occurrence in dozens of runs) is started again, up to
+``START_ATTEMPTS`` times in all: a task should not fail for a JVM start that a second
+try survives. Its own output, which says why it exited, is in the executor's log.
 """
 from __future__ import annotations
 
 import logging
 import math
 import threading
+import time
 from typing import Any
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
+
+START_ATTEMPTS = 3
+_RETRY_PAUSE_S = 1.0
+
+
+def _jvm_exited_on_start(err: BaseException) -> bool:
+    condition = getattr(err, "getCondition", None)
+    return callable(condition) and condition() == "JAVA_GATEWAY_EXITED"
 
 
 class SparkSessionHolder:
@@ -65,12 +79,24 @@ class SparkSessionHolder:
                 settings = self.settings()
                 for key, value in settings.items():
                     builder = builder.config(key, value)
-                self._session = builder.getOrCreate()
+                self._session = self._start(builder)
                 self._session.sparkContext.setLogLevel("WARN")
                 self.sessions_created += 1
                 log.info("started a SparkSession (%s, heap %s) for this TaskExecutor",
                          settings["spark.master"], settings["spark.driver.memory"])
             return self._session
+
+    def _start(self, builder: Any) -> Any:
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return builder.getOrCreate()
+            except Exception as err:
+                if not _jvm_exited_on_start(err) or attempt == START_ATTEMPTS:
+                    raise
+                log.warning("Spark's JVM exited before it started (attempt %d of %d; its "
+                            "output is above): starting it again", attempt, START_ATTEMPTS)
+                time.sleep(_RETRY_PAUSE_S * attempt)
+        raise AssertionError("unreachable")
 
     def stop(self) -> None:
         with self._lock:

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import yarnflow as yf
-from tests.conftest import FAST
+from tests.conftest import FAST, executor_logs
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration
 from yarnflow.targets.local import LocalCluster
@@ -35,14 +35,15 @@ def test_spark_sql_gives_pyarrows_answer_and_later_tasks_reuse_the_executors_ses
                 "SELECT k, SUM(v) AS total, COUNT(*) AS n FROM input GROUP BY k") \
              .spark(jvm_pid).write_parquet(str(tmp_path / f"out{run}"))
             result = cluster.submit(p.job_graph(config)).wait(180)
-            assert result.status is JobStatus.FINISHED, result.failure
+            assert result.status is JobStatus.FINISHED, \
+                result.failure + executor_logs(cluster.log_dir)
             got = pq.read_table(tmp_path / f"out{run}").sort_by("k")
             want = table.group_by("k").aggregate([("v", "sum"), ("v", "count")]).sort_by("k")
             assert got["total"].to_pylist() == want["v_sum"].to_pylist()
             assert got["n"].to_pylist() == want["v_count"].to_pylist()
             pids.append(set(got["jvm_pid"].to_pylist()))
         assert sum(cluster.overview().workers_started_per_spec.values()) == 1
-        logs = "".join(f.read_text() for f in (cluster.workdir / "executors").glob("*.log"))
+        logs = "".join(f.read_text() for f in cluster.log_dir.glob("*.log"))
     assert len(pids[0]) == 1 and pids[0] == pids[1], \
         f"the second job ran in another Spark JVM: {pids}"
     assert logs.count("started a SparkSession") == 1

@@ -1,4 +1,4 @@
-"""Slot table fencing and state machine; pipelined backpressure."""
+"""Slot table fencing and state machine; pipelined backpressure; Spark JVM starts."""
 from __future__ import annotations
 
 import threading
@@ -50,3 +50,50 @@ def test_pipelined_subpartition_blocks_a_producer_that_gets_ahead():
     assert len(list(sub.read())) == 5
     producer.join(5)
     assert not producer.is_alive()
+
+
+class _Builder:
+    """A SparkSession builder whose JVM exits on start ``failures`` times."""
+
+    def __init__(self, failures: int, condition: str | None = "JAVA_GATEWAY_EXITED") -> None:
+        self.failures, self.calls, self.condition = failures, 0, condition
+
+    def getOrCreate(self) -> object:   # noqa: N802 - Spark's name
+        from pyspark.errors import PySparkRuntimeError
+        self.calls += 1
+        if self.calls <= self.failures and self.condition is None:
+            raise RuntimeError("AnalysisException: no such table")
+        if self.calls <= self.failures:
+            raise PySparkRuntimeError(errorClass=self.condition, messageParameters={})
+        return "session"
+
+
+@pytest.mark.parametrize("failures, started", [(0, True), (2, True), (3, False)])
+def test_a_spark_jvm_that_exits_on_start_is_started_again_at_most_twice(monkeypatch, failures,
+                                                                        started):
+    pytest.importorskip("pyspark")
+    from pyspark.errors import PySparkRuntimeError
+
+    from yarnflow.conf import Configuration
+    from yarnflow.taskexecutor.spark import session
+    monkeypatch.setattr(session, "_RETRY_PAUSE_S", 0.0)
+    holder = session.SparkSessionHolder(Configuration.load(), 1, ResourceSpec(1, 1024), "/nowhere")
+    builder = _Builder(failures)
+    if started:
+        assert holder._start(builder) == "session"
+    else:
+        with pytest.raises(PySparkRuntimeError, match="JAVA_GATEWAY_EXITED"):
+            holder._start(builder)
+    assert builder.calls == min(failures + 1, session.START_ATTEMPTS)
+
+
+def test_a_spark_error_other_than_a_jvm_start_is_not_retried(monkeypatch):
+    pytest.importorskip("pyspark")
+    from yarnflow.conf import Configuration
+    from yarnflow.taskexecutor.spark import session
+    monkeypatch.setattr(session, "_RETRY_PAUSE_S", 0.0)
+    holder = session.SparkSessionHolder(Configuration.load(), 1, ResourceSpec(1, 1024), "/nowhere")
+    builder = _Builder(1, condition=None)
+    with pytest.raises(RuntimeError, match="no such table"):
+        holder._start(builder)
+    assert builder.calls == 1
