@@ -26,6 +26,7 @@ PACKAGES = {
     "yarnflow.appmaster.jobmaster.slotpool": "appmaster/jobmaster/slotpool",
     "yarnflow.appmaster.jobmaster.scheduler": "appmaster/jobmaster/scheduler",
     "yarnflow.appmaster.jobmaster.executiongraph": "appmaster/jobmaster/executiongraph",
+    "yarnflow.appmaster.jobmaster.failover": "appmaster/jobmaster/failover",
     "yarnflow.appmaster.resourcemanager": "appmaster/resourcemanager",
     "yarnflow.appmaster.resourcemanager.slotmanager": "appmaster/resourcemanager/slotmanager",
     "yarnflow.appmaster.resourcemanager.drivers": "appmaster/resourcemanager/drivers",

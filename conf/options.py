@@ -93,6 +93,72 @@ UPSTREAM_FAILURE_GRACE = _option(
 JOB_CANCEL_TIMEOUT = _option("job.cancel.timeout", parse_duration, 30.0,
                              "How long cancelling a job waits for its tasks to acknowledge.")
 
+# --- failover (seed 003, Flink's task failure recovery) -------------------------------
+def _restart_strategy(value: object) -> str:
+    """Flink's names, and the aliases Flink accepts for them."""
+    name = str(value).strip().lower()
+    aliases = {"none": "none", "off": "none", "disable": "none",
+               "fixed-delay": "fixed-delay", "fixeddelay": "fixed-delay",
+               "exponential-delay": "exponential-delay", "exponentialdelay": "exponential-delay",
+               "failure-rate": "failure-rate", "failurerate": "failure-rate"}
+    if name not in aliases:
+        raise ValueError(f"{value!r} is not one of none, fixed-delay, exponential-delay, "
+                         "failure-rate")
+    return aliases[name]
+
+
+def _failover_strategy(value: object) -> str:
+    name = str(value).strip().lower()
+    if name not in ("region", "full"):
+        raise ValueError(f"{value!r} is not one of region, full")
+    return name
+
+
+def _multiplier(value: object) -> float:
+    number = float(value)  # type: ignore[arg-type]
+    if number < 1:
+        raise ValueError(f"{value!r} must be at least 1")
+    return number
+
+
+def _jitter(value: object) -> float:
+    number = float(value)  # type: ignore[arg-type]
+    if not 0 <= number <= 1:
+        raise ValueError(f"{value!r} must be a fraction in [0, 1]")
+    return number
+
+
+RESTART_STRATEGY = _option(
+    "restart-strategy.type", _restart_strategy, "exponential-delay",
+    "Whether and when a failed task restarts: none, fixed-delay, exponential-delay or failure-rate.")
+FIXED_DELAY_ATTEMPTS = _option("restart-strategy.fixed-delay.attempts", _nonneg_int, 1,
+                               "Restarts fixed-delay allows before the job fails.")
+FIXED_DELAY_DELAY = _option("restart-strategy.fixed-delay.delay", parse_duration, 1.0,
+                            "Pause before each fixed-delay restart.")
+EXP_INITIAL_BACKOFF = _option("restart-strategy.exponential-delay.initial-backoff", parse_duration,
+                              1.0, "Pause before the first exponential-delay restart.")
+EXP_MAX_BACKOFF = _option("restart-strategy.exponential-delay.max-backoff", parse_duration, 60.0,
+                          "Longest pause between exponential-delay restarts.")
+EXP_MULTIPLIER = _option("restart-strategy.exponential-delay.backoff-multiplier", _multiplier, 2.0,
+                         "Each exponential-delay pause is the last one times this.")
+EXP_RESET_THRESHOLD = _option(
+    "restart-strategy.exponential-delay.reset-backoff-threshold", parse_duration, 3600.0,
+    "A failure this long after the previous one starts the backoff and the attempt count afresh.")
+EXP_JITTER = _option("restart-strategy.exponential-delay.jitter-factor", _jitter, 0.1,
+                     "Each pause varies randomly by up to this fraction, so restarts of many jobs spread.")
+EXP_ATTEMPTS = _option(
+    "restart-strategy.exponential-delay.attempts-before-reset-backoff", _nonneg_int, 5,
+    "Restarts exponential-delay allows (since the last reset) before the job fails; with the defaults a job whose code always raises fails after about 30 s of pauses.")
+FAILURE_RATE_MAX = _option("restart-strategy.failure-rate.max-failures-per-interval", _pos_int, 1,
+                           "Failures failure-rate tolerates within one interval; one more fails the job.")
+FAILURE_RATE_INTERVAL = _option("restart-strategy.failure-rate.failure-rate-interval",
+                                parse_duration, 60.0, "The interval failure-rate counts failures in.")
+FAILURE_RATE_DELAY = _option("restart-strategy.failure-rate.delay", parse_duration, 1.0,
+                             "Pause before each failure-rate restart.")
+FAILOVER_STRATEGY = _option(
+    "jobmanager.execution.failover-strategy", _failover_strategy, "region",
+    "What a task failure restarts: region (its pipelined region and what that needs) or full (every task).")
+
 # --- slots and workers (fine-grained resource profiles) -------------------------------
 NUM_TASK_SLOTS = _option("taskmanager.numberOfTaskSlots", _pos_int, 1,
                          "Most slots per TaskExecutor; a per-job worker gets no more than its job needs of that profile.")

@@ -36,6 +36,18 @@ class VertexDetails:
     subtasks: list[SubtaskDetails] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ExceptionEntry:
+    """One failure the job recovered from, or the one that ended it (Flink's exception
+    history): when, which subtask attempt, where it ran, and why."""
+    timestamp: float            # epoch seconds, as the JobMaster saw it
+    task: str                   # "vertex (i/p)", or "" for a failure of no single task
+    attempt: int
+    resource_id: str            # the TaskExecutor: on YARN, its container
+    host: str
+    cause: str
+
+
 @dataclass
 class JobDetails:
     job_id: str
@@ -46,6 +58,8 @@ class JobDetails:
     vertices: list[VertexDetails] = field(default_factory=list)
     failure: str = ""           # the root cause, one line per failed subtask
     failure_detail: str = ""    # with tracebacks
+    restarts: int = 0           # failovers the job went through
+    exceptions: list[ExceptionEntry] = field(default_factory=list)   # oldest first
 
 
 @dataclass

@@ -27,6 +27,12 @@ class UnknownExecutor(Refused):
     """No registered TaskExecutor by that ResourceID: it must register (again)."""
 
 
+class NotRegisteredYet(Refused):
+    """A TaskExecutor asked to allocate a slot by a ResourceManager whose answer to
+    its registration has not reached it yet: the ResourceManager asks again shortly
+    (it acts on a registration as soon as it accepts it, before its reply arrives)."""
+
+
 class JobRejected(Refused):
     """A job the session cannot run; the message names the problem and the fix."""
 
@@ -38,4 +44,5 @@ class EndpointStopped(RuntimeError):
 
 
 REFUSALS: dict[str, type[Refused]] = {cls.__name__: cls for cls in (
-    Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor, JobRejected)}
+    Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor, NotRegisteredYet,
+    JobRejected)}

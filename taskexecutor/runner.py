@@ -42,6 +42,9 @@ class _Partitions:
     def holds_blocking_partitions(self) -> bool:
         return self.manager.holds_blocking_partitions()
 
+    def jobs_with_blocking_partitions(self) -> set[str]:
+        return self.manager.jobs_with_blocking_partitions()
+
     def release_job(self, job_id: str) -> None:
         self.manager.release_job(job_id)
         shutil.rmtree(self.directory / job_id, ignore_errors=True)

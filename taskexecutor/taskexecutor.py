@@ -18,7 +18,7 @@ from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerExecutorGateway
 from yarnflow.conf import Configuration, options
 from yarnflow.core.deployment import TaskDeploymentDescriptor
-from yarnflow.core.errors import FencingError, Refused
+from yarnflow.core.errors import FencingError, NotRegisteredYet, Refused
 from yarnflow.core.messages import (SlotAllocation, SlotOffer, SlotReport, SlotStatus,
                                     TaskExecutorLocation, TaskExecutorRegistration)
 from yarnflow.core.status import check_transition
@@ -46,6 +46,7 @@ TaskFactory = Callable[[TaskDeploymentDescriptor, JobMasterGateway,
 
 class PartitionHolder(Protocol):
     def holds_blocking_partitions(self) -> bool: ...
+    def jobs_with_blocking_partitions(self) -> set[str]: ...
     def release_job(self, job_id: str) -> None: ...
 
 
@@ -101,6 +102,9 @@ class TaskExecutor:
         self._attempt: _Attempt | None = None
         self._last_rm_ack = self._clock.monotonic()
         self._jm_last_ack: dict[str, float] = {}
+        # job id -> (JobMaster address, JobMasterId), from its slot allocations: a job's
+        # JobMaster hears from this executor while it has slots or results here
+        self._job_masters: dict[str, tuple[str, str]] = {}
         self._heartbeats: ScheduledTask | None = None
 
     # --- lifecycle (main thread) -----------------------------------------------------
@@ -189,7 +193,7 @@ class TaskExecutor:
             if now - self._last_rm_ack > timeout:
                 log.warning("ResourceManager silent for %.0f s: registering again", timeout)
                 self._register()
-        job_masters = self.slots.job_masters()
+        job_masters = self._job_masters_to_heartbeat()
         for gone in set(self._jm_last_ack) - set(job_masters):
             del self._jm_last_ack[gone]     # no slot of that JobMaster is left here
         for jm_id, (address, _) in job_masters.items():
@@ -199,6 +203,19 @@ class TaskExecutor:
                 functools.partial(self._on_jm_heartbeat_done, jm_id))
             if now - self._jm_last_ack[jm_id] > timeout:
                 self._job_master_lost(jm_id, f"JobMaster silent for {timeout:g} s")
+
+    def _job_masters_to_heartbeat(self) -> dict[str, tuple[str, str]]:
+        """JobMasterId -> (address, job id): those with a slot here, and those whose job
+        has results here that consumers will still read (a finished stage's executor
+        must not be presumed dead by its JobMaster)."""
+        targets = self.slots.job_masters()
+        holding = self._partitions.jobs_with_blocking_partitions()
+        for job_id, (address, jm_id) in list(self._job_masters.items()):
+            if job_id in holding:
+                targets.setdefault(jm_id, (address, job_id))
+            elif jm_id not in targets:
+                del self._job_masters[job_id]
+        return targets
 
     def _rm_heartbeat_answered(self, known: bool) -> None:
         self._last_rm_ack = self._clock.monotonic()
@@ -215,16 +232,23 @@ class TaskExecutor:
             self._jm_last_ack[jm_id] = self._clock.monotonic()
 
     def _job_master_lost(self, job_master_id: str, reason: str) -> None:
-        log.warning("%s: freeing its slots", reason)
+        log.warning("%s: freeing its slots and releasing its results", reason)
         self._jm_last_ack.pop(job_master_id, None)
         for slot in list(self.slots.slots):
             if slot.job_master_id == job_master_id:
                 self.free_slot(slot.allocation_id, reason)
+        for job_id, (_, jm_id) in list(self._job_masters.items()):
+            if jm_id == job_master_id:
+                del self._job_masters[job_id]
+                self._partitions.release_job(job_id)
 
     # --- calls from the ResourceManager and JobMasters (main thread) --------------------
     def request_slot(self, allocation: SlotAllocation, resource_manager_id: str) -> int:
         """Allocate and offer the slot; returns the slot table's version that holds it."""
         if resource_manager_id != self.resource_manager_id:
+            if self.registration is Registration.REGISTERING:
+                raise NotRegisteredYet(f"TaskExecutor {self.resource_id} is waiting for the "
+                                       "answer to its registration: ask again")
             raise FencingError("stale ResourceManagerId: ignored")
         try:
             self.slots.allocate(allocation.slot_index, allocation.job_id, allocation.allocation_id,
@@ -232,6 +256,8 @@ class TaskExecutor:
         except SlotStateError as err:
             raise Refused(str(err)) from None
         allocation_id = allocation.allocation_id
+        self._job_masters[allocation.job_id] = (allocation.job_master_address,
+                                                allocation.job_master_id)
         offer = SlotOffer(allocation_id, allocation.slot_index, allocation.profile)
         self._jm_gateway(allocation.job_master_address, allocation.job_master_id).offer_slots(
             self.location, [offer]).add_done_callback(

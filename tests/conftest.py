@@ -16,6 +16,10 @@ FAST = [
     "taskmanager.network.partition-request-timeout=20 s",
 ]
 
+# For a test about how a failure looks, not about recovering from it: the default
+# restart strategy would retry user code that always raises for about half a minute.
+NO_RESTART = ["restart-strategy.type=none"]
+
 
 @pytest.fixture
 def fast_config() -> Configuration:

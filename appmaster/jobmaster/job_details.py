@@ -3,20 +3,23 @@ ExecutionGraph."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
 
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
-from yarnflow.core.details import JobDetails, SubtaskDetails, VertexDetails
+from yarnflow.core.details import ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails
 from yarnflow.core.messages import TaskMetrics
 
 
-def job_details(graph: ExecutionGraph) -> JobDetails:
+def job_details(graph: ExecutionGraph, restarts: int = 0,
+                exceptions: Sequence[ExceptionEntry] = ()) -> JobDetails:
     end_time = 0.0
     for status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
         end_time = graph.status_timestamps.get(status, end_time)
     details = JobDetails(
         graph.job_id, graph.name, graph.status,
         graph.status_timestamps.get(JobStatus.RUNNING, graph.status_timestamps[JobStatus.CREATED]),
-        end_time, failure=graph.failure, failure_detail=graph.failure_detail)
+        end_time, failure=graph.failure, failure_detail=graph.failure_detail,
+        restarts=restarts, exceptions=list(exceptions))
     for ejv in graph.vertices_topologically():
         vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism)
         details.vertices.append(vertex)

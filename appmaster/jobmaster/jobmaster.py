@@ -1,8 +1,14 @@
 """The JobMaster of one job (seed 001): it owns the ExecutionGraph, the scheduler and
 the SlotPool, reacts to task state reports, and ends the job.
 
-There is no restart strategy yet: the first failed subtask fails the job, after every
-other subtask has been cancelled, with the first failure as the job's cause.
+A failed subtask, or an executor lost with subtasks or needed results on it, is one
+failure: the failover strategy names the subtasks to restart (its pipelined region,
+and what that needs and feeds), the restart strategy says whether and after how long
+(seed 003, FLIP-6's TaskManager crash). Those subtasks are cancelled, and once they
+have all stopped and the pause is over, they restart as new attempts, preferring
+their previous slots; a source's splits go back to its assigner. A failure no retry
+can fix (no slot for a profile, a deployment that cannot be built) fails the job at
+once, as does a failure the restart strategy allows no more restarts for.
 """
 from __future__ import annotations
 
@@ -10,24 +16,26 @@ import logging
 import traceback
 import uuid
 from concurrent.futures import Future
-from typing import Callable, TypeVar
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, TypeVar
 
 import cloudpickle
 
 from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
                                                          ExecutionState, ExecutionVertex,
-                                                         JobStatus)
+                                                         IntermediateResultPartition, JobStatus)
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
 from yarnflow.taskexecutor.gateway import TaskExecutorGateway
+from yarnflow.appmaster.jobmaster.failover import failover_strategy, restart_strategy
 from yarnflow.appmaster.jobmaster.job_details import job_details
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, invalidate_descriptors
 from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskExecutorLocation
-from yarnflow.core.details import JobDetails, JobResult
+from yarnflow.core.details import ExceptionEntry, JobDetails, JobResult
 from yarnflow.core.errors import EndpointStopped, Refused
-from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.jobgraph import JobGraph, PartitionType
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
@@ -37,6 +45,20 @@ from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, ScheduledTask
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+_STOPPED = frozenset({ExecutionState.FAILED, ExecutionState.CANCELING, ExecutionState.CANCELED})
+
+# Failures a job's details keep (Flink's web.exception-history-size).
+EXCEPTION_HISTORY_SIZE = 16
+
+
+@dataclass(eq=False)
+class PendingRestart:
+    """Subtasks being stopped for a restart; they restart when all have stopped and
+    ``due`` (the restart strategy's pause) has passed."""
+    vertices: set[ExecutionVertex] = field(default_factory=set)
+    due: float = 0.0
+    timer: ScheduledTask | None = None
 
 
 class JobMaster:
@@ -60,7 +82,8 @@ class JobMaster:
         self._on_terminated: list[Callable[[JobResult], None]] = []
 
         self.graph = ExecutionGraph(graph, self._clock)
-        self._committers = [(v.name, v.committer) for v in graph.vertices.values() if v.committer]
+        self._committers = [(v.id, v.name, v.committer) for v in graph.vertices.values()
+                            if v.committer]
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                     config.get(options.DEFAULT_SLOT_MEMORY))
         profiles = {name: graph.slot_profile(name, default_slot)
@@ -71,6 +94,12 @@ class JobMaster:
             self.slot_pool, build_slot_sharing_groups(self.graph, profiles))
         self.scheduler = Scheduler(self.main, self.graph, self.allocator, self._deploy,
                                    self._fail_vertex)
+        self._restart_strategy = restart_strategy(config)
+        self._failover = failover_strategy(config.get(options.FAILOVER_STRATEGY), self.graph)
+        self._restart: PendingRestart | None = None
+        self._lost_executors: set[str] = set()
+        self.restarts = 0
+        self.exceptions: list[ExceptionEntry] = []
         self._splits: dict[str, InputSplitAssigner] = {}
         self._split_error: str = ""
         for ejv in self.graph.vertices_topologically():
@@ -93,6 +122,7 @@ class JobMaster:
     def _start(self) -> None:
         failure = self._split_error or self._setup_outputs()
         if failure:
+            self._record_exceptions([], failure)
             self.graph.failure = failure
             self._transition(JobStatus.FAILED)
             self._abort_outputs()
@@ -150,15 +180,16 @@ class JobMaster:
         try:
             descriptor = build_descriptor(execution, self.job_master_id, self.address)
         except Exception as err:
-            self._fail_execution(execution, f"could not build the deployment of {vertex}: {err}")
+            self._task_failed(execution, f"could not build the deployment of {vertex}: {err}",
+                              recoverable=False)
             return
         gateway = execution.slot.gateway
         location = execution.slot.location
 
         def failed(err: Exception) -> None:
             if execution.state is ExecutionState.DEPLOYING:
-                self._fail_execution(execution, f"could not deploy {vertex} to TaskExecutor "
-                                     f"{location.resource_id}: {describe_rpc_error(err)}")
+                self._task_failed(execution, f"could not deploy {vertex} to TaskExecutor "
+                                  f"{location.resource_id}: {describe_rpc_error(err)}")
         gateway.submit_task(descriptor).add_done_callback(
             lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
 
@@ -172,8 +203,8 @@ class JobMaster:
         if report.metrics is not None:
             execution.metrics = report.metrics
         if state is ExecutionState.FAILED:
-            self._fail_execution(execution, report.error, report.error_detail,
-                                 upstream=report.upstream_failure)
+            self._task_failed(execution, report.error, report.error_detail,
+                              upstream=report.upstream_failure)
         elif state is ExecutionState.FINISHED:
             self._on_finished(execution)
         elif state is ExecutionState.CANCELED:
@@ -185,12 +216,12 @@ class JobMaster:
         return True
 
     def _on_finished(self, execution: Execution) -> None:
-        if execution.state is ExecutionState.CANCELING:
-            execution.transition(ExecutionState.CANCELED)
-        elif execution.state.is_terminal:
+        if execution.state is ExecutionState.CANCELING:   # it finished as it was cancelled
+            self._on_canceled(execution)
             return
-        else:
-            execution.transition(ExecutionState.FINISHED)
+        if execution.state.is_terminal:
+            return
+        execution.transition(ExecutionState.FINISHED)
         self.scheduler.release_slot_of(execution.vertex)
         for partition in execution.vertex.produced_partitions():
             partition.finished = True
@@ -204,12 +235,15 @@ class JobMaster:
             execution.transition(ExecutionState.CANCELING)
         execution.transition(ExecutionState.CANCELED)
         self.scheduler.release_slot_of(execution.vertex)
-        self._check_termination()
+        if self._restart is not None and execution.vertex in self._restart.vertices:
+            self._maybe_restart()
+        else:
+            self._check_termination()
 
     def notify_partition_data_available(self, attempt_id: str, result_id: str) -> None:
         execution = self.graph.attempts.get(attempt_id)
         result = self.graph.results.get(result_id)
-        if execution is None or result is None:
+        if execution is None or result is None or execution is not execution.vertex.current:
             return
         result.partitions[execution.vertex.subtask_index].has_data = True
         self.scheduler.on_partition_consumable(result)
@@ -237,6 +271,8 @@ class JobMaster:
         return answer.split
 
     def offer_slots(self, location: TaskExecutorLocation, offers: list[SlotOffer]) -> list[str]:
+        if location.resource_id in self._lost_executors:
+            return []      # declared lost (a freeze outlasted heartbeat.timeout): not again
         gateway = self._gateways.get(location.resource_id)
         if gateway is None:
             gateway = self._gateways[location.resource_id] = self._te_gateway_factory(location, self.job_master_id)
@@ -248,7 +284,12 @@ class JobMaster:
             self._last_heartbeat[resource_id] = self._clock.monotonic()
 
     def disconnect_task_executor(self, resource_id: str, reason: str) -> None:
-        """An executor is gone: fail the job naming it and the subtasks that ran there."""
+        """An executor is gone (its driver saw it end, the ResourceManager or this
+        JobMaster missed its heartbeats): its running subtasks failed, and the finished
+        results it held are lost. All of it is one failure."""
+        if resource_id in self._lost_executors:
+            return
+        self._lost_executors.add(resource_id)
         self._last_heartbeat.pop(resource_id, None)
         self._gateways.pop(resource_id, None)
         lost = [e for e in self.graph.current_executions()
@@ -256,9 +297,41 @@ class JobMaster:
         if lost:
             reason = f"{reason}; lost subtasks: " + ", ".join(e.vertex.name_with_index
                                                               for e in lost)
-        self.slot_pool.release_task_manager(resource_id, reason)
-        for execution in lost:
-            self._fail_execution(execution, reason)
+        failed = [e for e in lost if self._mark_failed(e, reason)]
+        self.slot_pool.release_task_manager(resource_id, reason)   # its slots: already failed
+        if self.graph.status is not JobStatus.RUNNING:
+            self._check_termination()
+            return
+        needed = self._lost_results_still_needed(resource_id)
+        if failed or needed:
+            self._handle_failure(failed, reason, also=needed)
+
+    def _lost_results_still_needed(self, resource_id: str) -> list[ExecutionVertex]:
+        """Producers of finished BLOCKING results stored on ``resource_id`` that a
+        subtask which has not finished will read: they must run again."""
+        producers: list[ExecutionVertex] = []
+        for ejv in self.graph.vertices_topologically():
+            for result in ejv.produced:
+                if result.partition_type is not PartitionType.BLOCKING or \
+                        all(c.current.state is ExecutionState.FINISHED
+                            for c in result.consumer.task_vertices):
+                    continue
+                producers.extend(p.producer for p in result.partitions
+                                 if p.finished and p.producer.current.resource_id == resource_id)
+        return producers
+
+    def _depends_on(self, resource_id: str) -> bool:
+        """Whether the job holds a slot on the executor or will read a result there."""
+        return any(slot.location.resource_id == resource_id
+                   for slot in self.slot_pool.held_slots()) or \
+            bool(self._lost_results_still_needed(resource_id))
+
+    def _partition_available(self, partition: IntermediateResultPartition) -> bool:
+        """Whether a restarted consumer can read ``partition`` without its producer
+        running again: written or being written, by an attempt that did not fail, on an
+        executor that is not lost (a producer not yet deployed runs when it is due)."""
+        producer = partition.producer.current
+        return producer.state not in _STOPPED and producer.resource_id not in self._lost_executors
 
     def notify_allocation_failure(self, allocation_id: str, cause: str) -> None:
         self.slot_pool.fail_allocation(allocation_id, cause)
@@ -267,36 +340,63 @@ class JobMaster:
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
         now = self._clock.monotonic()
         for resource_id, last in list(self._last_heartbeat.items()):
-            if now - last > timeout:
+            if now - last > timeout and not self._depends_on(resource_id):
+                # it stopped heartbeating because nothing of this job is left there
+                self._last_heartbeat.pop(resource_id, None)
+                self._gateways.pop(resource_id, None)
+            elif now - last > timeout:
                 self.disconnect_task_executor(
                     resource_id, f"TaskExecutor {resource_id} sent no heartbeat for "
                     f"{timeout:g} s (heartbeat.timeout): it is presumed dead")
 
     # --- failures --------------------------------------------------------------------
     def _on_slot_lost(self, slot: PhysicalSlot, cause: str) -> None:
-        for vertex in self.allocator.vertices_in_slot(slot.allocation_id):
-            if not vertex.current.state.is_terminal:
-                self._fail_execution(vertex.current, cause)
+        failed = [v.current for v in self.allocator.vertices_in_slot(slot.allocation_id)
+                  if not v.current.state.is_terminal]
+        failed = [e for e in failed if self._mark_failed(e, cause)]
+        if failed and self.graph.status is JobStatus.RUNNING:
+            self._handle_failure(failed, cause)
+        else:
+            self._check_termination()
 
     def _fail_vertex(self, vertex: ExecutionVertex, cause: str) -> None:
-        self._fail_execution(vertex.current, cause)
+        """No slot for it (no container fits, workers keep failing to start, none came
+        within slot.request.timeout): a restart would ask for the same again."""
+        self._task_failed(vertex.current, cause, recoverable=False)
 
-    def _fail_execution(self, execution: Execution, cause: str, detail: str = "",
-                        upstream: bool = False) -> None:
-        """Fail one attempt and, through it, the job. A failure ``upstream`` (an input's
-        producer went away) is usually the echo of another failure that is still on its
-        way, so it becomes the job's cause only if nothing else arrives within a grace
-        period (``jobmaster.upstream-failure.grace``, at most one heartbeat interval)."""
-        if execution.state.is_terminal:
+    def _task_failed(self, execution: Execution, cause: str, detail: str = "",
+                     upstream: bool = False, recoverable: bool = True) -> None:
+        """One attempt failed. A failure ``upstream`` (an input's producer went away) is
+        usually the echo of another failure still on its way (the producer's executor
+        is lost, and its driver is about to say so), so it waits for a grace period
+        (``jobmaster.upstream-failure.grace``, at most one heartbeat interval) before
+        it is handled, by which time the real cause has restarted it already."""
+        if not self._mark_failed(execution, cause, detail):
             return
-        if upstream and self.graph.status is JobStatus.RUNNING:
-            execution.failure, execution.failure_detail = cause, detail
-            execution.transition(ExecutionState.FAILED)
-            self.scheduler.release_slot_of(execution.vertex)
+        if self.graph.status is not JobStatus.RUNNING:
+            self._check_termination()
+        elif self._restart is not None and execution.vertex in self._restart.vertices:
+            self._maybe_restart()          # it was stopping for a restart anyway
+        elif not recoverable:
+            self._record_exceptions([execution], cause)
+            self._fail_job(cause, detail)
+        elif upstream:
             grace = min(self.config.get(options.UPSTREAM_FAILURE_GRACE),
                         self.config.get(options.HEARTBEAT_INTERVAL))
-            self.main.schedule(grace, self._fail_job_if_running, cause, detail)
-            return
+            self.main.schedule(grace, self._upstream_failure_unexplained, execution)
+        else:
+            self._handle_failure([execution], cause, detail)
+
+    def _upstream_failure_unexplained(self, execution: Execution) -> None:
+        if self.graph.status is JobStatus.RUNNING and execution is execution.vertex.current \
+                and not (self._restart and execution.vertex in self._restart.vertices):
+            self._handle_failure([execution], execution.failure, execution.failure_detail)
+
+    def _mark_failed(self, execution: Execution, cause: str, detail: str = "") -> bool:
+        """End one attempt as FAILED (as CANCELED if it was being cancelled because the
+        job is ending); False when it had ended already."""
+        if execution.state.is_terminal:
+            return False
         if execution.state is ExecutionState.CANCELING and \
                 self.graph.status in (JobStatus.CANCELLING, JobStatus.FAILING):
             execution.transition(ExecutionState.CANCELED)
@@ -304,21 +404,105 @@ class JobMaster:
             execution.failure, execution.failure_detail = cause, detail
             execution.transition(ExecutionState.FAILED)
         self.scheduler.release_slot_of(execution.vertex)
-        if self.graph.status in (JobStatus.RUNNING, JobStatus.CREATED):
-            self.graph.failure = cause
-            self.graph.failure_detail = detail
-            self._transition(JobStatus.FAILING)
-            self._cancel_all_executions()
-        self._check_termination()
+        return True
 
-    def _fail_job_if_running(self, cause: str, detail: str) -> None:
-        if self.graph.status is JobStatus.RUNNING:
-            self.graph.failure, self.graph.failure_detail = cause, detail
-            self._transition(JobStatus.FAILING)
-            self._cancel_all_executions()
+    def _handle_failure(self, failed: list[Execution], cause: str, detail: str = "",
+                        also: Iterable[ExecutionVertex] = ()) -> None:
+        """One failure: count it, and restart what the failover strategy names, or fail
+        the job when the restart strategy allows no more."""
+        now = self._clock.monotonic()
+        self._record_exceptions(failed, cause)
+        vertices = self._failover.tasks_to_restart(
+            [e.vertex for e in failed] + list(also), self._partition_available)
+        # Failures while a restart is pending join it and count once (FLIP-364): a lost
+        # executor's subtasks, or two subtasks of the same bad data, are one failure.
+        if self._restart is None:
+            self._restart_strategy.notify_failure(now)
+        if self._restart is None and not self._restart_strategy.can_restart():
+            self._fail_job(f"{cause} (the job ran {self.restarts + 1} "
+                           f"attempt{'s' if self.restarts else ''}; no restart: "
+                           f"{self._restart_strategy.exhausted()})", detail)
+            return
+        pending = self._restart
+        if pending is None:
+            delay = self._restart_strategy.backoff_time()
+            pending = self._restart = PendingRestart(due=now + delay)
+            pending.timer = self.main.schedule(delay, self._restart_due, pending)
+        delay = max(0.0, pending.due - now)
+        pending.vertices |= vertices
+        log.info("job %s: %s; restarting %d subtask%s in %.1f s", self.job_id[:8], cause,
+                 len(vertices), "" if len(vertices) == 1 else "s", delay)
+        for vertex in vertices:
+            self._stop_for_restart(vertex.current)
+
+    def _record_exceptions(self, failed: list[Execution], cause: str) -> None:
+        at = self._clock.time()
+        entries = [ExceptionEntry(at, e.vertex.name_with_index, e.attempt_number,
+                                  e.resource_id or "",
+                                  e.slot.location.host if e.slot is not None else "",
+                                  e.failure or cause) for e in failed] \
+            or [ExceptionEntry(at, "", 0, "", "", cause)]
+        self.exceptions = (self.exceptions + entries)[-EXCEPTION_HISTORY_SIZE:]
+
+    def _stop_for_restart(self, execution: Execution) -> None:
+        state = execution.state
+        if state is ExecutionState.SCHEDULED:
+            execution.transition(ExecutionState.CANCELED)
+            self.scheduler.release_slot_of(execution.vertex)
+        elif state in (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING,
+                       ExecutionState.RUNNING):
+            execution.transition(ExecutionState.CANCELING)
+            self._send_cancel(execution)
+            self.main.schedule(self.config.get(options.TASK_CANCEL_TIMEOUT),
+                               self._force_cancelled_one, execution)
+
+    def _restart_due(self, pending: PendingRestart) -> None:
+        if pending is self._restart:
+            pending.timer = None
+            self._maybe_restart()
+
+    def _maybe_restart(self) -> None:
+        """Restart once the pause is over and every subtask to restart has stopped."""
+        pending = self._restart
+        if pending is None or pending.timer is not None or \
+                self.graph.status is not JobStatus.RUNNING:
+            return
+        if any(not v.current.state.is_terminal and v.current.state is not ExecutionState.CREATED
+               for v in pending.vertices):
+            return
+        self._restart = None
+        restarted = [v for v in self.graph.all_execution_vertices() if v in pending.vertices]
+        returned = 0
+        moved: set[str] = set()
+        for vertex in restarted:
+            if vertex.current.state is not ExecutionState.CREATED:
+                assigner = self._splits.get(vertex.job_vertex.id)
+                if assigner is not None:
+                    returned += assigner.add_splits_back(vertex.current.attempt_id)
+                self.graph.register_attempt(vertex.reset_for_new_execution())
+                moved.add(vertex.job_vertex.id)
+        for job_vertex_id in moved:     # consumers must not be deployed with old locations
+            for result in self.graph.job_vertices[job_vertex_id].produced:
+                invalidate_descriptors(result)
+        self.restarts += 1
+        log.info("job %s: restart %d of %d subtask%s (%d input splits handed out again)",
+                 self.job_id[:8], self.restarts, len(restarted),
+                 "" if len(restarted) == 1 else "s", returned)
+        self.scheduler.restart(restarted)
+
+    def _fail_job(self, cause: str, detail: str) -> None:
+        if self.graph.status is not JobStatus.RUNNING:
+            return
+        self.graph.failure, self.graph.failure_detail = cause, detail
+        self._transition(JobStatus.FAILING)
+        self._cancel_all_executions()
 
     def _cancel_all_executions(self) -> None:
         self.scheduler.stop()
+        if self._restart is not None:
+            if self._restart.timer is not None:
+                self._restart.timer.cancel()
+            self._restart = None
         self.main.schedule(self.config.get(options.JOB_CANCEL_TIMEOUT), self._force_cancelled)
         for execution in list(self.graph.current_executions()):
             state = execution.state
@@ -338,10 +522,15 @@ class JobMaster:
 
         def failed(err: Exception) -> None:   # the executor is unreachable: count it cancelled
             if execution.state is ExecutionState.CANCELING:
-                execution.transition(ExecutionState.CANCELED)
-                self._check_termination()
+                self._on_canceled(execution)
         slot.gateway.cancel_task(execution.attempt_id).add_done_callback(
             lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
+
+    def _force_cancelled_one(self, execution: Execution) -> None:
+        if execution.state is ExecutionState.CANCELING:
+            log.warning("%s did not acknowledge cancellation within task.cancellation.timeout",
+                        execution)
+            self._on_canceled(execution)
 
     def _force_cancelled(self) -> None:
         for execution in self.graph.current_executions():
@@ -358,6 +547,7 @@ class JobMaster:
             failure = self._commit_outputs()
             if failure:
                 self.graph.failure, self.graph.failure_detail = failure
+                self._record_exceptions([], failure[0])
                 self._transition(JobStatus.FAILING)
                 self._transition(JobStatus.FAILED)
             else:
@@ -375,7 +565,7 @@ class JobMaster:
     def _setup_outputs(self) -> str:
         """Each sink's staging directory, made before any task writes; a failure here
         (the output exists, the file system refuses) ends the job before it starts."""
-        for name, committer in self._committers:
+        for _, name, committer in self._committers:
             try:
                 committer.setup(self.job_id)
             except Exception as err:   # noqa: BLE001 - a file system error, named below
@@ -385,16 +575,18 @@ class JobMaster:
     def _commit_outputs(self) -> tuple[str, str] | None:
         """Make every sink's output visible; the first that cannot be committed fails
         the job (and what was not yet committed is discarded)."""
-        for name, committer in self._committers:
+        for vertex_id, name, committer in self._committers:
+            attempts = {v.subtask_index: v.current.attempt_id
+                        for v in self.graph.job_vertices[vertex_id].task_vertices}
             try:
-                committer.commit(self.job_id)
+                committer.commit(self.job_id, attempts)
             except Exception as err:   # noqa: BLE001 - a file system error, named below
                 return (f"committing the output of {name} failed: {type(err).__name__}: {err}",
                         traceback.format_exc())
         return None
 
     def _abort_outputs(self) -> None:
-        for name, committer in self._committers:
+        for _, name, committer in self._committers:
             try:
                 committer.abort(self.job_id)
             except Exception:
@@ -415,7 +607,7 @@ class JobMaster:
         if self._rm is not None:
             self._rm.disconnect_job_master(f"job {self.graph.status.value}")
         result = JobResult(self.job_id, self.graph.status, self.graph.failure,
-                           self.graph.failure_detail, job_details(self.graph))
+                           self.graph.failure_detail, self._details())
         when_all_done(self.main, freed, self.config.get(options.RPC_ASK_TIMEOUT),
                       lambda: self._publish(result))
 
@@ -435,10 +627,13 @@ class JobMaster:
         # The job is over: its thread and timers go now, not when the session stops.
         self.main.shutdown()
 
+    def _details(self) -> JobDetails:
+        return job_details(self.graph, self.restarts, self.exceptions)
+
     def details(self) -> JobDetails:
         if self.result.done():
             return self.result.result().details
-        answer = self._unless_ended(lambda: job_details(self.graph))
+        answer = self._unless_ended(lambda: self._details())
         return answer.details if isinstance(answer, JobResult) else answer
 
     def shutdown(self) -> None:

@@ -9,6 +9,10 @@ on a host where no subtask of this source runs, but a split another subtask will
 locally only once it has waited ``source.locality-wait``; until then it is told to
 ask again. Without the wait, whichever subtask finishes its own share first takes
 the others' local splits and reads them across the network.
+
+The assigner remembers which attempt took which split: when a failed source attempt
+is restarted, its splits go back (Flink's ``addSplitsBack``) and are handed out again,
+so a restart reads every split exactly once more, and no split twice.
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ class InputSplitAssigner:
         self._by_host: dict[str, deque[int]] = {}
         self._left_on: dict[str, int] = {}          # untaken splits stored on each host
         self._unlocated: deque[int] = deque()
+        self._taken_by: dict[str, list[int]] = {}    # requester -> split indexes
         for index, hosts in enumerate(self._hosts):
             if not hosts:
                 self._unlocated.append(index)
@@ -88,6 +93,20 @@ class InputSplitAssigner:
         assert index is not None, "a host with splits left has them in its queue"
         return self._give(index, Locality.REMOTE, requester)
 
+    def add_splits_back(self, requester: str) -> int:
+        """Every split ``requester`` took is handed out again; returns how many."""
+        indexes = self._taken_by.pop(requester, [])
+        for index in indexes:
+            self._taken[index] = False
+            self._left += 1
+            hosts = self._hosts[index]
+            if not hosts:
+                self._unlocated.appendleft(index)
+            for host in hosts:
+                self._by_host.setdefault(host, deque()).appendleft(index)
+                self._left_on[host] = self._left_on.get(host, 0) + 1
+        return len(indexes)
+
     def _take(self, queue: deque[int] | None) -> int | None:
         while queue:
             index = queue.popleft()
@@ -99,6 +118,7 @@ class InputSplitAssigner:
         self._taken[index] = True
         self._left -= 1
         self._waiting_since.pop(requester, None)
+        self._taken_by.setdefault(requester, []).append(index)
         for host in self._hosts[index]:
             self._left_on[host] -= 1
         return Assigned(self._splits[index], locality)

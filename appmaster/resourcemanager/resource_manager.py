@@ -18,7 +18,8 @@ from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
 from yarnflow.appmaster.resourcemanager.slotmanager import SlotRequest as PendingRequest
 from yarnflow.conf import Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
-from yarnflow.core.errors import FencingError, Refused, UnknownExecutor, UnknownJob
+from yarnflow.core.errors import (FencingError, NotRegisteredYet, Refused, UnknownExecutor,
+                                  UnknownJob)
 from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
 from yarnflow.core.messages import (ClusterOverview, SlotAllocation, SlotReport, SlotRequest,
                                     TaskExecutorLocation, TaskExecutorRegistration, WorkerInfo)
@@ -28,6 +29,9 @@ from yarnflow.rpc.endpoint import MainThread, MainThreadExecutor, describe_rpc_e
 from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 
 log = logging.getLogger(__name__)
+
+# How soon a slot request goes again to an executor still awaiting its registration's answer.
+NOT_REGISTERED_RETRY_S = 0.05
 
 # (location, this ResourceManager's id) -> a gateway fenced with that id
 TaskExecutorGatewayFactory = Callable[[TaskExecutorLocation, str], TaskExecutorGateway]
@@ -161,16 +165,15 @@ class ResourceManager:
         self.close_task_executor(resource_id, f"TaskExecutor {resource_id} was lost: {cause}")
 
     def close_task_executor(self, resource_id: str, reason: str) -> None:
-        jobs = self.slot_manager.jobs_on(resource_id)
+        """Every JobMaster hears of the loss, not only those with slots there: a job
+        whose finished results the executor held must run their producers again."""
         executor = self.executors.pop(resource_id, None)
         self.slot_manager.unregister_worker(resource_id)
         if executor is None:
             return
         log.warning("%s", reason)
-        for job_id in jobs:
-            jm = self.job_masters.get(job_id)
-            if jm is not None:
-                jm.gateway.disconnect_task_executor(resource_id, reason)
+        for jm in self.job_masters.values():
+            jm.gateway.disconnect_task_executor(resource_id, reason)
 
     # --- JobMasters ------------------------------------------------------------------
     def register_job_master(self, job_id: str, job_master_id: str, address: str) -> str:
@@ -235,10 +238,20 @@ class ResourceManager:
             if err is None:
                 self.main.execute(self.slot_manager.allocation_confirmed, request.allocation_id,
                                   fut.result())
+            elif isinstance(err, NotRegisteredYet):
+                self.main.schedule(NOT_REGISTERED_RETRY_S, self._allocate_again, resource_id,
+                                   slot_index, request)
             else:
                 self.main.execute(self.slot_manager.allocation_refused, request.allocation_id,
                                   describe_rpc_error(err))
         executor.gateway.request_slot(allocation).add_done_callback(done)
+
+    def _allocate_again(self, resource_id: str, slot_index: int, request: PendingRequest) -> None:
+        """The executor had not yet heard it is registered; the slot is still reserved
+        for the request unless something changed meanwhile."""
+        if resource_id in self.executors and request.assigned == (resource_id, slot_index) \
+                and request.allocation_id in self.slot_manager.requests:
+            self.allocate_slot(resource_id, slot_index, request)
 
     def notify_allocation_failure(self, request: PendingRequest, cause: str) -> None:
         jm = self.job_masters.get(request.job_id)

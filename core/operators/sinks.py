@@ -4,13 +4,18 @@ whatever file system it lives (Hadoop's FileOutputCommitter, Flink's FinalizeOnM
 Names beside the target ``<dir>/<base>`` during job ``J``:
 
 - ``<dir>/.<base>.yarnflow-staging-J/`` the job's output until it is committed;
-- ``…-staging-J/_temporary/part-00003-<attempt>.parquet`` one task attempt's file while
-  it is written; the attempt commits it by renaming it to ``…-staging-J/part-00003.parquet``;
+- ``…-staging-J/_temporary/part-00003-<attempt>.parquet`` one task attempt's file;
 - ``<dir>/.<base>.yarnflow-replaced-J/`` an older output for the moment that
   ``mode="overwrite"`` swaps it out.
 
-The JobMaster sets the staging directory up before any task runs and, when the job
-has FINISHED, renames it onto the target: one rename, atomic on HDFS and local disks.
+The JobMaster sets the staging directory up before any task runs. Tasks only write
+their attempt's file. When the job has FINISHED, the JobMaster commits: the file of
+each subtask's finished attempt becomes ``…-staging-J/part-00003.parquet``, every
+other attempt's file (a failed one, a restarted one, a frozen one that woke up late)
+is deleted with ``_temporary``, and the staging directory is renamed onto the target:
+one rename, atomic on HDFS and local disks. After any number of restarts the output
+holds each subtask's rows once.
+
 A failed or cancelled job's staging directory is deleted. Task files are created
 without their parent directory, so a task that outlives the abort fails instead of
 bringing staging back. What a crash leaves (an ApplicationMaster killed mid-job, or
@@ -22,7 +27,7 @@ from __future__ import annotations
 import copy
 import logging
 import posixpath
-from typing import Any
+from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
@@ -37,7 +42,7 @@ MODES = {"errorifexists": "errorifexists", "error": "errorifexists", "overwrite"
 
 class DirectoryCommitter:
     """Commit protocol of one output directory: ``check_submittable`` in the client,
-    ``setup`` / ``commit`` / ``abort`` in the JobMaster, ``commit_task`` in a task."""
+    ``setup`` / ``commit`` / ``abort`` in the JobMaster; a task writes ``attempt_file``."""
 
     def __init__(self, path: str, mode: str = "errorifexists") -> None:
         if mode not in MODES:
@@ -118,12 +123,19 @@ class DirectoryCommitter:
                 log.warning("removing %s, left by job %s that did not end", leftover, job_id)
                 fs.delete(leftover)
 
-    def commit(self, job_id: str) -> None:
+    def commit(self, job_id: str, attempts: Mapping[int, str]) -> None:
+        """``attempts``: subtask index -> the attempt whose output counts (the one that
+        finished in the job's successful run); other attempts' files are discarded."""
         fs, staging = self.fs, self.staging(job_id)
         if not fs.exists(staging):
             raise FileNotFoundError(f"the staging directory {staging} is gone: did another "
                                     "job writing the same output remove it?")
-        fs.delete(f"{staging}/_temporary")      # attempts that never committed
+        written = set(fs.list_dir(f"{staging}/_temporary"))
+        for subtask, attempt_id in sorted(attempts.items()):
+            name = posixpath.basename(self.attempt_file(job_id, subtask, attempt_id))
+            if name in written:           # an attempt that read no rows wrote no file
+                fs.rename(f"{staging}/_temporary/{name}", self.task_file(job_id, subtask))
+        fs.delete(f"{staging}/_temporary")      # attempts that do not count
         if fs.exists(self.uri):
             if self.mode != "overwrite":
                 raise FileExistsError(f"{self._exists_message()} (it appeared while the "
@@ -138,17 +150,10 @@ class DirectoryCommitter:
     def abort(self, job_id: str) -> None:
         self.fs.delete(self.staging(job_id))
 
-    # --- a task ------------------------------------------------------------------------
-    def commit_task(self, job_id: str, subtask: int, attempt_id: str) -> None:
-        """The attempt's file becomes the subtask's (replacing an earlier attempt's)."""
-        final = self.task_file(job_id, subtask)
-        self.fs.delete(final)
-        self.fs.rename(self.attempt_file(job_id, subtask, attempt_id), final)
-
 
 class ParquetSink(Operator):
-    """Each subtask attempt writes one Parquet file into the job's staging directory
-    and commits it when its input is complete (see DirectoryCommitter)."""
+    """Each subtask attempt writes one Parquet file into the job's staging directory;
+    the JobMaster commits the finished attempts' files (see DirectoryCommitter)."""
 
     def __init__(self, path: str, mode: str = "errorifexists") -> None:
         self.path = path
@@ -176,7 +181,6 @@ class ParquetSink(Operator):
             writer = None
             stream.close()
             stream = None
-            committer.commit_task(ctx.job_id, ctx.subtask_index, ctx.attempt_id)
         finally:
             for closable in (writer, stream):
                 try:

@@ -54,3 +54,10 @@ class ResultPartitionManager:
         with self._cond:
             return any(p.partition_type is PartitionType.BLOCKING
                        for p in self._partitions.values())
+
+    def jobs_with_blocking_partitions(self) -> set[str]:
+        """Jobs whose JobMasters must keep hearing from this executor: results of theirs
+        that consumers will still read are here."""
+        with self._cond:
+            return {p.job_id for p in self._partitions.values()
+                    if p.partition_type is PartitionType.BLOCKING}

@@ -12,6 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["-D", "heartbeat.interval=0.5 s", "-D", "resourcemanager.taskmanager-timeout=2 s"]
+NO_RESTART = ["-D", "restart-strategy.type=none"]
 
 
 def yarnflow(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
@@ -68,7 +69,7 @@ def test_failing_job_exits_1_and_names_the_error(tmp_path):
         p.from_arrow(pa.table({{"x": [1]}})).map(explode).write_parquet({str(tmp_path / 'o')!r})
         p.execute()
     """))
-    proc = yarnflow("run", *FAST, str(script))
+    proc = yarnflow("run", *FAST, *NO_RESTART, str(script))
     assert proc.returncode == 1
     assert "explode (1/1) failed" in proc.stdout and "no column 'price'" in proc.stdout
 
@@ -153,7 +154,8 @@ def test_a_lost_executors_log_named_in_the_failure_is_still_there_after_the_clie
         p.execute()
     """))
     home = tmp_path / "home"
-    proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", *FAST, str(script)],
+    proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", *FAST, *NO_RESTART,
+                           str(script)],
                           capture_output=True, text=True, timeout=240, cwd=ROOT,
                           env=dict(os.environ, YARNFLOW_HOME=str(home)))
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import yarnflow as yf
-from tests.conftest import FAST, wait_until
+from tests.conftest import FAST, NO_RESTART, wait_until
 from yarnflow.conf import Configuration
 from yarnflow.core.status import ExecutionState, JobStatus
 from yarnflow.targets.base import make_target
@@ -41,7 +41,8 @@ def test_a_failed_job_raises_with_its_result(tmp_path):
     def explode(batch):
         raise ValueError("bad batch")
     with pytest.raises(yf.JobFailedError) as failed:
-        pipeline(tmp_path / "o", explode).execute("local", Configuration.load(overrides=FAST))
+        pipeline(tmp_path / "o", explode).execute(
+            "local", Configuration.load(overrides=FAST + NO_RESTART))
     assert failed.value.result.status is JobStatus.FAILED
     assert "bad batch" in failed.value.result.failure
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import yarnflow as yf
-from tests.conftest import FAST, wait_until
+from tests.conftest import FAST, NO_RESTART, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import InvalidPipelineError
@@ -62,8 +62,10 @@ def test_two_profiles_start_exactly_those_worker_specs_and_idle_ones_are_release
         assert time.monotonic() - ended <= limit + 0.5
 
 
-def test_killing_a_task_executor_fails_the_job_naming_it_and_its_subtasks(tmp_path):
-    config = Configuration.load(overrides=FAST + ["pipeline.batch-rows=100"])  # 20 slow batches
+def test_without_restarts_a_killed_task_executor_fails_the_job_naming_it_and_its_subtasks(
+        tmp_path):
+    config = Configuration.load(overrides=FAST + ["pipeline.batch-rows=100",  # 20 slow batches
+                                                  "restart-strategy.type=none"])
     table = pa.table({"x": list(range(4000))})
     p = yf.Pipeline("victim", parallelism=2)
     p.from_arrow(table).map(_slow, name="slow").write_parquet(str(tmp_path / "out"))
@@ -78,9 +80,12 @@ def test_killing_a_task_executor_fails_the_job_naming_it_and_its_subtasks(tmp_pa
     assert victim in result.failure
     assert "SIGKILL" in result.failure
     assert "lost subtasks:" in result.failure and "slow (" in result.failure
+    assert "restart-strategy.type is none" in result.failure
 
 
-def test_user_code_error_fails_the_job_with_the_vertex_and_the_exception(fast_config, tmp_path):
+def test_user_code_error_fails_the_job_with_the_vertex_and_the_exception(tmp_path):
+    fast_config = Configuration.load(overrides=FAST + NO_RESTART)
+
     def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
         raise ValueError("bad record 42")
     p = yf.Pipeline("boom", parallelism=2)

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import yarnflow as yf
-from tests.conftest import FAST, executor_logs
+from tests.conftest import FAST, NO_RESTART, executor_logs
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration
 from yarnflow.targets.local import LocalCluster
@@ -50,7 +50,7 @@ def test_spark_sql_gives_pyarrows_answer_and_later_tasks_reuse_the_executors_ses
 
 
 def test_a_spark_error_fails_the_job_with_sparks_message_and_the_vertex_name(tmp_path):
-    config = Configuration.load(overrides=FAST)
+    config = Configuration.load(overrides=FAST + NO_RESTART)
     p = yf.Pipeline("bad-sql", parallelism=1)
     p.from_arrow(pa.table({"k": [1, 2, 3]})) \
      .spark_sql("SELECT no_such_column FROM input", name="enrich") \

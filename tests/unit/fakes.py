@@ -188,6 +188,10 @@ class Harness:
         self.call(self.jm.update_task_execution_state,
                   TaskExecutionState(attempt_id, ExecutionState(state)))
 
+    def report_failure(self, attempt_id: str, error: str, upstream: bool = False) -> None:
+        self.call(self.jm.update_task_execution_state,
+                  TaskExecutionState(attempt_id, ExecutionState.FAILED, error, "", upstream))
+
     def deployed(self) -> list[Any]:
         return [tdd for te in self.executors.values() for tdd in te.submitted]
 

@@ -61,23 +61,23 @@ def write_part(committer: DirectoryCommitter, job: str, subtask: int, attempt: s
                rows: list[int]) -> None:
     with committer.fs.open_output(committer.attempt_file(job, subtask, attempt)) as out:
         pq.write_table(pa.table({"x": rows}), out)
-    committer.commit_task(job, subtask, attempt)
 
 
 def rows_of(path) -> list[int]:
     return sorted(pq.read_table(path).column("x").to_pylist())
 
 
-def test_commit_renames_the_committed_attempts_onto_the_target(tmp_path):
+def test_commit_keeps_only_the_finished_attempts_of_the_successful_run(tmp_path):
     committer = local_committer(tmp_path)
     committer.setup("j1")
-    write_part(committer, "j1", 0, "first", [1, 2])
-    write_part(committer, "j1", 0, "retry", [1, 2, 3])      # a later attempt replaces it
-    committer.fs.open_output(committer.attempt_file("j1", 1, "lost")).close()  # never committed
+    write_part(committer, "j1", 0, "first", [1, 2])         # failed, then restarted
+    write_part(committer, "j1", 0, "retry", [1, 2, 3])
+    write_part(committer, "j1", 1, "frozen", [4])           # a zombie that woke up late
+    write_part(committer, "j1", 1, "replacement", [5])
     assert not (tmp_path / "out").exists()
-    committer.commit("j1")
-    assert sorted(os.listdir(tmp_path / "out")) == ["part-00000.parquet"]
-    assert rows_of(tmp_path / "out") == [1, 2, 3]
+    committer.commit("j1", {0: "retry", 1: "replacement", 2: "read-no-rows"})
+    assert sorted(os.listdir(tmp_path / "out")) == ["part-00000.parquet", "part-00001.parquet"]
+    assert rows_of(tmp_path / "out") == [1, 2, 3, 5]
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
@@ -90,7 +90,7 @@ def test_the_default_mode_refuses_an_existing_output_and_overwrite_replaces_it(t
     committer.check_submittable()
     committer.setup("j1")
     write_part(committer, "j1", 0, "a", [1])
-    committer.commit("j1")
+    committer.commit("j1", {0: "a"})
     assert rows_of(tmp_path / "out") == [1]
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
@@ -108,7 +108,7 @@ def test_recovery_restores_an_output_whose_replacement_crashed_and_clears_stagin
     old = local_committer(tmp_path, "overwrite")
     old.setup("j0")
     write_part(old, "j0", 0, "a", [7])
-    old.commit("j0")
+    old.commit("j0", {0: "a"})
     # job j1 crashed between its two renames: the old output aside, its own staged
     crashed = local_committer(tmp_path, "overwrite")
     crashed.setup("j1")

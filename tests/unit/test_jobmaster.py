@@ -16,7 +16,8 @@ HEARTBEAT_TIMEOUT, SLOT_TIMEOUT, CANCEL_TIMEOUT = 50.0, 300.0, 30.0
 def harness():
     config = Configuration.load(overrides=[
         f"heartbeat.timeout={HEARTBEAT_TIMEOUT}", "heartbeat.interval=10",
-        f"slot.request.timeout={SLOT_TIMEOUT}", f"job.cancel.timeout={CANCEL_TIMEOUT}"])
+        f"slot.request.timeout={SLOT_TIMEOUT}", f"job.cancel.timeout={CANCEL_TIMEOUT}",
+        "restart-strategy.type=none"])
     h = Harness(chain(2), config, main=ManualMainThread())
     yield h
     h.close()

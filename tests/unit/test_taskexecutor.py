@@ -8,7 +8,7 @@ import pytest
 
 from yarnflow.conf import Configuration
 from yarnflow.core.deployment import TaskDeploymentDescriptor, TaskInformation
-from yarnflow.core.errors import FencingError, Refused
+from yarnflow.core.errors import FencingError, NotRegisteredYet, Refused
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.taskexecutor.slot import TaskSlotTable
@@ -29,12 +29,20 @@ class Unavailable(grpc.RpcError):
         return "connection refused"
 
 
-class NoPartitions:
+class Partitions:
+    """The jobs whose BLOCKING results the executor holds."""
+
+    def __init__(self) -> None:
+        self.jobs: set[str] = set()
+
     def holds_blocking_partitions(self) -> bool:
-        return False
+        return bool(self.jobs)
+
+    def jobs_with_blocking_partitions(self) -> set[str]:
+        return set(self.jobs)
 
     def release_job(self, job_id: str) -> None:
-        pass
+        self.jobs.discard(job_id)
 
 
 class Setup:
@@ -48,6 +56,7 @@ class Setup:
         self.jm = FakeJobMasterGateway()
         self.tasks: list[FakeTask] = []
         self.fatal: list[str] = []
+        self.partitions = Partitions()
 
         def new_task(tdd, jm, on_done):
             self.tasks.append(FakeTask(tdd, jm, on_done))
@@ -55,7 +64,7 @@ class Setup:
         self.te = TaskExecutor(
             "te-1", Configuration.load(overrides=[f"{k}={v}" for k, v in overrides.items()]),
             TaskSlotTable(2, SLOT), "1c-1024m", self.rm, lambda address, jm_id: self.jm,
-            new_task, NoPartitions(), self.main, self.fatal.append)
+            new_task, self.partitions, self.main, self.fatal.append)
         self.main.call(self.te.start, LOCATION)
 
     def call(self, fn, *args):
@@ -182,6 +191,30 @@ def test_a_silent_job_master_loses_its_slots():
     heartbeats = s.jm.heartbeats
     s.main.advance(100)
     assert s.jm.heartbeats == heartbeats
+
+
+def test_the_job_master_of_results_held_here_keeps_hearing_from_the_executor():
+    s = Setup()
+    s.allocate()
+    s.partitions.jobs.add("job-1")              # a finished stage's BLOCKING result
+    s.call(s.te.free_slot, "alloc-1", "stage done", "jm-1")
+    before = s.jm.heartbeats
+    s.main.advance(30)
+    assert s.jm.heartbeats == before + 3, "its JobMaster must not presume it dead"
+    s.call(s.te.release_job_partitions, "job-1")
+    s.main.advance(30)
+    assert s.jm.heartbeats == before + 3
+
+
+def test_a_slot_request_from_a_resource_manager_whose_answer_is_on_its_way_is_asked_again():
+    s = Setup(answers=[Unavailable(), "rm-1"])
+    assert s.te.registration is Registration.REGISTERING
+    with pytest.raises(NotRegisteredYet):
+        s.allocate()
+    s.main.advance(1)
+    assert s.te.registration is Registration.REGISTERED
+    s.allocate()
+    assert [o.allocation_id for o in s.jm.offers] == ["alloc-1"]
 
 
 def test_shutdown_is_fenced_by_the_resource_manager_id():

@@ -5,6 +5,12 @@ EAGER asks for every slot first and deploys all subtasks once all slots are ther
 sources, and each consumer vertex once all of its inputs are consumable: a PIPELINED
 result when each producer has produced data (or finished), a BLOCKING one when each
 producer has finished. Runs on the JobMaster's main thread.
+
+A restart hands the scheduler the subtasks it reset: under EAGER they are scheduled
+at once, all together; under LAZY_FROM_SOURCES each of their vertices goes again
+when its inputs are consumable (at once when they come from results that survived).
+A slot that arrives for an attempt that was meanwhile replaced is not used for its
+successor, which asked for its own.
 """
 from __future__ import annotations
 
@@ -55,9 +61,10 @@ class Scheduler:
             self._scheduled_vertices.add(ejv.id)
         futures = self._allocate(vertices)
         remaining = {"n": len(futures)}
+        attempts = {vertex: vertex.current for vertex in vertices}
 
         def one_done(vertex: ExecutionVertex, fut: "Future[LogicalSlot]") -> None:
-            if self._stopped or fut.cancelled():
+            if self._stopped or fut.cancelled() or vertex.current is not attempts[vertex]:
                 return
             if fut.exception() is not None:
                 self._fail_vertex(vertex, f"{vertex.name_with_index} got no slot: {fut.exception()}")
@@ -76,10 +83,12 @@ class Scheduler:
         if ejv.id in self._scheduled_vertices:
             return
         self._scheduled_vertices.add(ejv.id)
-        futures = self._allocate(ejv.task_vertices)
+        waiting = [v for v in ejv.task_vertices if v.current.state is ExecutionState.CREATED]
+        attempts = {vertex: vertex.current for vertex in waiting}
+        futures = self._allocate(waiting)
 
         def done(vertex: ExecutionVertex, fut: "Future[LogicalSlot]") -> None:
-            if self._stopped or fut.cancelled():
+            if self._stopped or fut.cancelled() or vertex.current is not attempts[vertex]:
                 return
             if fut.exception() is not None:
                 self._fail_vertex(vertex, f"{vertex.name_with_index} got no slot: {fut.exception()}")
@@ -89,6 +98,20 @@ class Scheduler:
                 self._deploy(vertex)
         for vertex, fut in futures.items():
             fut.add_done_callback(functools.partial(self._on_main, done, vertex))
+
+    def restart(self, vertices: list[ExecutionVertex]) -> None:
+        """Schedule subtasks a restart reset (their attempts are CREATED again)."""
+        if self._stopped or not vertices:
+            return
+        if self._graph.schedule_mode is ScheduleMode.EAGER:
+            self._schedule_eager(vertices)
+            return
+        restarted = {v.job_vertex.id for v in vertices}
+        for ejv in self._graph.vertices_topologically():
+            if ejv.id in restarted:
+                self._scheduled_vertices.discard(ejv.id)
+                if ejv.is_source or all(r.is_consumable() for r in ejv.inputs):
+                    self._schedule_job_vertex(ejv)
 
     def on_partition_consumable(self, result: IntermediateResult) -> None:
         """A producer reported data, or finished: maybe its consumers can go now."""

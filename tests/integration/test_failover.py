@@ -1,0 +1,200 @@
+"""Failover on the local target (seed 003, FLIP-6's TaskManager crash): real
+TaskExecutor processes killed, frozen and failing, and the output checked row by row
+against pyarrow's."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import yarnflow as yf
+from tests.conftest import FAST, executor_logs, wait_until
+from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
+from yarnflow.conf import Configuration
+from yarnflow.core.details import JobDetails
+from yarnflow.targets.local import LocalCluster
+
+ROWS, BATCH_ROWS, KEYS = 16_000, 200, 97
+# A map that takes its time, and notes each batch it finished in ``progress`` (the
+# local target's executors share this machine's disk with the test): the test kills
+# an executor once half the batches are through.
+PAUSE_S = 1.0   # 20 batches per subtask: about 20 s of work
+RESTART_FAST = ["restart-strategy.exponential-delay.initial-backoff=0.5 s",
+                "restart-strategy.exponential-delay.jitter-factor=0"]
+
+
+def table() -> pa.Table:
+    return pa.table({"k": pa.array([i % KEYS for i in range(ROWS)], pa.int64()),
+                     "v": pa.array(range(ROWS), pa.int64())})
+
+
+def reference() -> pa.Table:
+    return table().group_by("k").aggregate([("v", "sum"), ("v", "count")]).sort_by("k")
+
+
+def slow_map(progress: Path, pause: float = PAUSE_S):
+    def work(batch: pa.RecordBatch) -> pa.RecordBatch:
+        time.sleep(pause)
+        with open(progress, "a") as out:
+            out.write(f"{os.getpid()} {batch.num_rows}\n")
+        return batch
+    return work
+
+
+def rows_through(progress: Path, pid: int | None = None) -> int:
+    """Rows the map noted, in all or in one executor process."""
+    try:
+        lines = [line.split() for line in progress.read_text().splitlines()]
+    except FileNotFoundError:
+        return 0
+    return sum(int(rows) for who, rows in lines if pid is None or int(who) == pid)
+
+
+def pipelined_job(out: Path, progress: Path, parallelism: int = 4) -> yf.Pipeline:
+    """source -> map -> key_by -> aggregate -> Parquet sink, all exchanges pipelined."""
+    p = yf.Pipeline("failover", parallelism=parallelism)
+    p.from_arrow(table()).map(slow_map(progress), name="work") \
+     .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(str(out))
+    return p
+
+
+def assert_exact(out: Path) -> None:
+    got = pq.read_table(out).sort_by("k")
+    want = reference()
+    assert got.num_rows == want.num_rows, "a key is missing or repeated"
+    assert got["v_sum"].to_pylist() == want["v_sum"].to_pylist()
+    assert got["v_count"].to_pylist() == want["v_count"].to_pylist()
+
+
+def executor_running(cluster: LocalCluster, details: JobDetails, vertex: str) -> str:
+    return next(s.resource_id for v in details.vertices if v.name == vertex
+                for s in v.subtasks if s.resource_id)
+
+
+def test_a_killed_executor_midway_restarts_the_job_and_the_output_is_exact(tmp_path):
+    config = Configuration.load(overrides=FAST + RESTART_FAST + [
+        f"pipeline.batch-rows={BATCH_ROWS}"])
+    progress, out = tmp_path / "progress", tmp_path / "out"
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(pipelined_job(out, progress).job_graph(config))
+        wait_until(lambda: rows_through(progress) >= ROWS // 2, 120, "half the rows mapped")
+        victim = executor_running(cluster, client.details(), "work")
+        os.kill(cluster.driver.pid_of(victim), signal.SIGKILL)
+        result = client.wait(180)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    assert_exact(out)
+    details = result.details
+    assert details.restarts == 1
+    assert details.exceptions and all(x.resource_id == victim for x in details.exceptions)
+    assert "SIGKILL" in details.exceptions[0].cause
+    assert {s.attempt for v in details.vertices for s in v.subtasks} == {1}, \
+        "a pipelined job is one region: every subtask ran a second attempt"
+
+
+def stage(details: JobDetails, *names: str) -> list:
+    return [s for v in details.vertices if v.name in names for s in v.subtasks]
+
+
+def two_stage_job(out: Path, progress_one: Path, progress_two: Path) -> yf.Pipeline:
+    """Stage one (source -> map, 1 core) writes a BLOCKING shuffle that stage two
+    (aggregate -> sink, 2 cores: executors of their own) reads."""
+    p = yf.Pipeline("regions", parallelism=2)
+    p.from_arrow(table()).slot_sharing_group("one") \
+     .map(quick_map(progress_one), name="one") \
+     .resources(yf.ResourceSpec(1, "1g")).slot_sharing_group("one") \
+     .key_by("k").blocking() \
+     .map(slow_map(progress_two, PAUSE_S / 4), name="two").resources(yf.ResourceSpec(2, "1g")) \
+     .slot_sharing_group("two") \
+     .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(str(out))
+    return p
+
+
+def quick_map(progress: Path):
+    def note(batch: pa.RecordBatch) -> pa.RecordBatch:
+        with open(progress, "a") as out:
+            out.write(f"{os.getpid()} {batch.num_rows}\n")
+        return batch
+    return note
+
+
+def kill_in_stage_two(tmp_path: Path, *overrides: str, victim_vertex: str = "two") -> tuple:
+    config = Configuration.load(overrides=FAST + RESTART_FAST + [
+        f"pipeline.batch-rows={BATCH_ROWS}", *overrides])
+    one, two, out = tmp_path / "one", tmp_path / "two", tmp_path / "out"
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(two_stage_job(out, one, two).job_graph(config))
+        wait_until(lambda: rows_through(two) >= ROWS // 4, 120, "stage two under way")
+        details = client.details()
+        assert all(s.state.name == "FINISHED" for s in stage(details, "arrow-source", "one"))
+        victim = executor_running(cluster, details, victim_vertex)
+        pid = cluster.driver.pid_of(victim)
+        os.kill(pid, signal.SIGKILL)
+        result = client.wait(180)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    assert_exact(out)
+    return result.details, rows_through(one), rows_through(one, pid), victim
+
+
+def test_region_failover_reruns_only_stage_two_and_full_failover_reruns_everything(tmp_path):
+    details, rows_one, _, _ = kill_in_stage_two(tmp_path / "region")
+    assert rows_one == ROWS, "stage one read its input once: its results were reused"
+    assert {s.attempt for s in stage(details, "arrow-source", "one")} == {0}
+    assert {s.attempt for s in stage(details, "two")} == {1}
+    assert details.restarts == 1
+
+    details, rows_one, _, _ = kill_in_stage_two(tmp_path / "full",
+                                             "jobmanager.execution.failover-strategy=full")
+    assert rows_one == 2 * ROWS
+    assert {s.attempt for v in details.vertices for s in v.subtasks} == {1}
+
+
+def test_losing_the_executor_that_holds_a_finished_result_reruns_its_producer(tmp_path):
+    details, rows_one, rows_lost, victim = kill_in_stage_two(tmp_path, victim_vertex="one")
+    rerun = [s for s in stage(details, "one") if s.attempt == 1]
+    assert len(rerun) == 1, "only the lost result's producer ran again"
+    assert rows_one == ROWS + rows_lost, "exactly the lost result's rows were read again"
+    assert any(victim == x.resource_id or victim in x.cause for x in details.exceptions)
+
+
+def test_user_code_that_always_raises_fails_after_the_allowed_restarts(tmp_path):
+    def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
+        raise ValueError("bad record 42")
+    for strategy, restarts in ((["restart-strategy.type=fixed-delay",
+                                 "restart-strategy.fixed-delay.attempts=2",
+                                 "restart-strategy.fixed-delay.delay=0.2 s"], 2),
+                               (["restart-strategy.type=none"], 0)):
+        config = Configuration.load(overrides=FAST + strategy)
+        p = yf.Pipeline("boom", parallelism=2)
+        p.from_arrow(pa.table({"x": [1, 2, 3, 4]})).map(explode).write_parquet(
+            str(tmp_path / f"o{restarts}"))
+        with LocalCluster(config) as cluster:
+            result = cluster.submit(p.job_graph(config)).wait(120)
+        assert result.status is JobStatus.FAILED
+        assert "ValueError: bad record 42" in result.failure
+        assert f"the job ran {restarts + 1} attempt" in result.failure
+        assert result.details.restarts == restarts
+        assert not list(tmp_path.glob(f".o{restarts}.yarnflow-*")), "staging was cleaned up"
+
+
+def test_an_executor_lost_while_idle_fails_nothing_and_is_not_replaced(tmp_path):
+    config = Configuration.load(overrides=FAST + [
+        "resourcemanager.taskmanager-timeout=120 s"])   # executors stay warm between jobs
+    p = yf.Pipeline("first", parallelism=1)
+    p.from_arrow(table()).write_parquet(str(tmp_path / "first"))
+    with LocalCluster(config) as cluster:
+        assert cluster.submit(p.job_graph(config)).wait(120).status is JobStatus.FINISHED
+        idle = cluster.overview().workers[0].resource_id
+        started = dict(cluster.overview().workers_started_per_spec)
+        os.kill(cluster.driver.pid_of(idle), signal.SIGKILL)
+        wait_until(lambda: not cluster.overview().workers, 30, "the lost executor dropped")
+        overview = cluster.overview()
+        assert overview.pending_workers == 0 and overview.workers_started_per_spec == started, \
+            "an idle executor is not replaced"
+        p = yf.Pipeline("second", parallelism=1)
+        p.from_arrow(table()).write_parquet(str(tmp_path / "second"))
+        result = cluster.submit(p.job_graph(config)).wait(120)
+    assert result.status is JobStatus.FINISHED and result.details.restarts == 0
