@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from yarnflow.display import progress_table, subtask_table, summary_table
+from yarnflow.display import exceptions_table, progress_table, subtask_table, summary_table
 
 from yarnflow.conf import ConfigError, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
@@ -157,6 +157,8 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
         console.print(summary_table(st.details))
         if subtasks:
             console.print(subtask_table(st.details))
+        if st.details.exceptions:
+            console.print(exceptions_table(st.details))
     if st.diagnostics:
         console.print(st.diagnostics, markup=False, highlight=False)
 

@@ -21,8 +21,20 @@ _STATES = [("deploying", (_E.SCHEDULED, _E.DEPLOYING, _E.INITIALIZING)),
            ("canceled", (_E.CANCELING, _E.CANCELED))]
 
 
+def _restarts(details: JobDetails) -> str:
+    return f", {details.restarts} restart{'s' if details.restarts != 1 else ''}" \
+        if details.restarts else ""
+
+
 def progress_table(details: JobDetails) -> Table:
-    table = Table(title=f"{details.name} [{details.status.value}]", title_justify="left")
+    """A restart shows as it happens: the title counts restarts, the caption names the
+    latest failure, and the failed region's subtasks move back to deploying."""
+    table = Table(title=f"{details.name} [{details.status.value}{_restarts(details)}]",
+                  title_justify="left")
+    if details.exceptions and not details.status.is_globally_terminal:
+        last = details.exceptions[-1]
+        table.caption = Text(f"last failure: {_short(last.cause)}", style="yellow")
+        table.caption_justify = "left"
     table.add_column("vertex")
     table.add_column("parallelism", justify="right")
     for label, _ in _STATES:
@@ -41,10 +53,15 @@ def input_skew(metrics: list[TaskMetrics]) -> float | None:
     return max(counts) / mean if mean else None
 
 
+def _short(text: str, width: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
 def summary_table(details: JobDetails) -> Table:
     duration = (details.end_time - details.start_time) if details.end_time else 0.0
-    table = Table(title=f"job {details.job_id} {details.status.value} in {duration:.2f} s",
-                  title_justify="left")
+    table = Table(title=f"job {details.job_id} {details.status.value} in {duration:.2f} s"
+                        f"{_restarts(details)}", title_justify="left")
     for column in ("vertex", "subtasks", "records in", "records out", "MB in", "MB out",
                    "in max/mean", "max subtask s"):
         table.add_column(column, justify="left" if column == "vertex" else "right")
@@ -81,6 +98,22 @@ def subtask_table(details: JobDetails) -> Table:
     return table
 
 
+def exceptions_table(details: JobDetails) -> Table:
+    """The job's exception history (Flink's): every failure it recovered from, and the
+    one that ended it, with the subtask attempt, the executor (on YARN its container)
+    and the cause."""
+    table = Table(title=f"failures of job {details.job_id}{_restarts(details)}",
+                  title_justify="left")
+    for column in ("time", "subtask", "attempt", "executor", "host", "cause"):
+        table.add_column(column, justify="right" if column == "attempt" else "left",
+                         overflow="fold" if column == "cause" else "ellipsis")
+    for x in details.exceptions:
+        table.add_row(time.strftime("%H:%M:%S", time.localtime(x.timestamp)), x.task or "-",
+                      str(x.attempt) if x.task else "", x.resource_id or "-", x.host or "-",
+                      Text(_short(x.cause, 400)))
+    return table
+
+
 def follow(handle: Any, console: Console, refresh: float = 0.5) -> None:
     """Redraw the progress table of ``handle``'s job (a ``JobHandle``) until it ended."""
     with Live(Text(f"waiting for job {handle.job_id} to start"), console=console,
@@ -98,6 +131,8 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
     console.print(summary_table(details))
     if subtasks:
         console.print(subtask_table(details))
+    if details.restarts:
+        console.print(exceptions_table(details))
     if details.failure:
         # soft-wrapped: a log path in the failure stays one piece the user can copy
         console.print(f"[bold red]job failed:[/] {escape(details.failure)}", highlight=False,
@@ -107,12 +142,12 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
 def jobs_table(jobs: list[JobDetails], title: str) -> Table:
     """One line per job of a session or its history: what ran, how it ended, how long."""
     table = Table(title=title, title_justify="left")
-    for column in ("job id", "name", "status", "started", "seconds", "failure"):
-        table.add_column(column, justify="right" if column == "seconds" else "left")
+    for column in ("job id", "name", "status", "started", "seconds", "restarts", "failure"):
+        table.add_column(column, justify="right" if column in ("seconds", "restarts") else "left")
     for job in jobs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.start_time)) \
             if job.start_time else "-"
         seconds = f"{job.end_time - job.start_time:.2f}" if job.end_time else "-"
         table.add_row(job.job_id, job.name, job.status.value, started, seconds,
-                      (job.failure or "")[:80])
+                      str(job.restarts), (job.failure or "")[:80])
     return table

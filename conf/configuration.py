@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TypeVar
 
-from yarnflow.conf.options import REGISTRY, Option
+from yarnflow.conf.options import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, REGISTRY, Option
 
 T = TypeVar("T")
 DEFAULT_FILE = Path(__file__).with_name("yarnflow.yaml")
@@ -42,7 +42,17 @@ class Configuration:
         if path is not None:
             conf.update(cls.from_yaml_file(path))
         conf.apply_overrides(overrides)
+        conf.check()
         return conf
+
+    def check(self) -> None:
+        """Options that only make sense together: a heartbeat timeout not above the
+        interval declares every executor lost between two heartbeats."""
+        interval, timeout = self.get(HEARTBEAT_INTERVAL), self.get(HEARTBEAT_TIMEOUT)
+        if timeout <= interval:
+            raise ConfigError(f"heartbeat.timeout ({timeout:g} s) must be above heartbeat.interval "
+                              f"({interval:g} s), or every peer is lost between two heartbeats; "
+                              "Fix: raise heartbeat.timeout (Flink uses 50 s for a 10 s interval)")
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> "Configuration":

@@ -194,7 +194,7 @@ BATCH_ROWS = _option("pipeline.batch-rows", _pos_int, 65536,
 TMP_DIRS = _option("io.tmp.dirs", _str, "",
                    "Directory for TaskExecutor scratch files; empty means the system temp directory.")
 TASK_CANCEL_TIMEOUT = _option("task.cancellation.timeout", parse_duration, 30.0,
-                              "A task that ignores cancellation this long gets its TaskExecutor killed.")
+                              "A cancelled task still running this long stops its TaskExecutor (whose loss its JobMaster then handles); a JobMaster counts it cancelled then.")
 
 # --- file systems ------------------------------------------------------------------------
 FS_DEFAULT_SCHEME = _option(

@@ -14,7 +14,7 @@ from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleM
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration, TaskMetrics)
-from yarnflow.core.details import JobDetails, SessionOverview, SubtaskDetails, VertexDetails
+from yarnflow.core.details import ExceptionEntry, JobDetails, SessionOverview, SubtaskDetails, VertexDetails
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
 from yarnflow.rpc.generated import (common_pb2, dispatcher_pb2, jobgraph_pb2, jobmaster_pb2,
@@ -251,7 +251,10 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
     message = jobmaster_pb2.JobDetails(
         job_id=details.job_id, name=details.name, status=_JOB_STATUS_TO_WIRE[details.status],
         start_time=details.start_time, end_time=details.end_time, failure=details.failure,
-        failure_detail=details.failure_detail)
+        failure_detail=details.failure_detail, restarts=details.restarts)
+    for x in details.exceptions:
+        message.exceptions.add(timestamp=x.timestamp, task=x.task, attempt=x.attempt,
+                               resource_id=x.resource_id, host=x.host, cause=x.cause)
     for vertex in details.vertices:
         out = message.vertices.add(id=vertex.id, name=vertex.name, parallelism=vertex.parallelism)
         for s in vertex.subtasks:
@@ -276,7 +279,9 @@ def job_details_from_proto(message: Any) -> JobDetails:
                         s.metrics.bytes_out, s.metrics.duration_s),
             s.error, dict(s.state_timestamps), s.splits_local, s.splits_remote, s.host)
             for s in v.subtasks]) for v in message.vertices],
-        message.failure, message.failure_detail)
+        message.failure, message.failure_detail, message.restarts,
+        [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)
+         for x in message.exceptions])
 
 
 def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:

@@ -52,7 +52,7 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
 
     @errors_as_status
     def ReleaseJobPartitions(self, request, context):  # noqa: N802
-        self._call(self._te.release_job_partitions, request.job_id)
+        self._call(self._te.release_job_partitions, request.job_id, request.job_master_id)
         return _OK
 
     @errors_as_status

@@ -296,7 +296,22 @@ class TaskExecutor:
         slot = self.slots.by_allocation(task.allocation_id)
         if slot is not None and slot.job_master_id != job_master_id:
             raise FencingError("stale JobMasterId")
+        self._cancel(task)
+
+    def _cancel(self, task: RunningTask) -> None:
+        """Cancel, and watch (Flink's TaskCancelerWatchDog): a task still in its slot
+        task.cancellation.timeout later ignores cancellation (user code stuck in a
+        native call or a sleep) and holds its slot forever, so the executor exits and
+        its ResourceManager and JobMasters treat it as lost."""
         task.cancel()
+        self.main.schedule(self.config.get(options.TASK_CANCEL_TIMEOUT), self._cancel_overdue, task)
+
+    def _cancel_overdue(self, task: RunningTask) -> None:
+        if self.slots.find_task(task.attempt_id) is task and \
+                self.registration is not Registration.STOPPED:
+            log.error("%s did not stop within task.cancellation.timeout after it was cancelled: "
+                      "stopping this TaskExecutor", task.name)
+            self._on_fatal(f"{task.name} ignored cancellation")
 
     def _task_done(self, task: RunningTask) -> None:
         freed = self.slots.remove_task(task.allocation_id, task.attempt_id)
@@ -319,7 +334,7 @@ class TaskExecutor:
         if job_master_id is not None and slot.job_master_id != job_master_id:
             raise FencingError("stale JobMasterId")
         for task in list(slot.tasks.values()):
-            task.cancel()
+            self._cancel(task)
         index = slot.index
         if self.slots.free(allocation_id) is not None and not slot.tasks:
             return self._notify_slot_available(index, allocation_id)
@@ -336,8 +351,14 @@ class TaskExecutor:
         return self._rm.notify_slot_available(self.resource_manager_id, self.resource_id,
                                               index, allocation_id)
 
-    def release_job_partitions(self, job_id: str) -> None:
+    def release_job_partitions(self, job_id: str, job_master_id: str) -> None:
+        """Fenced like every JobMaster call: only the job's current JobMaster may drop
+        its results (a stale one, of an earlier attempt, must not)."""
+        known = self._job_masters.get(job_id)
+        if known is not None and known[1] != job_master_id:
+            raise FencingError("stale JobMasterId")
         self._partitions.release_job(job_id)
+        self._job_masters.pop(job_id, None)
 
     def shutdown_requested(self, resource_manager_id: str, reason: str) -> None:
         if resource_manager_id != self.resource_manager_id:

@@ -163,7 +163,7 @@ class VertexDetails(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
-    __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail")
+    __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     LEGACY_STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +173,8 @@ class JobDetails(_message.Message):
     VERTICES_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
     FAILURE_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    EXCEPTIONS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     legacy_status: str
@@ -182,4 +184,22 @@ class JobDetails(_message.Message):
     vertices: _containers.RepeatedCompositeFieldContainer[VertexDetails]
     failure: str
     failure_detail: str
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., legacy_status: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.JobStatus, str]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ...) -> None: ...
+    restarts: int
+    exceptions: _containers.RepeatedCompositeFieldContainer[ExceptionEntry]
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., legacy_status: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.JobStatus, str]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ..., restarts: _Optional[int] = ..., exceptions: _Optional[_Iterable[_Union[ExceptionEntry, _Mapping]]] = ...) -> None: ...
+
+class ExceptionEntry(_message.Message):
+    __slots__ = ("timestamp", "task", "attempt", "resource_id", "host", "cause")
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    timestamp: float
+    task: str
+    attempt: int
+    resource_id: str
+    host: str
+    cause: str
+    def __init__(self, timestamp: _Optional[float] = ..., task: _Optional[str] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., host: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...

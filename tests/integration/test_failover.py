@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import yarnflow as yf
 from tests.conftest import FAST, executor_logs, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
-from yarnflow.conf import Configuration
+from yarnflow.conf import Configuration, options
 from yarnflow.core.details import JobDetails
 from yarnflow.targets.local import LocalCluster
 
@@ -93,6 +93,35 @@ def test_a_killed_executor_midway_restarts_the_job_and_the_output_is_exact(tmp_p
     assert "SIGKILL" in details.exceptions[0].cause
     assert {s.attempt for v in details.vertices for s in v.subtasks} == {1}, \
         "a pipelined job is one region: every subtask ran a second attempt"
+
+
+def test_a_frozen_executor_is_caught_by_the_heartbeat_timeout_then_killed_and_reaped(tmp_path):
+    config = Configuration.load(overrides=FAST + RESTART_FAST + [
+        f"pipeline.batch-rows={BATCH_ROWS}"])
+    timeout, interval = config.get(options.HEARTBEAT_TIMEOUT), config.get(options.HEARTBEAT_INTERVAL)
+    progress, out = tmp_path / "progress", tmp_path / "out"
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(pipelined_job(out, progress).job_graph(config))
+        wait_until(lambda: rows_through(progress) >= ROWS // 2, 120, "half the rows mapped")
+        victim = executor_running(cluster, client.details(), "work")
+        pid = cluster.driver.pid_of(victim)
+        frozen_at = time.time()
+        os.kill(pid, signal.SIGSTOP)
+        result = client.wait(180)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+        wait_until(lambda: not _alive(pid), 30, f"the frozen executor (pid {pid}) killed and reaped")
+    assert_exact(out)
+    details = result.details
+    assert details.restarts == 1
+    detected = details.exceptions[0]
+    assert detected.resource_id == victim and "heartbeat.timeout" in detected.cause
+    assert detected.timestamp - frozen_at <= timeout + interval, \
+        f"detected {detected.timestamp - frozen_at:.1f} s after the freeze"
+
+
+def _alive(pid: int) -> bool:
+    """Running, stopped or a zombie not yet reaped by its parent."""
+    return Path(f"/proc/{pid}").exists()
 
 
 def stage(details: JobDetails, *names: str) -> list:

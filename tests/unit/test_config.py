@@ -58,3 +58,10 @@ def test_a_taskexecutor_starts_without_a_yaml_parser():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, timeout=60).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_a_heartbeat_timeout_not_above_the_interval_is_refused_naming_the_fix():
+    with pytest.raises(ConfigError, match=r"heartbeat.timeout \(10 s\) must be above "
+                                          r"heartbeat.interval \(10 s\).*Fix: raise"):
+        Configuration.load(overrides=["heartbeat.interval=10 s", "heartbeat.timeout=10 s"])
+    Configuration.load(overrides=["heartbeat.interval=10 s", "heartbeat.timeout=11 s"])

@@ -320,3 +320,31 @@ def test_splits_of_a_failed_source_attempt_are_handed_out_again():
         new.append(split.split)
     assert len(new) == 3 and set(old) <= set(new)
     assert len(set(new + [other])) == 4, "every split once, none twice"
+
+
+# --- what a user sees ----------------------------------------------------------------------
+def test_restarts_and_the_exception_history_cross_the_wire_and_show_in_the_display():
+    from rich.console import Console
+
+    from yarnflow.core.details import ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails
+    from yarnflow.display import print_summary, progress_table
+    from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
+
+    lost = ExceptionEntry(1_700_000_000.0, "work (2/4)", 0, "container_e01_0002", "node-3",
+                          "TaskExecutor container_e01_0002 was lost: YARN container "
+                          "container_e01_0002 ended KILLED: preempted")
+    details = JobDetails("job-1", "nightly", JobStatus.RUNNING, 1_700_000_000.0,
+                         vertices=[VertexDetails("v", "work", 4, [
+                             SubtaskDetails(i, ExecutionState.RUNNING, 1) for i in range(4)])],
+                         restarts=1, exceptions=[lost])
+    assert job_details_from_proto(job_details_to_proto(details)) == details
+    console = Console(record=True, width=200)
+    console.print(progress_table(details))
+    live = console.export_text()
+    assert "nightly [RUNNING, 1 restart]" in live and "last failure: TaskExecutor" in live
+    details.status, details.end_time = JobStatus.FINISHED, 1_700_000_030.0
+    console = Console(record=True, width=200)
+    print_summary(details, console)
+    shown = console.export_text()
+    assert "FINISHED in 30.00 s, 1 restart" in shown
+    assert "work (2/4)" in shown and "container_e01_0002" in shown and "preempted" in shown

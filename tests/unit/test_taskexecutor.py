@@ -201,7 +201,10 @@ def test_the_job_master_of_results_held_here_keeps_hearing_from_the_executor():
     before = s.jm.heartbeats
     s.main.advance(30)
     assert s.jm.heartbeats == before + 3, "its JobMaster must not presume it dead"
-    s.call(s.te.release_job_partitions, "job-1")
+    with pytest.raises(FencingError):              # ReleaseJobPartitions is fenced too
+        s.call(s.te.release_job_partitions, "job-1", "jm-old")
+    assert s.partitions.jobs == {"job-1"}
+    s.call(s.te.release_job_partitions, "job-1", "jm-1")
     s.main.advance(30)
     assert s.jm.heartbeats == before + 3
 
@@ -215,6 +218,27 @@ def test_a_slot_request_from_a_resource_manager_whose_answer_is_on_its_way_is_as
     assert s.te.registration is Registration.REGISTERED
     s.allocate()
     assert [o.allocation_id for o in s.jm.offers] == ["alloc-1"]
+
+
+def test_a_task_that_ignores_cancellation_stops_its_executor_after_the_timeout():
+    s = Setup(**{"task.cancellation.timeout": "30 s"})
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.call(s.te.cancel_task, "jm-1", "attempt-1")
+    s.main.advance(29)
+    assert not s.fatal
+    s.main.advance(1)
+    assert s.fatal == ["map (1/1) ignored cancellation"]
+
+
+def test_a_task_that_stops_when_cancelled_keeps_its_executor():
+    s = Setup(**{"task.cancellation.timeout": "30 s"})
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.call(s.te.cancel_task, "jm-1", "attempt-1")
+    s.call(s.tasks[0].finish)
+    s.main.advance(60)
+    assert not s.fatal
 
 
 def test_shutdown_is_fenced_by_the_resource_manager_id():

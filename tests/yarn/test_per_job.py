@@ -111,8 +111,10 @@ def _taskexecutor_processes(app_id: str) -> list[psutil.Process]:
     return found
 
 
-def test_container_killed_from_outside_fails_the_job_with_its_cause(yarn_cluster, hdfs):
-    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES, SHAPES, "--", "long",
+def test_without_restarts_a_container_killed_from_outside_fails_the_job_with_its_cause(
+        yarn_cluster, hdfs):
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES,
+                    "-D", "restart-strategy.type=none", SHAPES, "--", "long",
                     "--work", "60", "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
@@ -150,7 +152,10 @@ def test_profile_beyond_yarn_maximum_is_refused_before_submission(yarn_cluster, 
 
 def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluster, hdfs):
     out = f"{hdfs.scratch('raise')}/out"
-    proc = yarnflow("run", "-t", "yarn-per-job", "--attach", "--no-progress", *FAST, SHAPES,
+    proc = yarnflow("run", "-t", "yarn-per-job", "--attach", "--no-progress", *FAST,
+                    "-D", "restart-strategy.type=fixed-delay",
+                    "-D", "restart-strategy.fixed-delay.attempts=1",
+                    "-D", "restart-strategy.fixed-delay.delay=0.5 s", SHAPES,
                     "--", "raise", "--out", out)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
@@ -161,6 +166,7 @@ def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluste
     assert "FAILED" in status.stdout
     assert "ValueError: bad input: 10 rows of which none is valid" in status.stdout
     assert "explode" in status.stdout            # the traceback names the user's function
+    assert "1 restart" in status.stdout and "the job ran 2 attempts" in status.stdout
     assert not hdfs.fs.exists(out) and hdfs.leftovers(out) == []
 
 
