@@ -416,22 +416,20 @@ class JobMaster:
             [e.vertex for e in failed] + list(also), self._partition_available)
         # Failures while a restart is pending join it and count once (FLIP-364): a lost
         # executor's subtasks, or two subtasks of the same bad data, are one failure.
-        if self._restart is None:
-            self._restart_strategy.notify_failure(now)
-        if self._restart is None and not self._restart_strategy.can_restart():
-            self._fail_job(f"{cause} (the job ran {self.restarts + 1} "
-                           f"attempt{'s' if self.restarts else ''}; no restart: "
-                           f"{self._restart_strategy.exhausted()})", detail)
-            return
         pending = self._restart
         if pending is None:
+            self._restart_strategy.notify_failure(now)
+            if not self._restart_strategy.can_restart():
+                self._fail_job(f"{cause} (the job ran {self.restarts + 1} "
+                               f"attempt{'s' if self.restarts else ''}; no restart: "
+                               f"{self._restart_strategy.exhausted()})", detail)
+                return
             delay = self._restart_strategy.backoff_time()
             pending = self._restart = PendingRestart(due=now + delay)
             pending.timer = self.main.schedule(delay, self._restart_due, pending)
-        delay = max(0.0, pending.due - now)
         pending.vertices |= vertices
         log.info("job %s: %s; restarting %d subtask%s in %.1f s", self.job_id[:8], cause,
-                 len(vertices), "" if len(vertices) == 1 else "s", delay)
+                 len(vertices), "" if len(vertices) == 1 else "s", max(0.0, pending.due - now))
         for vertex in vertices:
             self._stop_for_restart(vertex.current)
 

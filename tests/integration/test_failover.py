@@ -70,7 +70,7 @@ def assert_exact(out: Path) -> None:
     assert got["v_count"].to_pylist() == want["v_count"].to_pylist()
 
 
-def executor_running(cluster: LocalCluster, details: JobDetails, vertex: str) -> str:
+def executor_running(details: JobDetails, vertex: str) -> str:
     return next(s.resource_id for v in details.vertices if v.name == vertex
                 for s in v.subtasks if s.resource_id)
 
@@ -82,7 +82,7 @@ def test_a_killed_executor_midway_restarts_the_job_and_the_output_is_exact(tmp_p
     with LocalCluster(config) as cluster:
         client = cluster.submit(pipelined_job(out, progress).job_graph(config))
         wait_until(lambda: rows_through(progress) >= ROWS // 2, 120, "half the rows mapped")
-        victim = executor_running(cluster, client.details(), "work")
+        victim = executor_running(client.details(), "work")
         os.kill(cluster.driver.pid_of(victim), signal.SIGKILL)
         result = client.wait(180)
         assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
@@ -103,7 +103,7 @@ def test_a_frozen_executor_is_caught_by_the_heartbeat_timeout_then_killed_and_re
     with LocalCluster(config) as cluster:
         client = cluster.submit(pipelined_job(out, progress).job_graph(config))
         wait_until(lambda: rows_through(progress) >= ROWS // 2, 120, "half the rows mapped")
-        victim = executor_running(cluster, client.details(), "work")
+        victim = executor_running(client.details(), "work")
         pid = cluster.driver.pid_of(victim)
         frozen_at = time.time()
         os.kill(pid, signal.SIGSTOP)
@@ -133,21 +133,13 @@ def two_stage_job(out: Path, progress_one: Path, progress_two: Path) -> yf.Pipel
     (aggregate -> sink, 2 cores: executors of their own) reads."""
     p = yf.Pipeline("regions", parallelism=2)
     p.from_arrow(table()).slot_sharing_group("one") \
-     .map(quick_map(progress_one), name="one") \
+     .map(slow_map(progress_one, 0.0), name="one") \
      .resources(yf.ResourceSpec(1, "1g")).slot_sharing_group("one") \
      .key_by("k").blocking() \
      .map(slow_map(progress_two, PAUSE_S / 4), name="two").resources(yf.ResourceSpec(2, "1g")) \
      .slot_sharing_group("two") \
      .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(str(out))
     return p
-
-
-def quick_map(progress: Path):
-    def note(batch: pa.RecordBatch) -> pa.RecordBatch:
-        with open(progress, "a") as out:
-            out.write(f"{os.getpid()} {batch.num_rows}\n")
-        return batch
-    return note
 
 
 def kill_in_stage_two(tmp_path: Path, *overrides: str, victim_vertex: str = "two") -> tuple:
@@ -159,7 +151,7 @@ def kill_in_stage_two(tmp_path: Path, *overrides: str, victim_vertex: str = "two
         wait_until(lambda: rows_through(two) >= ROWS // 4, 120, "stage two under way")
         details = client.details()
         assert all(s.state.name == "FINISHED" for s in stage(details, "arrow-source", "one"))
-        victim = executor_running(cluster, details, victim_vertex)
+        victim = executor_running(details, victim_vertex)
         pid = cluster.driver.pid_of(victim)
         os.kill(pid, signal.SIGKILL)
         result = client.wait(180)
