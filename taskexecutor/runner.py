@@ -21,6 +21,7 @@ from yarnflow.rpc.gateways.resourcemanager import GrpcResourceManagerExecutorGat
 from yarnflow.rpc.generated import taskexecutor_pb2_grpc
 from yarnflow.rpc.security import TlsCredentials
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
+from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
 from yarnflow.taskexecutor.network.data_server import DataClients, DataServer
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.service import TaskExecutorService
@@ -82,7 +83,7 @@ class TaskExecutorRunner:
     def _job_master(self, address: str, job_master_id: str) -> JobMasterGateway:
         return GrpcJobMasterGateway(self._channels.get(address), job_master_id, self._timeout)
 
-    def _new_task(self, tdd: TaskDeploymentDescriptor, job_master: JobMasterGateway,
+    def _new_task(self, tdd: TaskDeploymentDescriptor, job_master: TaskJobMasterGateway,
                   on_done: Callable[[Any], None]) -> Task:
         return Task(tdd, self._services, job_master, on_done)
 

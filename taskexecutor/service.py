@@ -38,8 +38,8 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
 
     @errors_as_status
     def CancelTask(self, request, context):  # noqa: N802
-        self._call(self._te.cancel_task, request.job_master_id, request.attempt_id)
-        return _OK
+        known = self._call(self._te.cancel_task, request.job_master_id, request.attempt_id)
+        return taskexecutor_pb2.CancelTaskResponse(known=known)
 
     @errors_as_status
     def FreeSlot(self, request, context):  # noqa: N802

@@ -20,11 +20,12 @@ from typing import Any, Callable, Iterator
 import cloudpickle
 import pyarrow as pa
 
-from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType
+from yarnflow.core.errors import Refused
 from yarnflow.core.messages import AskAgain, TaskExecutionState, TaskMetrics
 from yarnflow.core.status import ExecutionState
+from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
 from yarnflow.taskexecutor.network.partition import ResultPartition, TaskCancelled
@@ -32,6 +33,11 @@ from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManag
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 
 log = logging.getLogger(__name__)
+
+# between split requests the JobMaster did not answer (it may be stalling); the task
+# asks until it gets an answer or is cancelled (its executor cancels it once the
+# JobMaster is declared lost, after heartbeat.timeout)
+SPLIT_RETRY_PAUSE_S = 1.0
 
 
 class UpstreamError(RuntimeError):
@@ -75,7 +81,7 @@ class TaskServices:
 
 class Task:
     def __init__(self, tdd: TaskDeploymentDescriptor, services: TaskServices,
-                 job_master: JobMasterGateway, on_done: Callable[["Task"], None]) -> None:
+                 job_master: TaskJobMasterGateway, on_done: Callable[["Task"], None]) -> None:
         self.tdd = tdd
         self.attempt_id = tdd.attempt_id
         self.allocation_id = tdd.allocation_id
@@ -89,6 +95,7 @@ class Task:
         self._cancel = threading.Event()
         self._partitions: list[ResultPartition] = []
         self.metrics = TaskMetrics()
+        self._split_requests = 0
         self._thread = threading.Thread(target=self._run, name=f"task-{self.name}", daemon=True)
 
     # --- control ---------------------------------------------------------------------
@@ -103,6 +110,10 @@ class Task:
 
     def is_cancelled(self) -> bool:
         return self._cancel.is_set()
+
+    def current_state(self) -> TaskExecutionState:
+        return TaskExecutionState(self.attempt_id, self.state.value,
+                                  metrics=dataclasses.replace(self.metrics))
 
     def _transition(self, target: TaskState) -> None:
         if target not in _TASK_TRANSITIONS[self.state]:
@@ -180,21 +191,45 @@ class Task:
                 upstream: bool = False) -> None:
         update = TaskExecutionState(self.attempt_id, state.value, error, detail, upstream,
                                     dataclasses.replace(self.metrics))
-        try:
+        if not state.value.is_terminal:
+            self._jm.update_task_execution_state(update)
+            return
+        try:     # the executor sends it until acknowledged; the wait only orders the end
             self._jm.update_task_execution_state(update).result(self._services.rpc_timeout)
         except Exception as err:
-            log.warning("could not report %s of %s to its JobMaster: %s", state.name, self.name, err)
+            log.warning("%s of %s not acknowledged yet by its JobMaster (%s): the executor "
+                        "keeps sending it", state.name, self.name, type(err).__name__)
 
     # --- used by the operator through the context --------------------------------------
     def next_split(self) -> Any | None:
         while True:
-            answer = self._jm.request_next_input_split(self.tdd.info.vertex_id, self.attempt_id) \
-                .result(self._services.rpc_timeout)
+            answer = self._ask_for_split()
             if not isinstance(answer, AskAgain):
                 return None if answer is None else cloudpickle.loads(answer)
             # the splits left are other subtasks' local ones: ask again after the pause
             # the JobMaster named (a cancel ends the wait at once)
             if self._cancel.wait(answer.seconds):
+                raise TaskCancelled()
+
+    def _ask_for_split(self) -> Any:
+        """One numbered request, repeated until answered: a JobMaster that stalls for
+        less than heartbeat.timeout must not fail the task, and a repeat gets the same
+        answer, so no split is read twice or lost."""
+        self._split_requests += 1
+        failures = 0
+        while True:
+            try:
+                return self._jm.request_next_input_split(
+                    self.tdd.info.vertex_id, self.attempt_id, self._split_requests) \
+                    .result(self._services.rpc_timeout)
+            except Refused:
+                raise
+            except Exception as err:
+                failures += 1
+                if failures == 1:
+                    log.warning("%s: the JobMaster did not answer a split request (%s); "
+                                "asking again", self.name, type(err).__name__)
+            if self._cancel.wait(SPLIT_RETRY_PAUSE_S):
                 raise TaskCancelled()
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]:

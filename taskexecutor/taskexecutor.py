@@ -20,9 +20,11 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.errors import FencingError, NotRegisteredYet, Refused
 from yarnflow.core.messages import (SlotAllocation, SlotOffer, SlotReport, SlotStatus,
-                                    TaskExecutorLocation, TaskExecutorRegistration)
+                                    TaskExecutionState, TaskExecutorLocation,
+                                    TaskExecutorRegistration)
 from yarnflow.core.status import check_transition
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, describe_rpc_error
+from yarnflow.taskexecutor.job_master_outbox import JobMasterOutbox, TaskJobMasterGateway
 from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotTable
 
 log = logging.getLogger(__name__)
@@ -38,9 +40,13 @@ class RunningTask(Protocol):
     def start(self) -> None: ...
     def cancel(self) -> None: ...
 
+    def current_state(self) -> TaskExecutionState:
+        """Its state as a report, for the heartbeats that reconcile it with the JobMaster."""
+        ...
+
 
 # (descriptor, its JobMaster, on_done) -> a task not yet started
-TaskFactory = Callable[[TaskDeploymentDescriptor, JobMasterGateway,
+TaskFactory = Callable[[TaskDeploymentDescriptor, TaskJobMasterGateway,
                         Callable[[Any], None]], RunningTask]
 
 
@@ -106,6 +112,7 @@ class TaskExecutor:
         # JobMaster hears from this executor while it has slots or results here
         self._job_masters: dict[str, tuple[str, str]] = {}
         self._heartbeats: ScheduledTask | None = None
+        self._outbox = JobMasterOutbox(main, job_master_gateway)
 
     # --- lifecycle (main thread) -----------------------------------------------------
     def start(self, location: TaskExecutorLocation) -> None:
@@ -195,27 +202,44 @@ class TaskExecutor:
                 self._register()
         job_masters = self._job_masters_to_heartbeat()
         for gone in set(self._jm_last_ack) - set(job_masters):
-            del self._jm_last_ack[gone]     # no slot of that JobMaster is left here
-        for jm_id, (address, _) in job_masters.items():
+            del self._jm_last_ack[gone]     # nothing of that JobMaster is left here
+        for jm_id, address in job_masters.items():
             self._jm_last_ack.setdefault(jm_id, now)
+            attempts = self._attempts_of(jm_id)
             self._jm_gateway(address, jm_id).heartbeat_from_task_executor(
-                self.resource_id).add_done_callback(
-                functools.partial(self._on_jm_heartbeat_done, jm_id))
+                self.resource_id, attempts).add_done_callback(
+                functools.partial(self._on_jm_heartbeat_done, jm_id, attempts))
             if now - self._jm_last_ack[jm_id] > timeout:
                 self._job_master_lost(jm_id, f"JobMaster silent for {timeout:g} s")
 
-    def _job_masters_to_heartbeat(self) -> dict[str, tuple[str, str]]:
-        """JobMasterId -> (address, job id): those with a slot here, and those whose job
-        has results here that consumers will still read (a finished stage's executor
-        must not be presumed dead by its JobMaster)."""
-        targets = self.slots.job_masters()
+    def _job_masters_to_heartbeat(self) -> dict[str, str]:
+        """JobMasterId -> address: those with a slot here, those whose job has results
+        here that consumers will still read (a finished stage's executor must not be
+        presumed dead by its JobMaster), and those a report is still on its way to."""
+        targets = {jm_id: address for jm_id, (address, _) in self.slots.job_masters().items()}
         holding = self._partitions.jobs_with_blocking_partitions()
         for job_id, (address, jm_id) in list(self._job_masters.items()):
             if job_id in holding:
-                targets.setdefault(jm_id, (address, job_id))
+                targets.setdefault(jm_id, address)
             elif jm_id not in targets:
                 del self._job_masters[job_id]
+        for jm_id, address in self._outbox.job_masters().items():
+            targets.setdefault(jm_id, address)
         return targets
+
+    def _attempts_of(self, job_master_id: str) -> list[TaskExecutionState]:
+        """What the heartbeat tells the JobMaster of its attempts here: each running
+        one, and each ended one whose final report it has not acknowledged (an ended
+        task still in its slot is left to its own report, which carries the cause)."""
+        reports = {r.attempt_id: r for r in self._outbox.unacknowledged_reports(job_master_id)}
+        for slot in self.slots.slots:
+            if slot.job_master_id != job_master_id:
+                continue
+            for task in slot.tasks.values():
+                state = task.current_state()
+                if not state.state.is_terminal:
+                    reports.setdefault(state.attempt_id, state)
+        return list(reports.values())
 
     def _rm_heartbeat_answered(self, known: bool) -> None:
         self._last_rm_ack = self._clock.monotonic()
@@ -223,17 +247,20 @@ class TaskExecutor:
             log.warning("the ResourceManager does not know this executor: registering again")
             self._register()
 
-    def _on_jm_heartbeat_done(self, jm_id: str, answer: "Future[None]") -> None:
+    def _on_jm_heartbeat_done(self, jm_id: str, attempts: list[TaskExecutionState],
+                              answer: "Future[None]") -> None:
         if answer.exception() is None:
-            self.main.execute(self._jm_heartbeat_answered, jm_id)
+            self.main.execute(self._jm_heartbeat_answered, jm_id, attempts)
 
-    def _jm_heartbeat_answered(self, jm_id: str) -> None:
+    def _jm_heartbeat_answered(self, jm_id: str, attempts: list[TaskExecutionState]) -> None:
         if jm_id in self._jm_last_ack:
             self._jm_last_ack[jm_id] = self._clock.monotonic()
+        self._outbox.heartbeat_acknowledged(jm_id, attempts)
 
     def _job_master_lost(self, job_master_id: str, reason: str) -> None:
         log.warning("%s: freeing its slots and releasing its results", reason)
         self._jm_last_ack.pop(job_master_id, None)
+        self._outbox.forget(job_master_id)
         for slot in list(self.slots.slots):
             if slot.job_master_id == job_master_id:
                 self.free_slot(slot.allocation_id, reason)
@@ -279,7 +306,9 @@ class TaskExecutor:
     def submit_task(self, tdd: TaskDeploymentDescriptor) -> None:
         def on_done(finished: RunningTask) -> None:
             self.main.execute(self._task_done, finished)
-        task = self._new_task(tdd, self._jm_gateway(tdd.info.job_master_address, tdd.info.job_master_id),
+        address, jm_id = tdd.info.job_master_address, tdd.info.job_master_id
+        task = self._new_task(tdd, TaskJobMasterGateway(self._outbox, self.main, address, jm_id,
+                                                        self._jm_gateway(address, jm_id)),
                               on_done)
         try:
             self.slots.add_task(tdd.allocation_id, tdd.info.job_master_id, tdd.attempt_id, task)
@@ -289,14 +318,17 @@ class TaskExecutor:
                  task.attempt_id[:8], task.job_id[:8], tdd.allocation_id[:8])
         task.start()
 
-    def cancel_task(self, job_master_id: str, attempt_id: str) -> None:
+    def cancel_task(self, job_master_id: str, attempt_id: str) -> bool:
+        """Whether the attempt is known here: False (it never arrived, or ended and was
+        reported long ago) lets the JobMaster count it cancelled at once."""
         task = self.slots.find_task(attempt_id)
         if task is None:
-            return   # already gone: cancelling is idempotent
+            return self._outbox.holds(attempt_id)   # its final report is on its way
         slot = self.slots.by_allocation(task.allocation_id)
         if slot is not None and slot.job_master_id != job_master_id:
             raise FencingError("stale JobMasterId")
         self._cancel(task)
+        return True
 
     def _cancel(self, task: RunningTask) -> None:
         """Cancel, and watch (Flink's TaskCancelerWatchDog): a task still in its slot

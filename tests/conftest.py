@@ -43,7 +43,7 @@ def executor_logs(log_dir: Path, lines: int = 60) -> str:
     """The last ``lines`` of every executor log under ``log_dir``, for an assertion's
     message: CI keeps no files, so a failure must carry its evidence."""
     parts = []
-    for log in sorted(log_dir.glob("*.log")):
+    for log in sorted(log_dir.rglob("*.log")):
         tail = log.read_text(errors="replace").splitlines()[-lines:]
         parts.append(f"\n--- {log.name} (last {len(tail)} lines) ---\n" + "\n".join(tail))
     return "".join(parts)

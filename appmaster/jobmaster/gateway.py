@@ -26,7 +26,11 @@ class JobMasterGateway(Protocol):
         """The AllocationIDs the JobMaster accepted; the executor frees the others."""
         ...
 
-    def heartbeat_from_task_executor(self, resource_id: str) -> "Future[None]": ...
+    def heartbeat_from_task_executor(self, resource_id: str,
+                                     attempts: list[TaskExecutionState]) -> "Future[None]":
+        """``attempts``: the JobMaster's attempts on the executor, running or with a
+        final report not yet acknowledged, which the JobMaster reconciles."""
+        ...
 
     def update_task_execution_state(self, update: TaskExecutionState) -> "Future[None]":
         """Refused when the JobMaster no longer knows the attempt (it was replaced)."""
@@ -34,4 +38,8 @@ class JobMasterGateway(Protocol):
 
     def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]": ...
 
-    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> "Future[SplitAnswer]": ...
+    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+                                 request: int) -> "Future[SplitAnswer]":
+        """``request`` numbers the attempt's requests: a retry repeats the number and
+        gets the same answer."""
+        ...

@@ -248,10 +248,19 @@ class JobMaster:
         result.partitions[execution.vertex.subtask_index].has_data = True
         self.scheduler.on_partition_consumable(result)
 
-    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> bytes | AskAgain | None:
+    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+                                 request: int) -> bytes | AskAgain | None:
         execution = self.graph.attempts.get(attempt_id)
         if execution is None or execution.state.is_terminal:
             raise Refused(f"attempt {attempt_id} is not running in job {self.job_id}")
+        last = execution.last_split_answer
+        if last is not None and last[0] == request:
+            return last[1]        # a retry: the answer to it was lost or late
+        answer = self._next_split(execution, vertex_id)
+        execution.last_split_answer = (request, answer)
+        return answer
+
+    def _next_split(self, execution: Execution, vertex_id: str) -> bytes | AskAgain | None:
         assigner = self._splits.get(vertex_id)
         if assigner is None:
             raise Refused(f"vertex {vertex_id} is not a source of job {self.job_id}")
@@ -261,7 +270,7 @@ class JobMaster:
             return {v.current.slot.location.host
                     for v in execution.vertex.job_vertex.task_vertices
                     if v.current.slot is not None and not v.current.state.is_terminal}
-        answer = assigner.next_split(host, readers, attempt_id)
+        answer = assigner.next_split(host, readers, execution.attempt_id)
         if not isinstance(answer, Assigned):
             return answer
         if answer.locality is Locality.LOCAL:
@@ -279,9 +288,31 @@ class JobMaster:
         self._last_heartbeat[location.resource_id] = self._clock.monotonic()
         return self.slot_pool.offer_slots(location, gateway, offers)
 
-    def heartbeat_from_task_executor(self, resource_id: str) -> None:
-        if resource_id in self._last_heartbeat:
-            self._last_heartbeat[resource_id] = self._clock.monotonic()
+    def heartbeat_from_task_executor(self, resource_id: str,
+                                     attempts: list[TaskExecutionState]) -> None:
+        """Reconcile (Flink's ExecutionDeploymentReconciler, plus the reports): what
+        the executor says of this job's attempts repairs any state report that was lost,
+        and an attempt running there that this JobMaster does not want (replaced,
+        cancelled, or never known) is cancelled there."""
+        if resource_id not in self._last_heartbeat:
+            return
+        self._last_heartbeat[resource_id] = self._clock.monotonic()
+        for report in attempts:
+            execution = self.graph.attempts.get(report.attempt_id)
+            live = execution is not None and execution is execution.vertex.current \
+                and execution.resource_id == resource_id and not execution.state.is_terminal
+            if live:
+                self.update_task_execution_state(report)
+            elif not report.state.is_terminal:
+                self._cancel_unwanted(resource_id, report.attempt_id)
+
+    def _cancel_unwanted(self, resource_id: str, attempt_id: str) -> None:
+        gateway = self._gateways.get(resource_id)
+        if gateway is None:
+            return
+        log.info("TaskExecutor %s runs attempt %s, which job %s does not want: cancelling it",
+                 resource_id, attempt_id[:8], self.job_id[:8])
+        gateway.cancel_task(attempt_id)
 
     def disconnect_task_executor(self, resource_id: str, reason: str) -> None:
         """An executor is gone (its driver saw it end, the ResourceManager or this
@@ -518,11 +549,14 @@ class JobMaster:
         if slot is None or slot.gateway is None:
             return
 
-        def failed(err: Exception) -> None:   # the executor is unreachable: count it cancelled
-            if execution.state is ExecutionState.CANCELING:
+        def answered(known: "Future[bool]") -> None:
+            # the executor is unreachable, or it has no such attempt (it never arrived,
+            # or ended long ago): it counts as cancelled now, not after job.cancel.timeout
+            if execution.state is ExecutionState.CANCELING and \
+                    (known.exception() is not None or not known.result()):
                 self._on_canceled(execution)
         slot.gateway.cancel_task(execution.attempt_id).add_done_callback(
-            lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
+            lambda known: self.main.execute(answered, known))
 
     def _force_cancelled_one(self, execution: Execution) -> None:
         if execution.state is ExecutionState.CANCELING:

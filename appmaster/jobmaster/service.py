@@ -62,7 +62,7 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
     def RequestNextInputSplit(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
         answer = self._on_main(jm, jm.request_next_input_split, request.vertex_id,
-                               request.attempt_id)
+                               request.attempt_id, request.request)
         if isinstance(answer, AskAgain):
             return jobmaster_pb2.InputSplitResponse(retry_after_s=answer.seconds)
         return jobmaster_pb2.InputSplitResponse(end=answer is None, split=answer or b"")
@@ -76,7 +76,8 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
     @errors_as_status
     def HeartbeatFromTaskExecutor(self, request, context):  # noqa: N802
         jm = self._jm(request.job_master_id)
-        jm.main.execute(jm.heartbeat_from_task_executor, request.resource_id)
+        jm.main.execute(jm.heartbeat_from_task_executor, request.resource_id,
+                        [task_execution_state_from_proto(a) for a in request.running_attempts])
         return common_pb2.Ack(ok=True)
 
     @errors_as_status

@@ -28,7 +28,7 @@ class ApplicationStatus:
     final_status: str       # SUCCEEDED, FAILED, KILLED, UNDEFINED
     diagnostics: str
     tracking_url: str
-    details: JobDetails | None = None    # the job's, while the application runs
+    details: JobDetails | None = None    # the job's: live, or archived once it ended
 
     @property
     def finished(self) -> bool:
@@ -72,7 +72,18 @@ class YarnApplication:
                                    report.diagnostics or "", report.tracking_url or "")
         if with_details and status.state == "RUNNING":
             status.details = self.job_details()
+        elif with_details and status.finished:
+            status.details = self.archived_details()
         return status
+
+    def archived_details(self) -> JobDetails | None:
+        """An ended per-job application's job, as its ApplicationMaster archived it (its
+        restarts and failures too); None for a session, or when the archive is gone."""
+        info = self.store.info(self.app_id)
+        if not info.get("job_id"):
+            return None
+        from yarnflow.rpc.archive import archived_job   # fsspec: only for ended applications
+        return archived_job(info.get("history", ""), info["job_id"])
 
     def wait_finished(self, timeout: float, poll: float = 0.5) -> ApplicationStatus:
         deadline = time.monotonic() + timeout

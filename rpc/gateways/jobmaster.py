@@ -44,11 +44,13 @@ class GrpcJobMasterGateway:
         return then(call_future(self._stub.OfferSlots, message, self._timeout),
                      lambda reply: list(reply.accepted))
 
-    def heartbeat_from_task_executor(self, resource_id: str) -> "Future[None]":
-        return then(call_future(self._stub.HeartbeatFromTaskExecutor,
-                                 jobmaster_pb2.JobMasterHeartbeat(job_master_id=self._jm_id,
-                                                                  resource_id=resource_id),
-                                 self._timeout), lambda _: None)
+    def heartbeat_from_task_executor(self, resource_id: str,
+                                     attempts: list[TaskExecutionState]) -> "Future[None]":
+        message = jobmaster_pb2.JobMasterHeartbeat(job_master_id=self._jm_id,
+                                                   resource_id=resource_id)
+        message.running_attempts.extend(task_execution_state_to_proto("", a) for a in attempts)
+        return then(call_future(self._stub.HeartbeatFromTaskExecutor, message, self._timeout),
+                    lambda _: None)
 
     def update_task_execution_state(self, update: TaskExecutionState) -> "Future[None]":
         return then(call_future(self._stub.UpdateTaskExecutionState,
@@ -61,11 +63,13 @@ class GrpcJobMasterGateway:
                                      job_master_id=self._jm_id, attempt_id=attempt_id,
                                      result_id=result_id), self._timeout), lambda _: None)
 
-    def request_next_input_split(self, vertex_id: str, attempt_id: str) -> "Future[SplitAnswer]":
+    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+                                 request: int) -> "Future[SplitAnswer]":
         def answer(reply: Any) -> SplitAnswer:
             if reply.retry_after_s > 0:
                 return AskAgain(reply.retry_after_s)
             return None if reply.end else bytes(reply.split)
         return then(call_future(self._stub.RequestNextInputSplit, jobmaster_pb2.InputSplitRequest(
-            job_master_id=self._jm_id, vertex_id=vertex_id, attempt_id=attempt_id),
+            job_master_id=self._jm_id, vertex_id=vertex_id, attempt_id=attempt_id,
+            request=request),
             self._timeout), answer)

@@ -46,9 +46,10 @@ class GrpcTaskExecutorGateway:
     def submit_task(self, descriptor: TaskDeploymentDescriptor) -> "Future[Any]":
         return call_future(self._submit_task, tdd_to_bytes(descriptor), self._timeout)
 
-    def cancel_task(self, attempt_id: str) -> "Future[Any]":
-        return call_future(self._stub.CancelTask, taskexecutor_pb2.CancelTaskMessage(
-            job_master_id=self._jm_id, attempt_id=attempt_id), self._timeout)
+    def cancel_task(self, attempt_id: str) -> "Future[bool]":
+        return then(call_future(self._stub.CancelTask, taskexecutor_pb2.CancelTaskMessage(
+            job_master_id=self._jm_id, attempt_id=attempt_id), self._timeout),
+            lambda reply: bool(reply.known))
 
     def free_slot(self, allocation_id: str, cause: str) -> "Future[Any]":
         return call_future(self._stub.FreeSlot, taskexecutor_pb2.FreeSlotMessage(

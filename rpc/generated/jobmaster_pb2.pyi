@@ -52,14 +52,16 @@ class TaskExecutionState(_message.Message):
     def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., upstream_failure: _Optional[bool] = ...) -> None: ...
 
 class InputSplitRequest(_message.Message):
-    __slots__ = ("job_master_id", "vertex_id", "attempt_id")
+    __slots__ = ("job_master_id", "vertex_id", "attempt_id", "request")
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
     VERTEX_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
     job_master_id: str
     vertex_id: str
     attempt_id: str
-    def __init__(self, job_master_id: _Optional[str] = ..., vertex_id: _Optional[str] = ..., attempt_id: _Optional[str] = ...) -> None: ...
+    request: int
+    def __init__(self, job_master_id: _Optional[str] = ..., vertex_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., request: _Optional[int] = ...) -> None: ...
 
 class InputSplitResponse(_message.Message):
     __slots__ = ("end", "split", "retry_after_s")
@@ -88,8 +90,8 @@ class JobMasterHeartbeat(_message.Message):
     RUNNING_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     job_master_id: str
     resource_id: str
-    running_attempts: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_master_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., running_attempts: _Optional[_Iterable[str]] = ...) -> None: ...
+    running_attempts: _containers.RepeatedCompositeFieldContainer[TaskExecutionState]
+    def __init__(self, job_master_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., running_attempts: _Optional[_Iterable[_Union[TaskExecutionState, _Mapping]]] = ...) -> None: ...
 
 class TaskExecutorDisconnect(_message.Message):
     __slots__ = ("job_master_id", "resource_id", "reason")

@@ -114,6 +114,12 @@ class CancelTaskMessage(_message.Message):
     attempt_id: str
     def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ...) -> None: ...
 
+class CancelTaskResponse(_message.Message):
+    __slots__ = ("known",)
+    KNOWN_FIELD_NUMBER: _ClassVar[int]
+    known: bool
+    def __init__(self, known: _Optional[bool] = ...) -> None: ...
+
 class FreeSlotMessage(_message.Message):
     __slots__ = ("job_master_id", "allocation_id", "cause")
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]

@@ -48,7 +48,7 @@ class TaskExecutorStub:
         self.CancelTask = channel.unary_unary(
                 '/yarnflow.TaskExecutor/CancelTask',
                 request_serializer=taskexecutor__pb2.CancelTaskMessage.SerializeToString,
-                response_deserializer=common__pb2.Ack.FromString,
+                response_deserializer=taskexecutor__pb2.CancelTaskResponse.FromString,
                 _registered_method=True)
         self.FreeSlot = channel.unary_unary(
                 '/yarnflow.TaskExecutor/FreeSlot',
@@ -122,7 +122,7 @@ def add_TaskExecutorServicer_to_server(servicer, server):
             'CancelTask': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelTask,
                     request_deserializer=taskexecutor__pb2.CancelTaskMessage.FromString,
-                    response_serializer=common__pb2.Ack.SerializeToString,
+                    response_serializer=taskexecutor__pb2.CancelTaskResponse.SerializeToString,
             ),
             'FreeSlot': grpc.unary_unary_rpc_method_handler(
                     servicer.FreeSlot,
@@ -220,7 +220,7 @@ class TaskExecutor:
             target,
             '/yarnflow.TaskExecutor/CancelTask',
             taskexecutor__pb2.CancelTaskMessage.SerializeToString,
-            common__pb2.Ack.FromString,
+            taskexecutor__pb2.CancelTaskResponse.FromString,
             options,
             channel_credentials,
             insecure,

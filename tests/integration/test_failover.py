@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +26,7 @@ ROWS, BATCH_ROWS, KEYS = 16_000, 200, 97
 # A map that takes its time, and notes each batch it finished in ``progress`` (the
 # local target's executors share this machine's disk with the test): the test kills
 # an executor once half the batches are through.
+ROOT = Path(__file__).resolve().parents[2]
 PAUSE_S = 1.0   # 20 batches per subtask: about 20 s of work
 RESTART_FAST = ["restart-strategy.exponential-delay.initial-backoff=0.5 s",
                 "restart-strategy.exponential-delay.jitter-factor=0"]
@@ -219,3 +224,77 @@ def test_an_executor_lost_while_idle_fails_nothing_and_is_not_replaced(tmp_path)
         p.from_arrow(table()).write_parquet(str(tmp_path / "second"))
         result = cluster.submit(p.job_graph(config)).wait(120)
     assert result.status is JobStatus.FINISHED and result.details.restarts == 0
+
+
+# --- the process holding the ResourceManager and JobMaster stalls -------------------------
+FREEZE_S = 25.0     # less than heartbeat.timeout (50 s by default)
+FREEZE_PAUSE_S = 0.5
+
+
+def client_script(tmp_path: Path, out: Path, progress: Path) -> Path:
+    """The pipelined job as a user's script, for ``yarnflow run``: on ``local`` the
+    client process holds the ResourceManager and the JobMaster, and the test freezes it."""
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, time
+        import pyarrow as pa
+        import yarnflow as yf
+
+        def work(batch):
+            time.sleep({FREEZE_PAUSE_S})
+            with open({str(progress)!r}, "a") as out:
+                out.write(f"{{os.getpid()}} {{batch.num_rows}}\\n")
+            return batch
+
+        table = pa.table({{"k": pa.array([i % {KEYS} for i in range({ROWS})], pa.int64()),
+                          "v": pa.array(range({ROWS}), pa.int64())}})
+        p = yf.Pipeline("stall", parallelism=4)
+        p.from_arrow(table).map(work, name="work") \\
+         .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet({str(out)!r})
+        p.execute()
+    """))
+    return script
+
+
+def run_client(tmp_path: Path, name: str, freeze_when: Callable[[Path], bool] | None) -> float:
+    """Run the job with ``yarnflow run`` (restarts off: a stall must fail nothing);
+    freeze the client for FREEZE_S once ``freeze_when(progress)`` holds. Returns the
+    seconds the run took; the output is checked exact."""
+    home = tmp_path / name
+    home.mkdir()
+    out, progress = home / "out", home / "progress"
+    command = [sys.executable, "-m", "yarnflow.cli", "run", "-D", f"pipeline.batch-rows={BATCH_ROWS}",
+               "-D", "restart-strategy.type=none", str(client_script(home, out, progress))]
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=ROOT, env=dict(os.environ, YARNFLOW_HOME=str(home)))
+    try:
+        if freeze_when is not None:
+            wait_until(lambda: freeze_when(progress) or proc.poll() is not None, 180,
+                       f"the moment to freeze the client ({name})")
+            assert proc.poll() is None, proc.communicate()[0]
+            os.kill(proc.pid, signal.SIGSTOP)
+            time.sleep(FREEZE_S)        # the fault itself, not a wait for anything
+            os.kill(proc.pid, signal.SIGCONT)
+        output, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    took = time.monotonic() - started
+    assert proc.returncode == 0, output + executor_logs(home / "local-logs")
+    assert "FINISHED" in output and "restart" not in output, output
+    assert_exact(out)
+    return took
+
+
+def test_a_client_frozen_shorter_than_the_heartbeat_timeout_fails_nothing(tmp_path):
+    """FLIP-6 reconciliation: reports sent while the ApplicationMaster (on ``local``, the
+    client) stalls reach it when it runs again; nothing is failed or blamed on a
+    partition, midway or as the tasks finish."""
+    baseline = run_client(tmp_path, "baseline", None)
+    midway = run_client(tmp_path, "midway", lambda p: rows_through(p) >= ROWS // 2)
+    at_end = run_client(tmp_path, "at-end", lambda p: rows_through(p) >= ROWS)
+    for name, took in (("midway", midway), ("at the end", at_end)):
+        assert took <= baseline + FREEZE_S + 10, \
+            f"frozen {name}: {took:.1f} s, without a freeze {baseline:.1f} s"

@@ -107,14 +107,15 @@ class FakeTaskExecutor:
         self.submitted: list[Any] = []
         self.cancelled: list[str] = []
         self.freed: list[str] = []
+        self.has_attempts = True     # what cancel_task answers: the attempt is here
 
     def submit_task(self, descriptor: Any) -> "Future[Any]":
         self.submitted.append(descriptor)
         return done()
 
-    def cancel_task(self, attempt_id: str) -> "Future[Any]":
+    def cancel_task(self, attempt_id: str) -> "Future[bool]":
         self.cancelled.append(attempt_id)
-        return done()
+        return done(self.has_attempts)
 
     def free_slot(self, allocation_id: str, cause: str) -> "Future[Any]":
         self.freed.append(allocation_id)
@@ -246,20 +247,36 @@ class FakeResourceManagerForExecutor:
 
 class FakeJobMasterGateway:
     """A JobMaster as executors see it: accepts offers unless ``decline``; answers
-    heartbeats unless ``silent``."""
+    heartbeats unless ``silent``; answers state reports with what ``report_answers``
+    holds (an exception fails the call; empty: acknowledged)."""
 
     def __init__(self) -> None:
         self.offers: list[Any] = []
         self.heartbeats = 0
+        self.heartbeat_attempts: list[list[Any]] = []
+        self.reports: list[Any] = []
+        self.report_answers: list[BaseException] = []
         self.decline = False
         self.silent = False
+
+    def update_task_execution_state(self, update: Any) -> "Future[None]":
+        self.reports.append(update)
+        return failed(self.report_answers.pop(0)) if self.report_answers else done()
+
+    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]":
+        return done()
+
+    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+                                 request: int) -> "Future[Any]":
+        return done(None)
 
     def offer_slots(self, location: Any, offers: list[Any]) -> "Future[list[str]]":
         self.offers.extend(offers)
         return done([] if self.decline else [o.allocation_id for o in offers])
 
-    def heartbeat_from_task_executor(self, resource_id: str) -> "Future[None]":
+    def heartbeat_from_task_executor(self, resource_id: str, attempts: list[Any]) -> "Future[None]":
         self.heartbeats += 1
+        self.heartbeat_attempts.append(list(attempts))
         return Future() if self.silent else done()
 
 
@@ -268,6 +285,8 @@ class FakeTask:
         self.attempt_id, self.allocation_id, self.job_id = tdd.attempt_id, tdd.allocation_id, tdd.info.job_id
         self.name = f"{tdd.info.vertex_name} ({tdd.subtask_index + 1}/{tdd.info.parallelism})"
         self.started = self.cancelled = False
+        self.state = ExecutionState.DEPLOYING
+        self.job_master = job_master
         self._on_done = on_done
 
     def start(self) -> None:
@@ -276,5 +295,12 @@ class FakeTask:
     def cancel(self) -> None:
         self.cancelled = True
 
-    def finish(self) -> None:
+    def current_state(self) -> TaskExecutionState:
+        return TaskExecutionState(self.attempt_id, self.state)
+
+    def finish(self, report: TaskExecutionState | None = None) -> None:
+        """End, reporting ``report`` first as a real task does (None: report nothing)."""
+        if report is not None:
+            self.state = report.state
+            self.job_master.update_task_execution_state(report)
         self._on_done(self)

@@ -66,7 +66,7 @@ def test_an_executor_silent_past_the_heartbeat_timeout_fails_the_job(harness):
     h.offer_pending(["te-1", "te-2"])
     run_all(h, RUNNING)
     h.jm.main.advance(HEARTBEAT_TIMEOUT - 5)
-    h.call(h.jm.heartbeat_from_task_executor, "te-1")       # te-2 stays silent
+    h.call(h.jm.heartbeat_from_task_executor, "te-1", [])       # te-2 stays silent
     h.jm.main.advance(4)
     assert h.jm.graph.status is JobStatus.RUNNING           # 49 s: not yet
     h.jm.main.advance(12)                                   # the check after 50 s

@@ -155,6 +155,38 @@ def test_a_lost_worker_puts_its_requests_back_to_waiting(actions, clock):
     assert sm.requests["a1"].state is RequestState.WAITING_FOR_WORKER
 
 
+def test_a_lost_busy_worker_is_replaced_by_one_of_its_own_spec_when_a_request_needs_it(
+        actions, clock):
+    """FLIP-6: a replacement of the same spec. A small request ran on a big warm worker;
+    when that worker is lost, the request that follows gets a big worker again, not
+    the smallest that fits; only once, and only for a request that fits in it."""
+    sm = manager(actions, clock)
+    register(sm, "big", BIG)
+    sm.request_slot(request("a1", SMALL))
+    sm.allocation_confirmed("a1", 1)
+    sm.unregister_worker("big")
+    assert actions.started == [], "nothing asked for a slot yet"
+    sm.request_slot(request("a2", SMALL))
+    assert [spec.slot_profile for _, spec in actions.started] == [BIG]
+    sm.request_slot(request("a3", SMALL))
+    assert [spec.slot_profile for _, spec in actions.started] == [BIG, SMALL], "owed once"
+
+
+def test_a_lost_idle_worker_is_owed_nothing_and_an_old_debt_expires(actions, clock):
+    sm = manager(actions, clock)
+    register(sm, "idle", BIG)
+    sm.unregister_worker("idle")
+    sm.request_slot(request("a1", SMALL))
+    assert [spec.slot_profile for _, spec in actions.started] == [SMALL]
+    register(sm, "busy", BIG)
+    sm.request_slot(request("a2", SMALL))
+    sm.allocation_confirmed("a2", 1)
+    sm.unregister_worker("busy")
+    clock.advance(301)                               # past REPLACEMENT_WINDOW_S
+    sm.request_slot(request("a3", SMALL))
+    assert [spec.slot_profile for _, spec in actions.started] == [SMALL, SMALL]
+
+
 def test_at_max_workers_a_request_waits_for_a_free_slot(actions, clock):
     sm = manager(actions, clock, max_workers=1)
     register(sm, "w")

@@ -248,3 +248,81 @@ def test_shutdown_is_fenced_by_the_resource_manager_id():
     assert not s.fatal
     s.call(s.te.shutdown_requested, "rm-1", "idle")
     assert s.fatal == ["idle"]
+
+
+# --- reconciliation with the JobMaster (issue 14, item 6) ----------------------------------
+def finished(attempt_id: str = "attempt-1"):
+    from yarnflow.core.messages import TaskExecutionState
+    from yarnflow.core.status import ExecutionState
+    return TaskExecutionState(attempt_id, ExecutionState.FINISHED)
+
+
+def test_a_final_report_is_sent_until_acknowledged_and_rides_on_heartbeats_meanwhile():
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.jm.report_answers = [Unavailable()] * 100     # the JobMaster stalls
+    s.call(s.tasks[0].finish, finished())
+    assert s.te.slots.find_task("attempt-1") is None, "the task left its slot"
+    assert s.call(s.te.cancel_task, "jm-1", "attempt-1"), "still known: its report is on its way"
+    s.main.advance(9.5)
+    assert len(s.jm.reports) == 10, "sent at once and again every second"
+    s.main.advance(0.5)                            # the heartbeat at 10 s carries it
+    carried = s.jm.heartbeat_attempts[-1]
+    assert [(r.attempt_id, r.state.name) for r in carried] == [("attempt-1", "FINISHED")]
+    sent = len(s.jm.reports)
+    s.main.advance(30)
+    assert len(s.jm.reports) == sent, "the acknowledged heartbeat ended the resending"
+    assert s.jm.heartbeat_attempts[-1] == []
+    assert not s.call(s.te.cancel_task, "jm-1", "attempt-1"), "now it is unknown here"
+
+
+def test_a_report_sent_again_after_the_job_master_came_back_is_not_sent_twice():
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.jm.report_answers = [Unavailable(), Unavailable()]
+    s.call(s.tasks[0].finish, finished())
+    s.main.advance(5)
+    assert len(s.jm.reports) == 3                  # two failures, then acknowledged
+
+
+def test_a_refused_report_is_not_sent_again():
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.jm.report_answers = [Refused("attempt-1 is not a current attempt")]
+    s.call(s.tasks[0].finish, finished())
+    s.main.advance(30)
+    assert len(s.jm.reports) == 1
+
+
+def test_heartbeats_name_the_attempts_running_here():
+    from yarnflow.core.status import ExecutionState
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.tasks[0].state = ExecutionState.RUNNING
+    s.main.advance(10)
+    assert [(r.attempt_id, r.state.name) for r in s.jm.heartbeat_attempts[-1]] == \
+        [("attempt-1", "RUNNING")]
+
+
+def test_reports_to_a_job_master_declared_lost_are_dropped():
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.jm.report_answers = [Unavailable()] * 1000
+    s.jm.silent = True
+    s.call(s.tasks[0].finish, finished())
+    s.main.advance(71)               # silent for heartbeat.timeout after the first at 10 s
+    sent = len(s.jm.reports)
+    s.main.advance(60)
+    assert len(s.jm.reports) == sent
+    assert not s.call(s.te.cancel_task, "jm-1", "attempt-1")
+
+
+def test_cancelling_an_attempt_the_executor_never_had_says_so():
+    s = Setup()
+    s.allocate()
+    assert s.call(s.te.cancel_task, "jm-1", "never-deployed") is False

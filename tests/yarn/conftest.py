@@ -140,6 +140,45 @@ def appmaster_process(app_id: str) -> psutil.Process:
     raise AssertionError(f"no ApplicationMaster process of {app_id}")
 
 
+def taskexecutor_processes(app_id: str) -> list[psutil.Process]:
+    """The yarnflow TaskExecutor processes of ``app_id``'s containers."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if "yarnflow.taskexecutor" in cmd and "--yarn" in cmd:
+            try:
+                if app_id in proc.cwd():
+                    found.append(proc)
+            except psutil.Error:
+                pass
+    return found
+
+
+def container_of(proc: psutil.Process) -> str:
+    """The YARN container a process runs in (its working directory is the container's)."""
+    return next(part for part in proc.cwd().split("/") if part.startswith("container_"))
+
+
+def kill_and_watch_replacement(yarn: "YarnRest", app_id: str, victim: psutil.Process
+                               ) -> tuple[str, tuple[int, int], tuple[int, int]]:
+    """Kill ``victim`` (a TaskExecutor's process) and wait for YARN to list a container
+    the application did not have before. Returns the killed container, its size and
+    the new one's, as (MB, vcores)."""
+    sizes = {c["containerId"]: (c["allocatedMB"], c["allocatedVCores"])
+             for c in yarn.running_containers(app_id)}
+    killed = container_of(victim)
+    victim.kill()
+
+    def replacement() -> tuple[int, int] | None:
+        for c in yarn.running_containers(app_id):
+            if c["containerId"] not in sizes:
+                return c["allocatedMB"], c["allocatedVCores"]
+        return None
+    new_size = wait_until(replacement, 120, f"YARN to list a container replacing {killed}",
+                          interval=0.3)
+    return killed, sizes[killed], new_size
+
+
 def submitted_job_id(proc: subprocess.CompletedProcess[str]) -> str:
     for line in proc.stdout.splitlines():
         words = line.split()

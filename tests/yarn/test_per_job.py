@@ -5,13 +5,13 @@ import os
 import time
 from urllib.parse import urlsplit
 
-import psutil
 import pytest
 
 from tests.conftest import wait_until
 from yarnflow.core.status import ExecutionState
 from yarnflow.targets.yarn_apps import YarnApplication
-from tests.yarn.conftest import FAST, PIPELINES, load_example, submitted_app_id, yarnflow
+from tests.yarn.conftest import (FAST, PIPELINES, container_of, kill_and_watch_replacement,
+                                 load_example, submitted_app_id, taskexecutor_processes, yarnflow)
 
 SHAPES = str(PIPELINES / "shapes.py")
 SMALL_BATCHES = ["-D", "pipeline.batch-rows=250"]   # several batches, so rebalance feeds all
@@ -98,19 +98,6 @@ def _subtasks_running(app: "YarnApplication", vertex: str, count: int) -> bool:
     return sum(s.state == ExecutionState.RUNNING for s in subtasks) == count
 
 
-def _taskexecutor_processes(app_id: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if "yarnflow.taskexecutor" in cmd and "--yarn" in cmd:
-            try:
-                if app_id in proc.cwd():
-                    found.append(proc)
-            except psutil.Error:
-                pass
-    return found
-
-
 def test_without_restarts_a_container_killed_from_outside_fails_the_job_with_its_cause(
         yarn_cluster, hdfs):
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES,
@@ -121,9 +108,9 @@ def test_without_restarts_a_container_killed_from_outside_fails_the_job_with_its
     with YarnApplication(app_id, timeout=30) as app:
         wait_until(lambda: _subtasks_running(app, "work", 2), 120, "both subtasks to run",
                    interval=0.5)
-    victims = _taskexecutor_processes(app_id)
+    victims = taskexecutor_processes(app_id)
     assert len(victims) == 2
-    container_id = next(part for part in victims[0].cwd().split("/") if part.startswith("container_"))
+    container_id = container_of(victims[0])
     victims[0].kill()
     app = yarn_cluster.wait_finished(app_id, timeout=120)
     # the ApplicationMaster survived and ended the application with the job's failure
@@ -133,6 +120,51 @@ def test_without_restarts_a_container_killed_from_outside_fails_the_job_with_its
     assert "ended FAILED" in app["diagnostics"]
     logs = yarnflow("logs", app_id, timeout=120).stdout
     assert f"TaskExecutor container lost: YARN container {container_id}" in logs
+
+
+def _work_rows_out(app: "YarnApplication") -> int:
+    """Rows the "work" subtasks emitted so far (their metrics ride on the executors'
+    heartbeats)."""
+    details = app.job_details()
+    if details is None:
+        return 0
+    return sum(s.metrics.records_out for v in details.vertices if v.name == "work"
+               for s in v.subtasks if s.metrics is not None)
+
+
+def test_a_container_killed_midway_is_replaced_and_the_job_succeeds_exactly(yarn_cluster, hdfs):
+    """FLIP-6's TaskManager crash on YARN: the driver hears of the completed container,
+    the pipelined region restarts on a replacement of the same size, and the output
+    is exact; nothing of the application is left once it ends."""
+    out = f"{hdfs.scratch('failover')}/out"
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES,
+                    "-D", "restart-strategy.type=fixed-delay",
+                    "-D", "restart-strategy.fixed-delay.delay=1 s", SHAPES, "--", "long",
+                    "--work", "3", "--out", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    with YarnApplication(app_id, timeout=30) as app:
+        wait_until(lambda: _subtasks_running(app, "work", 2) and _work_rows_out(app) > 0, 120,
+                   "both work subtasks running and some rows through", interval=0.3)
+    killed, killed_size, new_size = kill_and_watch_replacement(
+        yarn_cluster, app_id, taskexecutor_processes(app_id)[0])
+    assert new_size == killed_size, f"{killed} was {killed_size}, its replacement {new_size}"
+    final = yarn_cluster.wait_finished(app_id)
+    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
+    table = hdfs.read_table(out)
+    assert sorted(table.column("k").to_pylist()) == list(range(2000)), "rows missing or repeated"
+    assert table.column("v").to_pylist() == [1.0] * 2000
+    status = yarnflow("status", app_id, timeout=120)     # from the job's archive
+    assert status.returncode == 0 and "1 restart" in status.stdout, status.stdout + status.stderr
+    with YarnApplication(app_id, timeout=30) as ended:
+        details = ended.status().details
+    assert details is not None and details.restarts == 1
+    # one failure: every subtask lost with the container, each named with its cause
+    assert details.exceptions and all(killed in x.cause for x in details.exceptions), \
+        details.exceptions
+    wait_until(lambda: not yarn_cluster.running_containers(app_id)
+               and not taskexecutor_processes(app_id), 60,
+               f"no container of {app_id} left", interval=0.5)
 
 
 @pytest.mark.parametrize("memory,needle", [

@@ -9,7 +9,8 @@ import uuid
 import pytest
 
 from tests.conftest import wait_until
-from tests.yarn.conftest import FAST, PIPELINES, load_example, yarnflow
+from tests.yarn.conftest import (FAST, PIPELINES, kill_and_watch_replacement, load_example,
+                                 taskexecutor_processes, yarnflow)
 from yarnflow.core.status import ExecutionState
 from yarnflow.targets.dispatcher_client import DispatcherClient
 
@@ -145,6 +146,48 @@ def test_the_main_example_runs_in_the_session_on_hdfs(session, hdfs):
     want = load_example().reference(data).sort_by("InstrumentId")
     assert got.equals(want.select(got.column_names))
     assert hdfs.leftovers(out) == []
+
+
+def executor_process(app_id: str, resource_id: str):
+    """The process of the session executor ``resource_id`` (Skein's container id)."""
+    for proc in taskexecutor_processes(app_id):
+        if proc.environ().get("SKEIN_CONTAINER_ID") == resource_id:
+            return proc
+    raise AssertionError(f"no process of executor {resource_id} in {app_id}")
+
+
+def test_a_container_killed_midway_is_replaced_and_the_session_runs_on(session, yarn_cluster,
+                                                                       hdfs):
+    """A lost executor in a session: the job restarts its region on a replacement of the
+    same size and ends exact; the Dispatcher answered throughout; the next job runs."""
+    app_id, client = session
+    base = hdfs.scratch("session-failover")
+    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "3",
+                    "--out", f"{base}/killed")
+    job = accepted_job_id(proc)
+
+    def midway() -> list:
+        work = [s for v in client.details(job).vertices if v.name == "work" for s in v.subtasks]
+        through = sum(s.metrics.records_out for s in work if s.metrics is not None)
+        return work if work and work_running(client, job) and through > 0 else []
+    work = wait_until(midway, 120, "both work subtasks running and some rows through",
+                      interval=0.3)
+    killed, killed_size, new_size = kill_and_watch_replacement(
+        yarn_cluster, app_id, executor_process(app_id, work[0].resource_id))
+    assert new_size == killed_size, f"{killed} was {killed_size}, its replacement {new_size}"
+    assert ended(client, job, 180) == "FINISHED", client.details(job).failure
+    details = client.details(job)
+    assert details.restarts == 1
+    # one failure: every subtask lost with the container, each named with its cause
+    assert details.exceptions and all(killed in x.cause for x in details.exceptions), \
+        details.exceptions
+    table = hdfs.read_table(f"{base}/killed")
+    assert sorted(table.column("k").to_pylist()) == list(range(2000)), "rows missing or repeated"
+    assert yarn_cluster.app(app_id)["state"] == "RUNNING"
+    after = yarnflow("run", "-t", "yarn-session", "-a", NAME, "--attach", "--no-progress", SHAPES,
+                     "--", "long", "--work", "0", "--out", f"{base}/after")
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert hdfs.read_table(f"{base}/after").num_rows == 2000
 
 
 def test_history_outlives_the_session(session, yarn_cluster):

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 class Execution:
     __slots__ = ("vertex", "attempt_number", "attempt_id", "state", "slot", "failure",
                  "failure_detail", "metrics", "state_timestamps", "splits_local",
-                 "splits_remote")
+                 "splits_remote", "last_split_answer")
 
     def __init__(self, vertex: "ExecutionVertex", attempt_number: int) -> None:
         self.vertex = vertex
@@ -29,6 +29,9 @@ class Execution:
         self.state_timestamps: dict[ExecutionState, float] = {}
         self.splits_local = 0           # input splits read on a host that stores them
         self.splits_remote = 0
+        # (request number, answer) of the attempt's latest split request, so a retried
+        # request gets the same split instead of a second one
+        self.last_split_answer: tuple[int, Any] | None = None
 
     def transition(self, target: ExecutionState) -> None:
         check_transition(EXECUTION_TRANSITIONS, self.state, target, lambda: f"execution {self}")

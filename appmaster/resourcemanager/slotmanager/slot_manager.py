@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# A busy executor that is lost is replaced by one of its own spec when the restarted
+# tasks ask for slots (FLIP-6), so a session gets back the warm executor it had rather
+# than the smallest size that would do; after this long its spec is no longer owed.
+REPLACEMENT_WINDOW_S = 300.0
+
 
 class SlotState(enum.Enum):
     FREE = "FREE"
@@ -108,6 +113,7 @@ class PendingWorker:
     spec: WorkerSpec
     requested_at: float
     reserved: set[str] = field(default_factory=set)   # allocation ids it will serve
+    replaces: str = ""     # the lost executor it replaces, if it was started as a replacement
 
 
 class SlotManagerActions(Protocol):
@@ -135,6 +141,8 @@ class SlotManager:
         self.requests: dict[str, SlotRequest] = {}
         self.started_per_spec: dict[str, int] = {}
         self._worker_specs = dict(worker_specs or {})
+        # lost busy executors not yet replaced: (resource id, spec, when it was lost)
+        self._owed: list[tuple[str, WorkerSpec, float]] = []
 
     def worker_spec_for(self, profile: ResourceSpec) -> WorkerSpec:
         """The planned spec (per-job mode knows its job's profiles up front), else the
@@ -178,7 +186,9 @@ class SlotManager:
             return
         spec = self.worker_spec_for(request.profile)
         for pending in self.pending_workers.values():
-            if pending.spec == spec and len(pending.reserved) < spec.num_slots:
+            fits = pending.spec == spec or (
+                pending.replaces and request.profile.fits_in(pending.spec.slot_profile))
+            if fits and len(pending.reserved) < pending.spec.num_slots:
                 pending.reserved.add(request.allocation_id)
                 request.transition(RequestState.WAITING_FOR_WORKER)
                 request.worker = pending.resource_id
@@ -187,13 +197,26 @@ class SlotManager:
             log.info("slot request %s waits: %d workers running or starting is "
                      "resourcemanager.max-workers", request.allocation_id[:8], self._max_workers)
             return
+        replaces, spec = self._owed_spec(request.profile, spec)
         resource_id = self._actions.start_worker(spec)
         self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
         pending = PendingWorker(resource_id, spec, self._clock.monotonic(),
-                                {request.allocation_id})
+                                {request.allocation_id}, replaces)
         self.pending_workers[resource_id] = pending
         request.transition(RequestState.WAITING_FOR_WORKER)
         request.worker = resource_id
+
+    def _owed_spec(self, profile: ResourceSpec, fallback: WorkerSpec) -> tuple[str, WorkerSpec]:
+        """The spec of a lost busy executor the profile fits in (taken off the list), or
+        ``fallback``; with the lost executor's id."""
+        now = self._clock.monotonic()
+        self._owed = [o for o in self._owed if now - o[2] <= REPLACEMENT_WINDOW_S]
+        for i, (lost, spec, _) in enumerate(self._owed):
+            if profile.fits_in(spec.slot_profile):
+                del self._owed[i]
+                log.info("starting a %s executor to replace the lost %s", spec.name, lost)
+                return lost, spec
+        return "", fallback
 
     def add_starting_worker(self, resource_id: str, spec: WorkerSpec) -> None:
         """A worker the driver started without being asked (per-job containers YARN
@@ -300,6 +323,8 @@ class SlotManager:
         """The executor is gone; requests that were placed on it are placed anew."""
         self.pending_workers.pop(resource_id, None)
         worker = self.workers.pop(resource_id, None)
+        if worker is not None and worker.spec is not None and worker.busy_slots():
+            self._owed.append((resource_id, worker.spec, self._clock.monotonic()))
         for request in self.requests.values():
             if (request.assigned and request.assigned[0] == resource_id) or \
                     request.worker == resource_id:
