@@ -6,6 +6,10 @@ import pyarrow as pa
 
 from yarnflow.core.jobgraph import ShipStrategy
 
+# rebalance() slices a batch no finer than this: a smaller slice costs more in per-batch
+# overhead than the balance it buys
+MIN_SLICE_ROWS = 256
+
 
 def hash_rows(batch: pa.RecordBatch, keys: tuple[str, ...] | list[str]) -> np.ndarray:
     """A stable 64-bit hash per row of the key columns, equal in every process (so both
@@ -30,13 +34,16 @@ class Partitioner:
         self.keys = keys
         self.n = num_subpartitions
         self._next = start % max(1, num_subpartitions)
+        self._dealt = [0] * max(1, num_subpartitions)    # rows sent to each, for rebalance
 
     def split(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
         if self.n == 1:
             return [(0, batch)]
         if self.ship is ShipStrategy.BROADCAST:
             return [(i, batch) for i in range(self.n)]
-        if self.ship is ShipStrategy.REBALANCE or self.ship is ShipStrategy.FORWARD:
+        if self.ship is ShipStrategy.REBALANCE:
+            return self._deal(batch)
+        if self.ship is ShipStrategy.FORWARD:
             target = self._next
             self._next = (self._next + 1) % self.n
             return [(target, batch)]
@@ -50,4 +57,23 @@ class Partitioner:
             if count:
                 out.append((target, shuffled.slice(offset, int(count))))
             offset += int(count)
+        return out
+
+    def _deal(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        """rebalance(): equal slices to the subpartitions that got the fewest rows so far,
+        so each receives this producer's rows / n, within one slice, however few and
+        uneven its batches are (whole batches round-robin gave 5000/10000/5000/0)."""
+        rows = batch.num_rows
+        pieces = max(1, min(self.n, rows // MIN_SLICE_ROWS))
+        # ties go round-robin from this producer's own start, so producers differ
+        order = sorted(range(self.n), key=lambda i: (self._dealt[i], (i - self._next) % self.n))
+        self._next = (self._next + 1) % self.n
+        out: list[tuple[int, pa.RecordBatch]] = []
+        offset = 0
+        for k, target in enumerate(order[:pieces]):
+            size = rows // pieces + (1 if k < rows % pieces else 0)
+            if size:
+                out.append((target, batch.slice(offset, size)))
+                self._dealt[target] += size
+                offset += size
         return out
