@@ -210,6 +210,9 @@ FS_HDFS_HTTP_ADDRESS = _option(
 SOURCE_SPLIT_SIZE = _option(
     "source.split-size", parse_bytes, 128 << 20,
     "Most bytes of a Parquet input split (consecutive row groups of a file); smaller inputs get about four splits per subtask (Spark's spark.sql.files.maxPartitionBytes).")
+SOURCE_FAIR_SHARE_WAIT = _option(
+    "source.fair-share-wait", parse_duration, 30.0,
+    "How long a source subtask's fair share of the splits (total / parallelism) is held for it before it first asks, so subtasks whose executors start first do not take everything.")
 SOURCE_LOCALITY_WAIT = _option(
     "source.locality-wait", parse_duration, 3.0,
     "How long a source subtask with no split left on its own host waits before reading one another subtask would read locally (Spark's spark.locality.wait).")

@@ -109,7 +109,9 @@ class JobMaster:
                     self._splits[ejv.id] = InputSplitAssigner(
                         operator.create_input_splits(ejv.parallelism,
                                                      config.get(options.SOURCE_SPLIT_SIZE)),
-                        config.get(options.SOURCE_LOCALITY_WAIT), clock=self._clock.monotonic)
+                        config.get(options.SOURCE_LOCALITY_WAIT), clock=self._clock.monotonic,
+                        parallelism=ejv.parallelism,
+                        fair_share_wait=config.get(options.SOURCE_FAIR_SHARE_WAIT))
                 except Exception as err:  # a missing input, an unreadable file
                     self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
                     break
@@ -270,7 +272,8 @@ class JobMaster:
             return {v.current.slot.location.host
                     for v in execution.vertex.job_vertex.task_vertices
                     if v.current.slot is not None and not v.current.state.is_terminal}
-        answer = assigner.next_split(host, readers, execution.attempt_id)
+        answer = assigner.next_split(host, readers, execution.attempt_id,
+                                     execution.vertex.subtask_index)
         if not isinstance(answer, Assigned):
             return answer
         if answer.locality is Locality.LOCAL:

@@ -10,6 +10,13 @@ locally only once it has waited ``source.locality-wait``; until then it is told 
 ask again. Without the wait, whichever subtask finishes its own share first takes
 the others' local splits and reads them across the network.
 
+Fair shares come first (issue 15): with ``parallelism`` known, each subtask is owed
+total // parallelism splits, and one that has its share gets more only once every
+other subtask has its share too (the tail is then first come, so a fast subtask still
+helps at the end), so the subtasks whose executors start first do not take everything. A share is held for a subtask that has not asked yet for at most
+``fair_share_wait`` after the source's first request: it may never start while others
+hold the slots it needs (a cluster at resourcemanager.max-workers).
+
 The assigner remembers which attempt took which split: when a failed source attempt
 is restarted, its splits go back (Flink's ``addSplitsBack``) and are handed out again,
 so a restart reads every split exactly once more, and no split twice.
@@ -46,7 +53,8 @@ class Assigned:
 
 class InputSplitAssigner:
     def __init__(self, splits: list[Any], locality_wait: float = 0.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, parallelism: int = 0,
+                 fair_share_wait: float = 0.0) -> None:
         self._splits = [cloudpickle.dumps(s) for s in splits]
         self._hosts = [tuple(getattr(s, "hosts", ()) or ()) for s in splits]
         self._taken = [False] * len(splits)
@@ -59,6 +67,13 @@ class InputSplitAssigner:
         self._left_on: dict[str, int] = {}          # untaken splits stored on each host
         self._unlocated: deque[int] = deque()
         self._taken_by: dict[str, list[int]] = {}    # requester -> split indexes
+        self._parallelism = parallelism
+        self._share = len(splits) // parallelism if parallelism > 0 else 0
+        self._fair_share_wait = fair_share_wait
+        self._first_request: float | None = None
+        self._given = [0] * max(parallelism, 0)       # splits held, per subtask
+        self._asked = [False] * max(parallelism, 0)   # subtasks that asked at least once
+        self._subtask_of: dict[str, int] = {}         # requester -> subtask index
         for index, hosts in enumerate(self._hosts):
             if not hosts:
                 self._unlocated.append(index)
@@ -68,12 +83,15 @@ class InputSplitAssigner:
 
     def next_split(self, host: str = "",
                    reader_hosts: Callable[[], Collection[str]] = tuple,
-                   requester: str = "") -> Assigned | AskAgain | None:
-        """The next split for ``requester`` on ``host``; None when every split is taken.
-        ``reader_hosts()`` names the hosts where subtasks of this source run; it is
-        asked only when ``host`` has nothing left, as it costs a pass over them."""
+                   requester: str = "", subtask: int = -1) -> Assigned | AskAgain | None:
+        """The next split for ``requester`` (an attempt of ``subtask``) on ``host``; None
+        when every split is taken. ``reader_hosts()`` names the hosts where subtasks of
+        this source run; it is asked only when ``host`` has nothing left, as it costs a
+        pass over them."""
         if self._left == 0:
             return None
+        if not self._may_take(subtask, requester):
+            return AskAgain(ASK_AGAIN_INTERVAL)
         index = self._take(self._by_host.get(host))
         if index is not None:
             return self._give(index, Locality.LOCAL, requester)
@@ -93,10 +111,30 @@ class InputSplitAssigner:
         assert index is not None, "a host with splits left has them in its queue"
         return self._give(index, Locality.REMOTE, requester)
 
+    def _may_take(self, subtask: int, requester: str) -> bool:
+        """Whether ``subtask`` may have another split now: it is short of its share, or
+        every other subtask has its share (what is left is the tail, first come)."""
+        if not 0 <= subtask < self._parallelism:
+            return True
+        now = self._clock()
+        if self._first_request is None:
+            self._first_request = now
+        self._asked[subtask] = True
+        self._subtask_of[requester] = subtask
+        if self._given[subtask] < self._share:
+            return True
+        holding = now - self._first_request < self._fair_share_wait
+        owed = sum(max(0, self._share - given) for j, given in enumerate(self._given)
+                   if j != subtask and (self._asked[j] or holding))
+        return owed == 0
+
     def add_splits_back(self, requester: str) -> int:
         """Every split ``requester`` took is handed out again; returns how many."""
         indexes = self._taken_by.pop(requester, [])
-        for index in indexes:
+        subtask = self._subtask_of.pop(requester, -1)
+        if 0 <= subtask < self._parallelism:
+            self._given[subtask] -= len(indexes)
+        for index in reversed(indexes):      # handed out again in their first order
             self._taken[index] = False
             self._left += 1
             hosts = self._hosts[index]
@@ -119,6 +157,9 @@ class InputSplitAssigner:
         self._left -= 1
         self._waiting_since.pop(requester, None)
         self._taken_by.setdefault(requester, []).append(index)
+        subtask = self._subtask_of.get(requester, -1)
+        if 0 <= subtask < self._parallelism:
+            self._given[subtask] += 1
         for host in self._hosts[index]:
             self._left_on[host] -= 1
         return Assigned(self._splits[index], locality)

@@ -220,7 +220,8 @@ class CsvSource(FileSource):
 
 
 class TableSource(Source):
-    """An in-memory Arrow table, cut into row ranges (at least one per subtask)."""
+    """An in-memory Arrow table, cut into row ranges: SPLITS_PER_SUBTASK per subtask, or
+    more to keep each within ``max_split_bytes``, so shares come out even."""
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table
@@ -228,7 +229,9 @@ class TableSource(Source):
     def create_input_splits(self, parallelism: int,
                             max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
         rows = self.table.num_rows
-        pieces = max(parallelism, 1)
+        pieces = max(parallelism, 1) * SPLITS_PER_SUBTASK
+        if max_split_bytes > 0:
+            pieces = max(pieces, -(-self.table.nbytes // max_split_bytes))
         step = max(1, -(-rows // pieces))
         return [(start, min(step, rows - start)) for start in range(0, rows, step)]
 

@@ -80,3 +80,57 @@ def test_a_split_stored_on_several_hosts_is_given_once():
     assigner = InputSplitAssigner([Split("ab", ("a", "b"))])
     assert name(assigner.next_split("a", readers_on_a_and_b, "ra")) == "ab"
     assert assigner.next_split("b", readers_on_a_and_b, "rb") is None
+
+
+# --- fair shares (issue 15) ----------------------------------------------------------------
+def drain(assigner: InputSplitAssigner, subtask: int) -> int:
+    """Splits ``subtask`` gets asking until told to wait or told the end."""
+    got = 0
+    while isinstance(answer := assigner.next_split("", tuple, f"attempt-{subtask}", subtask),
+                     Assigned):
+        got += 1
+    return got
+
+
+def test_subtasks_that_start_first_take_only_their_share_and_late_ones_get_theirs():
+    clock = Clock()
+    assigner = InputSplitAssigner([Split(f"s{i}") for i in range(18)], clock=clock,
+                                  parallelism=4, fair_share_wait=30.0)
+    assert [drain(assigner, 0), drain(assigner, 1)] == [4, 4], "the early ones: their share"
+    assert isinstance(assigner.next_split("", tuple, "attempt-0", 0), AskAgain)
+    clock.now += 2                                   # two executors start late
+    assert [drain(assigner, 2), drain(assigner, 3)] == [4, 6]
+    assert assigner.next_split("", tuple, "attempt-0", 0) is None
+
+
+def test_once_every_share_is_taken_the_tail_goes_to_whoever_asks():
+    assigner = InputSplitAssigner([Split(f"s{i}") for i in range(10)], parallelism=4,
+                                  fair_share_wait=30.0)
+    assert [drain(assigner, s) for s in range(4)] == [2, 2, 2, 4]
+
+
+def test_a_share_is_not_held_past_the_wait_for_a_subtask_that_never_asked():
+    clock = Clock()
+    assigner = InputSplitAssigner([Split(f"s{i}") for i in range(8)], clock=clock,
+                                  parallelism=4, fair_share_wait=30.0)
+    assert drain(assigner, 0) == 2
+    clock.now += 31          # subtasks 1-3 cannot start (no slot while 0 holds its own)
+    assert drain(assigner, 0) == 6
+
+
+def test_a_restarted_subtask_gets_its_share_again():
+    assigner = InputSplitAssigner([Split(f"s{i}") for i in range(8)], parallelism=2,
+                                  fair_share_wait=30.0)
+    assert drain(assigner, 0) == 4 and drain(assigner, 1) == 4
+    assert assigner.add_splits_back("attempt-1") == 4
+    assert isinstance(assigner.next_split("", tuple, "attempt-0", 0), AskAgain), \
+        "the restarted subtask's share is held for it"
+    assert sum(isinstance(assigner.next_split("", tuple, "attempt-1b", 1), Assigned)
+               for _ in range(4)) == 4
+
+
+def test_splits_handed_back_come_out_again_in_their_first_order():
+    assigner = InputSplitAssigner([Split(f"s{i}") for i in range(3)])
+    assert [name(assigner.next_split("", tuple, "old")) for _ in range(3)] == ["s0", "s1", "s2"]
+    assigner.add_splits_back("old")
+    assert [name(assigner.next_split("", tuple, "new")) for _ in range(3)] == ["s0", "s1", "s2"]
