@@ -57,7 +57,7 @@ def main() -> None:
         pool.offer_slots(location, None, [SlotOffer(f"te-{e}-{i}", i, profile)
                                           for i in range(SLOTS_PER_EXECUTOR)])
     t0 = time.perf_counter()
-    groups = build_slot_sharing_groups(eg, {"default": profile})
+    groups = build_slot_sharing_groups(eg, {"default": [profile]})
     allocator = SlotSharingSlotAllocator(pool, groups)
     vertices = list(eg.all_execution_vertices())
     for v in vertices:

@@ -47,8 +47,8 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
                                 config.get(options.DEFAULT_SLOT_MEMORY))
     table = Table(title=f"plan of {graph.name} ({graph.schedule_mode.name})", title_justify="left")
     for column in ("vertex", "parallelism", "slot sharing group", "slot profile", "inputs",
-                   "est. rows", "est. size"):
-        table.add_column(column, justify="right" if column.startswith(("est", "par")) else "left")
+                   "est. rows", "est. size", "estimated from"):
+        table.add_column(column, justify="right" if column.startswith(("est.", "par")) else "left")
     for vertex in graph.topological_order():
         estimate = vertex.estimate or UNKNOWN
         group = vertex.slot_sharing_group or ""
@@ -56,7 +56,8 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
             vertex.name, str(vertex.parallelism), group,
             graph.slot_profile(group, default_slot).label() if group else "",
             "\n".join(describe_input(e) for e in graph.inputs_of(vertex)) or "(source)",
-            "?" if estimate.rows is None else f"{estimate.rows:,}", format_bytes(estimate.bytes))
+            "?" if estimate.rows is None else f"{estimate.rows:,}", format_bytes(estimate.bytes),
+            estimate.origin or "-")
     lines: list[Table | Text] = [table]
     for vertex_id, plan in graph.join_plans.items():
         lines.append(Text(f"{graph.vertices[vertex_id].name}: {plan.strategy.name} join — "

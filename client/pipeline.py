@@ -21,10 +21,12 @@ import pyarrow as pa
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import LocalPathRefused
 from yarnflow.filesystems import filesystem_settings
-from yarnflow.core.jobgraph import (JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy,
-                               path_error)
+from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, JobVertex, PartitionType,
+                                    ScheduleMode, ShipStrategy, path_error)
 from yarnflow.planner import JoinStrategy, estimate_vertices, plan_join
+from yarnflow.core.estimates import EstimateHint
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.units import parse_bytes
 from yarnflow.core.operators import (AggregateOperator, CsvSource, FilterOperator,
                                              FlatMapOperator, HashJoinOperator, MapOperator,
                                              ParquetSink, ParquetSource, TableSource)
@@ -264,17 +266,24 @@ class DataSet:
         self.pipeline._connect(self, vertex, **edge)
         return DataSet(self.pipeline, vertex)
 
-    def map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None) -> "DataSet":
+    def map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
+            selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
+        """``selectivity`` (output per input) or ``size`` (output bytes, '200 mb')
+        correct the planner's estimate, which otherwise keeps the input's."""
         name = name or _fn_name(fn, "map")
-        return self._unary(MapOperator(fn, name), name)
+        return self._unary(MapOperator(fn, name, _hint(name, selectivity, size)), name)
 
-    def filter(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None) -> "DataSet":
+    def filter(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
+               selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
+        """``selectivity``: the share of rows kept, for the planner (see ``map``)."""
         name = name or _fn_name(fn, "filter")
-        return self._unary(FilterOperator(fn, name), name)
+        return self._unary(FilterOperator(fn, name, _hint(name, selectivity, size)), name)
 
-    def flat_map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None) -> "DataSet":
+    def flat_map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
+                 selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
+        """``selectivity``: output rows per input row, for the planner (see ``map``)."""
         name = name or _fn_name(fn, "flat_map")
-        return self._unary(FlatMapOperator(fn, name), name)
+        return self._unary(FlatMapOperator(fn, name, _hint(name, selectivity, size)), name)
 
     def spark_sql(self, sql: str, name: str = "spark-sql") -> "DataSet":
         """Run Spark SQL over this data set, registered as the view ``input``; each
@@ -339,3 +348,14 @@ def _keys(value: str | Sequence[str] | None) -> list[str]:
 def _fn_name(fn: Callable[..., Any], default: str) -> str:
     name = getattr(fn, "__name__", "")
     return default if not name or name == "<lambda>" else name
+
+
+def _hint(vertex: str, selectivity: float | None, size: int | str | None) -> EstimateHint | None:
+    if selectivity is None and size is None:
+        return None
+    try:
+        return EstimateHint(selectivity, None if size is None else parse_bytes(size))
+    except ValueError as err:
+        raise InvalidPipelineError(vertex, f"estimate hint: {err}",
+                                   "give selectivity as a number above 0 (0.01: 1 % of the "
+                                   "input) and size as bytes or '200 mb'") from None

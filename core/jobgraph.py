@@ -174,10 +174,23 @@ class JobGraph:
         return groups
 
     def slot_profile(self, group: str, default: ResourceSpec) -> ResourceSpec:
-        """A shared slot needs the sum of its vertices' specs (Flink merges them the same
-        way); vertices without a spec add nothing, and a group with no spec at all gets
-        the default slot profile."""
+        """The group's largest shared slot: its first, which holds a subtask of every
+        vertex of the group."""
+        return self._profile_of(self.slot_sharing_groups()[group], default)
+
+    def shared_slot_profiles(self, group: str, default: ResourceSpec) -> list[ResourceSpec]:
+        """The profile of each shared slot of the group, by index. Shared slot i holds
+        subtask i of every vertex of the group that has one (seed 000), so it needs only
+        those vertices' specs: Flink sums the subtasks that share each slot, and a
+        narrower vertex does not make every slot of the group larger."""
         members = self.slot_sharing_groups()[group]
+        width = max(v.parallelism or 1 for v in members)
+        return [self._profile_of([v for v in members if (v.parallelism or 1) > i], default)
+                for i in range(width)]
+
+    def _profile_of(self, members: list[JobVertex], default: ResourceSpec) -> ResourceSpec:
+        """The sum of the members' specs (Flink merges them the same way); vertices
+        without a spec add nothing, and members with no spec at all get ``default``."""
         specs = [v.resources for v in members if v.resources]
         total = specs[0] if specs else default
         for spec in specs[1:]:

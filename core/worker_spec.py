@@ -52,7 +52,7 @@ def plan_worker_specs(graph: "JobGraph", default_slot: ResourceSpec, max_slots: 
 def slots_needed(graph: "JobGraph", default_slot: ResourceSpec) -> dict[ResourceSpec, int]:
     """Slots of each profile the job holds when all of it runs at once (EAGER)."""
     needed: dict[ResourceSpec, int] = {}
-    for group, members in graph.slot_sharing_groups().items():
-        profile = graph.slot_profile(group, default_slot)
-        needed[profile] = needed.get(profile, 0) + max(v.parallelism or 1 for v in members)
+    for group in graph.slot_sharing_groups():
+        for profile in graph.shared_slot_profiles(group, default_slot):
+            needed[profile] = needed.get(profile, 0) + 1
     return needed

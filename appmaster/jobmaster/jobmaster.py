@@ -86,7 +86,7 @@ class JobMaster:
                             if v.committer]
         default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                     config.get(options.DEFAULT_SLOT_MEMORY))
-        profiles = {name: graph.slot_profile(name, default_slot)
+        profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
         self.slot_pool = SlotPool(self.main, self.job_id, config.get(options.SLOT_IDLE_TIMEOUT),
                                   config.get(options.SLOT_REQUEST_TIMEOUT), self._on_slot_lost)

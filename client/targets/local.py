@@ -17,6 +17,8 @@ from yarnflow.core.container_ladder import ContainerLadder, parse_container_size
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import ClusterOverview
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
 from yarnflow.rpc.security import generate_cluster_credentials
 from yarnflow.targets.app_store import yarnflow_home
 from yarnflow.targets.base import JobHandle, Target
@@ -32,7 +34,8 @@ class LocalCluster:
 
     def __init__(self, config: Configuration | None = None, workdir: str | Path | None = None,
                  session: bool = False, min_executors: int = 0,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None,
+                 worker_specs: dict[ResourceSpec, WorkerSpec] | None = None) -> None:
         self.config = config or Configuration.load()
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="yarnflow-local-"))
@@ -44,7 +47,8 @@ class LocalCluster:
         ladder = ContainerLadder(parse_container_sizes(self.config.get(options.SESSION_CONTAINER_SIZES)),
                                  self.config.get(options.WORKER_OVERHEAD_MEMORY)) if session else None
         self.components = ApplicationMasterComponents(self.config, self.driver, self.tls,
-                                                      ladder=ladder, min_workers=min_executors)
+                                                      worker_specs=worker_specs, ladder=ladder,
+                                                      min_workers=min_executors)
         self.dispatcher = Dispatcher(self.components, ladder, JobArchive(
             self.config.get(options.SESSION_HISTORY_DIR) or self.workdir / "history")) \
             if session else None
@@ -165,12 +169,22 @@ class LocalTarget(Target):
 
     def submit(self, graph: JobGraph) -> JobHandle:
         log_dir = run_log_dir(self.config, graph.job_id)
-        cluster = LocalCluster(self.config, log_dir=log_dir).start()
+        cluster = LocalCluster(self.config, log_dir=log_dir,
+                               worker_specs=planned_worker_specs(graph, self.config)).start()
         try:
             return LocalJobHandle(cluster, cluster.submit(graph))
         except BaseException:
             cluster.stop()
             raise
+
+
+def planned_worker_specs(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
+    """The executors a job's slots need, as the YARN targets plan them: as many slots
+    of each profile per executor as the job uses at once, never more."""
+    return plan_worker_specs(
+        graph, ResourceSpec(config.get(options.DEFAULT_SLOT_CPU), config.get(options.DEFAULT_SLOT_MEMORY)),
+        config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
+        ResourceSpec(config.get(options.MAX_WORKER_CPU), config.get(options.MAX_WORKER_MEMORY)))
 
 
 def run_log_dir(config: Configuration, job_id: str) -> Path:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any, Iterable, Iterator, Protocol
 
 import pyarrow as pa
@@ -44,7 +45,7 @@ class Operator:
         """What this operator's output is estimated at, given its inputs' estimates.
         Knowing nothing better, an operator keeps its input's estimate (a map or a
         filter is at most as large): dropping it is what made Flink hash seed 003's join."""
-        return inputs[0] if inputs else UNKNOWN
+        return replace(inputs[0], origin="as its input") if inputs else UNKNOWN
 
 
 def to_batches(data: Any, what: str) -> Iterable[pa.RecordBatch]:

@@ -34,9 +34,9 @@ class HashJoinOperator(Operator):
             return Estimate()
         rows = max(left.rows, right.rows)
         if left.bytes is None or right.bytes is None:
-            return Estimate(rows, None)
+            return Estimate(rows, None, "the larger input's rows")
         width = sum((e.bytes or 0) / e.rows for e in (left, right) if e.rows)
-        return Estimate(rows, int(rows * width))
+        return Estimate(rows, int(rows * width), "the larger input's rows, both inputs' width")
 
     def run(self, ctx: OperatorContext) -> None:
         build = concat(ctx.input(self.build_input))

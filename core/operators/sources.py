@@ -14,7 +14,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from yarnflow.core.fs import FileSystemSettings, hosts_of_range
-from yarnflow.core.estimates import UNKNOWN, Estimate
+from yarnflow.core.estimates import UNKNOWN, Estimate, format_bytes
 from yarnflow.core.operators.base import Operator, OperatorContext
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
@@ -25,6 +25,10 @@ DEFAULT_SPLIT_BYTES = 128 << 20
 # Splits per subtask a source aims for, so that subtasks asking for the next split as
 # they go end up with even shares.
 SPLITS_PER_SUBTASK = 4
+# Rows read of a dictionary-encoded string column to learn its decoded width.
+SAMPLE_ROWS = 4096
+# Text read of a CSV input to learn its rows and Arrow bytes per byte.
+CSV_SAMPLE_BYTES = 1 << 20
 
 
 class Source(Operator):
@@ -89,10 +93,12 @@ class FileSource(Source):
 
 @dataclass(frozen=True)
 class ParquetSplit:
-    """Consecutive row groups of one file."""
+    """Consecutive row groups of one file, or ``rows`` (first row, count) of its one
+    row group."""
     path: str
     row_groups: tuple[int, ...]
     hosts: tuple[str, ...] = ()
+    rows: tuple[int, int] | None = None
 
 
 def _row_group_range(group: Any) -> tuple[int, int]:
@@ -110,10 +116,13 @@ def _row_group_range(group: Any) -> tuple[int, int]:
 
 class ParquetSource(FileSource):
     """Splits of consecutive row groups of a file, each about
-    ``min(max_split_bytes, total bytes / (SPLITS_PER_SUBTASK x parallelism))`` (at
-    least one row group), as Spark sizes file splits: small row groups share one read,
-    and every subtask still gets several splits. A split is located on the hosts of
-    the block holding most of its bytes."""
+    ``min(max_split_bytes, total bytes / (SPLITS_PER_SUBTASK x parallelism))``, as Spark
+    sizes file splits: small row groups share one read, and every subtask still gets
+    several splits. A row group larger than that is cut into row ranges, at most one
+    per subtask: each range decodes the row group up to its end (pyarrow reads no
+    partial row group), so a one-row-group file is read by every subtask instead of
+    one, at some decoding cost. A split is located on the hosts of the block holding
+    most of its bytes."""
     suffix = ".parquet"
 
     def __init__(self, path: str | os.PathLike[str] | list[Any],
@@ -134,6 +143,7 @@ class ParquetSource(FileSource):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_footers", None)        # read where the splits are read, not shipped
+        state.pop("_widths", None)
         return state
 
     def create_input_splits(self, parallelism: int,
@@ -149,6 +159,18 @@ class ParquetSource(FileSource):
             start = end = 0
             for g in range(meta.num_row_groups):
                 g_start, g_size = _row_group_range(meta.row_group(g))
+                ranges = min(-(-g_size // max(target, 1)), max(parallelism, 1))
+                if ranges > 1:                   # a large row group: row ranges of it
+                    if groups:
+                        splits.append(ParquetSplit(uri, tuple(groups),
+                                                   hosts_of_range(blocks, start, end - start)))
+                        groups = []
+                    hosts = hosts_of_range(blocks, g_start, g_size)
+                    rows = meta.row_group(g).num_rows
+                    step = -(-rows // ranges)
+                    splits.extend(ParquetSplit(uri, (g,), hosts, (first, min(step, rows - first)))
+                                  for first in range(0, rows, step))
+                    continue
                 if groups and g_start + g_size - start > target:
                     splits.append(ParquetSplit(uri, tuple(groups),
                                                hosts_of_range(blocks, start, end - start)))
@@ -163,29 +185,72 @@ class ParquetSource(FileSource):
         return splits
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
-        """Rows and uncompressed bytes (of the projected columns) from the files'
-        footers: close to the Arrow size, unlike the compressed file size."""
+        """Rows and Arrow bytes (of the projected columns), which is what the broadcast
+        threshold is about: a column's encoded size is its Arrow size only when it is
+        plain. A dictionary-encoded column is counted decoded: fixed-width ones by
+        their width, strings by the width a sample of SAMPLE_ROWS values has (a
+        low-cardinality string column is a few KB encoded and many MB in Arrow)."""
         rows = size = 0
+        self.__dict__.pop("_widths", None)
         for uri, _ in self.files():
             meta = self._metadata(uri)
             rows += meta.num_rows
+            schema = meta.schema.to_arrow_schema()
             for g in range(meta.num_row_groups):
                 group = meta.row_group(g)
-                if self.columns is None:
-                    size += group.total_byte_size
-                else:
-                    size += sum(group.column(c).total_uncompressed_size
-                                for c in range(group.num_columns)
-                                if group.column(c).path_in_schema.split(".")[0] in self.columns)
-        return Estimate(rows, size)
+                for c in range(group.num_columns):
+                    column = group.column(c)
+                    name = column.path_in_schema.split(".")[0]
+                    if self.columns is None or name in self.columns:
+                        size += self._arrow_bytes(uri, schema, column)
+        sampled = sorted(self.__dict__.get("_widths", {}))
+        return Estimate(rows, size, "Parquet footers" + (
+            f"; {', '.join(sampled)} decoded from a sample" if sampled else ""))
+
+    def _arrow_bytes(self, uri: str, schema: pa.Schema, column: Any) -> int:
+        path = column.path_in_schema
+        if "." in path or schema.get_field_index(path) < 0:
+            return int(column.total_uncompressed_size)      # nested: as encoded
+        kind = schema.field(path).type
+        try:
+            return int(-(-column.num_values * kind.bit_width // 8))   # fixed width
+        except ValueError:
+            pass
+        if not any("DICTIONARY" in e for e in column.encodings):
+            return int(column.total_uncompressed_size)      # plain: length + bytes, as Arrow
+        return int(column.num_values * self._decoded_width(uri, path))
+
+    def _decoded_width(self, uri: str, name: str) -> float:
+        """Arrow bytes per value of a variable-width column, from the first SAMPLE_ROWS
+        values of the first file read for it (once per source)."""
+        widths: dict[str, float] = self.__dict__.setdefault("_widths", {})
+        if name not in widths:
+            with self.inputs.filesystem(uri).open_input(uri) as f:
+                batches = pq.ParquetFile(f, metadata=self._metadata(uri)).iter_batches(
+                    batch_size=SAMPLE_ROWS, row_groups=[0], columns=[name])
+                sample = next(batches, None)
+            widths[name] = sample.nbytes / sample.num_rows if sample and sample.num_rows else 0.0
+        return widths[name]
 
     def read_split(self, split: ParquetSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
         # pre_buffer: the row group's column chunks in few large reads, which a remote
         # file system answers much faster than many small ones
         metadata = self._metadata(split.path)
         with self.inputs.filesystem(split.path).open_input(split.path) as f:
-            yield from pq.ParquetFile(f, metadata=metadata, pre_buffer=True).iter_batches(
+            batches = pq.ParquetFile(f, metadata=metadata, pre_buffer=True).iter_batches(
                 batch_size=batch_rows, row_groups=list(split.row_groups), columns=self.columns)
+            if split.rows is None:
+                yield from batches
+                return
+            first, count = split.rows
+            position = 0
+            for batch in batches:                  # skip to the range, stop after it
+                lo, hi = max(first - position, 0), min(first + count - position, batch.num_rows)
+                if lo < hi:
+                    yield batch.slice(lo, hi - lo)
+                position += batch.num_rows
+                if position >= first + count:
+                    return
 
 
 @dataclass(frozen=True)
@@ -211,8 +276,21 @@ class CsvSource(FileSource):
         return splits
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
-        """CSV text is about as large as its Arrow form; rows are unknown until read."""
-        return Estimate(None, sum(size for _, size in self.files()))
+        """Rows and Arrow bytes per byte of text, from the first CSV_SAMPLE_BYTES of the
+        first file, scaled to all the text: CSV numbers are text, Arrow's are not."""
+        files = self.files()
+        total = sum(size for _, size in files)
+        uri, size = files[0]
+        with self.inputs.filesystem(uri).open_input_stream(uri) as f:
+            head = f.read(CSV_SAMPLE_BYTES)
+        if len(head) < size:
+            head = head[:head.rfind(b"\n") + 1]      # whole lines only
+        if not head:
+            return Estimate(None, total, "CSV file sizes")
+        sample = pacsv.read_csv(pa.BufferReader(head), **self.read_options)
+        ratio = total / len(head)
+        return Estimate(int(sample.num_rows * ratio), int(sample.nbytes * ratio),
+                        f"a CSV sample of {format_bytes(len(head))}")
 
     def read_split(self, split: CsvSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
         with self.inputs.filesystem(split.path).open_input_stream(split.path) as f:
@@ -236,7 +314,7 @@ class TableSource(Source):
         return [(start, min(step, rows - start)) for start in range(0, rows, step)]
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
-        return Estimate(self.table.num_rows, self.table.nbytes)
+        return Estimate(self.table.num_rows, self.table.nbytes, "the in-memory table")
 
     def read_split(self, split: tuple[int, int], batch_rows: int) -> Iterator[pa.RecordBatch]:
         start, length = split

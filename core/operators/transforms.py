@@ -5,13 +5,26 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from yarnflow.core.estimates import Estimate, EstimateHint
 from yarnflow.core.operators.base import Operator, OperatorContext, to_batches
 
 
-class MapOperator(Operator):
-    def __init__(self, fn: Callable[[pa.RecordBatch], Any], name: str) -> None:
+class _Transform(Operator):
+    """User code over each batch: the planner keeps its input's estimate unless the
+    user's hint corrects it."""
+
+    def __init__(self, fn: Callable[[pa.RecordBatch], Any], name: str,
+                 hint: EstimateHint | None = None) -> None:
         self.fn = fn
         self.name = name
+        self.hint = hint
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        carried = super().estimate(inputs)
+        return self.hint.apply(carried) if self.hint is not None else carried
+
+
+class MapOperator(_Transform):
 
     def run(self, ctx: OperatorContext) -> None:
         for batch in ctx.input(0):
@@ -19,12 +32,8 @@ class MapOperator(Operator):
                 ctx.emit(out)
 
 
-class FilterOperator(Operator):
+class FilterOperator(_Transform):
     """``fn(batch)`` returns a boolean mask (an Arrow array or expression result)."""
-
-    def __init__(self, fn: Callable[[pa.RecordBatch], Any], name: str) -> None:
-        self.fn = fn
-        self.name = name
 
     def run(self, ctx: OperatorContext) -> None:
         for batch in ctx.input(0):
@@ -38,12 +47,8 @@ class FilterOperator(Operator):
                 ctx.emit(out)
 
 
-class FlatMapOperator(Operator):
+class FlatMapOperator(_Transform):
     """``fn(batch)`` yields any number of batches or tables."""
-
-    def __init__(self, fn: Callable[[pa.RecordBatch], Any], name: str) -> None:
-        self.fn = fn
-        self.name = name
 
     def run(self, ctx: OperatorContext) -> None:
         for batch in ctx.input(0):

@@ -2,8 +2,12 @@
 the job's details."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import yarnflow as yf
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
@@ -35,3 +39,69 @@ def test_rebalance_gives_every_subtask_its_share_of_the_rows(fast_config, tmp_pa
     got = records_in(result.details, "spread")
     assert sum(got) == 20_000 and all(abs(n - 5000) <= MIN_SLICE_ROWS for n in got), got
     assert sorted(pq.read_table(tmp_path / "out")["x"].to_pylist()) == list(range(20_000))
+
+
+ROWS = 80_000
+
+
+def late_python(tmp_path: Path) -> str:
+    """An interpreter for the executors (``local.python``) that makes the first executor
+    started begin its source subtask two seconds late (a ``sitecustomize`` on its path
+    delays ``Task.start``): that subtask asks for splits long after the others did."""
+    late = tmp_path / "late"
+    late.mkdir()
+    (late / "sitecustomize.py").write_text(
+        "import threading\n"
+        "from yarnflow.taskexecutor import task\n"
+        "_start = task.Task.start\n"
+        "task.Task.start = lambda self: threading.Timer(\n"
+        "    2.0 if self.name.startswith('instruments') else 0, _start, (self,)).start()\n")
+    marker, script = tmp_path / "late-once", tmp_path / "python-late"
+    script.write_text(f"#!/bin/sh\nif mkdir {marker} 2>/dev/null; then\n"
+                      f"  export PYTHONPATH={late}${{PYTHONPATH:+:$PYTHONPATH}}\nfi\n"
+                      f'exec {sys.executable} "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def instruments() -> pa.Table:
+    return pa.table({"code": pa.array([i % 50 for i in range(ROWS)], pa.int64()),
+                     "v": pa.array(range(ROWS), pa.int64())})
+
+
+CODES = pa.table({"code": pa.array(range(50), pa.int64()),
+                  "name": pa.array([f"currency-{i}" for i in range(50)])})
+
+
+def source_of(kind: str, p: yf.Pipeline, tmp_path: Path) -> yf.DataSet:
+    if kind == "in-memory":
+        return p.from_arrow(instruments(), name="instruments")
+    (tmp_path / kind).mkdir()
+    row_group = ROWS if kind == "one-row-group" else ROWS // 40
+    pq.write_table(instruments(), tmp_path / kind / "part-0.parquet", row_group_size=row_group)
+    return p.read_parquet(str(tmp_path / kind), name="instruments")
+
+
+@pytest.mark.parametrize("kind", ["in-memory", "one-row-group", "many-row-groups"])
+def test_the_forward_side_of_a_broadcast_join_is_balanced_when_an_executor_starts_late(
+        fast_config, tmp_path, kind):
+    """Seed 003's promise, whatever order the executors start in (issue 15): every
+    subtask of the FORWARD side reads its share, max/mean at most 1.1."""
+    config = fast_config.copy().set(options.BATCH_ROWS, 1000) \
+        .set(options.LOCAL_PYTHON, late_python(tmp_path))
+    p = yf.Pipeline("balanced-join", parallelism=4)
+    codes = p.from_arrow(CODES, name="codes").set_parallelism(1)
+    source_of(kind, p, tmp_path).join(codes, on="code", name="join") \
+        .write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(config)
+    plan = next(iter(graph.join_plans.values()))
+    assert plan.strategy.value == "broadcast" and plan.broadcast_input == 1
+    with LocalCluster(config) as cluster:
+        result = cluster.submit(graph).wait(180)
+    assert result.status is JobStatus.FINISHED, result.failure
+    rows = [s.metrics.records_out for v in result.details.vertices if v.name == "instruments"
+            for s in v.subtasks]
+    assert sum(rows) == ROWS and max(rows) / (ROWS / 4) <= 1.1, rows
+    got = pq.read_table(tmp_path / "out").sort_by("v")
+    want = instruments().join(CODES, "code").sort_by("v")
+    assert got.select(want.column_names).equals(want)

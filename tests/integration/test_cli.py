@@ -22,10 +22,11 @@ def yarnflow(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[st
 
 @pytest.fixture(scope="module")
 def main_run(tmp_path_factory):
-    """The README's main command on fresh data: generates it with PySpark, then runs."""
+    """The README's main command at its default size (200,000 rows) on fresh data:
+    generates it with PySpark, then runs."""
     tmp = tmp_path_factory.mktemp("main-example")
     data, out = tmp / "data", tmp / "out"
-    proc = yarnflow("run", *FAST, "examples/skewed_join.py", "--", "--rows", "30000",
+    proc = yarnflow("run", *FAST, "examples/skewed_join.py", "--",
                     "--data", str(data), "--out", str(out))
     return proc, data, out
 
@@ -39,18 +40,29 @@ def test_main_example_output_equals_pyarrow(main_run):
     spec.loader.exec_module(example)
     got = pq.read_table(out).sort_by("InstrumentId")
     want = example.reference(str(data)).sort_by("InstrumentId")
-    assert got.num_rows == 30000
+    assert got.num_rows == 200_000
     assert got.select(want.column_names).equals(want)
+
+
+def test_main_example_join_is_balanced(main_run):
+    """Seed 003's point, on the README's own command (issue 15): the summary's join
+    input max/mean is at most 1.1 (it printed 1.62 before split shares were fair)."""
+    proc, _, _ = main_run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("│ join "))
+    cells = [cell.strip() for cell in row.strip().strip("│").split("│")]
+    assert float(cells[6]) <= 1.1, row           # the "in max/mean" column
 
 
 def test_explain_prints_the_plan_with_estimates_and_the_join_decision(main_run):
     _, data, _ = main_run
-    args = ["examples/skewed_join.py", "--", "--rows", "30000", "--data", str(data)]
+    args = ["examples/skewed_join.py", "--", "--data", str(data)]
     proc = yarnflow("explain", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = " ".join(proc.stdout.split())
     assert "FORWARD <- instruments" in text and "BROADCAST <- currency-code" in text
-    assert "30,000" in text and "492" in text            # estimated rows, from the footers
+    assert "200,000" in text and "492" in text           # estimated rows, from the footers
+    assert "Parquet footers" in text and "as its input" in text   # where each estimate came from
     assert "join: BROADCAST join — currency-code is estimated at" in text
     assert "FINISHED" not in text                        # nothing ran
     hashed = yarnflow("explain", "-D", "planner.broadcast-threshold=100b", *args)

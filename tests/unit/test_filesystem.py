@@ -142,9 +142,21 @@ def test_parquet_splits_pack_consecutive_row_groups_into_a_few_per_subtask(tmp_p
     groups = [g for split in splits for g in split.row_groups]
     assert groups == list(range(40)), "every row group exactly once, in order"
     assert 7 <= len(splits) <= 9
-    assert len(source.create_input_splits(2, max_split_bytes=1)) == 40  # one group at least
+    # a row group above the split size is cut into row ranges, at most one per subtask
+    assert len(source.create_input_splits(2, max_split_bytes=1)) == 80
     rows = [b.num_rows for s in splits for b in source.read_split(s, 10_000)]
     assert sum(rows) == 40_000
+
+
+def test_a_one_row_group_parquet_file_is_cut_into_row_ranges_read_once_each(tmp_path):
+    from yarnflow.core.operators.sources import ParquetSource
+    pq.write_table(pa.table({"x": list(range(10_001))}), tmp_path / "one.parquet")
+    source = ParquetSource(str(tmp_path)).bound(FileSystemSettings())
+    splits = source.create_input_splits(parallelism=4)
+    assert [s.rows for s in splits] == [(0, 2501), (2501, 2501), (5002, 2501), (7503, 2498)]
+    values = [v for s in splits for b in source.read_split(s, 1000)
+              for v in b.column(0).to_pylist()]
+    assert values == list(range(10_001)), "every row once, in order"
 
 
 def test_a_local_output_on_a_cluster_is_refused_with_where_to_write_instead():

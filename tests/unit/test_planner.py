@@ -36,9 +36,9 @@ def test_parquet_estimates_come_from_the_footer_and_survive_map_filter_flat_map_
     out.write_parquet(str(tmp_path / "out"))
     graph = p.job_graph(Configuration.load())
     by_name = {v.name: v.estimate for v in graph.vertices.values()}
-    meta = pq.read_metadata(tmp_path / "big" / "part-0.parquet")
-    want = Estimate(200_000, sum(meta.row_group(i).total_byte_size for i in range(4)))
-    assert by_name["src"] == want
+    want = by_name["src"]
+    arrow = pq.read_table(tmp_path / "big").nbytes
+    assert want.rows == 200_000 and abs(want.bytes - arrow) <= arrow / 4   # Arrow bytes
     assert by_name["m"] == by_name["f"] == by_name["fm"] == by_name["sql"] == want
     assert by_name["parquet-sink"] == want
 
@@ -53,6 +53,54 @@ def test_projected_columns_count_only_their_bytes(tmp_path):
     est = {v.name: v.estimate for v in graph.vertices.values()}
     assert est["part"].rows == est["whole"].rows
     assert 0 < est["part"].bytes < est["whole"].bytes / 2
+
+
+COLUMNS = {
+    "numeric": lambda n: pa.array(range(n), pa.int64()),
+    "string": lambda n: pa.array([f"unique-value-{i * 7919}" for i in range(n)]),
+    "dictionary": lambda n: pa.array([f"category-{i % 7}-with-quite-a-long-name" for i in range(n)]),
+    "with-nulls": lambda n: pa.array([None if i % 3 else float(i) for i in range(n)]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(COLUMNS))
+def test_parquet_estimates_are_arrow_bytes_within_a_quarter(tmp_path, kind):
+    """The broadcast threshold is in Arrow bytes: a dictionary-encoded column counts
+    decoded, not as the few KB it is encoded (issue 15, item 3)."""
+    table = pa.table({kind: COLUMNS[kind](100_000)})
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "part-0.parquet", row_group_size=30_000)
+    p = yf.Pipeline("est")
+    p.read_parquet(str(tmp_path / "in"), name="src").write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(Configuration.load())
+    estimated = next(v.estimate for v in graph.vertices.values() if v.name == "src").bytes
+    actual = pq.read_table(tmp_path / "in").nbytes
+    assert abs(estimated - actual) <= actual / 4, f"{kind}: estimated {estimated}, Arrow {actual}"
+
+
+def test_a_side_small_when_encoded_but_big_in_arrow_is_hashed_not_broadcast(tmp_path):
+    names = pa.table({"k": pa.array([i % 10 for i in range(200_000)], pa.int64()),
+                      "name": pa.array([f"instrument-class-{i % 10}-of-the-big-family"
+                                        for i in range(200_000)])})
+    (tmp_path / "names").mkdir()
+    pq.write_table(names, tmp_path / "names" / "part-0.parquet")
+    encoded = pq.read_metadata(tmp_path / "names" / "part-0.parquet").row_group(0).total_byte_size
+    arrow = names.nbytes
+    assert encoded < 2**20 < arrow, (encoded, arrow)
+
+    facts = big_parquet(tmp_path, rows=800_000)          # 19 MB in Arrow
+
+    def plan(threshold: int):
+        p = yf.Pipeline("auto", parallelism=2)
+        big = p.read_parquet(facts, name="big")
+        big.join(p.read_parquet(str(tmp_path / "names"), name="names"), on="k") \
+           .write_parquet(str(tmp_path / "o"))
+        graph = p.job_graph(Configuration.load(
+            overrides=[f"planner.broadcast-threshold={threshold}b"]))
+        return next(iter(graph.join_plans.values()))
+    assert plan(2**20).strategy is JoinStrategy.HASH, "its encoded size is below 1 MB"
+    broadcast = plan(arrow + 2**20)
+    assert broadcast.strategy is JoinStrategy.BROADCAST and broadcast.broadcast_input == 1
 
 
 def test_auto_broadcasts_the_small_side_behind_an_operator_and_forwards_the_big_one(tmp_path):
@@ -133,3 +181,49 @@ def test_planning_leaves_the_users_pipeline_untouched(tmp_path):
     assert all(v.parallelism is None and v.estimate is None for v in p._vertices)
     assert all(v.operator is not two[v.name].operator for v in p._vertices)
     assert p._vertices[-1].operator.committer.output.uris == []
+
+
+def test_a_selectivity_hint_corrects_the_estimate_and_auto_uses_it(tmp_path):
+    """A filter keeping 0.1 % of a big side makes it the one to broadcast (issue 15)."""
+    def plan(**hint):
+        p = yf.Pipeline("hint", parallelism=2)
+        facts = p.read_parquet(big_parquet(tmp_path) if not (tmp_path / "big").exists()
+                               else str(tmp_path / "big"), name="facts")
+        few = facts.filter(lambda b: b["k"], name="few", **hint)
+        names = p.from_arrow(pa.table({"k": list(range(100_000)),
+                                       "name": [f"n{i}" for i in range(100_000)]}), name="names")
+        names.join(few, on="k").write_parquet(str(tmp_path / "o"))
+        graph = p.job_graph(Configuration.load(overrides=["planner.broadcast-threshold=1mb"]))
+        few_estimate = next(v.estimate for v in graph.vertices.values() if v.name == "few")
+        return next(iter(graph.join_plans.values())), few_estimate
+    unhinted, carried = plan()
+    assert unhinted.strategy is JoinStrategy.HASH and carried.origin == "as its input"
+    hinted, corrected = plan(selectivity=0.001)
+    assert corrected.rows == 200 and corrected.origin == "the user's hint"
+    assert hinted.strategy is JoinStrategy.BROADCAST and hinted.broadcast_input == 1
+    _, sized = plan(size="2 mb")
+    assert sized.bytes == 2 * 2**20
+
+
+def test_a_bad_hint_is_refused_naming_the_vertex_and_the_fix():
+    p = yf.Pipeline("hint")
+    with pytest.raises(yf.InvalidPipelineError, match="vertex 'f'.*selectivity must be above 0.*Fix"):
+        p.from_arrow(SMALL).filter(lambda b: b["k"], name="f", selectivity=0)
+
+
+def test_csv_estimates_come_from_a_sample_in_arrow_bytes(tmp_path):
+    import pyarrow.csv as pacsv
+    table = pa.table({"id": pa.array(range(50_000), pa.int64()),
+                      "price": pa.array([i * 0.25 for i in range(50_000)]),
+                      "code": pa.array([f"C{i % 300:05d}" for i in range(50_000)])})
+    (tmp_path / "csv").mkdir()
+    for part in range(3):
+        pacsv.write_csv(table, tmp_path / "csv" / f"part-{part}.csv")
+    p = yf.Pipeline("csv")
+    p.read_csv(str(tmp_path / "csv"), name="src").write_parquet(str(tmp_path / "o"))
+    graph = p.job_graph(Configuration.load())
+    estimate = next(v.estimate for v in graph.vertices.values() if v.name == "src")
+    actual = table.nbytes * 3
+    assert abs(estimate.rows - 150_000) <= 150_000 / 4
+    assert abs(estimate.bytes - actual) <= actual / 4, (estimate, actual)
+    assert estimate.origin.startswith("a CSV sample of")

@@ -62,6 +62,28 @@ def test_two_profiles_get_containers_of_exactly_those_sizes(yarn_cluster, hdfs):
     assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
 
 
+def test_each_shared_slot_gets_a_container_of_its_own_size(yarn_cluster, hdfs):
+    """Issue 15, item 4: a source of parallelism 2 (1 core, 1 GB) shares slots with a map
+    of parallelism 1 (2 cores, 2 GB): one 3c/3g slot and one 1c/1g slot, so YARN grants
+    one container of each size (slot + the TaskExecutor's 256 MB), not two 3c/3g ones."""
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "narrow-heavy",
+                    "--work", "3", "--out", f"{hdfs.scratch('out')}/out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    seen: dict[str, tuple[int, int]] = {}
+
+    def both_seen() -> bool:
+        if yarn_cluster.app(app_id)["state"] in ("FINISHED", "FAILED", "KILLED"):
+            raise AssertionError(f"{app_id} ended before its containers were seen: {seen}")
+        for c in yarn_cluster.running_containers(app_id):
+            seen[c["containerId"]] = (c["allocatedMB"], c["allocatedVCores"])
+        return len(seen) >= 3       # the ApplicationMaster and two TaskExecutors
+    wait_until(both_seen, 120, "the application's three containers", interval=0.3)
+    am = min(seen)
+    assert sorted(size for cid, size in seen.items() if cid != am) == [(1280, 1), (3328, 3)]
+    assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
+
+
 def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster, hdfs):
     """LAZY_FROM_SOURCES: stage 2 runs on executors of its own profile; stage 1's
     container must go within slot.idle.timeout + taskmanager-timeout + 2 s of its

@@ -45,9 +45,14 @@ class ExecutionSlotSharingGroup:
         return f"{self.slot_sharing_group}#{self.index}"
 
 
-def build_slot_sharing_groups(graph: ExecutionGraph, profiles: dict[str, ResourceSpec]
+def build_slot_sharing_groups(graph: ExecutionGraph, profiles: dict[str, list[ResourceSpec]]
                               ) -> dict[ExecutionVertex, ExecutionSlotSharingGroup]:
-    """Assign every subtask to a shared slot; ``profiles`` gives each group's slot size."""
+    """Assign every subtask to a shared slot; ``profiles`` gives the size of each
+    group's shared slots by index (``JobGraph.shared_slot_profiles``)."""
+
+    def profile(name: str, index: int) -> ResourceSpec:
+        sizes = profiles[name]
+        return sizes[index] if index < len(sizes) else sizes[0]
     assignment: dict[ExecutionVertex, ExecutionSlotSharingGroup] = {}
     groups: dict[str, list[ExecutionSlotSharingGroup]] = {}
     co_located: dict[tuple[str, int], ExecutionSlotSharingGroup] = {}
@@ -71,10 +76,11 @@ def build_slot_sharing_groups(graph: ExecutionGraph, profiles: dict[str, Resourc
                     target = None
             if target is None:
                 while len(slots) <= i:
-                    slots.append(ExecutionSlotSharingGroup(name, len(slots), profiles[name]))
+                    slots.append(ExecutionSlotSharingGroup(name, len(slots),
+                                                           profile(name, len(slots))))
                 target = slots[i]
                 if target.holds_vertex(ejv.id):   # pragma: no cover - defensive
-                    target = ExecutionSlotSharingGroup(name, len(slots), profiles[name])
+                    target = ExecutionSlotSharingGroup(name, len(slots), profiles[name][0])
                     slots.append(target)
             target.add(vertex)
             assignment[vertex] = target

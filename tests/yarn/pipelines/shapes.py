@@ -28,7 +28,7 @@ def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
-                                          "copy"])
+                                          "copy", "narrow-heavy"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -46,6 +46,11 @@ def main() -> None:
         light = heavy.map(working(args.work), name="light").resources(R(1, "512m")) \
             .slot_sharing_group("light")
         light.write_parquet(args.out, mode).slot_sharing_group("light")
+    elif args.shape == "narrow-heavy":   # shared slots of 3c/3g (source + map) and 1c/1g (source)
+        p = yf.Pipeline("narrow-heavy", parallelism=2)
+        src = p.from_arrow(rows(2000)).resources(R(1, "1g"))
+        src.rebalance().map(working(args.work), name="heavy").set_parallelism(1) \
+            .resources(R(2, "2g")).write_parquet(args.out, mode).set_parallelism(1)
     elif args.shape == "lazy":           # stage 1 (512 MB) feeds stage 2 (768 MB) that works on
         p = yf.Pipeline("lazy", parallelism=1, schedule_mode="LAZY_FROM_SOURCES")
         src = p.from_arrow(rows(1000)).resources(R(1, "512m")).slot_sharing_group("stage1")
