@@ -40,25 +40,31 @@ def test_main_example_per_job_returns_at_once_and_succeeds(yarn_cluster, hdfs):
     assert not os.path.exists(urlsplit(base).path), "something was written to the local path"
 
 
+def container_sizes(yarn_cluster, app_id: str, executors: int) -> tuple[tuple, list[tuple]]:
+    """(MB, vcores) of the ApplicationMaster's container and, sorted, of the first
+    ``executors`` TaskExecutor containers YARN lists for the application."""
+    seen: dict[str, tuple[int, int]] = {}
+
+    def all_seen() -> bool:
+        if yarn_cluster.app(app_id)["state"] in ("FINISHED", "FAILED", "KILLED"):
+            raise AssertionError(f"{app_id} ended before its containers were seen: {seen}")
+        for c in yarn_cluster.running_containers(app_id):
+            seen[c["containerId"]] = (c["allocatedMB"], c["allocatedVCores"])
+        return len(seen) >= executors + 1
+    wait_until(all_seen, 120, f"the application's {executors + 1} containers", interval=0.3)
+    am = min(seen)                   # container ..._000001 is the ApplicationMaster's
+    return seen[am], sorted(size for cid, size in seen.items() if cid != am)
+
+
 def test_two_profiles_get_containers_of_exactly_those_sizes(yarn_cluster, hdfs):
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "two-profiles",
                     "--work", "5", "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
-    seen: dict[str, tuple[int, int]] = {}
-
-    def both_sizes_seen() -> bool:
-        if yarn_cluster.app(app_id)["state"] in ("FINISHED", "FAILED", "KILLED"):
-            raise AssertionError(f"{app_id} ended before both sizes were seen: {seen}")
-        for c in yarn_cluster.running_containers(app_id):
-            seen[c["containerId"]] = (c["allocatedMB"], c["allocatedVCores"])
-        return len(seen) >= 5       # the ApplicationMaster and four TaskExecutors
-    wait_until(both_sizes_seen, 120, "the application's five containers", interval=0.3)
-    am = min(seen)                   # container ..._000001 is the ApplicationMaster's
-    executors = sorted(size for cid, size in seen.items() if cid != am)
+    am, executors = container_sizes(yarn_cluster, app_id, 4)
     # slot profile + the TaskExecutor's 256 MB; vcores rounded up to whole cores
     assert executors == [(768, 1), (768, 1), (1792, 2), (1792, 2)]
-    assert seen[am] == (1024, 1)
+    assert am == (1024, 1)
     assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
 
 
@@ -70,17 +76,8 @@ def test_each_shared_slot_gets_a_container_of_its_own_size(yarn_cluster, hdfs):
                     "--work", "3", "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
-    seen: dict[str, tuple[int, int]] = {}
-
-    def both_seen() -> bool:
-        if yarn_cluster.app(app_id)["state"] in ("FINISHED", "FAILED", "KILLED"):
-            raise AssertionError(f"{app_id} ended before its containers were seen: {seen}")
-        for c in yarn_cluster.running_containers(app_id):
-            seen[c["containerId"]] = (c["allocatedMB"], c["allocatedVCores"])
-        return len(seen) >= 3       # the ApplicationMaster and two TaskExecutors
-    wait_until(both_seen, 120, "the application's three containers", interval=0.3)
-    am = min(seen)
-    assert sorted(size for cid, size in seen.items() if cid != am) == [(1280, 1), (3328, 3)]
+    _, executors = container_sizes(yarn_cluster, app_id, 2)
+    assert executors == [(1280, 1), (3328, 3)]
     assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
 
 
