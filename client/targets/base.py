@@ -9,10 +9,12 @@ from __future__ import annotations
 import abc
 import time
 
-from yarnflow.conf import ConfigError, Configuration
+from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import JobStatus
+from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
 
 
 class JobHandle(abc.ABC):
@@ -85,3 +87,12 @@ def make_target(name: str, config: Configuration) -> Target:
         return YarnSessionTarget(config)
     raise ConfigError(f"execution.target: unknown target {name!r}; use local, yarn-per-job "
                       "or yarn-session")
+
+
+def planned_worker_specs(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
+    """The executors a job's slots need, on every target: as many slots of each
+    profile per executor as the job uses at once, never more."""
+    return plan_worker_specs(
+        graph, ResourceSpec(config.get(options.DEFAULT_SLOT_CPU), config.get(options.DEFAULT_SLOT_MEMORY)),
+        config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
+        ResourceSpec(config.get(options.MAX_WORKER_CPU), config.get(options.MAX_WORKER_MEMORY)))

@@ -18,10 +18,10 @@ from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import ClusterOverview
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
+from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.rpc.security import generate_cluster_credentials
 from yarnflow.targets.app_store import yarnflow_home
-from yarnflow.targets.base import JobHandle, Target
+from yarnflow.targets.base import JobHandle, Target, planned_worker_specs
 
 __all__ = ["JobClient", "JobResult", "LocalCluster", "LocalTarget"]
 
@@ -176,15 +176,6 @@ class LocalTarget(Target):
         except BaseException:
             cluster.stop()
             raise
-
-
-def planned_worker_specs(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
-    """The executors a job's slots need, as the YARN targets plan them: as many slots
-    of each profile per executor as the job uses at once, never more."""
-    return plan_worker_specs(
-        graph, ResourceSpec(config.get(options.DEFAULT_SLOT_CPU), config.get(options.DEFAULT_SLOT_MEMORY)),
-        config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
-        ResourceSpec(config.get(options.MAX_WORKER_CPU), config.get(options.MAX_WORKER_MEMORY)))
 
 
 def run_log_dir(config: Configuration, job_id: str) -> Path:

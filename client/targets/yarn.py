@@ -19,11 +19,11 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode, service_name
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs, slots_needed
+from yarnflow.core.worker_spec import WorkerSpec, slots_needed
 from yarnflow.rpc.codec import jobgraph_to_proto
 from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.base import JobHandle, Target
+from yarnflow.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.targets.history import history_location
 from yarnflow.targets.yarn_client import (bounded, prepare_config, python_and_files, services_plan,
                                           skein_client, taskexecutor_service)
@@ -36,8 +36,7 @@ def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec
     largest = ResourceSpec(config.get(options.MAX_WORKER_CPU), config.get(options.MAX_WORKER_MEMORY))
     default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                 config.get(options.DEFAULT_SLOT_MEMORY))
-    specs = plan_worker_specs(graph, default_slot, config.get(options.NUM_TASK_SLOTS),
-                              config.get(options.WORKER_OVERHEAD_MEMORY), largest)
+    specs = planned_worker_specs(graph, config)
     for group, members in graph.slot_sharing_groups().items():
         spec = specs[graph.slot_profile(group, default_slot)]
         if spec.container.memory_mb > largest.memory_mb or spec.vcores > largest.cpu:
