@@ -68,6 +68,21 @@ class YarnJobHandle(JobHandle):
             self.details()
         return self._ended
 
+    def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobResult:
+        """For a per-job application, also until the application itself ended (within the
+        client's timeout): its ApplicationMaster archives the job and gives back its
+        containers after the job ended, and whoever ran an attached job expects
+        ``yarnflow history`` to show it and YARN to list nothing of it once we return."""
+        result = super().wait(timeout, poll)
+        if self._owns:
+            from yarnflow.targets.yarn_apps import YarnApplication
+            try:
+                with YarnApplication(self.application_id, self._timeout, self._store) as app:
+                    app.wait_finished(self._timeout, poll)
+            except YarnError:
+                pass   # the job's outcome is known; the application ends on its own
+        return result
+
     def _outcome_after_the_application(self) -> JobResult:
         from yarnflow.rpc.archive import archived_job   # fsspec: not on the submit path
         archived = archived_job(self._history, self.job_id)
