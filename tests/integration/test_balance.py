@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
@@ -65,24 +66,32 @@ def late_python(tmp_path: Path) -> str:
 
 
 def instruments() -> pa.Table:
-    return pa.table({"code": pa.array([i % 50 for i in range(ROWS)], pa.int64()),
-                     "v": pa.array(range(ROWS), pa.int64())})
+    """Every row the same width as text (two-digit codes, six-digit values): a CSV
+    input is shared out in bytes, so equal bytes are then equal rows."""
+    return pa.table({"code": pa.array([10 + i % 50 for i in range(ROWS)], pa.int64()),
+                     "v": pa.array(range(100_000, 100_000 + ROWS), pa.int64())})
 
 
-CODES = pa.table({"code": pa.array(range(50), pa.int64()),
-                  "name": pa.array([f"currency-{i}" for i in range(50)])})
+CODES = pa.table({"code": pa.array(range(10, 60), pa.int64()),
+                  "name": pa.array([f"currency-{i}" for i in range(10, 60)])})
 
 
 def source_of(kind: str, p: yf.Pipeline, tmp_path: Path) -> yf.DataSet:
     if kind == "in-memory":
         return p.from_arrow(instruments(), name="instruments")
     (tmp_path / kind).mkdir()
+    if kind == "csv-directory":       # three files: half, three tenths and a fifth
+        for i, (lo, hi) in enumerate([(0, ROWS // 2), (ROWS // 2, ROWS * 8 // 10),
+                                      (ROWS * 8 // 10, ROWS)]):
+            pacsv.write_csv(instruments().slice(lo, hi - lo), tmp_path / kind / f"{i}.csv")
+        return p.read_csv(str(tmp_path / kind), name="instruments")
     row_group = ROWS if kind == "one-row-group" else ROWS // 40
     pq.write_table(instruments(), tmp_path / kind / "part-0.parquet", row_group_size=row_group)
     return p.read_parquet(str(tmp_path / kind), name="instruments")
 
 
-@pytest.mark.parametrize("kind", ["in-memory", "one-row-group", "many-row-groups"])
+@pytest.mark.parametrize("kind", ["in-memory", "one-row-group", "many-row-groups",
+                                  "csv-directory"])
 def test_the_forward_side_of_a_broadcast_join_is_balanced_when_an_executor_starts_late(
         fast_config, tmp_path, kind):
     """Seed 003's promise, whatever order the executors start in (issue 15): every

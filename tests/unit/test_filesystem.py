@@ -3,6 +3,7 @@ recovers from a crash on the file system's own operations (here the local disk; 
 YARN tests run the same code on HDFS)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pyarrow as pa
@@ -157,6 +158,54 @@ def test_a_one_row_group_parquet_file_is_cut_into_row_ranges_read_once_each(tmp_
     values = [v for s in splits for b in source.read_split(s, 1000)
               for v in b.column(0).to_pylist()]
     assert values == list(range(10_001)), "every row once, in order"
+
+
+def csv_rows(start: int, count: int) -> pa.Table:
+    """Rows of uneven length (quoted commas too), so range ends fall mid-line."""
+    return pa.table({"k": pa.array(range(start, start + count), pa.int64()),
+                     "text": [f"row {i}, " + "x" * (i % 37) for i in range(start, start + count)],
+                     "v": [i / 7 for i in range(start, start + count)]})
+
+
+def test_csv_input_is_cut_into_equal_byte_ranges_that_yield_every_line_once(tmp_path):
+    """Three files of very different sizes, four subtasks: 16 splits of equal bytes
+    (some spanning two files), every line once, one schema."""
+    import pyarrow.csv as pacsv
+    from yarnflow.core.operators.sources import CsvSource
+    counts = [30_000, 9_000, 1]                       # ~1.5 MB, ~0.4 MB, one row
+    for i, count in enumerate(counts):
+        pacsv.write_csv(csv_rows(i * 100_000, count), tmp_path / f"part-{i}.csv")
+    total = sum(f.stat().st_size for f in tmp_path.iterdir())
+    source = CsvSource(str(tmp_path)).bound(FileSystemSettings())
+    splits = source.create_input_splits(parallelism=4)
+    assert len(splits) == 16
+    sizes = [sum(s.length for s in split.segments) for split in splits]
+    assert sum(sizes) == total and max(sizes) - min(sizes) <= 1, sizes
+    assert any(len(split.segments) > 1 for split in splits), "a range spans a file end"
+    tables = [pa.Table.from_batches(list(source.read_split(s, 1000))) for s in splits]
+    assert len({t.schema for t in tables if t.num_rows}) == 1, "one schema for every split"
+    got = pa.concat_tables(t for t in tables if t.num_rows)
+    want = pa.concat_tables(csv_rows(i * 100_000, n) for i, n in enumerate(counts))
+    assert got.equals(want.cast(got.schema)), "every line once, in order"
+    # tiny ranges (most with no line starting in them) still yield every line once
+    tiny = [dataclasses.replace(split, segments=tuple(
+        dataclasses.replace(s, start=b, length=min(50, s.start + s.length - b))
+        for s in split.segments for b in range(s.start, s.start + s.length, 50)))
+        for split in splits[:2]]
+    got = pa.concat_tables(pa.Table.from_batches(list(source.read_split(s, 1000)),
+                                                 schema=tables[0].schema) for s in tiny)
+    assert got["k"].to_pylist() == [k for t in tables[:2] for k in t["k"].to_pylist()]
+
+
+def test_csv_whose_values_may_hold_newlines_is_read_a_whole_file_a_split(tmp_path):
+    import pyarrow.csv as pacsv
+    from yarnflow.core.operators.sources import CsvSource
+    pacsv.write_csv(csv_rows(0, 30_000), tmp_path / "a.csv")
+    source = CsvSource(str(tmp_path), parse_options=pacsv.ParseOptions(
+        newlines_in_values=True)).bound(FileSystemSettings())
+    splits = source.create_input_splits(parallelism=4)
+    assert [[(s.start, s.length) for s in split.segments] for split in splits] == [[(0, None)]]
+    assert sum(b.num_rows for b in source.read_split(splits[0], 1000)) == 30_000
 
 
 def test_a_local_output_on_a_cluster_is_refused_with_where_to_write_instead():
