@@ -19,7 +19,7 @@ from yarnflow.conf import ConfigError, options
 from yarnflow.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.cli_common import (USER_ERRORS, config_options, fail, load_config, session_option,
-                                 user_errors)
+                                 table_console, user_errors)
 from yarnflow.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
 
 TARGETS = ["local", "yarn-per-job", "yarn-session"]
@@ -59,7 +59,7 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
     once the application is accepted, printing its id (unless --attach); on a
     session, once the Dispatcher accepted the job, printing the job id.
     SCRIPT_ARGS go to the script's sys.argv."""
-    console = Console()
+    console = table_console()
     if verbose:     # else the runtime logs to files only (a local run: beside its executors')
         logging.basicConfig(level=logging.INFO,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -114,17 +114,21 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
               help="Default parallelism of operators that set none (parallelism.default).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the plan as JSON (vertices, inputs, estimates, shared slots, "
+                   "executors, joins) instead of a table.")
 @config_options
 def explain(pipeline: str, script_args: tuple[str, ...], parallelism: int | None,
-            dynamic: tuple[str, ...], conf_file: str | None) -> None:
+            as_json: bool, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Print the plan PIPELINE would run with — vertices, parallelism, slot profiles,
     ship strategies, estimated rows and bytes, and why each join got its strategy —
     without running it. SCRIPT_ARGS go to the script's sys.argv."""
     config = load_config(conf_file, dynamic)
     if parallelism is not None:
         config.set(options.DEFAULT_PARALLELISM, parallelism)
-    console = Console() if sys.stdout.isatty() else Console(width=160)   # a plan is wide
-    _run_script(pipeline, script_args, ExecutionContext(config, "explain", False, console), False)
+    console = table_console()
+    context = ExecutionContext(config, "explain", False, console, explain_json=as_json)
+    _run_script(pipeline, script_args, context, False)
 
 
 def _is_application(ref: str) -> bool:
@@ -149,7 +153,7 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
     from yarnflow.targets.yarn_apps import YarnApplication
     with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
         st = app.status()
-    console = Console()
+    console = table_console()
     console.print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
     console.print(f"tracking URL: {st.tracking_url}", highlight=False)
     if st.details is not None:

@@ -21,6 +21,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 USER_ERRORS = (YarnError, ConfigError, KeyError)
 
 
+def table_console() -> Console:
+    """A console for commands that print tables: a terminal's own width, and when the
+    output is a pipe or a log (where rich assumes 80 columns and folds every cell) a
+    width that keeps a plan's or a job's rows on one line each."""
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
 def fail(err: BaseException | str, status: int = 1) -> NoReturn:
     message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
     Console().print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)

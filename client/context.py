@@ -3,6 +3,7 @@
 does; a script run with plain ``python`` gets the defaults (``local``)."""
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ class ExecutionContext:
     console: Console = field(default_factory=lambda: Console(stderr=False))
     results: list[Any] = field(default_factory=list)
     show_subtasks: bool = False     # print every subtask's metrics after the summary
+    explain_json: bool = False      # ``explain --json``: the plan as JSON, not a table
 
 
 _CONTEXT: ExecutionContext | None = None
@@ -53,9 +55,13 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     config = config or context.config
     name = target or (context.target if _CONTEXT else config.get(options.TARGET))
     if name == "explain":
-        from yarnflow.explain import ExplainResult, plan_renderable
+        from yarnflow.explain import ExplainResult, plan_json, plan_renderable
         graph = pipeline.job_graph(config)
-        context.console.print(plan_renderable(graph, config))
+        if context.explain_json:
+            context.console.print(json.dumps(plan_json(graph, config), indent=2), markup=False,
+                                  highlight=False, soft_wrap=True)
+        else:
+            context.console.print(plan_renderable(graph, config))
         explained = ExplainResult(graph)
         context.results.append(explained)
         return explained

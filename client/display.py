@@ -11,7 +11,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from yarnflow.core.details import JobDetails
+from yarnflow.core.details import JobDetails, VertexDetails
 from yarnflow.core.messages import TaskMetrics
 from yarnflow.core.status import ExecutionState
 
@@ -45,12 +45,35 @@ def progress_table(details: JobDetails) -> Table:
     return table
 
 
-def input_skew(metrics: list[TaskMetrics]) -> float | None:
+def input_skew(metrics: list[TaskMetrics], input_index: int | None = None) -> float | None:
     """Most records one subtask read ÷ the mean: 1.0 is perfectly balanced; a hash join
-    on a skewed key shows nearly the parallelism here."""
-    counts = [m.records_in for m in metrics]
+    on a skewed key shows nearly the parallelism here. Of one input when
+    ``input_index`` is given (a broadcast side is alike everywhere by construction)."""
+    counts = [m.records_in for m in metrics] if input_index is None else \
+        [records_from(m, input_index) for m in metrics]
     mean = sum(counts) / len(counts) if counts else 0
     return max(counts) / mean if mean else None
+
+
+def records_from(metrics: TaskMetrics, input_index: int) -> int:
+    per_input = metrics.records_in_per_input
+    return per_input[input_index] if input_index < len(per_input) else 0
+
+
+def per_input(vertex: VertexDetails) -> str:
+    """A multi-input vertex's records in by input, e.g. "join reads instruments
+    (forward) 200,000, max/mean 1.00; codes (broadcast) 200, max/mean 1.00"; empty for a
+    vertex of one input."""
+    if len(vertex.inputs) < 2:
+        return ""
+    metrics = [s.metrics for s in vertex.subtasks]
+    parts = []
+    for index, source in enumerate(vertex.inputs):
+        skew = input_skew(metrics, index)
+        parts.append(f"{source.producer} ({source.ship}) "
+                     f"{sum(records_from(m, index) for m in metrics):,}"
+                     + ("" if skew is None else f", max/mean {skew:.2f}"))
+    return f"{vertex.name} reads " + "; ".join(parts)
 
 
 def _short(text: str, width: int = 160) -> str:
@@ -81,17 +104,21 @@ def summary_table(details: JobDetails) -> Table:
 def subtask_table(details: JobDetails) -> Table:
     """Every subtask's own figures: where the rows went, and which one was slow."""
     table = Table(title=f"subtasks of job {details.job_id}", title_justify="left")
-    for column in ("subtask", "state", "executor", "records in", "records out", "MB in",
-                   "MB out", "seconds", "splits local/remote"):
-        table.add_column(column, justify="left" if column in ("subtask", "state", "executor")
-                         else "right")
+    left = ("subtask", "state", "executor", "slot", "worker spec")
+    for column in left + ("records in", "by input", "records out", "MB in", "MB out",
+                          "seconds", "splits local/remote"):
+        table.add_column(column, justify="left" if column in left else "right")
     for vertex in details.vertices:
         for s in vertex.subtasks:
             m = s.metrics
             located = s.splits_local + s.splits_remote
             table.add_row(f"{vertex.name} ({s.index + 1}/{vertex.parallelism})",
                           s.state.name, s.resource_id,
-                          f"{m.records_in:,}", f"{m.records_out:,}",
+                          s.slot_profile.label() if s.slot_profile is not None else "",
+                          s.worker_spec, f"{m.records_in:,}",
+                          " + ".join(f"{n:,}" for n in m.records_in_per_input)
+                          if len(m.records_in_per_input) > 1 else "",
+                          f"{m.records_out:,}",
                           f"{m.bytes_in / 2**20:.1f}", f"{m.bytes_out / 2**20:.1f}",
                           f"{m.duration_s:.2f}",
                           f"{s.splits_local}/{s.splits_remote}" if located else "")
@@ -129,6 +156,9 @@ def follow(handle: Any, console: Console, refresh: float = 0.5) -> None:
 
 def print_summary(details: JobDetails, console: Console, subtasks: bool = False) -> None:
     console.print(summary_table(details))
+    for vertex in details.vertices:
+        if len(vertex.inputs) > 1:
+            console.print(per_input(vertex), highlight=False, soft_wrap=True)
     if subtasks:
         console.print(subtask_table(details))
     if details.restarts:

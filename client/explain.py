@@ -18,6 +18,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import JobGraph, PartitionType, ShipStrategy
 from yarnflow.core.estimates import UNKNOWN, format_bytes
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.worker_spec import slots_needed
 
 
 class ExplainStatus(enum.Enum):
@@ -42,27 +43,87 @@ def describe_input(edge: Any) -> str:
     return f"{ship} <- {edge.source.name}{blocking}"
 
 
-def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
+def _spec(spec: ResourceSpec) -> dict[str, Any]:
+    return {"cpu": spec.cpu, "memory_mb": spec.memory_mb, "gpus": spec.gpus}
+
+
+def plan_json(graph: JobGraph, config: Configuration) -> dict[str, Any]:
+    """The plan as data, for tools and tests: what the table shows, plus the profile of
+    each shared slot and the executors (worker specs) the job would start."""
+    from yarnflow.targets.base import planned_worker_specs
     default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
                                 config.get(options.DEFAULT_SLOT_MEMORY))
+    vertices = []
+    for vertex in graph.topological_order():
+        estimate = vertex.estimate or UNKNOWN
+        vertices.append({
+            "id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism,
+            "slot_sharing_group": vertex.slot_sharing_group or "",
+            "subtask_profile": _spec(vertex.resources or default_slot),
+            "uses_spark": vertex.uses_spark,
+            "estimate": {"rows": estimate.rows, "bytes": estimate.bytes,
+                         "from": estimate.origin},
+            "inputs": [{"index": e.target_input, "producer": e.source.name,
+                        "producer_id": e.source.id, "ship": e.ship.name, "keys": list(e.keys),
+                        "exchange": e.partition_type.name} for e in graph.inputs_of(vertex)]})
+    needed = slots_needed(graph, default_slot)
+    workers = []
+    for profile, spec in planned_worker_specs(graph, config).items():
+        workers.append({"name": spec.name, "slot_profile": _spec(spec.slot_profile),
+                        "slots": spec.num_slots, "container": _spec(spec.container),
+                        "executors": -(-needed.get(profile, 0) // spec.num_slots)})
+    return {
+        "name": graph.name, "job_id": graph.job_id, "schedule_mode": graph.schedule_mode.name,
+        "vertices": vertices,
+        "shared_slots": {group: [_spec(p) for p in graph.shared_slot_profiles(group, default_slot)]
+                         for group in graph.slot_sharing_groups()},
+        "worker_specs": workers,
+        "joins": [{"vertex": graph.vertices[v].name, "strategy": plan.strategy.name,
+                   "broadcast_input": plan.broadcast_input, "build_input": plan.build_input,
+                   "reason": plan.reason} for v, plan in graph.join_plans.items()]}
+
+
+def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
+    plan = plan_json(graph, config)
     table = Table(title=f"plan of {graph.name} ({graph.schedule_mode.name})", title_justify="left")
-    for column in ("vertex", "parallelism", "slot sharing group", "slot profile", "inputs",
+    for column in ("vertex", "parallelism", "slot sharing group", "slot profiles", "inputs",
                    "est. rows", "est. size", "estimated from"):
-        table.add_column(column, justify="right" if column.startswith(("est.", "par")) else "left")
+        table.add_column(column, justify="right" if column.startswith(("est.", "par")) else "left",
+                         no_wrap=column == "inputs")     # an input reads as one phrase
+    shown: set[str] = set()
     for vertex in graph.topological_order():
         estimate = vertex.estimate or UNKNOWN
         group = vertex.slot_sharing_group or ""
         table.add_row(
             vertex.name, str(vertex.parallelism), group,
-            graph.slot_profile(group, default_slot).label() if group else "",
+            _profiles(plan["shared_slots"].get(group, [])) if group not in shown else "(as above)",
             "\n".join(describe_input(e) for e in graph.inputs_of(vertex)) or "(source)",
             "?" if estimate.rows is None else f"{estimate.rows:,}", format_bytes(estimate.bytes),
             estimate.origin or "-")
+        shown.add(group)
     lines: list[Table | Text] = [table]
-    for vertex_id, plan in graph.join_plans.items():
-        lines.append(Text(f"{graph.vertices[vertex_id].name}: {plan.strategy.name} join — "
-                          f"{plan.reason}"))
+    lines.append(Text("executors: " + ", ".join(
+        f"{w['executors']} x {w['name']} ({_label(w['container'])} each)"
+        for w in plan["worker_specs"])))
+    for vertex_id, join in graph.join_plans.items():
+        lines.append(Text(f"{graph.vertices[vertex_id].name}: {join.strategy.name} join — "
+                          f"{join.reason}"))
     return Group(*lines)
+
+
+def _label(spec: dict[str, Any]) -> str:
+    return ResourceSpec(spec["cpu"], spec["memory_mb"], spec["gpus"]).label()
+
+
+def _profiles(slots: list[dict[str, Any]]) -> str:
+    """Each shared slot's profile, runs of equal ones counted: "3c-3072m, 1c-1024m x 3"."""
+    runs: list[list[Any]] = []
+    for label in map(_label, slots):
+        if runs and runs[-1][0] == label:
+            runs[-1][1] += 1
+        else:
+            runs.append([label, 1])
+    return ", ".join(label if n == 1 else f"{label} x {n}" for label, n in runs)
 
 
 def join_strategies(graph: JobGraph) -> dict[str, str]:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from yarnflow.cli_common import (config_options, fail, load_config, session_option,
-                                 user_errors)
+                                 table_console, user_errors)
 from yarnflow.conf import Configuration, options
 from yarnflow.display import jobs_table, print_summary, progress_table
 from yarnflow.targets.yarn_errors import YarnError
@@ -120,7 +120,7 @@ def show_session_job(job_id: str, session: str, config: Configuration, subtasks:
     from yarnflow.rpc.archive import archived_job
     from yarnflow.targets.dispatcher_client import DispatcherClient, JobNotFound
     from yarnflow.targets.session import resolve_session
-    console = Console()
+    console = table_console()
     store = ApplicationStore()
     app_id = None if session else store.app_of_job(job_id)
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
 
 
@@ -26,6 +27,16 @@ class SubtaskDetails:
     splits_local: int = 0
     splits_remote: int = 0
     host: str = ""          # the host of the executor the current attempt runs on
+    # the slot the current attempt runs in (the sum of the subtasks sharing it), and the
+    # worker spec of its executor (slots x slot profile: on YARN, its container)
+    slot_profile: ResourceSpec | None = None
+    worker_spec: str = ""
+
+
+@dataclass(frozen=True)
+class VertexInput:
+    producer: str           # the producing vertex's name
+    ship: str               # its ship strategy: forward, hash, broadcast, rebalance
 
 
 @dataclass
@@ -34,6 +45,7 @@ class VertexDetails:
     name: str
     parallelism: int
     subtasks: list[SubtaskDetails] = field(default_factory=list)
+    inputs: list[VertexInput] = field(default_factory=list)      # by input index
 
 
 @dataclass(frozen=True)

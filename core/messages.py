@@ -90,16 +90,20 @@ class SlotOffer:
     allocation_id: AllocationID
     slot_index: int
     profile: ResourceSpec
+    worker_spec: str = ""     # the executor's, so job details can say where a task ran
 
 
 @dataclass
 class TaskMetrics:
-    """What one attempt read and wrote; its task thread counts, reports carry a copy."""
+    """What one attempt read and wrote; its task thread counts, reports carry a copy.
+    ``records_in_per_input`` splits ``records_in`` by input index: a join's probe side
+    and its broadcast (or build) side apart, whose skews mean different things."""
     records_in: int = 0
     records_out: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
     duration_s: float = 0.0
+    records_in_per_input: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleM
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration, TaskMetrics)
-from yarnflow.core.details import ExceptionEntry, JobDetails, SessionOverview, SubtaskDetails, VertexDetails
+from yarnflow.core.details import (ExceptionEntry, JobDetails, SessionOverview, SubtaskDetails,
+                                   VertexDetails, VertexInput)
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
 from yarnflow.rpc.generated import (common_pb2, dispatcher_pb2, jobgraph_pb2, jobmaster_pb2,
@@ -146,13 +147,19 @@ def registration_to_proto(registration: TaskExecutorRegistration
 
 def slot_offer_from_proto(message: Any) -> SlotOffer:
     return SlotOffer(message.allocation_id, message.slot_index,
-                     resource_spec_from_proto(message.profile))
+                     resource_spec_from_proto(message.profile), message.worker_spec)
 
 
 def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
     message.records_in, message.records_out = metrics.records_in, metrics.records_out
     message.bytes_in, message.bytes_out = metrics.bytes_in, metrics.bytes_out
     message.duration_s = metrics.duration_s
+    message.records_in_per_input[:] = metrics.records_in_per_input
+
+
+def metrics_from_proto(m: Any) -> TaskMetrics:
+    return TaskMetrics(m.records_in, m.records_out, m.bytes_in, m.bytes_out, m.duration_s,
+                       tuple(m.records_in_per_input))
 
 
 def task_execution_state_to_proto(job_master_id: str, update: TaskExecutionState
@@ -169,8 +176,7 @@ def task_execution_state_to_proto(job_master_id: str, update: TaskExecutionState
 def task_execution_state_from_proto(message: Any) -> TaskExecutionState:
     metrics = None
     if message.HasField("metrics"):
-        m = message.metrics
-        metrics = TaskMetrics(m.records_in, m.records_out, m.bytes_in, m.bytes_out, m.duration_s)
+        metrics = metrics_from_proto(message.metrics)
     return TaskExecutionState(message.attempt_id, ExecutionState(message.state), message.error,
                               message.error_detail, message.upstream_failure, metrics)
 
@@ -257,11 +263,16 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
     for vertex in details.vertices:
         out = message.vertices.add(id=vertex.id, name=vertex.name, parallelism=vertex.parallelism)
+        for i in vertex.inputs:
+            out.inputs.add(producer=i.producer, ship=i.ship)
         for s in vertex.subtasks:
             sub = out.subtasks.add(index=s.index, state=s.state.value, attempt=s.attempt,
                                    resource_id=s.resource_id, allocation_id=s.allocation_id,
                                    error=s.error, splits_local=s.splits_local,
-                                   splits_remote=s.splits_remote, host=s.host)
+                                   splits_remote=s.splits_remote, host=s.host,
+                                   worker_spec=s.worker_spec)
+            if s.slot_profile is not None:
+                fill_resource_spec(s.slot_profile, sub.slot_profile)
             sub.state_timestamps.update(s.state_timestamps)
             fill_metrics(s.metrics, sub.metrics)
     return message
@@ -275,10 +286,12 @@ def job_details_from_proto(message: Any) -> JobDetails:
         message.job_id, message.name, status, message.start_time, message.end_time,
         [VertexDetails(v.id, v.name, v.parallelism, [SubtaskDetails(
             s.index, ExecutionState(s.state), s.attempt, s.resource_id, s.allocation_id,
-            TaskMetrics(s.metrics.records_in, s.metrics.records_out, s.metrics.bytes_in,
-                        s.metrics.bytes_out, s.metrics.duration_s),
-            s.error, dict(s.state_timestamps), s.splits_local, s.splits_remote, s.host)
-            for s in v.subtasks]) for v in message.vertices],
+            metrics_from_proto(s.metrics), s.error, dict(s.state_timestamps), s.splits_local,
+            s.splits_remote, s.host,
+            resource_spec_from_proto(s.slot_profile) if s.HasField("slot_profile") else None,
+            s.worker_spec)
+            for s in v.subtasks], [VertexInput(i.producer, i.ship) for i in v.inputs])
+         for v in message.vertices],
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)
          for x in message.exceptions])

@@ -94,7 +94,8 @@ class Task:
         self._lock = threading.Lock()
         self._cancel = threading.Event()
         self._partitions: list[ResultPartition] = []
-        self.metrics = TaskMetrics()
+        inputs = 1 + max((g.input_index for g in self.tdd.inputs), default=-1)
+        self.metrics = TaskMetrics(records_in_per_input=(0,) * inputs)
         self._split_requests = 0
         self._thread = threading.Thread(target=self._run, name=f"task-{self.name}", daemon=True)
 
@@ -251,6 +252,9 @@ class Task:
                 raise UpstreamError(f"reading input {index}: {type(err).__name__}: {err}") from err
             self.metrics.records_in += batch.num_rows
             self.metrics.bytes_in += batch.nbytes
+            per_input = self.metrics.records_in_per_input   # a tuple: reports copy metrics
+            self.metrics.records_in_per_input = (
+                per_input[:index] + (per_input[index] + batch.num_rows,) + per_input[index + 1:])
             yield batch
 
     def emit(self, data: pa.RecordBatch | pa.Table) -> None:

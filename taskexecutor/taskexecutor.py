@@ -285,7 +285,8 @@ class TaskExecutor:
         allocation_id = allocation.allocation_id
         self._job_masters[allocation.job_id] = (allocation.job_master_address,
                                                 allocation.job_master_id)
-        offer = SlotOffer(allocation_id, allocation.slot_index, allocation.profile)
+        offer = SlotOffer(allocation_id, allocation.slot_index, allocation.profile,
+                          self.worker_spec)
         self._jm_gateway(allocation.job_master_address, allocation.job_master_id).offer_slots(
             self.location, [offer]).add_done_callback(
             lambda answer: self.main.execute(self._offer_answered, allocation_id, answer))

@@ -6,7 +6,8 @@ import dataclasses
 from typing import Sequence
 
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
-from yarnflow.core.details import ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails
+from yarnflow.core.details import (ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails,
+                                   VertexInput)
 from yarnflow.core.messages import TaskMetrics
 
 
@@ -21,10 +22,13 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
         end_time, failure=graph.failure, failure_detail=graph.failure_detail,
         restarts=restarts, exceptions=list(exceptions))
     for ejv in graph.vertices_topologically():
-        vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism)
+        vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism, inputs=[
+            VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs])
         details.vertices.append(vertex)
         for ev in ejv.task_vertices:
             execution = ev.current
+            slot = execution.slot                        # a LogicalSlot, or None
+            physical = slot.physical if slot is not None else None
             vertex.subtasks.append(SubtaskDetails(
                 ev.subtask_index, execution.state, execution.attempt_number,
                 execution.resource_id or "", execution.allocation_id or "",
@@ -33,5 +37,7 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
                 execution.failure,
                 {state.name: at for state, at in execution.state_timestamps.items()},
                 execution.splits_local, execution.splits_remote,
-                execution.slot.location.host if execution.slot is not None else ""))
+                physical.location.host if physical is not None else "",
+                slot.group.profile if slot is not None else None,   # as requested: per shared slot
+                physical.worker_spec if physical is not None else ""))
     return details

@@ -40,7 +40,8 @@ class GrpcJobMasterGateway:
         fill_location(location, message.location)
         for offer in offers:
             fill_resource_spec(offer.profile, message.offers.add(
-                allocation_id=offer.allocation_id, slot_index=offer.slot_index).profile)
+                allocation_id=offer.allocation_id, slot_index=offer.slot_index,
+                worker_spec=offer.worker_spec).profile)
         return then(call_future(self._stub.OfferSlots, message, self._timeout),
                      lambda reply: list(reply.accepted))
 

@@ -100,15 +100,17 @@ class SlotReport(_message.Message):
     def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class TaskMetrics(_message.Message):
-    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s")
+    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s", "records_in_per_input")
     RECORDS_IN_FIELD_NUMBER: _ClassVar[int]
     RECORDS_OUT_FIELD_NUMBER: _ClassVar[int]
     BYTES_IN_FIELD_NUMBER: _ClassVar[int]
     BYTES_OUT_FIELD_NUMBER: _ClassVar[int]
     DURATION_S_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_IN_PER_INPUT_FIELD_NUMBER: _ClassVar[int]
     records_in: int
     records_out: int
     bytes_in: int
     bytes_out: int
     duration_s: float
-    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ...) -> None: ...
+    records_in_per_input: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ...) -> None: ...

@@ -8,14 +8,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SlotOffer(_message.Message):
-    __slots__ = ("allocation_id", "slot_index", "profile")
+    __slots__ = ("allocation_id", "slot_index", "profile", "worker_spec")
     ALLOCATION_ID_FIELD_NUMBER: _ClassVar[int]
     SLOT_INDEX_FIELD_NUMBER: _ClassVar[int]
     PROFILE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_SPEC_FIELD_NUMBER: _ClassVar[int]
     allocation_id: str
     slot_index: int
     profile: _common_pb2.ResourceSpec
-    def __init__(self, allocation_id: _Optional[str] = ..., slot_index: _Optional[int] = ..., profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ...) -> None: ...
+    worker_spec: str
+    def __init__(self, allocation_id: _Optional[str] = ..., slot_index: _Optional[int] = ..., profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., worker_spec: _Optional[str] = ...) -> None: ...
 
 class OfferSlotsRequest(_message.Message):
     __slots__ = ("job_master_id", "location", "offers")
@@ -120,7 +122,7 @@ class JobId(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class SubtaskDetails(_message.Message):
-    __slots__ = ("index", "state", "attempt", "resource_id", "allocation_id", "metrics", "error", "state_timestamps", "splits_local", "splits_remote", "host")
+    __slots__ = ("index", "state", "attempt", "resource_id", "allocation_id", "metrics", "error", "state_timestamps", "splits_local", "splits_remote", "host", "slot_profile", "worker_spec")
     class StateTimestampsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +141,8 @@ class SubtaskDetails(_message.Message):
     SPLITS_LOCAL_FIELD_NUMBER: _ClassVar[int]
     SPLITS_REMOTE_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
+    SLOT_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_SPEC_FIELD_NUMBER: _ClassVar[int]
     index: int
     state: _common_pb2.ExecutionState
     attempt: int
@@ -150,19 +154,31 @@ class SubtaskDetails(_message.Message):
     splits_local: int
     splits_remote: int
     host: str
-    def __init__(self, index: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., error: _Optional[str] = ..., state_timestamps: _Optional[_Mapping[str, float]] = ..., splits_local: _Optional[int] = ..., splits_remote: _Optional[int] = ..., host: _Optional[str] = ...) -> None: ...
+    slot_profile: _common_pb2.ResourceSpec
+    worker_spec: str
+    def __init__(self, index: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., error: _Optional[str] = ..., state_timestamps: _Optional[_Mapping[str, float]] = ..., splits_local: _Optional[int] = ..., splits_remote: _Optional[int] = ..., host: _Optional[str] = ..., slot_profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., worker_spec: _Optional[str] = ...) -> None: ...
+
+class VertexInput(_message.Message):
+    __slots__ = ("producer", "ship")
+    PRODUCER_FIELD_NUMBER: _ClassVar[int]
+    SHIP_FIELD_NUMBER: _ClassVar[int]
+    producer: str
+    ship: str
+    def __init__(self, producer: _Optional[str] = ..., ship: _Optional[str] = ...) -> None: ...
 
 class VertexDetails(_message.Message):
-    __slots__ = ("id", "name", "parallelism", "subtasks")
+    __slots__ = ("id", "name", "parallelism", "subtasks", "inputs")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     SUBTASKS_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     parallelism: int
     subtasks: _containers.RepeatedCompositeFieldContainer[SubtaskDetails]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ...) -> None: ...
+    inputs: _containers.RepeatedCompositeFieldContainer[VertexInput]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[VertexInput, _Mapping]]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
     __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions")

@@ -111,6 +111,31 @@ def test_the_forward_side_of_a_broadcast_join_is_balanced_when_an_executor_start
     rows = [s.metrics.records_out for v in result.details.vertices if v.name == "instruments"
             for s in v.subtasks]
     assert sum(rows) == ROWS and max(rows) / (ROWS / 4) <= 1.1, rows
+    join = next(v for v in result.details.vertices if v.name == "join")
+    assert [(i.producer, i.ship) for i in join.inputs] == \
+        [("instruments", "forward"), ("codes", "broadcast")]
+    per_input = [s.metrics.records_in_per_input for s in join.subtasks]
+    assert [probe for probe, _ in per_input] == rows, "the probe side, as the source sent it"
+    assert [build for _, build in per_input] == [50] * 4, "the broadcast side whole, everywhere"
     got = pq.read_table(tmp_path / "out").sort_by("v")
     want = instruments().join(CODES, "code").sort_by("v")
     assert got.select(want.column_names).equals(want)
+
+
+def test_job_details_give_each_subtask_its_slot_profile_and_worker_spec(fast_config, tmp_path):
+    """A source of parallelism 2 (1 core, 1 GB) shares slots with a map of parallelism
+    1 (2 cores, 2 GB): the source's first subtask and the map run in a 3c/3g slot of a
+    one-slot executor of that size, the source's second subtask in a 1c/1g one."""
+    p = yf.Pipeline("profiles", parallelism=2)
+    src = p.from_arrow(pa.table({"x": list(range(1000))}), name="src").resources(
+        yf.ResourceSpec(1, "1g"))
+    src.rebalance().map(lambda b: b, name="heavy").set_parallelism(1) \
+       .resources(yf.ResourceSpec(2, "2g")).write_parquet(str(tmp_path / "out")).set_parallelism(1)
+    with LocalCluster(fast_config) as cluster:
+        result = cluster.submit(p.job_graph(fast_config)).wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    placed = {(v.name, s.index): (s.slot_profile.label(), s.worker_spec)
+              for v in result.details.vertices for s in v.subtasks if v.name in ("src", "heavy")}
+    assert placed == {("src", 0): ("3c-3072m", "1x3c-3072m"),
+                      ("heavy", 0): ("3c-3072m", "1x3c-3072m"),
+                      ("src", 1): ("1c-1024m", "1x1c-1024m")}, placed

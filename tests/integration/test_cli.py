@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import textwrap
@@ -69,6 +70,24 @@ def test_explain_prints_the_plan_with_estimates_and_the_join_decision(main_run):
     assert hashed.returncode == 0, hashed.stdout + hashed.stderr
     text = " ".join(hashed.stdout.split())
     assert "HASH(CurrencyId) <- instruments" in text and "join: HASH join — no side within" in text
+
+
+def test_explain_json_is_the_plan_as_data(main_run):
+    """`yarnflow explain --json` (issue 15): the same plan, parseable; the summary of
+    the run names the join's inputs apart."""
+    proc, data, _ = main_run
+    assert "join reads instruments (forward) 200,000, max/mean" in proc.stdout
+    assert "currency-code (broadcast)" in proc.stdout
+    explained = yarnflow("explain", "--json", "examples/skewed_join.py", "--", "--data", str(data))
+    assert explained.returncode == 0, explained.stdout + explained.stderr
+    plan = json.loads(explained.stdout)
+    join = next(v for v in plan["vertices"] if v["name"] == "join")
+    assert [(i["producer"], i["ship"]) for i in join["inputs"]] == \
+        [("instruments", "FORWARD"), ("currency-code", "BROADCAST")]
+    assert join["estimate"]["rows"] == 200_000
+    assert plan["joins"][0]["strategy"] == "BROADCAST" and plan["joins"][0]["broadcast_input"] == 1
+    slots = plan["shared_slots"]["default"]
+    assert len(slots) == 2 and sum(w["executors"] for w in plan["worker_specs"]) == 2
 
 
 def test_failing_job_exits_1_and_names_the_error(tmp_path):

@@ -45,3 +45,33 @@ def test_the_job_master_asks_for_each_shared_slot_at_its_own_size():
         assert sorted(h.rm.requests.values(), key=lambda r: r.cpu) == [R(1, "1g"), R(3, "3g")]
     finally:
         h.close()
+
+
+def test_explain_json_gives_each_shared_slot_and_the_executors_the_job_would_start():
+    """`yarnflow explain --json` (issue 15, item 5), as data: one 3c/3g slot and one
+    1c/1g slot, an executor of each, and every vertex with its inputs."""
+    from yarnflow.explain import plan_json
+    config = Configuration.load()
+    plan = plan_json(narrow_heavy_map().job_graph(config), config)
+    assert plan["shared_slots"] == {"default": [
+        {"cpu": 3.0, "memory_mb": 3072, "gpus": 0}, {"cpu": 1.0, "memory_mb": 1024, "gpus": 0}]}
+    workers = sorted((w["slot_profile"]["cpu"], w["slots"], w["executors"])
+                     for w in plan["worker_specs"])
+    assert workers == [(1.0, 1, 1), (3.0, 1, 1)]
+    heavy = next(v for v in plan["vertices"] if v["name"] == "heavy")
+    assert heavy["parallelism"] == 1 and heavy["subtask_profile"]["memory_mb"] == 2048
+    assert [(i["ship"], i["exchange"]) for i in heavy["inputs"]] == [("REBALANCE", "PIPELINED")]
+
+
+def test_subtask_slot_profiles_worker_specs_and_inputs_cross_the_wire():
+    from yarnflow.core.details import JobDetails, SubtaskDetails, VertexDetails, VertexInput
+    from yarnflow.core.messages import TaskMetrics
+    from yarnflow.core.status import ExecutionState, JobStatus
+    from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
+    join = VertexDetails("j", "join", 2, [
+        SubtaskDetails(i, ExecutionState.RUNNING, 0,
+                       metrics=TaskMetrics(records_in=1050, records_in_per_input=(1000, 50)),
+                       slot_profile=R(3, "3g"), worker_spec="1x3c-3072m") for i in range(2)],
+        [VertexInput("orders", "forward"), VertexInput("codes", "broadcast")])
+    details = JobDetails("job-1", "join", JobStatus.RUNNING, 1.0, vertices=[join])
+    assert job_details_from_proto(job_details_to_proto(details)) == details

@@ -187,7 +187,7 @@ class SlotPool:
                 accepted.append(offer.allocation_id)    # a repeated offer: idempotent
                 continue
             slot = PhysicalSlot(offer.allocation_id, location, offer.slot_index, offer.profile,
-                                gateway)
+                                gateway, offer.worker_spec)
             request = self._pending.pop(offer.allocation_id, None)
             if request is None:   # offered for another request of ours: serve any that fits
                 request = next((r for r in self._pending.values()

@@ -18,6 +18,7 @@ class PhysicalSlot:
     slot_index: int
     profile: ResourceSpec
     gateway: Any = field(repr=False, default=None)
+    worker_spec: str = ""     # the executor's worker spec, e.g. 2x1c1024m
 
     def __repr__(self) -> str:
         return f"slot {self.allocation_id[:8]} on {self.location.resource_id} ({self.profile})"
