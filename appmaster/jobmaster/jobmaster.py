@@ -112,6 +112,9 @@ class JobMaster:
                         config.get(options.SOURCE_LOCALITY_WAIT), clock=self._clock.monotonic,
                         parallelism=ejv.parallelism,
                         fair_share_wait=config.get(options.SOURCE_FAIR_SHARE_WAIT))
+                    readers = operator.for_readers()
+                    if readers is not operator:      # the splits carry the data
+                        ejv.operator_bytes = cloudpickle.dumps(readers)
                 except Exception as err:  # a missing input, an unreadable file
                     self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
                     break

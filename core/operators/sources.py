@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import pyarrow as pa
@@ -43,6 +43,11 @@ class Source(Operator):
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
         return UNKNOWN
+
+    def for_readers(self) -> "Source":
+        """This source as its subtasks need it, once the JobMaster made the splits:
+        itself, unless the splits carry what it holds."""
+        return self
 
     def run(self, ctx: OperatorContext) -> None:
         while not ctx.cancelled:
@@ -431,25 +436,51 @@ class CsvSource(FileSource):
                                       parse_options=parse, convert_options=convert)
 
 
+@dataclass(frozen=True)
+class TableSplit:
+    """Rows ``[start, start + count)`` of an in-memory table, carried in the split
+    (Arrow IPC): the table travels once, to the JobMaster, and each subtask receives
+    only the rows it reads instead of the whole table in its deployment."""
+    start: int
+    count: int
+    ipc: bytes = field(repr=False, default=b"")
+
+
+def _ipc(table: pa.Table) -> bytes:
+    """A table slice as an Arrow IPC stream, which holds only the slice's bytes."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
 class TableSource(Source):
     """An in-memory Arrow table, cut into row ranges: SPLITS_PER_SUBTASK per subtask, or
     more to keep each within ``max_split_bytes``, so shares come out even."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table | None) -> None:
         self.table = table
 
     def create_input_splits(self, parallelism: int,
                             max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
+        assert self.table is not None, "splits are made from the table, by the JobMaster"
         rows = self.table.num_rows
         pieces = max(parallelism, 1) * SPLITS_PER_SUBTASK
         if max_split_bytes > 0:
             pieces = max(pieces, -(-self.table.nbytes // max_split_bytes))
         step = max(1, -(-rows // pieces))
-        return [(start, min(step, rows - start)) for start in range(0, rows, step)]
+        return [TableSplit(start, min(step, rows - start),
+                           _ipc(self.table.slice(start, min(step, rows - start))))
+                for start in range(0, rows, step)]
+
+    def for_readers(self) -> "TableSource":
+        return TableSource(None)
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
+        assert self.table is not None
         return Estimate(self.table.num_rows, self.table.nbytes, "the in-memory table")
 
-    def read_split(self, split: tuple[int, int], batch_rows: int) -> Iterator[pa.RecordBatch]:
-        start, length = split
-        return iter(self.table.slice(start, length).to_batches(max_chunksize=batch_rows))
+    def read_split(self, split: TableSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
+        rows = pa.ipc.open_stream(split.ipc).read_all()
+        return iter(rows.to_batches(max_chunksize=batch_rows))

@@ -134,3 +134,44 @@ def test_splits_handed_back_come_out_again_in_their_first_order():
     assert [name(assigner.next_split("", tuple, "old")) for _ in range(3)] == ["s0", "s1", "s2"]
     assigner.add_splits_back("old")
     assert [name(assigner.next_split("", tuple, "new")) for _ in range(3)] == ["s0", "s1", "s2"]
+
+
+def test_an_in_memory_table_travels_in_its_splits_not_in_every_deployment(tmp_path):
+    """A from_arrow source's subtasks are deployed without the table; each split carries
+    its own rows, and together they are the table, once."""
+    import pyarrow as pa
+
+    import yarnflow as yf
+    from tests.unit.fakes import Harness, ManualMainThread
+    from yarnflow.conf import Configuration
+    from yarnflow.core.status import ExecutionState
+
+    table = pa.table({"x": pa.array(range(100_000), pa.int64())})
+    p = yf.Pipeline("table", parallelism=2)
+    p.from_arrow(table, name="src").write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(Configuration.load())
+    h = Harness(graph, Configuration.load(), main=ManualMainThread())
+    h.start()
+    h.offer_pending(["te-1"])
+    sources = [tdd for tdd in h.deployed() if tdd.info.vertex_name == "src"]
+    assert len(sources) == 2
+    for tdd in sources:
+        assert cloudpickle.loads(tdd.info.operator).table is None
+        assert len(tdd.info.operator) < 10_000, "the table is not in the deployment"
+        h.report(tdd.attempt_id, ExecutionState.RUNNING)
+    rows: list[int] = []
+    requests = {tdd.attempt_id: 0 for tdd in sources}
+    while requests:                  # the two subtasks ask in turn until both are done
+        for tdd in sources:
+            if tdd.attempt_id not in requests:
+                continue
+            answer = h.call(h.jm.request_next_input_split, tdd.info.vertex_id, tdd.attempt_id,
+                            requests[tdd.attempt_id])
+            requests[tdd.attempt_id] += 1
+            if answer is None:
+                del requests[tdd.attempt_id]
+            elif not isinstance(answer, AskAgain):
+                split = cloudpickle.loads(answer)
+                rows.extend(pa.ipc.open_stream(split.ipc).read_all()["x"].to_pylist())
+    assert sorted(rows) == list(range(100_000)), "every row once"
+    h.close()
