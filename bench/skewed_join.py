@@ -3,6 +3,7 @@ and against the same job as one plain PySpark program, on the same data, in one 
 Prints one JSON object.
 
     python bench/skewed_join.py --rows 14000000 [--repeats 3] [--parallelism N]
+                                [--source parquet|memory]
 
 - auto_s, hash_s: `examples/skewed_join.py` with strategy auto / hash on a local
   cluster kept up across runs, so executors and their SparkSessions are already
@@ -13,8 +14,11 @@ Prints one JSON object.
   PySpark program, local[cores] with adaptive query execution on, its SparkSession
   started and warmed by one discarded run.
 - auto/hash_max_over_mean: the join subtasks' input rows, max ÷ mean, from the jobs'
-  metrics. plan: the strategy `auto` chose. results_equal: every output (auto, hash,
+  metrics (the worst auto run, the median hash run); auto_probe_max_over_mean: the same
+  of the instruments side alone (the broadcast side is alike everywhere). plan: the strategy `auto` chose. results_equal: every output (auto, hash,
   PySpark) has exactly the rows of a pyarrow reference join.
+- source: the instruments read from Parquet (its row groups as splits), or given to
+  the pipeline as an in-memory table (``--source memory``: row ranges as splits).
 """
 from __future__ import annotations
 
@@ -41,23 +45,23 @@ def load_example():
     return module
 
 
-def join_skew(result) -> float:
+def join_skew(result, input_index=None) -> float:
     from yarnflow.display import input_skew
     vertex = next(v for v in result.details.vertices if v.name == "join")
-    return input_skew([s.metrics for s in vertex.subtasks])
+    return input_skew([s.metrics for s in vertex.subtasks], input_index)
 
 
 def run_yarnflow(cluster, example, config, data: str, out: str, strategy: str,
-                 parallelism: int):
+                 parallelism: int, table=None):
     from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
     from yarnflow.explain import join_strategies
     start = time.monotonic()
-    graph = example.build(data, out, strategy, parallelism).job_graph(config)
+    graph = example.build(data, out, strategy, parallelism, table).job_graph(config)
     result = cluster.submit(graph).wait(1800)
     elapsed = time.monotonic() - start
     if result.status is not JobStatus.FINISHED:
         raise SystemExit(f"the {strategy} run failed: {result.failure}")
-    return elapsed, join_skew(result), join_strategies(graph)["join"]
+    return elapsed, join_skew(result), join_skew(result, 0), join_strategies(graph)["join"]
 
 
 def run_pyspark(spark, example, data: str, out: str) -> float:
@@ -80,6 +84,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=14_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--parallelism", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--source", choices=["parquet", "memory"], default="parquet")
     parser.add_argument("--data", default=os.path.join(os.path.expanduser("~"), ".cache",
                                                        "yarnflow", "bench-skewed-join"))
     args = parser.parse_args()
@@ -92,19 +97,24 @@ def main() -> None:
     from yarnflow.targets.local import LocalCluster
     config = Configuration.load(overrides=["resourcemanager.taskmanager-timeout=600 s",
                                            "slot.idle.timeout=1 s"])
+    table = example.files.read_table(f"{data}/instruments") if args.source == "memory" else None
     times: dict[str, list[float]] = {"auto": [], "hash": []}
     skew: dict[str, list[float]] = {"auto": [], "hash": []}
+    probe_skew: list[float] = []
     start = time.monotonic()
     with LocalCluster(config) as cluster:
-        _, _, plan = run_yarnflow(cluster, example, config, data, f"{out}/auto", "auto",
-                                  args.parallelism)
+        _, _, _, plan = run_yarnflow(cluster, example, config, data, f"{out}/auto", "auto",
+                                     args.parallelism, table)
         auto_cold_s = time.monotonic() - start
         for _ in range(args.repeats):
             for strategy in ("auto", "hash"):
-                elapsed, balance, _ = run_yarnflow(cluster, example, config, data,
-                                                   f"{out}/{strategy}", strategy, args.parallelism)
+                elapsed, balance, probe, _ = run_yarnflow(
+                    cluster, example, config, data, f"{out}/{strategy}", strategy,
+                    args.parallelism, table)
                 times[strategy].append(elapsed)
                 skew[strategy].append(balance)
+                if strategy == "auto":
+                    probe_skew.append(probe)
 
     from pyspark.sql import SparkSession
     cores = os.cpu_count() or 2
@@ -124,10 +134,12 @@ def main() -> None:
     auto_s, hash_s = statistics.median(times["auto"]), statistics.median(times["hash"])
     pyspark_s = statistics.median(pyspark_times)
     print(json.dumps({
-        "rows": args.rows, "parallelism": args.parallelism, "cores": cores,
+        "rows": args.rows, "source": args.source, "parallelism": args.parallelism,
+        "cores": cores,
         "plan": plan, "auto_s": round(auto_s, 3), "hash_s": round(hash_s, 3),
         "pyspark_s": round(pyspark_s, 3), "auto_cold_s": round(auto_cold_s, 3),
         "auto_max_over_mean": round(max(skew["auto"]), 3),
+        "auto_probe_max_over_mean": round(max(probe_skew), 3),
         "hash_max_over_mean": round(statistics.median(skew["hash"]), 3),
         "results_equal": results_equal,
         "auto_over_pyspark": round(auto_s / pyspark_s, 3),

@@ -208,8 +208,8 @@ FS_HDFS_HTTP_ADDRESS = _option(
     "The NameNode's HTTP address (host:port) for WebHDFS; empty: dfs.namenode.http-address of HADOOP_CONF_DIR, else port 9870 of the NameNode's host.")
 
 SOURCE_SPLIT_SIZE = _option(
-    "source.split-size", parse_bytes, 128 << 20,
-    "Most bytes of a Parquet input split (consecutive row groups of a file); smaller inputs get about four splits per subtask (Spark's spark.sql.files.maxPartitionBytes).")
+    "pipeline.source.split-size", parse_bytes, 128 << 20,
+    "Most bytes of an input split (a Parquet file's consecutive row groups, a CSV byte range, an in-memory table's row range); smaller inputs get about four splits per subtask (Spark's spark.sql.files.maxPartitionBytes).")
 SOURCE_FAIR_SHARE_WAIT = _option(
     "source.fair-share-wait", parse_duration, 30.0,
     "How long a source subtask's fair share of the splits (total / parallelism) is held for it before it first asks, so subtasks whose executors start first do not take everything.")

@@ -108,9 +108,13 @@ def ensure_local_data(data_dir: str, rows: int) -> None:
 
 
 def build(data_dir: str, out_dir: str, strategy: str = "auto",
-          parallelism: int = 2) -> yf.Pipeline:
+          parallelism: int = 2, instruments_table: pa.Table | None = None) -> yf.Pipeline:
+    """``instruments_table``: the instruments as an in-memory table instead of read
+    from ``data_dir`` (the benchmark runs both)."""
     pipeline = yf.Pipeline("skewed-join", parallelism=parallelism)
-    instruments = pipeline.read_parquet(f"{data_dir}/instruments", name="instruments")
+    instruments = pipeline.read_parquet(f"{data_dir}/instruments", name="instruments") \
+        if instruments_table is None else pipeline.from_arrow(instruments_table,
+                                                              name="instruments")
     currencies = pipeline.read_parquet(f"{data_dir}/currencies",
                                        name="currencies").set_parallelism(1)
     codes = currencies.spark_sql(CURRENCY_CODE_SQL, name="currency-code").set_parallelism(1)

@@ -19,7 +19,7 @@ from yarnflow.core.operators.base import Operator, OperatorContext
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
 
-# A Parquet split's largest size unless ``source.split-size`` says otherwise (Spark's
+# A split's largest size unless ``pipeline.source.split-size`` says otherwise (Spark's
 # spark.sql.files.maxPartitionBytes).
 DEFAULT_SPLIT_BYTES = 128 << 20
 # Splits per subtask a source aims for, so that subtasks asking for the next split as
