@@ -94,8 +94,7 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     ``register_more(components, server)`` adds, on one mutual-TLS server whose address goes to Skein's
     key-value store; containers Skein starts with the application are adopted."""
     worker_specs, services, starting = load_worker_specs(decode_env(SERVICES_ENV))
-    max_container = ResourceSpec(config.get(options.MAX_WORKER_CPU),
-                                 config.get(options.MAX_WORKER_MEMORY))
+    max_container = options.largest_worker(config)
     driver = YarnDriver(config, app, services, max_container)
     tls = read_skein_container_credentials(".")
     host = os.environ.get("NM_HOST", "127.0.0.1")

@@ -51,8 +51,7 @@ def plan_json(graph: JobGraph, config: Configuration) -> dict[str, Any]:
     """The plan as data, for tools and tests: what the table shows, plus the profile of
     each shared slot and the executors (worker specs) the job would start."""
     from yarnflow.targets.base import planned_worker_specs
-    default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
-                                config.get(options.DEFAULT_SLOT_MEMORY))
+    default_slot = options.default_slot_profile(config)
     vertices = []
     for vertex in graph.topological_order():
         estimate = vertex.estimate or UNKNOWN

@@ -146,10 +146,7 @@ class Pipeline:
             graph.connect(edge.source, edge.target, ship, edge.keys, partition_type,
                           edge.target_input)
         graph.resolve(default_parallelism)
-        graph.validate(ResourceSpec(config.get(options.MAX_WORKER_CPU),
-                                    config.get(options.MAX_WORKER_MEMORY)),
-                       ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
-                                    config.get(options.DEFAULT_SLOT_MEMORY)))
+        graph.validate(options.largest_worker(config), options.default_slot_profile(config))
         return graph
 
     def _inputs_of(self, vertex: JobVertex) -> list[JobVertex]:

@@ -6,9 +6,13 @@ flags only override them. Durations are seconds, memory sizes megabytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.units import parse_bool, parse_bytes, parse_duration, parse_memory_mb
+
+if TYPE_CHECKING:
+    from yarnflow.conf.configuration import Configuration
 
 T = TypeVar("T")
 
@@ -178,6 +182,16 @@ MAX_WORKER_CPU = _option("resourcemanager.max-worker.cpu", _pos_float, 16.0,
                          "Most cores one container may have; larger slot profiles are rejected at submission.")
 MAX_WORKER_MEMORY = _option("resourcemanager.max-worker.memory", parse_memory_mb, 32768,
                             "Most memory (MB) one container may have; larger profiles are rejected at submission.")
+def default_slot_profile(config: "Configuration") -> ResourceSpec:
+    """The slot of a subtask whose operator declares no ResourceSpec."""
+    return ResourceSpec(config.get(DEFAULT_SLOT_CPU), config.get(DEFAULT_SLOT_MEMORY))
+
+
+def largest_worker(config: "Configuration") -> ResourceSpec:
+    """The largest container one TaskExecutor may have."""
+    return ResourceSpec(config.get(MAX_WORKER_CPU), config.get(MAX_WORKER_MEMORY))
+
+
 MAX_WORKERS = _option("resourcemanager.max-workers", _pos_int, 64,
                       "Most TaskExecutors the ResourceManager runs at once.")
 

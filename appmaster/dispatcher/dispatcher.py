@@ -22,7 +22,6 @@ from yarnflow.conf import options
 from yarnflow.core.details import JobDetails, JobResult, SessionOverview
 from yarnflow.core.errors import JobRejected, Refused, UnknownJob
 from yarnflow.core.jobgraph import JobGraph
-from yarnflow.core.resources import ResourceSpec
 
 if TYPE_CHECKING:
     from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
@@ -66,8 +65,7 @@ class Dispatcher:
         if self._ladder is None:
             return
         config = self._components.config
-        default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
-                                    config.get(options.DEFAULT_SLOT_MEMORY))
+        default_slot = options.default_slot_profile(config)
         for group in graph.slot_sharing_groups():
             try:
                 self._ladder.spec_for(graph.slot_profile(group, default_slot))

@@ -39,7 +39,6 @@ from yarnflow.core.jobgraph import JobGraph, PartitionType
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
-from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, ScheduledTask, describe_rpc_error,
                                    when_all_done)
 
@@ -84,8 +83,7 @@ class JobMaster:
         self.graph = ExecutionGraph(graph, self._clock)
         self._committers = [(v.id, v.name, v.committer) for v in graph.vertices.values()
                             if v.committer]
-        default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
-                                    config.get(options.DEFAULT_SLOT_MEMORY))
+        default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
         self.slot_pool = SlotPool(self.main, self.job_id, config.get(options.SLOT_IDLE_TIMEOUT),

@@ -92,7 +92,7 @@ def make_target(name: str, config: Configuration) -> Target:
 def planned_worker_specs(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
     """The executors a job's slots need, on every target: as many slots of each
     profile per executor as the job uses at once, never more."""
-    return plan_worker_specs(
-        graph, ResourceSpec(config.get(options.DEFAULT_SLOT_CPU), config.get(options.DEFAULT_SLOT_MEMORY)),
-        config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
-        ResourceSpec(config.get(options.MAX_WORKER_CPU), config.get(options.MAX_WORKER_MEMORY)))
+    return plan_worker_specs(graph, options.default_slot_profile(config),
+                             config.get(options.NUM_TASK_SLOTS),
+                             config.get(options.WORKER_OVERHEAD_MEMORY),
+                             options.largest_worker(config))

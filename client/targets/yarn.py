@@ -33,9 +33,8 @@ from yarnflow.targets.yarn_job import YarnJobHandle
 def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
     """One container size per slot profile; refuse, before YARN sees anything, a
     profile whose container exceeds the scheduler's maximum allocation."""
-    largest = ResourceSpec(config.get(options.MAX_WORKER_CPU), config.get(options.MAX_WORKER_MEMORY))
-    default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
-                                config.get(options.DEFAULT_SLOT_MEMORY))
+    largest = options.largest_worker(config)
+    default_slot = options.default_slot_profile(config)
     specs = planned_worker_specs(graph, config)
     for group, members in graph.slot_sharing_groups().items():
         spec = specs[graph.slot_profile(group, default_slot)]
@@ -61,9 +60,7 @@ def initial_instances(graph: JobGraph, config: Configuration,
     their stages come (instances 0)."""
     counts = {spec.name: 0 for spec in specs.values()}
     if graph.schedule_mode is ScheduleMode.EAGER:
-        default_slot = ResourceSpec(config.get(options.DEFAULT_SLOT_CPU),
-                                    config.get(options.DEFAULT_SLOT_MEMORY))
-        for profile, slots in slots_needed(graph, default_slot).items():
+        for profile, slots in slots_needed(graph, options.default_slot_profile(config)).items():
             spec = specs[profile]
             counts[spec.name] = -(-slots // spec.num_slots)
     return counts

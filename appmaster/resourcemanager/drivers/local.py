@@ -100,8 +100,7 @@ class LocalDriver(ResourceDriver):
         return proc.pid if proc else None
 
     def max_worker_resources(self) -> ResourceSpec:
-        return ResourceSpec(self._config.get(options.MAX_WORKER_CPU),
-                            self._config.get(options.MAX_WORKER_MEMORY))
+        return options.largest_worker(self._config)
 
     def stop(self) -> None:
         with self._lock:
