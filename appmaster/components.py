@@ -58,8 +58,12 @@ class ApplicationMasterComponents:
     def __init__(self, config: Configuration, driver: ResourceDriver, tls: TlsCredentials,
                  bind_host: str = "127.0.0.1", advertised_host: str | None = None,
                  worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
-                 ladder: ContainerLadder | None = None, min_workers: int = 0) -> None:
+                 ladder: ContainerLadder | None = None, min_workers: int = 0,
+                 application_attempt: int = 1) -> None:
+        """``application_attempt``: YARN's attempt number of the ApplicationMaster hosting
+        these components, shown in every job's details."""
         self.config = config
+        self.application_attempt = application_attempt
         self.tls = tls
         self.channels = ChannelCache(tls)
         self.driver = driver
@@ -93,7 +97,7 @@ class ApplicationMasterComponents:
     def submit(self, job_graph: JobGraph) -> JobClient:
         """Start a JobMaster for the job; returns at once."""
         jm = JobMaster(as_received(job_graph), self.config, self.address,
-                       self._te_gateway_factory)
+                       self._te_gateway_factory, application_attempt=self.application_attempt)
         jm_id = jm.job_master_id
         self.job_masters.register(jm)
         channel = self.channels.get(self.address)

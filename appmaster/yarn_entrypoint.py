@@ -13,6 +13,12 @@ for TaskExecutors and clients, runs the job, and ends the YARN application with 
 job's outcome: SUCCEEDED, FAILED with the failure's summary, or KILLED when
 cancelled. Skein ends the application when this process exits, so it exits only
 after telling Skein the final status.
+
+YARN may run the ApplicationMaster more than once (``yarn.application-attempts``):
+when this process dies, Skein (which runs it) fails the attempt and YARN starts the
+next, which finds the JobGraph and configuration where the first did and runs the job
+again under the same job id; the sinks' setup clears what the dead attempt had staged.
+A job that already ended is not run again (``ended_in_an_earlier_attempt``).
 """
 from __future__ import annotations
 
@@ -48,6 +54,17 @@ log = logging.getLogger("yarnflow.appmaster")
 _DIAGNOSTICS_LIMIT = 4000
 FINAL_STATUS = {JobStatus.FINISHED: "SUCCEEDED", JobStatus.FAILED: "FAILED",
                 JobStatus.CANCELED: "KILLED"}
+
+
+def application_attempt(container_id: str | None = None) -> int:
+    """This ApplicationMaster's attempt number, from YARN's id of its container
+    (``container[_e<epoch>]_<cluster>_<app>_<attempt>_<container>``); 1 outside YARN."""
+    container_id = container_id if container_id is not None else os.environ.get("CONTAINER_ID", "")
+    parts = container_id.split("_")
+    try:
+        return int(parts[-2]) if len(parts) >= 5 else 1
+    except ValueError:
+        return 1
 
 
 def configure_logging() -> Path:
@@ -100,7 +117,8 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     host = os.environ.get("NM_HOST", "127.0.0.1")
     components = ApplicationMasterComponents(
         config, driver, tls, bind_host="0.0.0.0", advertised_host=host,
-        worker_specs=None if ladder else worker_specs, ladder=ladder, min_workers=min_workers)
+        worker_specs=None if ladder else worker_specs, ladder=ladder, min_workers=min_workers,
+        application_attempt=application_attempt())
     components.start(None if register_more is None else
                      lambda server: register_more(components, server))
     driver.adopt([resource_id for resource_id, _ in starting])
@@ -108,9 +126,31 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     for resource_id, spec in starting:
         rm.main.call(rm.slot_manager.add_starting_worker, resource_id, spec)
     app.kv[APPMASTER_ADDRESS_KEY] = components.address.encode()
-    log.info("ApplicationMaster serving at %s; worker specs: %s", components.address,
-             {name: service for name, service in services.items()})
+    log.info("ApplicationMaster (attempt %d of %d) serving at %s; worker specs: %s",
+             components.application_attempt, config.get(options.YARN_APPLICATION_ATTEMPTS),
+             components.address, {name: service for name, service in services.items()})
     return components
+
+
+def ended_in_an_earlier_attempt(history: str, job_id: str,
+                                attempt: int | None = None) -> tuple[str, str] | None:
+    """The final status and diagnostics of a job an earlier attempt already ran to its
+    end (Flink's JobResultStore): such a job is never run again.
+
+    Skein unregisters the application only when it SUCCEEDED or on the last attempt;
+    a job that failed or was cancelled in an earlier attempt therefore comes here in the
+    next, which ends the application with that outcome. So does a job whose
+    ApplicationMaster died between archiving the job and unregistering."""
+    attempt = application_attempt() if attempt is None else attempt
+    if attempt == 1 or not history:
+        return None
+    from yarnflow.rpc.archive import archived_job
+    details = archived_job(history, job_id)
+    if details is None or not details.status.is_globally_terminal:
+        return None
+    log.info("job %s ended %s in an earlier attempt: the application ends with that outcome",
+             job_id, details.status.value)
+    return FINAL_STATUS.get(details.status, "FAILED"), diagnostics_of(details)
 
 
 def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
@@ -121,6 +161,9 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
     graph = jobgraph_from_proto(jobgraph_pb2.JobGraph.FromString(job_bytes), load_operators=False)
     history = config.get(options.SESSION_HISTORY_DIR)
+    ended = ended_in_an_earlier_attempt(history, graph.job_id)
+    if ended is not None:
+        return ended
     dispatchers: list[Dispatcher] = []
 
     def serve_dispatcher(components: ApplicationMasterComponents, server: Any) -> None:
@@ -154,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run a session (a Dispatcher taking jobs) instead of one job")
     args = parser.parse_args(argv)
     log_file = configure_logging()
-    print(f"yarnflow ApplicationMaster; log: {log_file}", flush=True)
+    attempt = application_attempt()
+    print(f"yarnflow ApplicationMaster, attempt {attempt}; log: {log_file}", flush=True)
     import skein
     app = skein.ApplicationClient.from_current()
     try:
@@ -167,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         status, diagnostics = "FAILED", ("yarnflow ApplicationMaster failed:\n"
                                          + traceback.format_exc()[-_DIAGNOSTICS_LIMIT:])
         log.exception("ApplicationMaster failed")
+
     log.info("ending the application %s", status)
     logging.shutdown()
     app.shutdown(status, diagnostics)

@@ -22,8 +22,11 @@ _STATES = [("deploying", (_E.SCHEDULED, _E.DEPLOYING, _E.INITIALIZING)),
 
 
 def _restarts(details: JobDetails) -> str:
-    return f", {details.restarts} restart{'s' if details.restarts != 1 else ''}" \
+    text = f", {details.restarts} restart{'s' if details.restarts != 1 else ''}" \
         if details.restarts else ""
+    if details.application_attempt > 1:
+        text += f", ApplicationMaster attempt {details.application_attempt}"
+    return text
 
 
 def progress_table(details: JobDetails) -> Table:

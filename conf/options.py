@@ -263,6 +263,9 @@ YARN_SHIP_ENVIRONMENT = _option("yarn.ship-environment", _str, "",
                                 "A packed environment (venv-pack/conda-pack .tar.gz) to localize into every container and run.")
 YARN_CLIENT_TIMEOUT = _option("yarn.client.timeout", parse_duration, 30.0,
                               "How long the client waits for YARN's ResourceManager before calling it unreachable.")
+YARN_APPLICATION_ATTEMPTS = _option(
+    "yarn.application-attempts", _pos_int, 2,
+    "ApplicationMaster attempts YARN makes before the application fails: a new attempt re-runs a job that had not ended; YARN's yarn.resourcemanager.am.max-attempts caps it. With more than one, a failed or cancelled job's application ends in one more short attempt (Skein ends a non-last attempt only on success).")
 YARN_CONTAINER_POLL_INTERVAL = _option("yarn.container-poll-interval", parse_duration, 0.5,
                                        "How often the ApplicationMaster checks Skein for completed containers.")
 

@@ -72,6 +72,9 @@ class JobDetails:
     failure_detail: str = ""    # with tracebacks
     restarts: int = 0           # failovers the job went through
     exceptions: list[ExceptionEntry] = field(default_factory=list)   # oldest first
+    # the ApplicationMaster attempt running the job (YARN's; 1 on local): a job shown
+    # in attempt 2 was run again after its first ApplicationMaster died
+    application_attempt: int = 1
 
 
 @dataclass

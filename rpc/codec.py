@@ -257,7 +257,8 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
     message = jobmaster_pb2.JobDetails(
         job_id=details.job_id, name=details.name, status=_JOB_STATUS_TO_WIRE[details.status],
         start_time=details.start_time, end_time=details.end_time, failure=details.failure,
-        failure_detail=details.failure_detail, restarts=details.restarts)
+        failure_detail=details.failure_detail, restarts=details.restarts,
+        application_attempt=details.application_attempt)
     for x in details.exceptions:
         message.exceptions.add(timestamp=x.timestamp, task=x.task, attempt=x.attempt,
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
@@ -294,7 +295,7 @@ def job_details_from_proto(message: Any) -> JobDetails:
          for v in message.vertices],
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)
-         for x in message.exceptions])
+         for x in message.exceptions], max(1, message.application_attempt))
 
 
 def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:

@@ -12,7 +12,8 @@ from yarnflow.core.messages import TaskMetrics
 
 
 def job_details(graph: ExecutionGraph, restarts: int = 0,
-                exceptions: Sequence[ExceptionEntry] = ()) -> JobDetails:
+                exceptions: Sequence[ExceptionEntry] = (), application_attempt: int = 1
+                ) -> JobDetails:
     end_time = 0.0
     for status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
         end_time = graph.status_timestamps.get(status, end_time)
@@ -20,7 +21,7 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
         graph.job_id, graph.name, graph.status,
         graph.status_timestamps.get(JobStatus.RUNNING, graph.status_timestamps[JobStatus.CREATED]),
         end_time, failure=graph.failure, failure_detail=graph.failure_detail,
-        restarts=restarts, exceptions=list(exceptions))
+        restarts=restarts, exceptions=list(exceptions), application_attempt=application_attempt)
     for ejv in graph.vertices_topologically():
         vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism, inputs=[
             VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs])

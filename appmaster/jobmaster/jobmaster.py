@@ -64,10 +64,11 @@ class JobMaster:
     def __init__(self, graph: JobGraph, config: Configuration, address: str,
                  te_gateway_factory: Callable[[TaskExecutorLocation, str], TaskExecutorGateway],
                  job_master_id: str | None = None,
-                 main: MainThreadExecutor | None = None) -> None:
+                 main: MainThreadExecutor | None = None, application_attempt: int = 1) -> None:
         """``graph`` as received: its operators are cloudpickle bytes, never unpickled
         here (``yarnflow.rpc.codec.as_received``)."""
         self.job_id = graph.job_id
+        self.application_attempt = application_attempt
         self.job_master_id = job_master_id or uuid.uuid4().hex
         self.address = address
         self.config = config
@@ -664,7 +665,7 @@ class JobMaster:
         self.main.shutdown()
 
     def _details(self) -> JobDetails:
-        return job_details(self.graph, self.restarts, self.exceptions)
+        return job_details(self.graph, self.restarts, self.exceptions, self.application_attempt)
 
     def details(self) -> JobDetails:
         if self.result.done():

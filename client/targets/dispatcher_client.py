@@ -84,12 +84,13 @@ class DispatcherClient:
             if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 # A cached address of an application that ended, or moved: ask YARN, which
                 # raises naming the application's state when it is over.
-                stale = self._address
+                # A new ApplicationMaster attempt publishes a new address.
+                stale, self._address = self._address, ""
                 self._address = self._lookup_address()
                 if self._address != stale:
                     return self._call(what, call, timeout)
-                raise YarnError(f"application {self.app_id}'s Dispatcher at {stale} did not "
-                                f"answer ({what}) within {wait:g} s (yarn.client.timeout)") from None
+                raise NotServingYet(f"application {self.app_id}'s Dispatcher at {stale} did not "
+                                    f"answer ({what}) within {wait:g} s (yarn.client.timeout)") from None
             raise YarnError(f"application {self.app_id}: {what} failed: {err.details()}") from None
 
     def submit(self, graph: JobGraph) -> str:

@@ -20,6 +20,7 @@ _DEFAULTS = {
     "yarn.resourcemanager.webapp.address": "${yarn.resourcemanager.hostname}:8088",
     "yarn.scheduler.maximum-allocation-mb": "8192",
     "yarn.scheduler.maximum-allocation-vcores": "4",
+    "yarn.resourcemanager.am.max-attempts": "2",
 }
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
@@ -87,6 +88,11 @@ class HadoopConf:
         """(memory MB, vcores) of the largest container the scheduler grants."""
         return (int(self.get("yarn.scheduler.maximum-allocation-mb")),
                 int(self.get("yarn.scheduler.maximum-allocation-vcores")))
+
+    @property
+    def max_am_attempts(self) -> int:
+        """The most ApplicationMaster attempts YARN gives any application."""
+        return int(self.get("yarn.resourcemanager.am.max-attempts"))
 
     def check_rm_reachable(self, timeout: float) -> None:
         """Fail fast, naming the address, when nothing listens there: Hadoop's client

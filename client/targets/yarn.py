@@ -93,7 +93,8 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
                 for spec in specs.values()}
     return skein.ApplicationSpec(
         name=config.get(options.YARN_APP_NAME) or graph.name, queue=config.get(options.YARN_QUEUE),
-        master=master, services=services, tags=["yarnflow"], max_attempts=1)
+        master=master, services=services, tags=["yarnflow"],
+        max_attempts=config.get(options.YARN_APPLICATION_ATTEMPTS))
 
 
 def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:

@@ -101,14 +101,19 @@ class YarnApplication:
         while it has not published one."""
         import skein
         tls = self.store.credentials(self.app_id)
-        app = bounded(lambda: self._client.connect(
-            self.app_id, wait=False, security=skein.Security(cert_bytes=tls.cert_pem,
-                                                             key_bytes=tls.key_pem)),
-            self.timeout, f"connecting to {self.app_id}'s ApplicationMaster")
-        address = app.kv.get(APPMASTER_ADDRESS_KEY)
-        if address is None:
+        try:
+            app = bounded(lambda: self._client.connect(
+                self.app_id, wait=False, security=skein.Security(cert_bytes=tls.cert_pem,
+                                                                 key_bytes=tls.key_pem)),
+                self.timeout, f"connecting to {self.app_id}'s ApplicationMaster")
+            address = app.kv.get(APPMASTER_ADDRESS_KEY)
+            if address is None:
+                return None
+            self.job_id = self.job_id or (app.kv.get(JOB_ID_KEY) or b"").decode()
+        except (skein.exceptions.ConnectionError, TimeoutError):
+            # between two ApplicationMaster attempts YARN's report still names the dead
+            # one for a moment, and the next one's store is empty until it publishes
             return None
-        self.job_id = self.job_id or (app.kv.get(JOB_ID_KEY) or b"").decode()
         return address.decode()
 
     def job_details(self) -> JobDetails | None:

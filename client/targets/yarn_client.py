@@ -101,6 +101,9 @@ def prepare_config(config: Configuration) -> Configuration:
     max_mb, max_vcores = hadoop.max_allocation
     config.set(options.MAX_WORKER_MEMORY, max_mb)
     config.set(options.MAX_WORKER_CPU, max_vcores)
+    # YARN silently grants no more attempts than its own maximum: say the real number
+    config.set(options.YARN_APPLICATION_ATTEMPTS,
+               min(config.get(options.YARN_APPLICATION_ATTEMPTS), hadoop.max_am_attempts))
     if not config.is_set(options.UPSTREAM_FAILURE_GRACE):
         config.set(options.UPSTREAM_FAILURE_GRACE, YARN_DEFAULT_UPSTREAM_GRACE)
     use_cluster_filesystem(config, hadoop)   # a path without a scheme is on fs.defaultFS

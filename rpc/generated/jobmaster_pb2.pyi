@@ -181,7 +181,7 @@ class VertexDetails(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[VertexInput, _Mapping]]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
-    __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions")
+    __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions", "application_attempt")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     LEGACY_STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -193,6 +193,7 @@ class JobDetails(_message.Message):
     FAILURE_DETAIL_FIELD_NUMBER: _ClassVar[int]
     RESTARTS_FIELD_NUMBER: _ClassVar[int]
     EXCEPTIONS_FIELD_NUMBER: _ClassVar[int]
+    APPLICATION_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     legacy_status: str
@@ -204,7 +205,8 @@ class JobDetails(_message.Message):
     failure_detail: str
     restarts: int
     exceptions: _containers.RepeatedCompositeFieldContainer[ExceptionEntry]
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., legacy_status: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.JobStatus, str]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ..., restarts: _Optional[int] = ..., exceptions: _Optional[_Iterable[_Union[ExceptionEntry, _Mapping]]] = ...) -> None: ...
+    application_attempt: int
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., legacy_status: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.JobStatus, str]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ..., restarts: _Optional[int] = ..., exceptions: _Optional[_Iterable[_Union[ExceptionEntry, _Mapping]]] = ..., application_attempt: _Optional[int] = ...) -> None: ...
 
 class ExceptionEntry(_message.Message):
     __slots__ = ("timestamp", "task", "attempt", "resource_id", "host", "cause")

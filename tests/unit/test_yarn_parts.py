@@ -253,3 +253,69 @@ def test_local_runs_keep_the_logs_of_their_last_runs(tmp_path):
         os.utime(run, (n, n))                       # oldest first, whatever the clock says
         runs.append(run)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(r.name for r in runs[1:])
+
+
+def test_the_application_asks_yarn_for_the_configured_attempts(tmp_path):
+    from yarnflow.targets.yarn import build_spec
+    for attempts in ("1", "3"):
+        config = yarn_config(f"yarn.application-attempts={attempts}")
+        graph = two_profile_job().job_graph(config)
+        spec = build_spec(graph, config, plan_containers(graph, config), tmp_path, None)
+        assert spec.max_attempts == int(attempts)
+
+
+def test_the_client_caps_attempts_at_yarns_maximum(tmp_path, monkeypatch):
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.am.max-attempts</name>"
+        "<value>3</value></property></configuration>")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    assert HadoopConf.load().max_am_attempts == 3
+    (tmp_path / "yarn-site.xml").write_text("<configuration></configuration>")
+    assert HadoopConf.load().max_am_attempts == 2       # YARN's default
+
+
+@pytest.mark.parametrize("container_id, attempt", [
+    ("container_1700000000000_0007_01_000001", 1),
+    ("container_e17_1700000000000_0007_02_000001", 2),
+    ("container_1700000000000_0007_12_000001", 12),
+    ("", 1), ("garbage", 1)])
+def test_the_appmaster_reads_its_attempt_from_its_container_id(container_id, attempt):
+    from yarnflow.appmaster.yarn_entrypoint import application_attempt
+    assert application_attempt(container_id) == attempt
+
+
+def test_the_attempt_running_a_job_crosses_the_wire_and_is_shown():
+    from rich.console import Console
+    from yarnflow.core.details import JobDetails
+    from yarnflow.core.status import JobStatus
+    from yarnflow.display import progress_table
+    from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
+    details = JobDetails("job-1", "long", JobStatus.RUNNING, 1.0, application_attempt=2)
+    assert job_details_from_proto(job_details_to_proto(details)) == details
+    console = Console(width=160, record=True)
+    console.print(progress_table(details))
+    assert "ApplicationMaster attempt 2" in console.export_text()
+    first = JobDetails("job-1", "long", JobStatus.RUNNING, 1.0)
+    assert job_details_from_proto(job_details_to_proto(first)).application_attempt == 1
+
+
+def test_a_job_that_ended_in_an_earlier_attempt_is_not_run_again(tmp_path):
+    """Skein lets a non-last attempt end only SUCCEEDED: a job that failed or was
+    cancelled comes back in the next attempt, which must end with the stored outcome
+    instead of running it again."""
+    from yarnflow.appmaster.yarn_entrypoint import ended_in_an_earlier_attempt
+    from yarnflow.core.details import JobDetails
+    from yarnflow.core.status import JobStatus
+    from yarnflow.rpc.archive import open_archive
+    history = str(tmp_path / "history")
+    archive = open_archive(history)
+    archive.store(JobDetails("failed-job", "j", JobStatus.FAILED, 1.0, 2.0,
+                             failure="explode (1/1): ValueError: bad input"))
+    archive.store(JobDetails("cancelled-job", "j", JobStatus.CANCELED, 1.0, 2.0))
+    archive.store(JobDetails("running-job", "j", JobStatus.RUNNING, 1.0))
+    status, diagnostics = ended_in_an_earlier_attempt(history, "failed-job", attempt=2)
+    assert status == "FAILED" and "ValueError: bad input" in diagnostics
+    assert ended_in_an_earlier_attempt(history, "cancelled-job", attempt=2)[0] == "KILLED"
+    assert ended_in_an_earlier_attempt(history, "running-job", attempt=2) is None
+    assert ended_in_an_earlier_attempt(history, "unknown-job", attempt=2) is None
+    assert ended_in_an_earlier_attempt(history, "failed-job", attempt=1) is None   # no lookup

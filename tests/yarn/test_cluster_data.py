@@ -73,13 +73,14 @@ def test_splits_are_read_on_the_hosts_that_store_them(yarn_cluster, hdfs):
         f"{s.host} {s.splits_local}/{s.splits_remote}" for s in source.subtasks)
 
 
-def overwrite_while_sink_writes(hdfs, name: str) -> tuple[str, pa.Table, str]:
+def overwrite_while_sink_writes(hdfs, name: str, *options: str) -> tuple[str, pa.Table, str]:
     """An old output at a target, and a running job (`--work` slows it) replacing it,
     whose sink is writing: (target, old output, application id)."""
     out = f"{hdfs.scratch(name)}/out"
     old = numbers(0, 1000)
     hdfs.write_table(old, f"{out}/part-00000.parquet")
-    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", SHAPES,
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", *options,
+                    SHAPES,
                     "--", "long", "--work", "1", "--out", out, "--mode", "overwrite")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
@@ -100,7 +101,9 @@ def test_a_cancelled_job_leaves_the_target_as_it_was(yarn_cluster, hdfs):
 
 def test_a_killed_appmaster_leaves_the_target_and_the_next_run_clears_its_staging(
         yarn_cluster, hdfs):
-    out, old, app_id = overwrite_while_sink_writes(hdfs, "am-kill")
+    # one attempt: the crash ends the application (test_am_recovery covers a second)
+    out, old, app_id = overwrite_while_sink_writes(hdfs, "am-kill", "-D",
+                                                   "yarn.application-attempts=1")
     appmaster_process(app_id).kill()
     assert yarn_cluster.wait_finished(app_id, timeout=120)["finalStatus"] == "FAILED"
     assert hdfs.read_table(out).equals(old)

@@ -1,0 +1,98 @@
+"""The ApplicationMaster dies and YARN starts another attempt (issue 16), end to end
+on the real Hadoop 3.5 cluster: the job runs again in the new attempt under the same
+job id and the application ends with the job's outcome; the client's `run --attach`,
+`status` and `logs` follow the application from one attempt to the next."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.yarn.conftest import FAST, ROOT, appmaster_process, yarnflow
+from tests.yarn.test_cluster_data import SHAPES, numbers, sink_is_writing
+from yarnflow.targets.yarn_apps import YarnApplication
+
+pytestmark = pytest.mark.usefixtures("yarn_cluster")
+
+
+class AttachedRun:
+    """`yarnflow run --attach` in the background, its output collected as it comes."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "yarnflow.cli", "run", "--attach",
+                                      *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, cwd=ROOT)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:   # type: ignore[union-attr]
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def app_id(self) -> str | None:
+        return next((w for w in self.output.split() if w.startswith("application_")), None)
+
+    def wait(self, timeout: float) -> int:
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"the attached run did not end within {timeout:g} s:\n"
+                                 f"{self.output[-4000:]}") from None
+        self._reader.join(10)
+        return code
+
+
+def test_a_killed_appmaster_is_replaced_by_a_second_attempt_that_finishes_the_job_exactly(
+        yarn_cluster, hdfs):
+    out = f"{hdfs.scratch('am-recover')}/out"
+    old = numbers(0, 1000)
+    hdfs.write_table(old, f"{out}/part-00000.parquet")
+    run = AttachedRun("-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", SHAPES,
+                      "--", "long", "--work", "1", "--out", out, "--mode", "overwrite")
+    app_id = wait_until(run.app_id, 120, "the attached run to name its application",
+                        interval=0.3)
+    with YarnApplication(app_id, timeout=30) as app:
+        wait_until(lambda: sink_is_writing(app, hdfs, out), 120,
+                   "the first attempt's sink to be writing", interval=0.3)
+        first_job = app.job_details()
+    assert first_job is not None and first_job.application_attempt == 1
+
+    appmaster_process(app_id).kill()          # SIGKILL: no goodbye to Skein or YARN
+
+    def second_attempt_running() -> bool:
+        status = yarnflow("status", app_id)
+        return status.returncode == 0 and "ApplicationMaster attempt 2" in status.stdout \
+            and "RUNNING" in status.stdout
+    wait_until(second_attempt_running, 180,
+               "`yarnflow status` to show the job running in attempt 2", interval=1.0)
+
+    assert run.wait(400) == 0, run.output[-4000:]
+    assert "FINISHED" in run.output
+    report = yarn_cluster.wait_finished(app_id, timeout=60)
+    assert report["finalStatus"] == "SUCCEEDED", report.get("diagnostics")
+    attempts = yarn_cluster.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")
+    assert len(attempts["appAttempts"]["appAttempt"]) == 2
+
+    # exact: every row once, nothing of the old output, nothing of the dead attempt
+    assert sorted(hdfs.read_table(out).column("k").to_pylist()) == list(range(2000))
+    assert hdfs.leftovers(out) == []
+
+    with YarnApplication(app_id, timeout=30) as app:
+        archived = app.archived_details()
+    assert archived is not None and archived.job_id == first_job.job_id
+    assert archived.application_attempt == 2
+
+    logs = yarnflow("logs", app_id, timeout=180)
+    assert logs.returncode == 0, logs.stderr
+    assert "ApplicationMaster (attempt 1 of 2)" in logs.stdout
+    assert "ApplicationMaster (attempt 2 of 2)" in logs.stdout
+
