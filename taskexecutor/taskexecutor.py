@@ -198,8 +198,7 @@ class TaskExecutor:
                 lambda known: known.exception() is None
                 and self.main.execute(self._rm_heartbeat_answered, known.result()))
             if now - self._last_rm_ack > timeout:
-                log.warning("ResourceManager silent for %.0f s: registering again", timeout)
-                self._register()
+                self._resource_manager_lost(f"ResourceManager silent for {timeout:g} s")
         job_masters = self._job_masters_to_heartbeat()
         for gone in set(self._jm_last_ack) - set(job_masters):
             del self._jm_last_ack[gone]     # nothing of that JobMaster is left here
@@ -240,6 +239,20 @@ class TaskExecutor:
                 if not state.state.is_terminal:
                     reports.setdefault(state.attempt_id, state)
         return list(reports.values())
+
+    def _resource_manager_lost(self, reason: str) -> None:
+        """The ResourceManager and the JobMasters live in one ApplicationMaster: when it
+        is silent, the process is most likely gone (a new attempt starts with new
+        JobMasters that know nothing of these tasks). So the tasks are cancelled and
+        their results released rather than left running for nobody, and the executor
+        registers again; it exits after ``taskmanager.registration.timeout`` if no
+        ResourceManager answers, so no executor outlives its application."""
+        log.warning("%s: cancelling this executor's tasks and registering again", reason)
+        job_masters = {jm_id for _, jm_id in self._job_masters.values()}
+        job_masters |= set(self.slots.job_masters())
+        for jm_id in job_masters:
+            self._job_master_lost(jm_id, reason)
+        self._register()
 
     def _rm_heartbeat_answered(self, known: bool) -> None:
         self._last_rm_ack = self._clock.monotonic()

@@ -326,3 +326,62 @@ def test_cancelling_an_attempt_the_executor_never_had_says_so():
     s = Setup()
     s.allocate()
     assert s.call(s.te.cancel_task, "jm-1", "never-deployed") is False
+
+
+# --- the ApplicationMaster is gone (issue 16, items 5 and 6) --------------------------------
+def test_an_executor_whose_resource_manager_is_gone_cancels_its_tasks_and_exits_if_none_answers():
+    s = Setup(**{"taskmanager.registration.timeout": "30 s"})
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.partitions.jobs.add("job-1")
+    s.rm.silent = True
+    s.rm.answers = [Unavailable()]               # and nobody answers a registration
+    s.main.advance(50)                           # silent for heartbeat.timeout: not yet
+    assert not s.tasks[0].cancelled and s.te.registration is Registration.REGISTERED
+    s.main.advance(10)
+    assert s.tasks[0].cancelled, "a task left running for a JobMaster that is gone"
+    assert s.partitions.jobs == set(), "results kept for a JobMaster that is gone"
+    assert s.te.registration is Registration.REGISTERING
+    s.tasks[0].finish()                          # the cancelled task leaves its slot
+    assert s.te.slots.is_idle()
+    s.main.advance(20)
+    assert not s.fatal
+    s.main.advance(15)                           # taskmanager.registration.timeout passed
+    assert s.fatal == ["registration timed out"]
+
+
+def test_calls_carrying_a_previous_attempts_fencing_tokens_are_refused():
+    """Attempt 1's ResourceManager (rm-1) and JobMaster (jm-1) are gone; the executor
+    registered with attempt 2's (rm-2, whose JobMaster jm-2 now holds its slot). A
+    gateway still carrying attempt 1's tokens is refused, whatever it asks."""
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.rm.silent, s.rm.answers = True, ["rm-2"]
+    s.main.advance(60)
+    s.tasks[0].finish()
+    assert s.te.resource_manager_id == "rm-2" and s.te.registration is Registration.REGISTERED
+    s.rm.silent = False
+
+    with pytest.raises(FencingError):
+        s.allocate("alloc-stale", rm_id="rm-1")
+    with pytest.raises(FencingError):
+        s.call(s.te.shutdown_requested, "rm-1", "idle")
+    assert not s.fatal and s.te.slots.is_idle()
+
+    s.call(s.te.request_slot, SlotAllocation(0, "job-1", "alloc-2", SLOT, "jm-2", "am2:1"), "rm-2")
+    current = TaskDeploymentDescriptor(
+        TaskInformation("job-1", "jm-2", "am2:1", "v", "map", 1, b"op"), 0, 0, "attempt-2",
+        "alloc-2")
+    s.call(s.te.submit_task, current)
+    with pytest.raises(FencingError):
+        s.call(s.te.cancel_task, "jm-1", "attempt-2")
+    with pytest.raises(FencingError):
+        s.call(s.te.free_slot, "alloc-2", "stale", "jm-1")
+    with pytest.raises(FencingError):
+        s.call(s.te.release_job_partitions, "job-1", "jm-1")
+    with pytest.raises(Refused):
+        s.call(s.te.submit_task, tdd("alloc-2", "attempt-stale"))      # jm-1's deployment
+    running = next(t for t in s.tasks if t.attempt_id == "attempt-2")
+    assert not running.cancelled
+    assert s.call(s.te.cancel_task, "jm-2", "attempt-2") and running.cancelled
