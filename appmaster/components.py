@@ -23,6 +23,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
+from yarnflow.rpc.faults import fault_injector
 from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
 from yarnflow.rpc.gateways.resourcemanager import GrpcResourceManagerGateway, register_job_master
 from yarnflow.rpc.gateways.taskexecutor import GrpcTaskExecutorGateway
@@ -65,7 +66,8 @@ class ApplicationMasterComponents:
         self.config = config
         self.application_attempt = application_attempt
         self.tls = tls
-        self.channels = ChannelCache(tls)
+        self.channels = ChannelCache(tls, fault_injector(config.get(options.TEST_RPC_FAULTS),
+                                                         config.get(options.TEST_RPC_FAULTS_SEED)))
         self.driver = driver
         self._timeout = config.get(options.RPC_ASK_TIMEOUT)
         self.resource_manager = ResourceManager(

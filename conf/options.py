@@ -248,6 +248,13 @@ LOCAL_LOG_RETENTION = _option("local.log-retention", _pos_int, 10,
 ATTACHED = _option("execution.attached", parse_bool, False,
                    "Whether `yarnflow run` on YARN follows the job to its end (local always does).")
 
+# --- test only: fault injection (yarnflow.rpc.faults) ---------------------------------------
+TEST_RPC_FAULTS = _option(
+    "test.rpc.faults", _str, "",
+    "Test only: calls between components to drop, duplicate or delay ('<method>=<action>[:<probability>[:<times>]]; ...', see rpc/faults.py); empty, the default, injects nothing.")
+TEST_RPC_FAULTS_SEED = _option("test.rpc.faults.seed", _nonneg_int, 0,
+                               "Test only: the seed of test.rpc.faults' random draws.")
+
 # --- YARN ------------------------------------------------------------------------------
 YARN_APP_NAME = _option("yarn.application.name", _str, "",
                         "YARN application name; empty means the job's name.")

@@ -34,10 +34,14 @@ def start_server(tls: TlsCredentials, register: Callable[[grpc.Server], None],
 
 
 class ChannelCache:
-    """One mutual-TLS channel per address, shared by every stub that dials it."""
+    """One mutual-TLS channel per address, shared by every stub that dials it.
+    ``interceptor``: the test-only fault injector (``yarnflow.rpc.faults``), on every
+    call through these channels."""
 
-    def __init__(self, tls: TlsCredentials) -> None:
+    def __init__(self, tls: TlsCredentials, interceptor: grpc.UnaryUnaryClientInterceptor | None = None
+                 ) -> None:
         self._tls = tls
+        self._interceptor = interceptor
         self._channels: dict[str, grpc.Channel] = {}
         self._lock = threading.Lock()
 
@@ -48,6 +52,8 @@ class ChannelCache:
                 channel = grpc.secure_channel(
                     address, self._tls.channel_credentials(),
                     options=_OPTIONS + [("grpc.ssl_target_name_override", CLUSTER_NAME)])
+                if self._interceptor is not None:
+                    channel = grpc.intercept_channel(channel, self._interceptor)
                 self._channels[address] = channel
             return channel
 

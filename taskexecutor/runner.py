@@ -15,6 +15,7 @@ from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.messages import TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
+from yarnflow.rpc.faults import fault_injector
 from yarnflow.rpc.endpoint import MainThread
 from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
 from yarnflow.rpc.gateways.resourcemanager import GrpcResourceManagerExecutorGateway
@@ -60,7 +61,9 @@ class TaskExecutorRunner:
         self.workdir = workdir
         self._tls = tls
         self._timeout = config.get(options.RPC_ASK_TIMEOUT)
-        self._channels = ChannelCache(tls)
+        self._channels = ChannelCache(tls, fault_injector(
+            config.get(options.TEST_RPC_FAULTS), config.get(options.TEST_RPC_FAULTS_SEED),
+            resource_id))
         self.stopped = threading.Event()
         self.stopped_cleanly = threading.Event()
         partitions = ResultPartitionManager()

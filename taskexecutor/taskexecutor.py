@@ -300,22 +300,44 @@ class TaskExecutor:
                                                 allocation.job_master_id)
         offer = SlotOffer(allocation_id, allocation.slot_index, allocation.profile,
                           self.worker_spec)
-        self._jm_gateway(allocation.job_master_address, allocation.job_master_id).offer_slots(
-            self.location, [offer]).add_done_callback(
-            lambda answer: self.main.execute(self._offer_answered, allocation_id, answer))
+        self._offer(allocation, offer, 0.0)
         return self.slots.version
 
-    def _offer_answered(self, allocation_id: str, answer: "Future[list[str]]") -> None:
-        if self.slots.by_allocation(allocation_id) is None:
+    def _offer(self, allocation: SlotAllocation, offer: SlotOffer, pause: float) -> None:
+        self._jm_gateway(allocation.job_master_address, allocation.job_master_id).offer_slots(
+            self.location, [offer]).add_done_callback(
+            lambda answer: self.main.execute(self._offer_answered, allocation, offer, pause,
+                                             answer))
+
+    def _offer_answered(self, allocation: SlotAllocation, offer: SlotOffer, pause: float,
+                        answer: "Future[list[str]]") -> None:
+        allocation_id = allocation.allocation_id
+        slot = self.slots.by_allocation(allocation_id)
+        if slot is None or slot.job_master_id != allocation.job_master_id:
             return
         err = answer.exception()
         if err is None and allocation_id in answer.result():
             self.slots.activate(allocation_id)
             return
-        why = "not accepted" if err is None else (
-            str(err) if isinstance(err, Refused) else describe_rpc_error(err))
+        if err is not None and not isinstance(err, Refused) \
+                and self.registration is not Registration.STOPPED:
+            # The offer or its answer was lost (FLIP-6's message 14): offer again; the
+            # JobMaster knows the slot by (AllocationID, ResourceID) and accepts it once.
+            # A JobMaster that is gone is noticed by its heartbeats, which free the slot.
+            pause = min(max(pause * 2, 0.5), 5.0)
+            log.info("offer of slot %s got no answer (%s): offering again in %.1f s",
+                     allocation_id[:8], describe_rpc_error(err), pause)
+            self.main.schedule(pause, self._offer_again, allocation, offer, pause)
+            return
+        why = "not accepted" if err is None else str(err)
         log.info("JobMaster declined slot %s (%s): freeing it", allocation_id[:8], why)
         self.free_slot(allocation_id, why)
+
+    def _offer_again(self, allocation: SlotAllocation, offer: SlotOffer, pause: float) -> None:
+        slot = self.slots.by_allocation(allocation.allocation_id)
+        if slot is not None and slot.job_master_id == allocation.job_master_id \
+                and self.registration is not Registration.STOPPED:
+            self._offer(allocation, offer, pause)
 
     def submit_task(self, tdd: TaskDeploymentDescriptor) -> None:
         def on_done(finished: RunningTask) -> None:

@@ -109,9 +109,23 @@ class ResourceManager:
         if resource_id in self._stopped:
             raise Refused(f"TaskExecutor {resource_id} was stopped by this ResourceManager "
                           "and may not register again")
-        if resource_id in self.executors:   # a re-registration after a lost heartbeat
-            self.slot_manager.unregister_worker(resource_id)
         slots = registration.slot_report.slots
+        known = self.executors.get(resource_id)
+        if known is not None and resource_id in self.slot_manager.workers:
+            # The same executor again (FLIP-6's message 10: the answer to its registration
+            # was lost, or it stopped hearing from us): recognised by its ResourceID, it
+            # keeps its place and its slot report is taken as its truth. Dropping and
+            # re-adding it would put its slot requests back in the queue and start a
+            # worker for them that nobody needs.
+            self.executors[resource_id] = RegisteredExecutor(
+                location, registration.worker_spec,
+                self._te_gateways(location, self.resource_manager_id), self._clock.monotonic())
+            self.slot_manager.report_slot_status(
+                resource_id, [(s.slot_index, s.allocation_id, s.job_id) for s in slots],
+                self.slot_manager.workers[resource_id].holds_partitions,
+                registration.slot_report.version)
+            log.info("TaskExecutor %s registered again", resource_id)
+            return self.resource_manager_id
         profile = slots[0].profile if slots else registration.total_resources
         if profile is None:
             raise Refused(f"TaskExecutor {resource_id} reported neither slots nor resources")

@@ -23,7 +23,8 @@ from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecut
 from yarnflow.core.messages import SlotOffer
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import check_transition
-from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
+from yarnflow.core.errors import Refused
+from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, describe_rpc_error
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,11 @@ class PendingRequest:
     future: "Future[PhysicalSlot]"
     timeout: ScheduledTask | None = None
     sent: bool = False
+    retry_pause: float = 0.0      # the next pause before asking again after a lost message
+
+
+_FIRST_RETRY_PAUSE = 0.5
+_MAX_RETRY_PAUSE = 10.0
 
 
 class HeldSlotState(enum.Enum):
@@ -135,13 +141,28 @@ class SlotPool:
         reply = self._rm.request_slot(request.allocation_id, request.profile)
 
         def failed(err: Exception) -> None:
-            self._fail_pending(request.allocation_id,
-                               f"the ResourceManager refused the slot request: {err}")
+            if isinstance(err, Refused):
+                self._fail_pending(request.allocation_id,
+                                   f"the ResourceManager refused the slot request: {err}")
+                return
+            # The request or its answer was lost (FLIP-6's messages 4 and 6): ask again
+            # under the same AllocationID, which the ResourceManager serves once however
+            # often it hears it, until it answers or slot.request.timeout ends the wait.
+            request.retry_pause = min(max(request.retry_pause * 2, _FIRST_RETRY_PAUSE),
+                                      _MAX_RETRY_PAUSE)
+            log.info("slot request %s got no answer (%s): asking again in %.1f s",
+                     request.allocation_id[:8], describe_rpc_error(err), request.retry_pause)
+            self._main.schedule(request.retry_pause, self._resend, request)
 
         def done(fut: Future) -> None:
             if fut.exception() is not None:
                 self._main.execute(failed, fut.exception())
         reply.add_done_callback(done)
+
+    def _resend(self, request: PendingRequest) -> None:
+        if self._pending.get(request.allocation_id) is request and self._rm is not None \
+                and not self._closed:
+            self._send_request(request)
 
     def _timeout_request(self, allocation_id: str) -> None:
         request = self._pending.get(allocation_id)
@@ -183,8 +204,13 @@ class SlotPool:
         if self._closed:
             return accepted
         for offer in offers:
-            if offer.allocation_id in self._held:
-                accepted.append(offer.allocation_id)    # a repeated offer: idempotent
+            held = self._held.get(offer.allocation_id)
+            if held is not None:
+                # A repeated offer (its answer was lost, or it arrived twice) is known by
+                # (AllocationID, ResourceID) and accepted again, once; the same id from
+                # another executor is not ours.
+                if held.slot.location.resource_id == location.resource_id:
+                    accepted.append(offer.allocation_id)
                 continue
             slot = PhysicalSlot(offer.allocation_id, location, offer.slot_index, offer.profile,
                                 gateway, offer.worker_spec)
