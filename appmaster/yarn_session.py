@@ -11,11 +11,13 @@ directory, and the application ends SUCCEEDED (KILLED when YARN killed it).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from typing import Any
 
 from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
+from yarnflow.appmaster.dispatcher.job_graph_store import JobGraphStore, job_graph_store_location
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.appmaster.yarn_entrypoint import start_components
@@ -34,6 +36,7 @@ class Session:
         self._stopped = threading.Event()
         self.reason = ""
         self.dispatcher: Dispatcher | None = None
+        self.job_graphs: JobGraphStore | None = None
         self.components: Any = None
         start_components(
             config, app, self.ladder, config.get(options.SESSION_MIN_EXECUTORS),
@@ -43,9 +46,22 @@ class Session:
         # Runs while the components start, before their address is published: no
         # client can reach the server before the Dispatcher is on it.
         self.components = components
+        self.job_graphs = JobGraphStore(job_graph_store_location(
+            self.history_dir, os.environ.get("SKEIN_APPLICATION_ID", "session"))) \
+            if self.history_dir else None
         self.dispatcher = Dispatcher(components, self.ladder,
-                                     open_archive(self.history_dir) if self.history_dir else None)
+                                     open_archive(self.history_dir) if self.history_dir else None,
+                                     self.job_graphs)
         add_dispatcher_service(server, self.dispatcher, self.stop)
+
+    def recover(self) -> None:
+        """Attempt 2 or later: the jobs the dead attempt accepted and did not finish run
+        again, under their ids (the store is empty in attempt 1)."""
+        recovered = self.dispatcher.recover()   # type: ignore[union-attr]
+        if recovered:
+            log.info("ApplicationMaster attempt %d runs again %d job(s) an earlier attempt "
+                     "had accepted: %s", self.components.application_attempt, len(recovered),
+                     ", ".join(recovered))
 
     def stop(self, reason: str) -> None:
         if not self._stopped.is_set():
@@ -58,6 +74,8 @@ class Session:
         self.dispatcher.close(self.config.get(options.JOB_CANCEL_TIMEOUT))   # type: ignore[union-attr]
         running, finished = self.dispatcher.counts()   # type: ignore[union-attr]
         self.components.stop()
+        if self.job_graphs is not None:
+            self.job_graphs.discard()   # every job ended and is archived: nothing to run again
         status = "KILLED" if self.reason.startswith("SIGTERM") else "SUCCEEDED"
         return status, f"yarnflow session stopped ({self.reason}); {finished} jobs ran"
 
@@ -65,5 +83,6 @@ class Session:
 def run_session(app: Any) -> tuple[str, str]:
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
     session = Session(config, app)
+    session.recover()
     signal.signal(signal.SIGTERM, lambda *_: session.stop("SIGTERM from YARN"))
     return session.serve()

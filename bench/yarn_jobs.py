@@ -4,6 +4,9 @@
                        1.5 GB) feeding 4 x (1 core, 512 MB)
     alloc [--fixed]    2 subtasks of 3 GB and 6 of 512 MB; --fixed gives every slot the
                        largest profile, as one fixed container size would
+    two-stage          stage 1 (source, map; --work1 s per batch) writes a BLOCKING shuffle
+                       that stage 2 (map; --work s per batch, aggregate, sink) reads: for
+                       bench/am_failover.py
 """
 import argparse
 import time
@@ -22,7 +25,9 @@ def working(seconds: float):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("job", choices=["to-running", "alloc"])
+    parser.add_argument("job", choices=["to-running", "alloc", "two-stage"])
+    parser.add_argument("--work1", type=float, default=0.5)
+    parser.add_argument("--rows", type=int, default=4000)
     parser.add_argument("--fixed", action="store_true")
     parser.add_argument("--work", type=float, default=5.0)
     parser.add_argument("--parallelism", type=int, default=4)
@@ -30,7 +35,16 @@ def main() -> None:
     args = parser.parse_args()
     table = pa.table({"k": pa.array(range(4000), pa.int64())})
     R = yf.ResourceSpec
-    if args.job == "to-running":
+    if args.job == "two-stage":
+        p = yf.Pipeline("bench-two-stage", parallelism=args.parallelism)
+        keyed = pa.table({"k": pa.array([i % 97 for i in range(args.rows)], pa.int64()),
+                          "v": pa.array(range(args.rows), pa.int64())})
+        p.from_arrow(keyed, name="stage1-source").slot_sharing_group("one") \
+            .map(working(args.work1), name="stage1-map").slot_sharing_group("one") \
+            .key_by("k").blocking() \
+            .map(working(args.work), name="stage2-map").slot_sharing_group("two") \
+            .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(args.out, "overwrite")
+    elif args.job == "to-running":
         p = yf.Pipeline("bench-to-running")
         n = args.parallelism
         heavy = p.from_arrow(table, name="heavy").set_parallelism(n) \

@@ -20,7 +20,10 @@ from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
 from yarnflow.rpc.generated import jobmaster_pb2
 
 
-class JobArchive:
+class JobFiles:
+    """A directory of one ``<job_id>.pb`` per job on any fsspec file system, each file
+    there whole or not at all: the job history, and a session's job graph store."""
+
     def __init__(self, location: str | Path, **storage_options: Any) -> None:
         """``storage_options`` go to fsspec (for WebHDFS: ``user``, the HDFS user
         with simple authentication)."""
@@ -34,27 +37,21 @@ class JobArchive:
     def _path(self, job_id: str) -> str:
         return f"{self._dir.rstrip('/')}/{job_id}.pb"
 
-    def store(self, details: JobDetails) -> str:
+    def _write(self, job_id: str, data: bytes) -> str:
         """Written to a hidden temporary name and renamed, so a reader never sees half a
-        job (a rename is atomic on HDFS and on local file systems)."""
+        file (a rename is atomic on HDFS and on local file systems)."""
         self._fs.makedirs(self._dir, exist_ok=True)
-        target = self._path(details.job_id)
-        tmp = f"{self._dir.rstrip('/')}/.{details.job_id}.{uuid.uuid4().hex[:8]}.tmp"
-        self._fs.pipe_file(tmp, job_details_to_proto(details).SerializeToString())
+        target = self._path(job_id)
+        tmp = f"{self._dir.rstrip('/')}/.{job_id}.{uuid.uuid4().hex[:8]}.tmp"
+        self._fs.pipe_file(tmp, data)
         if self._fs.exists(target):         # HDFS's rename does not overwrite
             self._fs.rm(target)
         self._fs.mv(tmp, target)
         return target
 
-    def load(self, job_id: str) -> JobDetails:
-        path = self._path(job_id)
-        try:
-            data = self._fs.cat_file(path)
-        except FileNotFoundError:
-            known = ", ".join(self.job_ids()) or "none"
-            raise KeyError(f"no archived job {job_id} in {self.location} "
-                           f"(archived: {known})") from None
-        return job_details_from_proto(jobmaster_pb2.JobDetails.FromString(data))
+    def _read(self, job_id: str) -> bytes:
+        """FileNotFoundError when the job has no file here."""
+        return self._fs.cat_file(self._path(job_id))
 
     def job_ids(self) -> list[str]:
         try:
@@ -63,6 +60,20 @@ class JobArchive:
             return []
         stems = (name.rstrip("/").rsplit("/", 1)[-1] for name in names)
         return sorted(s[:-3] for s in stems if s.endswith(".pb") and not s.startswith("."))
+
+
+class JobArchive(JobFiles):
+    def store(self, details: JobDetails) -> str:
+        return self._write(details.job_id, job_details_to_proto(details).SerializeToString())
+
+    def load(self, job_id: str) -> JobDetails:
+        try:
+            data = self._read(job_id)
+        except FileNotFoundError:
+            known = ", ".join(self.job_ids()) or "none"
+            raise KeyError(f"no archived job {job_id} in {self.location} "
+                           f"(archived: {known})") from None
+        return job_details_from_proto(jobmaster_pb2.JobDetails.FromString(data))
 
     def all(self) -> list[JobDetails]:
         return sorted((self.load(job_id) for job_id in self.job_ids()),
@@ -80,9 +91,11 @@ def archived_job(location: str, job_id: str) -> JobDetails | None:
         return None
 
 
-def open_archive(location: str | Path) -> JobArchive:
+def storage_options(location: str | Path) -> dict[str, Any]:
     """WebHDFS with simple authentication acts as the user this process runs for (in a
     YARN container: the user who submitted the application)."""
-    if str(location).startswith("webhdfs://"):
-        return JobArchive(location, user=getpass.getuser())
-    return JobArchive(location)
+    return {"user": getpass.getuser()} if str(location).startswith("webhdfs://") else {}
+
+
+def open_archive(location: str | Path) -> JobArchive:
+    return JobArchive(location, **storage_options(location))

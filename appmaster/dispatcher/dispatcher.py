@@ -25,16 +25,21 @@ from yarnflow.core.jobgraph import JobGraph
 
 if TYPE_CHECKING:
     from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
+    from yarnflow.appmaster.dispatcher.job_graph_store import JobGraphStore
 
 log = logging.getLogger(__name__)
 
 
 class Dispatcher:
     def __init__(self, components: "ApplicationMasterComponents",
-                 ladder: ContainerLadder | None, archive: JobArchive | None) -> None:
+                 ladder: ContainerLadder | None, archive: JobArchive | None,
+                 job_graphs: "JobGraphStore | None" = None) -> None:
+        """``job_graphs``: where a session keeps the jobs it accepted until they are
+        archived, for the next ApplicationMaster attempt (``recover``)."""
         self._components = components
         self._ladder = ladder
         self._archive = archive
+        self._job_graphs = job_graphs
         self._lock = threading.Lock()
         self._running: dict[str, "JobClient"] = {}
         self._finished: dict[str, JobDetails] = {}   # the newest, in order
@@ -44,9 +49,11 @@ class Dispatcher:
         self._archiving: list[futures.Future] = []
         self._closed = False
 
-    def submit(self, graph: JobGraph) -> str:
+    def submit(self, graph: JobGraph, serialized: bytes | None = None) -> str:
         """Start the job's JobMaster; returns its job id once the job is accepted.
-        ``graph`` is as received: its operators stay bytes here."""
+        ``graph`` is as received: its operators stay bytes here. ``serialized`` (the
+        JobGraph as it came) goes to the job graph store first, so an accepted job
+        outlives this ApplicationMaster."""
         with self._lock:
             if self._closed:
                 raise JobRejected("this session is shutting down; start a new one with "
@@ -54,6 +61,12 @@ class Dispatcher:
             if graph.job_id in self._running or graph.job_id in self._finished:
                 raise JobRejected(f"job {graph.job_id} was already submitted to this session")
         self._check_fits(graph)
+        if self._job_graphs is not None and serialized is not None:
+            try:
+                self._job_graphs.put(graph.job_id, serialized)
+            except Exception as err:   # noqa: BLE001 - a file system error, named below
+                raise JobRejected(f"the session could not keep job {graph.name} on the cluster "
+                                  f"file system ({self._job_graphs.location}): {err}") from None
         client = self._components.submit(graph)
         with self._lock:
             self._running[client.job_id] = client
@@ -95,6 +108,46 @@ class Dispatcher:
         except Exception:   # noqa: BLE001 - the job's outcome stays in memory meanwhile
             log.exception("archiving job %s to %s failed", details.job_id,
                           self._archive.directory)   # type: ignore[union-attr]
+            return
+        self._forget_job_graph(details.job_id)
+
+    def _forget_job_graph(self, job_id: str) -> None:
+        """Once the job is in the history, no later attempt runs it again."""
+        if self._job_graphs is None:
+            return
+        try:
+            self._job_graphs.remove(job_id)
+        except Exception:   # noqa: BLE001 - a later attempt finds it archived and skips it
+            log.exception("removing job %s from %s failed", job_id, self._job_graphs.location)
+
+    def recover(self) -> list[str]:
+        """A new ApplicationMaster attempt: run again, under their ids, the jobs an
+        earlier attempt accepted and did not see end; those archived meanwhile are only
+        dropped from the store. Returns the ids of the jobs run again."""
+        if self._job_graphs is None:
+            return []
+        from yarnflow.rpc.codec import jobgraph_from_proto
+        from yarnflow.rpc.generated import jobgraph_pb2
+        recovered = []
+        for job_id in self._job_graphs.job_ids():
+            if self._archive is not None:
+                try:
+                    if self._archive.load(job_id).status.is_globally_terminal:
+                        self._forget_job_graph(job_id)
+                        continue
+                except (KeyError, OSError):
+                    pass
+            try:
+                graph = jobgraph_from_proto(jobgraph_pb2.JobGraph.FromString(
+                    self._job_graphs.get(job_id)), load_operators=False)
+                self.submit(graph)
+            except Exception:   # noqa: BLE001 - one unreadable job must not stop the others
+                log.exception("could not run job %s again", job_id)
+                continue
+            log.info("running job %s (%s) again: an earlier ApplicationMaster attempt had "
+                     "accepted it", graph.name, job_id)
+            recovered.append(job_id)
+        return recovered
 
     def list_jobs(self) -> list[JobDetails]:
         """Running jobs first (live), then finished ones (as archived), oldest first."""

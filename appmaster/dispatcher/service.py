@@ -32,7 +32,8 @@ class DispatcherService(dispatcher_pb2_grpc.DispatcherServicer):
         except Exception as err:   # noqa: BLE001 - e.g. a committer that does not unpickle
             log.exception("reading job %s failed", request.job_id)
             raise JobRejected(f"the session could not read job {request.name}: {err}") from None
-        return dispatcher_pb2.SubmitJobResponse(job_id=self._dispatcher.submit(graph))
+        return dispatcher_pb2.SubmitJobResponse(
+            job_id=self._dispatcher.submit(graph, request.SerializeToString()))
 
     @errors_as_status
     def ListJobs(self, request, context):  # noqa: N802

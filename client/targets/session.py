@@ -78,7 +78,8 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     services = {service_name(s): taskexecutor_service(s, instances.get(s.name, 0), python, files, env)
                 for s in ladder.specs}
     return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
-                                 services=services, tags=["yarnflow", SESSION_TAG], max_attempts=1)
+                                 services=services, tags=["yarnflow", SESSION_TAG],
+                                 max_attempts=config.get(options.YARN_APPLICATION_ATTEMPTS))
 
 
 def start_session(config: Configuration, name: str | None, min_executors: int) -> SessionStarted:

@@ -152,3 +152,32 @@ def test_a_long_session_stays_flat(tmp_path, config):
     (threads_20, rss_20), (threads_200, rss_200) = seen[20], seen[200]
     assert threads_200 <= threads_20 + 5, f"threads: {threads_20} after job 20, {threads_200} after 200"
     assert rss_200 <= rss_20 + 50, f"RSS: {rss_20:.0f} MB after job 20, {rss_200:.0f} MB after 200"
+
+
+def test_a_new_attempt_runs_again_the_accepted_jobs_that_had_not_ended(tmp_path, config):
+    """What a session's next ApplicationMaster attempt finds (issue 16, item 4): the
+    job graph store holds a job the dead attempt accepted and one it saw end; the
+    unended one runs again under its id, the ended one stays only in the history."""
+    from yarnflow.appmaster.dispatcher import Dispatcher
+    from yarnflow.appmaster.dispatcher.job_graph_store import (JobGraphStore,
+                                                               job_graph_store_location)
+    from yarnflow.core.details import JobDetails
+    from yarnflow.rpc.codec import jobgraph_to_proto
+    history = str(tmp_path / "history")
+    store = JobGraphStore(job_graph_store_location(history, "application_1_0001"))
+    assert store.location == str(tmp_path / "jobgraphs" / "application_1_0001")
+    unended, ended = job("unended", tmp_path / "a", config), job("ended", tmp_path / "b", config)
+    for graph in (unended, ended):     # what attempt 1's Dispatcher stored on acceptance
+        store.put(graph.job_id, jobgraph_to_proto(graph).SerializeToString())
+    archive = JobArchive(history)
+    archive.store(JobDetails(ended.job_id, "ended", JobStatus.FINISHED, 1.0, 2.0))
+    assert oct((tmp_path / "jobgraphs" / "application_1_0001").stat().st_mode)[-3:] == "700"
+
+    with LocalCluster(config) as attempt_two:
+        dispatcher = Dispatcher(attempt_two.components, None, archive, store)
+        assert dispatcher.recover() == [unended.job_id]
+        assert dispatcher.wait(unended.job_id, 60).status is JobStatus.FINISHED
+        wait_until(lambda: store.job_ids() == [], 30, "the archived job to leave the store")
+    assert pq.read_table(tmp_path / "a").sort_by("x").equals(TABLE)
+    assert not (tmp_path / "b").exists(), "the job that had ended ran again"
+    assert archive.load(unended.job_id).status is JobStatus.FINISHED

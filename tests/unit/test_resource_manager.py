@@ -225,3 +225,18 @@ def test_an_idle_executor_is_stopped_after_the_taskmanager_timeout(cluster):
     assert cluster.executors["te-1"].shutdown_reasons == [
         "idle longer than resourcemanager.taskmanager-timeout"]
     assert cluster.driver.released == ["te-1"]
+
+
+def test_a_registration_heard_twice_keeps_the_worker_and_starts_no_other(cluster):
+    """FLIP-6's message 10: the answer to a registration was lost and the executor
+    registers again; the ResourceManager knows it by its ResourceID, keeps its slot
+    for the request it serves, and starts no worker for that request."""
+    cluster.request("a1")
+    first = cluster.register("container-0")
+    assert cluster.executors["container-0"].allocations[0][0].allocation_id == "a1"
+    again = cluster.register("container-0", allocated="a1")
+    assert again == first
+    assert [rid for rid, _ in cluster.driver.requested] == ["container-0"]
+    view = cluster.main.call(cluster.rm.overview)
+    assert len(view.workers) == 1 and view.workers[0].free_slots == 0
+    assert view.pending_slot_requests <= 1 and view.pending_workers == 0

@@ -190,6 +190,44 @@ def test_a_container_killed_midway_is_replaced_and_the_session_runs_on(session, 
     assert hdfs.read_table(f"{base}/after").num_rows == 2000
 
 
+def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
+        session, yarn_cluster, hdfs):
+    """Issue 16, item 4: the session's ApplicationMaster dies with one job running and
+    others ended; the next attempt runs the running one again, under the same job id,
+    to an exact output; the ended ones stay in the history; the session takes the next
+    job with no manual step."""
+    from tests.yarn.conftest import appmaster_process
+    from yarnflow.targets.dispatcher_client import NotServingYet
+    app_id, client = session
+    base = hdfs.scratch("session-am")
+    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "2",
+                    "--out", f"{base}/out")
+    job = accepted_job_id(proc)
+    wait_until(lambda: work_running(client, job), 120, "the job's work running", interval=0.3)
+    assert client.details(job).application_attempt == 1
+    appmaster_process(app_id).kill()
+
+    def in_attempt_two():
+        try:
+            details = client.details(job)
+        except NotServingYet:        # between the attempts
+            return None
+        return details if details.application_attempt == 2 else None
+    wait_until(in_attempt_two, 180, f"job {job} in the session's second attempt", interval=1.0)
+    assert ended(client, job, 240) == "FINISHED", client.details(job).failure
+    assert sorted(hdfs.read_table(f"{base}/out").column("k").to_pylist()) == list(range(2000))
+    assert hdfs.leftovers(f"{base}/out") == []
+    assert client.details(JOBS["a"]).status.value == "FINISHED"    # from the history
+    attempts = yarn_cluster.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")
+    assert len(attempts["appAttempts"]["appAttempt"]) == 2
+    assert yarn_cluster.app(app_id)["state"] == "RUNNING"
+
+    after = yarnflow("run", "-t", "yarn-session", "-a", NAME, "--attach", "--no-progress", SHAPES,
+                     "--", "long", "--work", "0", "--out", f"{base}/after")
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert hdfs.read_table(f"{base}/after").num_rows == 2000
+
+
 def test_history_outlives_the_session(session, yarn_cluster):
     app_id, client = session
     stop = yarnflow("session", "stop", NAME)
