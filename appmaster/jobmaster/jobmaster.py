@@ -97,6 +97,9 @@ class JobMaster:
         self._failover = failover_strategy(config.get(options.FAILOVER_STRATEGY), self.graph)
         self._restart: PendingRestart | None = None
         self._lost_executors: set[str] = set()
+        # failed attempts whose failure is likely the echo of another on its way (an
+        # input that went away, an executor that did not answer): -> their executor
+        self._awaiting_cause: dict[Execution, str] = {}
         self.restarts = 0
         self.exceptions: list[ExceptionEntry] = []
         self._splits: dict[str, InputSplitAssigner] = {}
@@ -191,9 +194,13 @@ class JobMaster:
         location = execution.slot.location
 
         def failed(err: Exception) -> None:
+            # An executor that cannot be reached is most likely dying, and its loss (the
+            # real cause, with its exit code and log) is on its way: like an upstream
+            # failure, this waits the grace period for it. A refusal is the cause itself.
             if execution.state is ExecutionState.DEPLOYING:
                 self._task_failed(execution, f"could not deploy {vertex} to TaskExecutor "
-                                  f"{location.resource_id}: {describe_rpc_error(err)}")
+                                  f"{location.resource_id}: {describe_rpc_error(err)}",
+                                  upstream=not isinstance(err, Refused))
         gateway.submit_task(descriptor).add_done_callback(
             lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
 
@@ -330,10 +337,18 @@ class JobMaster:
         self._gateways.pop(resource_id, None)
         lost = [e for e in self.graph.current_executions()
                 if e.resource_id == resource_id and not e.state.is_terminal]
-        if lost:
+        # attempts that failed there a moment ago (a deployment the dying executor did not
+        # take) and were waiting for this, their real cause
+        explained = [e for e, where in list(self._awaiting_cause.items())
+                     if where == resource_id and e is e.vertex.current]
+        for execution in explained:
+            del self._awaiting_cause[execution]
+        if lost or explained:
             reason = f"{reason}; lost subtasks: " + ", ".join(e.vertex.name_with_index
-                                                              for e in lost)
-        failed = [e for e in lost if self._mark_failed(e, reason)]
+                                                              for e in lost + explained)
+        for execution in explained:
+            execution.failure = reason
+        failed = [e for e in lost if self._mark_failed(e, reason)] + explained
         self.slot_pool.release_task_manager(resource_id, reason)   # its slots: already failed
         if self.graph.status is not JobStatus.RUNNING:
             self._check_termination()
@@ -407,6 +422,7 @@ class JobMaster:
         is lost, and its driver is about to say so), so it waits for a grace period
         (``jobmaster.upstream-failure.grace``, at most one heartbeat interval) before
         it is handled, by which time the real cause has restarted it already."""
+        where = execution.resource_id or ""
         if not self._mark_failed(execution, cause, detail):
             return
         if self.graph.status is not JobStatus.RUNNING:
@@ -419,11 +435,14 @@ class JobMaster:
         elif upstream:
             grace = min(self.config.get(options.UPSTREAM_FAILURE_GRACE),
                         self.config.get(options.HEARTBEAT_INTERVAL))
+            self._awaiting_cause[execution] = where
             self.main.schedule(grace, self._upstream_failure_unexplained, execution)
         else:
             self._handle_failure([execution], cause, detail)
 
     def _upstream_failure_unexplained(self, execution: Execution) -> None:
+        if self._awaiting_cause.pop(execution, None) is None:
+            return         # the loss of its executor explained it meanwhile
         if self.graph.status is JobStatus.RUNNING and execution is execution.vertex.current \
                 and not (self._restart and execution.vertex in self._restart.vertices):
             self._handle_failure([execution], execution.failure, execution.failure_detail)

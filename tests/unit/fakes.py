@@ -108,10 +108,11 @@ class FakeTaskExecutor:
         self.cancelled: list[str] = []
         self.freed: list[str] = []
         self.has_attempts = True     # what cancel_task answers: the attempt is here
+        self.submit_error: BaseException | None = None   # every deployment fails so
 
     def submit_task(self, descriptor: Any) -> "Future[Any]":
         self.submitted.append(descriptor)
-        return done()
+        return failed(self.submit_error) if self.submit_error is not None else done()
 
     def cancel_task(self, attempt_id: str) -> "Future[bool]":
         self.cancelled.append(attempt_id)

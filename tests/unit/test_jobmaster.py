@@ -123,3 +123,37 @@ def test_a_pooled_slot_moves_only_between_free_and_allocated():
     assert held.since == 0.0
     held.transition(HeldSlotState.FREE, 3.0)
     assert held.since == 3.0                         # idle time counts from the release
+
+
+class Unreachable(Exception):
+    """What a gateway raises for an executor that does not answer (grpc's UNAVAILABLE)."""
+
+    def __str__(self) -> str:
+        return "UNAVAILABLE: Stream removed (Socket closed)"
+
+
+def test_a_deployment_to_a_dying_executor_waits_for_its_loss_to_be_the_cause(harness):
+    """A subtask deployed to an executor whose process is exiting fails to deploy; the
+    executor's loss, with its exit code and log, arrives a moment later and is what
+    the job reports."""
+    h = harness
+    h.start()
+    h.executor("te-2").submit_error = Unreachable()
+    h.offer_pending(["te-1", "te-2"])
+    assert h.jm.graph.status is JobStatus.RUNNING, "failed at once, before the real cause"
+    h.call(h.jm.disconnect_task_executor, "te-2", "process exited with code 3 (log: te-2.log)")
+    h.jm.main.advance(CANCEL_TIMEOUT)
+    result = h.jm.result.result(timeout=0)
+    assert result.status is JobStatus.FAILED and "exited with code 3" in result.failure, \
+        result.failure
+
+
+def test_an_unexplained_failed_deployment_fails_the_job_after_the_grace(harness):
+    h = harness
+    h.start()
+    h.executor("te-2").submit_error = Unreachable()
+    h.offer_pending(["te-1", "te-2"])
+    h.jm.main.advance(2.0)                       # jobmaster.upstream-failure.grace
+    h.jm.main.advance(CANCEL_TIMEOUT)
+    result = h.jm.result.result(timeout=0)
+    assert result.status is JobStatus.FAILED and "could not deploy" in result.failure
