@@ -42,8 +42,7 @@ from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import JobStatus
-from yarnflow.rpc.codec import jobgraph_from_proto
-from yarnflow.rpc.generated import jobgraph_pb2
+from yarnflow.rpc.codec import jobgraph_as_received
 from yarnflow.rpc.security import read_skein_container_credentials
 from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY,
                                          SERVICES_ENV, decode_env)
@@ -159,7 +158,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     where the client's summary, ``status`` and ``history`` read it after we are gone."""
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
-    graph = jobgraph_from_proto(jobgraph_pb2.JobGraph.FromString(job_bytes), load_operators=False)
+    graph = jobgraph_as_received(job_bytes)
     history = config.get(options.SESSION_HISTORY_DIR)
     ended = ended_in_an_earlier_attempt(history, graph.job_id)
     if ended is not None:
@@ -211,7 +210,6 @@ def main(argv: list[str] | None = None) -> int:
         status, diagnostics = "FAILED", ("yarnflow ApplicationMaster failed:\n"
                                          + traceback.format_exc()[-_DIAGNOSTICS_LIMIT:])
         log.exception("ApplicationMaster failed")
-
     log.info("ending the application %s", status)
     logging.shutdown()
     app.shutdown(status, diagnostics)

@@ -55,6 +55,12 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
     return message
 
 
+def jobgraph_as_received(data: bytes) -> JobGraph:
+    """A serialized JobGraph (a per-job application's launch payload, a session's stored
+    job), rebuilt as the ApplicationMaster holds it: operators still bytes."""
+    return jobgraph_from_proto(jobgraph_pb2.JobGraph.FromString(data), load_operators=False)
+
+
 def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = True) -> JobGraph:
     """Rebuild the graph. Operators stay cloudpickle bytes unless ``load_operators``: the
     ApplicationMaster never runs user code, so it never unpickles it."""

@@ -126,8 +126,7 @@ class Dispatcher:
         dropped from the store. Returns the ids of the jobs run again."""
         if self._job_graphs is None:
             return []
-        from yarnflow.rpc.codec import jobgraph_from_proto
-        from yarnflow.rpc.generated import jobgraph_pb2
+        from yarnflow.rpc.codec import jobgraph_as_received
         recovered = []
         for job_id in self._job_graphs.job_ids():
             if self._archive is not None:
@@ -138,8 +137,7 @@ class Dispatcher:
                 except (KeyError, OSError):
                     pass
             try:
-                graph = jobgraph_from_proto(jobgraph_pb2.JobGraph.FromString(
-                    self._job_graphs.get(job_id)), load_operators=False)
+                graph = jobgraph_as_received(self._job_graphs.get(job_id))
                 self.submit(graph)
             except Exception:   # noqa: BLE001 - one unreadable job must not stop the others
                 log.exception("could not run job %s again", job_id)
