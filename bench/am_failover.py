@@ -5,7 +5,8 @@ same job undisturbed, on the native test cluster in one run. Prints one JSON obj
 
 The job (bench/yarn_jobs.py two-stage): stage 1 (source, a map of --work1 s per
 batch) writes a BLOCKING shuffle that stage 2 (a map of --work s per batch, an
-aggregate, a Parquet sink on HDFS) reads, at parallelism 2.
+aggregate, a Parquet sink on HDFS) reads, at parallelism 2, with batch job recovery on
+in both runs (execution.batch.job-recovery.enabled: stage 1's results on HDFS).
 
 - fresh_start_s: submission until every stage-1 subtask RUNNING (the JobMaster's own
   per-subtask timestamps), in the undisturbed run;
@@ -81,7 +82,9 @@ def run(args: argparse.Namespace, kill: bool) -> dict:
     out = f"{default_fs}/tmp/yarnflow-bench/am-failover-{uuid.uuid4().hex[:8]}"
     wait_quiet()
     submitted = time.time()
-    app_id, _ = yarnflow_submit("-D", "pipeline.batch-rows=250", JOBS, "--", "two-stage",
+    app_id, _ = yarnflow_submit("-D", "pipeline.batch-rows=250",
+                                "-D", "execution.batch.job-recovery.enabled=true",
+                                JOBS, "--", "two-stage",
                                 "--parallelism", "2", "--rows", str(args.rows),
                                 "--work1", str(args.work1), "--work", str(args.work),
                                 "--out", out)

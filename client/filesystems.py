@@ -5,11 +5,11 @@ over HTTP. They travel inside the job's sources and sinks, so the ApplicationMas
 and the executors open exactly the URIs the client checked."""
 from __future__ import annotations
 
+import dataclasses
 from urllib.parse import urlsplit
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import FileSystemSettings
-from yarnflow.core.fs.settings import LOCAL_FS
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 
@@ -23,19 +23,14 @@ def use_cluster_filesystem(config: Configuration, hadoop: HadoopConf) -> None:
 
 
 def filesystem_settings(config: Configuration) -> FileSystemSettings:
-    default_fs = config.get(options.FS_DEFAULT_SCHEME) or LOCAL_FS
-    http = config.get(options.FS_HDFS_HTTP_ADDRESS)
-    authority = urlsplit(default_fs).netloc if default_fs.startswith("hdfs://") else ""
-    hadoop: HadoopConf | None = None
-    if not http:
-        try:
-            hadoop = HadoopConf.load()      # a local job may still read hdfs:// paths
-        except HadoopConfigError:
-            hadoop = None
-    addresses: list[tuple[str, str]] = []
-    if http and authority:
-        addresses.append((authority, http))
-    elif hadoop is not None and hadoop.default_fs.startswith("hdfs://"):
-        addresses.append((urlsplit(hadoop.default_fs).netloc, hadoop.namenode_http_address()))
-    return FileSystemSettings(default_fs=default_fs, hdfs_http_addresses=tuple(addresses),
-                              allow_local_paths=config.get(options.FS_ALLOW_LOCAL_PATHS))
+    settings = options.filesystem_settings(config)
+    if settings.hdfs_http_addresses:
+        return settings
+    try:
+        hadoop = HadoopConf.load()      # a local job may still read hdfs:// paths
+    except HadoopConfigError:
+        return settings
+    if not hadoop.default_fs.startswith("hdfs://"):
+        return settings
+    return dataclasses.replace(settings, hdfs_http_addresses=(
+        (urlsplit(hadoop.default_fs).netloc, hadoop.namenode_http_address()),))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
+from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.units import parse_bool, parse_bytes, parse_duration, parse_memory_mb
 
@@ -163,6 +164,24 @@ FAILOVER_STRATEGY = _option(
     "jobmanager.execution.failover-strategy", _failover_strategy, "region",
     "What a task failure restarts: region (its pipelined region and what that needs) or full (every task).")
 
+
+def _partition_store(value: object) -> str:
+    text = str(value).strip().lower()
+    if text not in ("", "local", "dfs"):
+        raise ValueError(f"{value!r} is not a partition store: local or dfs")
+    return text
+
+
+JOB_RECOVERY_ENABLED = _option(
+    "execution.batch.job-recovery.enabled", parse_bool, False,
+    "Keep a batch job's progress on the cluster file system, so a new ApplicationMaster attempt runs only the pipelined regions that had not finished.")
+PARTITION_STORE = _option(
+    "execution.batch.partition-store", _partition_store, "",
+    "Where BLOCKING results are written: local (the producer's disk, served by its executor) or dfs (the cluster file system, outliving executors and the ApplicationMaster; their consumers start once the producers finished); empty: dfs with job recovery, else local.")
+PARTITION_STORE_DIR = _option(
+    "execution.batch.partition-store.dir", _str, "",
+    "The directory of dfs results and job event logs (a path or URL); empty: 'partitions' beside session.history-dir.")
+
 # --- slots and workers (fine-grained resource profiles) -------------------------------
 NUM_TASK_SLOTS = _option("taskmanager.numberOfTaskSlots", _pos_int, 1,
                          "Most slots per TaskExecutor; a per-job worker gets no more than its job needs of that profile.")
@@ -220,6 +239,14 @@ FS_ALLOW_LOCAL_PATHS = _option(
 FS_HDFS_HTTP_ADDRESS = _option(
     "fs.hdfs.http-address", _str, "",
     "The NameNode's HTTP address (host:port) for WebHDFS; empty: dfs.namenode.http-address of HADOOP_CONF_DIR, else port 9870 of the NameNode's host.")
+
+
+def filesystem_settings(config: "Configuration") -> FileSystemSettings:
+    """The file system settings the client filled in (``fs.*``), as the ApplicationMaster
+    and the executors open their own files with them."""
+    return cluster_settings(config.get(FS_DEFAULT_SCHEME), config.get(FS_HDFS_HTTP_ADDRESS),
+                            config.get(FS_ALLOW_LOCAL_PATHS))
+
 
 SOURCE_SPLIT_SIZE = _option(
     "pipeline.source.split-size", parse_bytes, 128 << 20,

@@ -15,11 +15,27 @@ from dataclasses import dataclass, field
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 
 
+# The data address of a result on the cluster file system: its consumers read the files
+# there, whichever executor wrote them and whether or not it still runs.
+STORED_ADDRESS_PREFIX = "dfs+"
+
+
+def stored_address(result_dir: str) -> str:
+    return STORED_ADDRESS_PREFIX + result_dir
+
+
+def stored_result_dir(data_address: str) -> str | None:
+    """The directory a stored result's data address names; None for an executor's."""
+    if data_address.startswith(STORED_ADDRESS_PREFIX):
+        return data_address[len(STORED_ADDRESS_PREFIX):]
+    return None
+
+
 @dataclass(slots=True)
 class ShuffleDescriptors:
     """Where each producer partition of one consumed partition group lives."""
     result_id: str
-    data_addresses: tuple[str, ...]       # distinct producer executors
+    data_addresses: tuple[str, ...]       # distinct producer executors, or a stored result
     resource_ids: tuple[str, ...]         # same order as data_addresses
     producer_location: tuple[int, ...]    # per producer partition: index into data_addresses
     producer_attempt: tuple[int, ...]     # per producer partition: its attempt number
@@ -34,6 +50,7 @@ class ResultPartitionDescriptor:
     partition_type: PartitionType
     ship: ShipStrategy
     keys: tuple[str, ...] = ()
+    store: str = ""      # BLOCKING on the cluster file system: the result's directory
 
 
 @dataclass(slots=True, eq=False)

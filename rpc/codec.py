@@ -219,7 +219,7 @@ def tdd_to_bytes(tdd: TaskDeploymentDescriptor) -> bytes:
         for p in info.produced:
             message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
                                  partition_type=p.partition_type.value, ship=p.ship.value,
-                                 keys=p.keys)
+                                 keys=p.keys, store=p.store)
         info.wire = message.SerializeToString()
     parts = [info.wire, taskexecutor_pb2.TaskDeploymentDescriptor(
         subtask_index=tdd.subtask_index, attempt_number=tdd.attempt_number,
@@ -242,7 +242,7 @@ def tdd_from_proto(m: Any) -> TaskDeploymentDescriptor:
         m.parallelism, m.operator,
         tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
-                                        tuple(p.keys)) for p in m.produced))
+                                        tuple(p.keys), p.store) for p in m.produced))
     return TaskDeploymentDescriptor(
         info, m.subtask_index, m.attempt_number, m.attempt_id, m.allocation_id,
         tuple(InputGateDescriptor(g.input_index, g.shuffle_descriptors,

@@ -74,7 +74,8 @@ class TaskExecutorRunner:
             resource_id, partitions, DataClients(tls), self._timeout,
             config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
             config.get(options.BATCH_ROWS), workdir / "partitions",
-            SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")))
+            SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),
+            options.filesystem_settings(config))
         self.main = MainThread(f"taskexecutor-{resource_id}")
         self.endpoint = TaskExecutor(
             resource_id, config, TaskSlotTable(num_slots, slot_profile), worker_spec,

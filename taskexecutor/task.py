@@ -23,12 +23,14 @@ import pyarrow as pa
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.errors import Refused
+from yarnflow.core.fs import FileSystemSettings, open_filesystem
 from yarnflow.core.messages import AskAgain, TaskExecutionState, TaskMetrics
 from yarnflow.core.status import ExecutionState
 from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
-from yarnflow.taskexecutor.network.partition import ResultPartition, TaskCancelled
+from yarnflow.taskexecutor.network.partition import ResultPartition, Subpartition, TaskCancelled
+from yarnflow.taskexecutor.network.partition_store import StoredSubpartition, subpartition_uri
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 
@@ -77,6 +79,7 @@ class TaskServices:
     batch_rows: int
     spill_dir: Path
     spark: SparkSessionHolder
+    filesystem: FileSystemSettings = FileSystemSettings()   # for results on the cluster's
 
 
 class Task:
@@ -132,7 +135,8 @@ class Task:
             operator = cloudpickle.loads(self.tdd.info.operator)
             self._partitions = [self._create_partition(p) for p in self.tdd.info.produced]
             for partition in self._partitions:
-                self._services.partitions.register(partition)
+                if not partition.stored:          # consumers read those from the store
+                    self._services.partitions.register(partition)
             with self._lock:
                 if self._cancel.is_set():
                     raise TaskCancelled()
@@ -171,7 +175,9 @@ class Task:
         # must not reach the JobMaster before this task's own (root) cause.
         self._report(self.state, error, detail, upstream)
         for partition in self._partitions:
-            if self.state is not TaskState.FINISHED or \
+            if partition.stored:
+                partition.release()
+            elif self.state is not TaskState.FINISHED or \
                     partition.partition_type is PartitionType.PIPELINED:
                 self._services.partitions.release(partition.partition_id)
         self._on_done(self)
@@ -182,11 +188,18 @@ class Task:
 
         def first_data() -> None:
             self._jm.notify_partition_data_available(self.attempt_id, result_id)
+        stored: list[Subpartition] | None = None
+        if desc.store:
+            fs = open_filesystem(desc.store, self._services.filesystem)
+            fs.mkdirs(desc.store)
+            stored = [StoredSubpartition(fs, subpartition_uri(
+                desc.store, self.tdd.subtask_index, self.tdd.attempt_number, i))
+                for i in range(desc.num_subpartitions)]
         return ResultPartition(
             pid, self.job_id, desc.result_id, desc.partition_type,
             desc.ship, desc.keys, desc.num_subpartitions,
             self.tdd.subtask_index, self._services.buffers_per_channel,
-            self._services.spill_dir / self.job_id, first_data)
+            self._services.spill_dir / self.job_id, first_data, stored)
 
     def _report(self, state: TaskState, error: str = "", detail: str = "",
                 upstream: bool = False) -> None:
@@ -239,7 +252,7 @@ class Task:
             raise IndexError(f"{self.name} has no input {index}")
         gate = InputGate(channels_of(gates[0], self.tdd.subtask_index), self._services.resource_id,
                          self._services.partitions, self._services.clients, self.is_cancelled,
-                         self._services.partition_timeout)
+                         self._services.partition_timeout, self._services.filesystem)
         batches = iter(gate)
         while True:
             try:

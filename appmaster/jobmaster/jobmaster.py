@@ -27,7 +27,9 @@ from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGra
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
 from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 from yarnflow.appmaster.jobmaster.failover import failover_strategy, restart_strategy
+from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion, pipelined_regions
 from yarnflow.appmaster.jobmaster.job_details import job_details
+from yarnflow.appmaster.jobmaster.job_events import FinishedSubtask, JobStorage
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, invalidate_descriptors
 from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
@@ -35,7 +37,7 @@ from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_shari
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, TaskExecutorLocation
 from yarnflow.core.details import ExceptionEntry, JobDetails, JobResult
 from yarnflow.core.errors import EndpointStopped, Refused
-from yarnflow.core.jobgraph import JobGraph, PartitionType
+from yarnflow.core.jobgraph import JobGraph, PartitionType, ScheduleMode
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
 from yarnflow.conf import Configuration, options
@@ -84,6 +86,7 @@ class JobMaster:
         self.graph = ExecutionGraph(graph, self._clock)
         self._committers = [(v.id, v.name, v.committer) for v in graph.vertices.values()
                             if v.committer]
+        self._sinks = {vertex_id for vertex_id, _, _ in self._committers}
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
@@ -121,6 +124,76 @@ class JobMaster:
                     self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
                     break
         self._heartbeat_check: ScheduledTask | None = None
+        self._storage = JobStorage.of(config, self.job_id)
+        self._regions: dict[ExecutionVertex, PipelinedRegion] = {}
+        blocking = [r for r in self.graph.results.values()
+                    if r.partition_type is PartitionType.BLOCKING]
+        if self._storage is not None and blocking:
+            for result in blocking:
+                result.store = self._storage.result_dir(result.id)
+            # A stored result is read from its files once its producers finished, so its
+            # consumers start then (an EAGER consumer would read files being written).
+            # Only BLOCKING exchanges separate regions, so nothing else changes.
+            self.graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES
+            if self._storage.events_enabled:
+                self._regions = pipelined_regions(self.graph)
+                self._restore_finished_regions(self._storage.replay())
+
+    # --- batch job recovery ------------------------------------------------------------
+    def _restore_finished_regions(self, logged: dict[tuple[str, int], FinishedSubtask]) -> None:
+        """Take over the regions an earlier ApplicationMaster attempt logged as finished.
+        A source vertex is taken over whole or not at all: its splits were handed out
+        on demand, so a subtask of it that runs again could not tell which are left."""
+        if not logged:
+            return
+        regions = {r for r in self._regions.values()
+                   if all((v.job_vertex.id, v.subtask_index) in logged for v in r.vertices)}
+        changed = True
+        while changed:
+            changed = False
+            for ejv in self.graph.vertices_topologically():
+                if not ejv.is_source:
+                    continue
+                taken = [self._regions[v] in regions for v in ejv.task_vertices]
+                if any(taken) and not all(taken):
+                    regions -= {self._regions[v] for v in ejv.task_vertices}
+                    changed = True
+        restored = 0
+        for vertex in self.graph.all_execution_vertices():
+            if self._regions[vertex] not in regions:
+                continue
+            entry = logged[(vertex.job_vertex.id, vertex.subtask_index)]
+            before = vertex.current
+            self.graph.register_attempt(vertex.restore_finished(
+                entry.attempt_number,
+                {ExecutionState[k]: t for k, t in entry.timestamps.items()
+                 if k in ExecutionState.__members__}, entry.metrics), replaces=before)
+            restored += 1
+        log.info("job %s: %d of %d subtasks finished under an earlier ApplicationMaster "
+                 "attempt; their results are read from %s", self.job_id[:8], restored,
+                 sum(1 for _ in self.graph.all_execution_vertices()),
+                 self._storage.job_dir if self._storage else "")
+
+    def _log_if_region_finished(self, vertex: ExecutionVertex) -> None:
+        """A finished region whose results are all on the cluster file system, and that
+        writes no sink (a sink's output is committed with the job's end), is logged."""
+        region = self._regions.get(vertex)
+        if region is None or self._storage is None:
+            return
+        members = region.vertices
+        if any(v.current.state is not ExecutionState.FINISHED for v in members):
+            return
+        # (a PIPELINED result is read inside the region: it joins its two sides)
+        if any(self._is_sink(v) or any(r.partition_type is PartitionType.BLOCKING and not r.store
+                                       for r in v.job_vertex.produced) for v in members):
+            return
+        self._storage.region_finished([FinishedSubtask(
+            v.job_vertex.id, v.subtask_index, v.current.attempt_number,
+            {state.name: at for state, at in v.current.state_timestamps.items()},
+            v.current.metrics) for v in members])
+
+    def _is_sink(self, vertex: ExecutionVertex) -> bool:
+        return vertex.job_vertex.id in self._sinks
 
     # --- lifecycle (main thread) -------------------------------------------------------
     def start(self) -> None:
@@ -140,6 +213,7 @@ class JobMaster:
         self._heartbeat_check = self.main.schedule_periodic(
             min(timeout / 2, self.config.get(options.HEARTBEAT_INTERVAL)), self._check_heartbeats)
         self.scheduler.start()
+        self._check_termination()      # everything may have finished in an earlier attempt
 
     def connect_resource_manager(self, rm: ResourceManagerGateway) -> None:
         def connect() -> None:
@@ -237,6 +311,7 @@ class JobMaster:
         for partition in execution.vertex.produced_partitions():
             partition.finished = True
             self.scheduler.on_partition_consumable(partition.result)
+        self._log_if_region_finished(execution.vertex)
         self._check_termination()
 
     def _on_canceled(self, execution: Execution) -> None:
@@ -363,7 +438,7 @@ class JobMaster:
         producers: list[ExecutionVertex] = []
         for ejv in self.graph.vertices_topologically():
             for result in ejv.produced:
-                if result.partition_type is not PartitionType.BLOCKING or \
+                if result.partition_type is not PartitionType.BLOCKING or result.store or \
                         all(c.current.state is ExecutionState.FINISHED
                             for c in result.consumer.task_vertices):
                     continue
@@ -382,6 +457,8 @@ class JobMaster:
         running again: written or being written, by an attempt that did not fail, on an
         executor that is not lost (a producer not yet deployed runs when it is due)."""
         producer = partition.producer.current
+        if partition.result.store and producer.state is ExecutionState.FINISHED:
+            return True           # on the cluster file system, not on its executor
         return producer.state not in _STOPPED and producer.resource_id not in self._lost_executors
 
     def notify_allocation_failure(self, allocation_id: str, cause: str) -> None:
@@ -660,6 +737,8 @@ class JobMaster:
         for gateway in self._gateways.values():
             gateway.release_job_partitions(self.job_id)
         freed = self.slot_pool.close(f"job {self.job_id} is {self.graph.status.value}")
+        if self._storage is not None:     # its results and event log: the job is over
+            freed.append(self._storage.discard())
         if self._rm is not None:
             self._rm.disconnect_job_master(f"job {self.graph.status.value}")
         result = JobResult(self.job_id, self.graph.status, self.graph.failure,

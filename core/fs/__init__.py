@@ -7,7 +7,7 @@ committing outputs, the TaskExecutors reading and writing) opens the same URI th
 :func:`open_filesystem` with the job's :class:`FileSystemSettings`.
 """
 from yarnflow.core.fs.filesystem import Block, FileSystem, hosts_of_range, open_filesystem
-from yarnflow.core.fs.settings import FileSystemSettings, LocalPathRefused
+from yarnflow.core.fs.settings import FileSystemSettings, LocalPathRefused, cluster_settings
 
-__all__ = ["Block", "FileSystem", "FileSystemSettings", "LocalPathRefused", "hosts_of_range",
-           "open_filesystem"]
+__all__ = ["Block", "FileSystem", "FileSystemSettings", "LocalPathRefused", "cluster_settings",
+           "hosts_of_range", "open_filesystem"]

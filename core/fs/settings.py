@@ -88,6 +88,18 @@ class FileSystemSettings:
                 f"true if every node mounts {local} at the same place")
 
 
+def cluster_settings(default_fs: str, http_address: str = "",
+                     allow_local_paths: bool = False) -> FileSystemSettings:
+    """The settings of ``fs.default-scheme`` and ``fs.hdfs.http-address`` as the client
+    filled them in: what the runtime opens its own files with (results on the cluster
+    file system, the job event log)."""
+    default_fs = default_fs or LOCAL_FS
+    authority = urlsplit(default_fs).netloc if default_fs.startswith("hdfs://") else ""
+    addresses = ((authority, http_address),) if http_address and authority else ()
+    return FileSystemSettings(default_fs=default_fs, hdfs_http_addresses=addresses,
+                              allow_local_paths=allow_local_paths)
+
+
 def _clean(path: str) -> str:
     cleaned = posixpath.normpath(path or "/")
     return "/" + cleaned.lstrip("/")

@@ -37,18 +37,20 @@ class SlotAllocationReply(_message.Message):
     def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ..., report_version: _Optional[int] = ...) -> None: ...
 
 class ResultPartitionDescriptor(_message.Message):
-    __slots__ = ("result_id", "num_subpartitions", "partition_type", "ship", "keys")
+    __slots__ = ("result_id", "num_subpartitions", "partition_type", "ship", "keys", "store")
     RESULT_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_SUBPARTITIONS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_TYPE_FIELD_NUMBER: _ClassVar[int]
     SHIP_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
     result_id: str
     num_subpartitions: int
     partition_type: _jobgraph_pb2.PartitionType
     ship: _jobgraph_pb2.ShipStrategy
     keys: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, result_id: _Optional[str] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+    store: str
+    def __init__(self, result_id: _Optional[str] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., store: _Optional[str] = ...) -> None: ...
 
 class ShuffleDescriptors(_message.Message):
     __slots__ = ("result_id", "data_addresses", "resource_ids", "producer_location", "producer_attempt")

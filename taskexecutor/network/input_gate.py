@@ -1,7 +1,8 @@
 """An input gate: all channels of one input of a task, read as one stream of batches.
 
 A channel whose producer runs on this same TaskExecutor is read straight from the
-partition (no serialization); others over Arrow Flight. Several channels are read
+partition (no serialization); others over Arrow Flight, and a result on the cluster
+file system from its files there. Several channels are read
 concurrently into a small bounded queue, so a slow channel does not stall the rest
 and memory stays bounded.
 """
@@ -14,11 +15,13 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from yarnflow.core.deployment import InputGateDescriptor
+from yarnflow.core.deployment import InputGateDescriptor, stored_result_dir
+from yarnflow.core.fs import FileSystemSettings, open_filesystem
 from yarnflow.rpc.codec import shuffle_descriptors_from_bytes
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.partition import TaskCancelled
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
+from yarnflow.taskexecutor.network.partition_store import read_stored, subpartition_uri
 
 
 @dataclass(frozen=True)
@@ -49,15 +52,23 @@ def channels_of(gate: InputGateDescriptor, subtask_index: int) -> list[Channel]:
 class InputGate:
     def __init__(self, channels: list[Channel], local_resource_id: str,
                  partitions: ResultPartitionManager, clients: DataClients,
-                 cancelled: Callable[[], bool], request_timeout: float) -> None:
+                 cancelled: Callable[[], bool], request_timeout: float,
+                 filesystem: FileSystemSettings = FileSystemSettings()) -> None:
         self._channels = channels
         self._local = local_resource_id
         self._partitions = partitions
         self._clients = clients
         self._cancelled = cancelled
         self._timeout = request_timeout
+        self._filesystem = filesystem
 
     def _read_channel(self, channel: Channel) -> Iterator[pa.RecordBatch]:
+        stored = stored_result_dir(channel.data_address)
+        if stored is not None:
+            _, index, attempt = channel.partition_id.rsplit("#", 2)
+            uri = subpartition_uri(stored, int(index), int(attempt), channel.subpartition)
+            yield from read_stored(open_filesystem(uri, self._filesystem), uri, self._cancelled)
+            return
         if channel.resource_id == self._local:
             partition = self._partitions.get(channel.partition_id, self._timeout, self._cancelled)
             yield from partition.subpartitions[channel.subpartition].read(self._cancelled)

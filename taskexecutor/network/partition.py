@@ -3,7 +3,9 @@
 PIPELINED subpartitions hold at most ``buffers-per-channel`` batches; a producer that
 gets ahead of its consumer blocks (backpressure) instead of filling memory. BLOCKING
 subpartitions are Arrow IPC files on local disk, served after the producer finished,
-so a shuffle larger than memory still completes.
+so a shuffle larger than memory still completes; or, with ``execution.batch.partition-
+store: dfs``, files on the cluster file system (``partition_store.py``) that consumers
+read without this executor.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 import pyarrow as pa
 
@@ -141,13 +143,30 @@ class BlockingSubpartition:
             pass
 
 
+class Subpartition(Protocol):
+    """What a producer writes one consumer's share into."""
+
+    def add(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def wait_consumed(self, cancelled: Callable[[], bool]) -> None: ...
+
+    def read(self, cancelled: Callable[[], bool] = ...) -> Iterator[pa.RecordBatch]: ...
+
+    def release(self) -> None: ...
+
+
 class ResultPartition:
     """What one subtask produces for one output edge."""
 
     def __init__(self, partition_id: str, job_id: str, result_id: str,
                  partition_type: PartitionType, ship: ShipStrategy, keys: tuple[str, ...],
                  num_subpartitions: int, subtask_index: int, capacity: int, spill_dir: Path,
-                 on_first_data: Callable[[], None]) -> None:
+                 on_first_data: Callable[[], None],
+                 stored: "list[Subpartition] | None" = None) -> None:
+        """``stored``: the subpartitions when the result goes to the cluster file system
+        (``partition_store.StoredSubpartition``), instead of this executor's memory or disk."""
         self.partition_id = partition_id
         self.job_id = job_id
         self.result_id = result_id
@@ -156,12 +175,14 @@ class ResultPartition:
         self._on_first_data = on_first_data
         self._has_data = False
         self.created = time.monotonic()
-        if partition_type is PartitionType.BLOCKING:
+        self.stored = stored is not None
+        if stored is not None:
+            self.subpartitions: list[Subpartition] = stored
+        elif partition_type is PartitionType.BLOCKING:
             spill_dir.mkdir(parents=True, exist_ok=True)
             safe = partition_id.replace("/", "_").replace(">", "_")
-            self.subpartitions: list[PipelinedSubpartition | BlockingSubpartition] = [
-                BlockingSubpartition(spill_dir / f"{safe}.{i}.arrow")
-                for i in range(num_subpartitions)]
+            self.subpartitions = [BlockingSubpartition(spill_dir / f"{safe}.{i}.arrow")
+                                  for i in range(num_subpartitions)]
         else:
             self.subpartitions = [PipelinedSubpartition(capacity) for _ in range(num_subpartitions)]
 

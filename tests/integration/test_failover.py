@@ -186,6 +186,21 @@ def test_losing_the_executor_that_holds_a_finished_result_reruns_its_producer(tm
     assert any(victim == x.resource_id or victim in x.cause for x in details.exceptions)
 
 
+def test_results_on_the_cluster_file_system_outlive_the_executor_that_wrote_them(tmp_path):
+    """execution.batch.partition-store: dfs: consumers read the files, not the executor,
+    so losing the executor that wrote a finished result costs nothing."""
+    store = tmp_path / "store"
+    details, rows_one, _, _ = kill_in_stage_two(
+        tmp_path, "execution.batch.partition-store=dfs",
+        f"execution.batch.partition-store.dir={store}",
+        "resourcemanager.taskmanager-timeout=600 s",    # not idle-released before the kill
+        victim_vertex="one")
+    assert rows_one == ROWS, "stage one ran once"
+    assert {s.attempt for s in stage(details, "arrow-source", "one", "two")} == {0}
+    assert details.restarts == 0
+    assert not (store / details.job_id).exists(), "the job's stored results removed at its end"
+
+
 def test_user_code_that_always_raises_fails_after_the_allowed_restarts(tmp_path):
     def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
         raise ValueError("bad record 42")

@@ -7,11 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 from tests.conftest import wait_until
 from tests.yarn.conftest import FAST, ROOT, appmaster_process, yarnflow
+from tests.yarn.pipelines.shapes import keyed
 from tests.yarn.test_cluster_data import SHAPES, numbers, sink_is_writing
 from yarnflow.targets.yarn_apps import YarnApplication
 
@@ -96,3 +98,56 @@ def test_a_killed_appmaster_is_replaced_by_a_second_attempt_that_finishes_the_jo
     assert "ApplicationMaster (attempt 1 of 2)" in logs.stdout
     assert "ApplicationMaster (attempt 2 of 2)" in logs.stdout
 
+
+
+def subtasks(details, *vertices: str) -> list:
+    return [s for v in details.vertices if v.name in vertices for s in v.subtasks]
+
+
+def test_with_job_recovery_a_new_attempt_runs_only_the_stage_that_had_not_finished(
+        yarn_cluster, hdfs):
+    """execution.batch.job-recovery.enabled: stage 1's results are on HDFS and its
+    regions in the job event log, so attempt 2 runs stage 2 alone, reading them there."""
+    base = hdfs.scratch("am-recover-batch")
+    out, store = f"{base}/out", f"{base}/store"
+    run = AttachedRun("-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=250",
+                      "-D", "execution.batch.job-recovery.enabled=true",
+                      "-D", f"execution.batch.partition-store.dir={store}",
+                      SHAPES, "--", "two-stage", "--work", "1", "--out", out)
+    app_id = wait_until(run.app_id, 120, "the attached run to name its application",
+                        interval=0.3)
+    with YarnApplication(app_id, timeout=30) as app:
+        def stage_two_reading() -> object:
+            details = app.job_details()
+            two = subtasks(details, "stage2-map") if details else []
+            return details if two and all(s.state.name == "RUNNING" and s.metrics.records_in
+                                          for s in two) else None
+        first = wait_until(stage_two_reading, 180, "stage 2 reading stage 1's results",
+                           interval=0.3)
+    assert all(s.state.name == "FINISHED" for s in subtasks(first, "stage1-source", "stage1-map"))
+    events = f"{store}/{first.job_id}/events"
+    wait_until(lambda: len([n for n in hdfs.fs.list_dir(events) if n.endswith(".json")]) == 2,
+               30, "both stage-1 regions in the job event log on HDFS", interval=0.3)
+    assert hdfs.fs.list_dir(f"{store}/{first.job_id}/results"), "stage 1's results on HDFS"
+
+    killed_at = time.time()
+    appmaster_process(app_id).kill()
+
+    assert run.wait(400) == 0, run.output[-4000:]
+    report = yarn_cluster.wait_finished(app_id, timeout=60)
+    assert report["finalStatus"] == "SUCCEEDED", report.get("diagnostics")
+    with YarnApplication(app_id, timeout=30) as app:
+        archived = app.archived_details()
+    assert archived is not None and archived.application_attempt == 2
+    stage1 = subtasks(archived, "stage1-source", "stage1-map")
+    assert len(stage1) == 4 and all(s.state.name == "FINISHED" and s.attempt == 0 for s in stage1)
+    assert all(s.state_timestamps["RUNNING"] < killed_at for s in stage1), \
+        "no stage-1 subtask ran again in attempt 2"
+    assert all(s.state_timestamps["RUNNING"] > killed_at
+               for s in subtasks(archived, "stage2-map")), "stage 2 ran again in attempt 2"
+
+    want = keyed(4000).group_by("k").aggregate([("v", "sum"), ("v", "count")]).sort_by("k")
+    got = hdfs.read_table(out).sort_by("k")
+    assert got.select(want.column_names).equals(want)
+    assert not hdfs.fs.exists(f"{store}/{first.job_id}"), \
+        "the job's results and event log removed at its end"

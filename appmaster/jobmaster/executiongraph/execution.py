@@ -33,6 +33,18 @@ class Execution:
         # request gets the same split instead of a second one
         self.last_split_answer: tuple[int, Any] | None = None
 
+    @classmethod
+    def finished_earlier(cls, vertex: "ExecutionVertex", attempt_number: int,
+                         timestamps: dict[ExecutionState, float],
+                         metrics: TaskMetrics | None) -> "Execution":
+        """An attempt that FINISHED under an earlier ApplicationMaster, as its job event
+        log tells it: made FINISHED, not moved there (it never ran in this one)."""
+        execution = cls(vertex, attempt_number)
+        execution.state = ExecutionState.FINISHED
+        execution.state_timestamps = dict(timestamps)
+        execution.metrics = metrics
+        return execution
+
     def transition(self, target: ExecutionState) -> None:
         check_transition(EXECUTION_TRANSITIONS, self.state, target, lambda: f"execution {self}")
         self.state = target

@@ -11,6 +11,7 @@ from yarnflow.core.deployment import InputGateDescriptor, TaskInformation
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
+from yarnflow.core.messages import TaskMetrics
 from yarnflow.core.status import (
     JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
 from yarnflow.core.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
@@ -21,7 +22,7 @@ class IntermediateResult:
     """The data one JobEdge carries: one partition per producer subtask."""
 
     __slots__ = ("id", "edge", "producer", "consumer", "partitions", "partition_type", "ship",
-                 "keys", "num_subpartitions", "distribution", "all_consumers_group")
+                 "keys", "num_subpartitions", "distribution", "all_consumers_group", "store")
 
     def __init__(self, edge: JobEdge, producer: "ExecutionJobVertex",
                  consumer: "ExecutionJobVertex") -> None:
@@ -38,6 +39,9 @@ class IntermediateResult:
         self.partitions = [IntermediateResultPartition(self, i)
                            for i in range(producer.parallelism)]
         self.all_consumers_group: ConsumedPartitionGroup | None = None
+        # BLOCKING on the cluster file system: the result's directory there (set by the
+        # JobMaster); empty: each partition stays with its producer's executor
+        self.store = ""
 
     def is_consumable(self) -> bool:
         """Whether consumers of this result may be deployed (LAZY_FROM_SOURCES)."""
@@ -148,6 +152,18 @@ class ExecutionVertex:
                 return execution.resource_id
         return None
 
+    def restore_finished(self, attempt_number: int, timestamps: dict[ExecutionState, float],
+                         metrics: TaskMetrics | None) -> Execution:
+        """Take over an attempt that finished under an earlier ApplicationMaster (its
+        results are on the cluster file system): the vertex starts out FINISHED."""
+        if self.current.state is not ExecutionState.CREATED or self.prior_executions:
+            raise RuntimeError(f"{self.current} has run in this ApplicationMaster; only a "
+                               "subtask that has not can be restored")
+        self.current = Execution.finished_earlier(self, attempt_number, timestamps, metrics)
+        for partition in self.produced_partitions():
+            partition.has_data = partition.finished = True
+        return self.current
+
     def reset_for_new_execution(self) -> Execution:
         """Start a fresh attempt after the current one ended (a restart)."""
         if not self.current.state.is_terminal:
@@ -228,5 +244,7 @@ class ExecutionGraph:
         self.status = target
         self.status_timestamps[target] = self.clock.time()
 
-    def register_attempt(self, execution: Execution) -> None:
+    def register_attempt(self, execution: Execution, replaces: Execution | None = None) -> None:
+        if replaces is not None:
+            self.attempts.pop(replaces.attempt_id, None)
         self.attempts[execution.attempt_id] = execution

@@ -12,7 +12,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup,
                                                          ExecutionJobVertex, IntermediateResult)
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
                                      ShuffleDescriptors, TaskDeploymentDescriptor,
-                                     TaskInformation)
+                                     TaskInformation, stored_address)
 from yarnflow.core.jobgraph import DistributionPattern
 from yarnflow.rpc.codec import shuffle_descriptors_to_bytes
 
@@ -22,6 +22,12 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> bytes:
     if group.cached_descriptors is not None:
         return group.cached_descriptors
     result = group.result
+    if result.store:       # on the cluster file system: read there, whoever wrote it
+        data = shuffle_descriptors_to_bytes(ShuffleDescriptors(
+            result.id, (stored_address(result.store),), ("",), (0,) * len(group),
+            tuple(p.producer.current.attempt_number for p in group.partitions())))
+        group.cached_descriptors = data
+        return data
     addresses: dict[str, int] = {}
     resource_ids: list[str] = []
     locations: list[int] = []
@@ -65,7 +71,8 @@ def task_information(vertex: ExecutionJobVertex, job_master_id: str,
             vertex.parallelism, vertex.operator_bytes,
             tuple(ResultPartitionDescriptor(result.id, result.num_subpartitions,
                                             result.partition_type, result.ship,
-                                            tuple(result.keys)) for result in vertex.produced))
+                                            tuple(result.keys), result.store)
+                  for result in vertex.produced))
     return info
 
 

@@ -45,11 +45,14 @@ class Scheduler:
         self._stopped = False
 
     def start(self) -> None:
+        """Subtasks restored as finished from an earlier ApplicationMaster's job event
+        log are not scheduled; a vertex whose inputs they make consumable goes at once."""
         if self._graph.schedule_mode is ScheduleMode.EAGER:
-            self._schedule_eager(list(self._graph.all_execution_vertices()))
+            self._schedule_eager([v for v in self._graph.all_execution_vertices()
+                                  if v.current.state is ExecutionState.CREATED])
         else:
             for ejv in self._graph.vertices_topologically():
-                if ejv.is_source:
+                if ejv.is_source or all(r.is_consumable() for r in ejv.inputs):
                     self._schedule_job_vertex(ejv)
 
     def stop(self) -> None:

@@ -14,6 +14,12 @@ def rows(n: int) -> pa.Table:
     return pa.table({"k": pa.array(range(n), pa.int64()), "v": pa.array([1.0] * n)})
 
 
+def keyed(n: int) -> pa.Table:
+    """97 keys; two-stage's output is its group-by (k, v_sum, v_count)."""
+    return pa.table({"k": pa.array([i % 97 for i in range(n)], pa.int64()),
+                     "v": pa.array(range(n), pa.int64())})
+
+
 def working(seconds: float):
     def work(batch: pa.RecordBatch) -> pa.RecordBatch:
         time.sleep(seconds)
@@ -28,13 +34,14 @@ def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
-                                          "copy", "narrow-heavy"])
+                                          "copy", "narrow-heavy", "two-stage"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
     parser.add_argument("--mode", default="overwrite", help="the sink's write mode")
     parser.add_argument("--input", help="copy: the Parquet input")
     parser.add_argument("--parallelism", type=int, default=3, help="copy: its parallelism")
+    parser.add_argument("--work1", type=float, default=0.1, help="two-stage: stage 1's work")
     args = parser.parse_args()
     mode = args.mode
     R = yf.ResourceSpec
@@ -64,6 +71,13 @@ def main() -> None:
     elif args.shape == "raise":
         p = yf.Pipeline("raises", parallelism=1)
         p.from_arrow(rows(10)).map(explode, name="explode").write_parquet(args.out, mode)
+    elif args.shape == "two-stage":      # stage 1 writes a BLOCKING shuffle stage 2 reads
+        p = yf.Pipeline("two-stage", parallelism=2)
+        p.from_arrow(keyed(4000), name="stage1-source").slot_sharing_group("one") \
+            .map(working(args.work1), name="stage1-map").slot_sharing_group("one") \
+            .key_by("k").blocking() \
+            .map(working(args.work), name="stage2-map").slot_sharing_group("two") \
+            .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(args.out, mode)
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)

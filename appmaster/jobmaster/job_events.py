@@ -1,0 +1,156 @@
+"""A batch job's progress on the cluster file system (``execution.batch.job-recovery.
+enabled``; Flink's batch job recovery, FLIP-383, without keeping containers).
+
+The job's directory, ``<execution.batch.partition-store.dir>/<job id>``, holds
+
+- ``results/<result>/``: its BLOCKING results, written there by the producers
+  (``taskexecutor/network/partition_store.py``), so they outlive executors and the
+  ApplicationMaster;
+- ``events/``: one small file per finished pipelined region, written by the JobMaster
+  once every subtask of the region finished (and so closed its result files): which
+  attempt of each subtask finished, when, and what it counted.
+
+A new ApplicationMaster attempt replays the events: a region whose every subtask is
+logged is not run again, and its consumers read its results from ``results/``. The
+directory goes when the job ends, whatever its outcome.
+
+Events are written and the directory removed on a thread of the log's own, never on
+the JobMaster's main thread: a slow NameNode delays recovery's bookkeeping, not the job.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import posixpath
+import tempfile
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from yarnflow.conf import Configuration, options
+from yarnflow.core.fs import FileSystem, open_filesystem
+from yarnflow.core.messages import TaskMetrics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FinishedSubtask:
+    """One subtask as an event remembers it."""
+    vertex_id: str
+    subtask_index: int
+    attempt_number: int
+    timestamps: dict[str, float] = field(default_factory=dict)   # ExecutionState name -> time
+    metrics: TaskMetrics | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"vertex": self.vertex_id, "subtask": self.subtask_index,
+                "attempt": self.attempt_number, "timestamps": self.timestamps,
+                "metrics": dataclasses.asdict(self.metrics) if self.metrics else None}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "FinishedSubtask":
+        metrics = data.get("metrics")
+        return FinishedSubtask(
+            data["vertex"], int(data["subtask"]), int(data["attempt"]),
+            {k: float(v) for k, v in (data.get("timestamps") or {}).items()},
+            TaskMetrics(**{**metrics, "records_in_per_input":
+                           tuple(metrics.get("records_in_per_input", ()))}) if metrics else None)
+
+
+def partition_store_dir(config: Configuration) -> str:
+    """``execution.batch.partition-store.dir``, else ``partitions`` beside the job
+    history (on the cluster's file system on YARN), else under the temp directory."""
+    configured = config.get(options.PARTITION_STORE_DIR)
+    if configured:
+        return configured
+    history = config.get(options.SESSION_HISTORY_DIR)
+    if history:
+        return f"{posixpath.dirname(history.rstrip('/'))}/partitions"
+    return os.path.join(config.get(options.TMP_DIRS) or tempfile.gettempdir(),
+                        "yarnflow-partitions")
+
+
+class JobStorage:
+    """The job's directory on the cluster file system: its stored results and, with job
+    recovery on, its event log."""
+
+    def __init__(self, fs: FileSystem, job_dir: str, events: bool) -> None:
+        self.fs = fs
+        self.job_dir = job_dir.rstrip("/")
+        self.events_enabled = events
+        self._events_dir = f"{self.job_dir}/events"
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="job-events")
+
+    @staticmethod
+    def of(config: Configuration, job_id: str) -> "JobStorage | None":
+        """None when BLOCKING results stay on the producers' disks."""
+        recovery = config.get(options.JOB_RECOVERY_ENABLED)
+        store = config.get(options.PARTITION_STORE) or ("dfs" if recovery else "local")
+        if store != "dfs":
+            return None
+        settings = options.filesystem_settings(config)
+        root = settings.resolve(partition_store_dir(config))
+        return JobStorage(open_filesystem(root, settings), f"{root.rstrip('/')}/{job_id}",
+                          recovery)
+
+    def result_dir(self, result_id: str) -> str:
+        safe = result_id.replace("->", "-").replace("/", "_").replace(">", "_")
+        return f"{self.job_dir}/results/{safe}"
+
+    # --- the event log -----------------------------------------------------------------
+    def region_finished(self, subtasks: list[FinishedSubtask]) -> "Future[None]":
+        """Log a finished region; written whole (a hidden name, then renamed) or not at
+        all, so a replay never reads half an event."""
+        first = subtasks[0]
+        name = f"{first.vertex_id}.{first.subtask_index}.{first.attempt_number}.json"
+        data = json.dumps({"subtasks": [s.to_json() for s in subtasks]}).encode()
+        return self._writer.submit(self._write, name, data)
+
+    def _write(self, name: str, data: bytes) -> None:
+        try:
+            self.fs.mkdirs(self._events_dir)
+            tmp = f"{self._events_dir}/.{name}.{uuid.uuid4().hex[:8]}"
+            with self.fs.open_output(tmp) as out:
+                out.write(data)
+            self.fs.rename(tmp, f"{self._events_dir}/{name}")
+        except Exception as err:   # noqa: BLE001 - recovery degrades, the job goes on
+            log.warning("could not log a finished region in %s (a new ApplicationMaster "
+                        "attempt would run it again): %s: %s", self._events_dir,
+                        type(err).__name__, err)
+
+    def replay(self) -> dict[tuple[str, int], FinishedSubtask]:
+        """Every logged subtask, by (vertex id, subtask index): the latest attempt that
+        finished. Empty when nothing was logged (a first attempt)."""
+        finished: dict[tuple[str, int], FinishedSubtask] = {}
+        for name in self.fs.list_dir(self._events_dir):
+            if name.startswith(".") or not name.endswith(".json"):
+                continue
+            try:
+                with self.fs.open_input_stream(f"{self._events_dir}/{name}") as source:
+                    data = json.loads(source.read())
+            except (OSError, ValueError) as err:
+                log.warning("job event %s unreadable, its region runs again: %s", name, err)
+                continue
+            for item in data.get("subtasks", []):
+                subtask = FinishedSubtask.from_json(item)
+                key = (subtask.vertex_id, subtask.subtask_index)
+                if key not in finished or finished[key].attempt_number < subtask.attempt_number:
+                    finished[key] = subtask
+        return finished
+
+    # --- the end -----------------------------------------------------------------------
+    def discard(self) -> "Future[None]":
+        """Remove the job's directory once the events queued before are written."""
+        def remove() -> None:
+            try:
+                self.fs.delete(self.job_dir)
+            except Exception as err:   # noqa: BLE001 - named, and left for the operator
+                log.warning("could not remove the job's stored results %s: %s: %s",
+                            self.job_dir, type(err).__name__, err)
+        done = self._writer.submit(remove)
+        self._writer.shutdown(wait=False)
+        return done
