@@ -97,6 +97,10 @@ class JobStorage:
         return JobStorage(open_filesystem(root, settings), f"{root.rstrip('/')}/{job_id}",
                           recovery)
 
+    def prepare(self) -> None:
+        """The job's directory, for its owner's eyes only: results are the job's data."""
+        self.fs.mkdirs_private(self.job_dir)
+
     def result_dir(self, result_id: str) -> str:
         safe = result_id.replace("->", "-").replace("/", "_").replace(">", "_")
         return f"{self.job_dir}/results/{safe}"

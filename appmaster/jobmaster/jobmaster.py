@@ -129,6 +129,7 @@ class JobMaster:
         blocking = [r for r in self.graph.results.values()
                     if r.partition_type is PartitionType.BLOCKING]
         if self._storage is not None and blocking:
+            self._storage.prepare()
             for result in blocking:
                 result.store = self._storage.result_dir(result.id)
             # A stored result is read from its files once its producers finished, so its

@@ -13,6 +13,7 @@ What yarnflow needs beyond plain reads and writes, every implementation gives:
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import threading
 from dataclasses import dataclass
@@ -128,6 +129,13 @@ class FileSystem:
     # --- changes -----------------------------------------------------------------------
     def mkdirs(self, uri: str) -> None:
         self.arrow.create_dir(self.path(uri), recursive=True)
+
+    def mkdirs_private(self, uri: str) -> None:
+        """A directory only its owner may enter (a job's data no other user of a shared
+        cluster should read); file systems without permissions just make it."""
+        self.mkdirs(uri)
+        if self.scheme == "file":
+            os.chmod(self.path(uri), 0o700)
 
     def delete(self, uri: str) -> None:
         """Remove a file or a whole directory; nothing if it is not there."""

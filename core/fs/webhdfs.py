@@ -100,3 +100,7 @@ class WebHdfsFileSystem(FileSystem):
 
     def rename(self, src: str, dst: str) -> None:
         self.webhdfs.mv(self.path(src), self.path(dst))
+
+    def mkdirs_private(self, uri: str) -> None:
+        self.mkdirs(uri)
+        self.webhdfs.chmod(self.path(uri), "700")     # WebHDFS takes the octal digits

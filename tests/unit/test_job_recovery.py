@@ -77,6 +77,7 @@ def test_results_go_to_the_store_and_consumers_are_sent_there(graph, tmp_path):
     produced = sources[0].info.produced[0]
     assert produced.partition_type is PartitionType.BLOCKING
     assert produced.store.startswith(f"file://{tmp_path}/{graph.job_id}/results/")
+    assert (tmp_path / graph.job_id).stat().st_mode & 0o777 == 0o700, "the owner's only"
     for tdd in sources:
         h.report(tdd.attempt_id, RUNNING)
         h.report(tdd.attempt_id, FINISHED)

@@ -129,6 +129,8 @@ def test_with_job_recovery_a_new_attempt_runs_only_the_stage_that_had_not_finish
     wait_until(lambda: len([n for n in hdfs.fs.list_dir(events) if n.endswith(".json")]) == 2,
                30, "both stage-1 regions in the job event log on HDFS", interval=0.3)
     assert hdfs.fs.list_dir(f"{store}/{first.job_id}/results"), "stage 1's results on HDFS"
+    status = hdfs.fs.webhdfs.info(hdfs.fs.path(f"{store}/{first.job_id}"))
+    assert status["permission"] == "700", "a job's results are its owner's only"
 
     killed_at = time.time()
     appmaster_process(app_id).kill()
