@@ -30,7 +30,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
+                                                         ExecutionVertex)
+from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion
 from yarnflow.conf import Configuration, options
+from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.fs import FileSystem, open_filesystem
 from yarnflow.core.messages import TaskMetrics
 
@@ -158,3 +162,53 @@ class JobStorage:
         done = self._writer.submit(remove)
         self._writer.shutdown(wait=False)
         return done
+
+
+# --- the ExecutionGraph's side -------------------------------------------------------
+def finished_region_event(region: PipelinedRegion, sinks: set[str]) -> list[FinishedSubtask]:
+    """The event of a region that just finished, if it is one a new attempt may skip:
+    every subtask FINISHED, every result it hands on stored (a PIPELINED one is read
+    inside the region: it joins its two sides), and no sink among them (a sink's output
+    is committed at the job's end, by the attempt that ends it). Empty otherwise."""
+    members = region.vertices
+    if any(v.current.state is not ExecutionState.FINISHED for v in members):
+        return []
+    if any(v.job_vertex.id in sinks or
+           any(r.partition_type is PartitionType.BLOCKING and not r.store
+               for r in v.job_vertex.produced) for v in members):
+        return []
+    return [FinishedSubtask(v.job_vertex.id, v.subtask_index, v.current.attempt_number,
+                            {state.name: at for state, at in v.current.state_timestamps.items()},
+                            v.current.metrics) for v in members]
+
+
+def restore_finished_regions(graph: ExecutionGraph, regions: dict[ExecutionVertex, PipelinedRegion],
+                             logged: dict[tuple[str, int], FinishedSubtask]) -> int:
+    """Make FINISHED the subtasks of every region ``logged`` whole; how many. A source
+    vertex is taken over whole or not at all: its splits were handed out on demand, so
+    a subtask of it that ran again could not tell which its siblings had read."""
+    if not logged:
+        return 0
+    taken = {r for r in regions.values()
+             if all((v.job_vertex.id, v.subtask_index) in logged for v in r.vertices)}
+    changed = True
+    while changed:
+        changed = False
+        for ejv in graph.vertices_topologically():
+            if ejv.is_source:
+                whole = [regions[v] in taken for v in ejv.task_vertices]
+                if any(whole) and not all(whole):
+                    taken -= {regions[v] for v in ejv.task_vertices}
+                    changed = True
+    restored = 0
+    for vertex in graph.all_execution_vertices():
+        if regions[vertex] not in taken:
+            continue
+        entry = logged[(vertex.job_vertex.id, vertex.subtask_index)]
+        before = vertex.current
+        graph.register_attempt(vertex.restore_finished(
+            entry.attempt_number, {ExecutionState[k]: t for k, t in entry.timestamps.items()
+                                   if k in ExecutionState.__members__}, entry.metrics),
+            replaces=before)
+        restored += 1
+    return restored

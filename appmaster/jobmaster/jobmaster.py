@@ -29,7 +29,8 @@ from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 from yarnflow.appmaster.jobmaster.failover import failover_strategy, restart_strategy
 from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion, pipelined_regions
 from yarnflow.appmaster.jobmaster.job_details import job_details
-from yarnflow.appmaster.jobmaster.job_events import FinishedSubtask, JobStorage
+from yarnflow.appmaster.jobmaster.job_events import (JobStorage, finished_region_event,
+                                                     restore_finished_regions)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, invalidate_descriptors
 from yarnflow.appmaster.jobmaster.scheduler.scheduler import Scheduler
@@ -106,7 +107,7 @@ class JobMaster:
         self.restarts = 0
         self.exceptions: list[ExceptionEntry] = []
         self._splits: dict[str, InputSplitAssigner] = {}
-        self._split_error: str = ""
+        self._setup_error: str = ""
         for ejv in self.graph.vertices_topologically():
             if ejv.is_source:
                 try:
@@ -121,87 +122,58 @@ class JobMaster:
                     if readers is not operator:      # the splits carry the data
                         ejv.operator_bytes = cloudpickle.dumps(readers)
                 except Exception as err:  # a missing input, an unreadable file
-                    self._split_error = f"source '{ejv.name}' cannot read its input: {err}"
+                    self._setup_error = f"source '{ejv.name}' cannot read its input: {err}"
                     break
         self._heartbeat_check: ScheduledTask | None = None
         self._storage = JobStorage.of(config, self.job_id)
         self._regions: dict[ExecutionVertex, PipelinedRegion] = {}
-        blocking = [r for r in self.graph.results.values()
-                    if r.partition_type is PartitionType.BLOCKING]
-        if self._storage is not None and blocking:
-            self._storage.prepare()
-            for result in blocking:
-                result.store = self._storage.result_dir(result.id)
-            # A stored result is read from its files once its producers finished, so its
-            # consumers start then (an EAGER consumer would read files being written).
-            # Only BLOCKING exchanges separate regions, so nothing else changes.
-            self.graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES
-            if self._storage.events_enabled:
-                self._regions = pipelined_regions(self.graph)
-                self._restore_finished_regions(self._storage.replay())
+        if self._storage is not None and not self._setup_error:
+            self._setup_error = self._use_storage(self._storage)
 
     # --- batch job recovery ------------------------------------------------------------
-    def _restore_finished_regions(self, logged: dict[tuple[str, int], FinishedSubtask]) -> None:
-        """Take over the regions an earlier ApplicationMaster attempt logged as finished.
-        A source vertex is taken over whole or not at all: its splits were handed out
-        on demand, so a subtask of it that runs again could not tell which are left."""
-        if not logged:
-            return
-        regions = {r for r in self._regions.values()
-                   if all((v.job_vertex.id, v.subtask_index) in logged for v in r.vertices)}
-        changed = True
-        while changed:
-            changed = False
-            for ejv in self.graph.vertices_topologically():
-                if not ejv.is_source:
-                    continue
-                taken = [self._regions[v] in regions for v in ejv.task_vertices]
-                if any(taken) and not all(taken):
-                    regions -= {self._regions[v] for v in ejv.task_vertices}
-                    changed = True
-        restored = 0
-        for vertex in self.graph.all_execution_vertices():
-            if self._regions[vertex] not in regions:
-                continue
-            entry = logged[(vertex.job_vertex.id, vertex.subtask_index)]
-            before = vertex.current
-            self.graph.register_attempt(vertex.restore_finished(
-                entry.attempt_number,
-                {ExecutionState[k]: t for k, t in entry.timestamps.items()
-                 if k in ExecutionState.__members__}, entry.metrics), replaces=before)
-            restored += 1
-        log.info("job %s: %d of %d subtasks finished under an earlier ApplicationMaster "
-                 "attempt; their results are read from %s", self.job_id[:8], restored,
-                 sum(1 for _ in self.graph.all_execution_vertices()),
-                 self._storage.job_dir if self._storage else "")
+    def _use_storage(self, storage: JobStorage) -> str:
+        """Send BLOCKING results to the cluster file system and, with job recovery, take
+        over what an earlier ApplicationMaster attempt finished; the failure, if any."""
+        blocking = [r for r in self.graph.results.values()
+                    if r.partition_type is PartitionType.BLOCKING]
+        if not blocking:
+            return ""
+        try:
+            storage.prepare()
+            logged = storage.replay() if storage.events_enabled else {}
+        except Exception as err:    # noqa: BLE001 - unreachable, refused: named below
+            return (f"the job's results cannot be stored in {storage.job_dir}: "
+                    f"{type(err).__name__}: {err} (execution.batch.partition-store.dir; "
+                    "or execution.batch.partition-store: local)")
+        for result in blocking:
+            result.store = storage.result_dir(result.id)
+        # A stored result is read from its files once its producers finished, so its
+        # consumers start then (an EAGER consumer would read files being written).
+        # Only BLOCKING exchanges separate regions, so nothing else changes.
+        self.graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES
+        if storage.events_enabled:
+            self._regions = pipelined_regions(self.graph)
+            restored = restore_finished_regions(self.graph, self._regions, logged)
+            if restored:
+                log.info("job %s: %d of %d subtasks finished under an earlier "
+                         "ApplicationMaster attempt; their results are read from %s",
+                         self.job_id[:8], restored, len(self._regions), storage.job_dir)
+        return ""
 
     def _log_if_region_finished(self, vertex: ExecutionVertex) -> None:
-        """A finished region whose results are all on the cluster file system, and that
-        writes no sink (a sink's output is committed with the job's end), is logged."""
         region = self._regions.get(vertex)
         if region is None or self._storage is None:
             return
-        members = region.vertices
-        if any(v.current.state is not ExecutionState.FINISHED for v in members):
-            return
-        # (a PIPELINED result is read inside the region: it joins its two sides)
-        if any(self._is_sink(v) or any(r.partition_type is PartitionType.BLOCKING and not r.store
-                                       for r in v.job_vertex.produced) for v in members):
-            return
-        self._storage.region_finished([FinishedSubtask(
-            v.job_vertex.id, v.subtask_index, v.current.attempt_number,
-            {state.name: at for state, at in v.current.state_timestamps.items()},
-            v.current.metrics) for v in members])
-
-    def _is_sink(self, vertex: ExecutionVertex) -> bool:
-        return vertex.job_vertex.id in self._sinks
+        event = finished_region_event(region, self._sinks)
+        if event:
+            self._storage.region_finished(event)
 
     # --- lifecycle (main thread) -------------------------------------------------------
     def start(self) -> None:
         self.main.call(self._start)
 
     def _start(self) -> None:
-        failure = self._split_error or self._setup_outputs()
+        failure = self._setup_error or self._setup_outputs()
         if failure:
             self._record_exceptions([], failure)
             self.graph.failure = failure

@@ -151,3 +151,15 @@ def test_without_job_recovery_blocking_results_stay_with_their_producers(graph, 
     h.offer_pending(["te-1"])
     assert all(tdd.info.produced[0].store == "" for tdd in by_vertex(h, "source"))
     h.close()
+
+
+def test_a_store_that_cannot_be_used_fails_the_job_with_one_line_naming_the_option(graph, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    h = attempt(graph, blocker / "store")
+    result = h.jm.result.result(timeout=5)
+    assert result.status is JobStatus.FAILED
+    assert "cannot be stored in" in result.failure
+    assert "execution.batch.partition-store.dir" in result.failure
+    assert "\n" not in result.failure and h.deployed() == []
+    h.close()
