@@ -300,6 +300,9 @@ YARN_CLIENT_TIMEOUT = _option("yarn.client.timeout", parse_duration, 30.0,
 YARN_APPLICATION_ATTEMPTS = _option(
     "yarn.application-attempts", _pos_int, 2,
     "ApplicationMaster attempts YARN makes before the application fails: a new attempt re-runs a job that had not ended; YARN's yarn.resourcemanager.am.max-attempts caps it. With more than one, a failed or cancelled job's application ends in one more short attempt (Skein ends a non-last attempt only on success).")
+YARN_ATTEMPT_FAILURES_VALIDITY_INTERVAL = _option(
+    "yarn.application-attempt-failures-validity-interval", parse_duration, 0.0,
+    "Failed attempts older than this would not count toward yarn.application-attempts; 0, the default and the only value Skein 0.8.2 can submit, counts them all (any other value is refused).")
 YARN_CONTAINER_POLL_INTERVAL = _option("yarn.container-poll-interval", parse_duration, 0.5,
                                        "How often the ApplicationMaster checks Skein for completed containers.")
 

@@ -96,6 +96,12 @@ def reachable_hadoop_conf(timeout: float) -> HadoopConf:
 def prepare_config(config: Configuration) -> Configuration:
     """The configuration the job is validated with and the ApplicationMaster gets: the
     largest container is what YARN's scheduler grants."""
+    if config.get(options.YARN_ATTEMPT_FAILURES_VALIDITY_INTERVAL):
+        # refused, not ignored: a user who sets it counts on old failures being forgotten
+        raise YarnError(f"{options.YARN_ATTEMPT_FAILURES_VALIDITY_INTERVAL.key} cannot be applied: Skein "
+                        "0.8.2 submits applications without it, so YARN would count every failed "
+                        "attempt. Fix: remove the option and size yarn.application-attempts for the "
+                        "application's whole life")
     hadoop = load_hadoop_conf(config)
     config = config.copy()
     max_mb, max_vcores = hadoop.max_allocation

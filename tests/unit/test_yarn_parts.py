@@ -274,6 +274,15 @@ def test_the_client_caps_attempts_at_yarns_maximum(tmp_path, monkeypatch):
     assert HadoopConf.load().max_am_attempts == 2       # YARN's default
 
 
+def test_an_attempt_failures_validity_interval_skein_cannot_submit_is_refused_in_one_line():
+    from yarnflow.targets.yarn_client import prepare_config
+    from yarnflow.targets.yarn_errors import YarnError
+    config = yarn_config("yarn.application-attempt-failures-validity-interval=10 min")
+    with pytest.raises(YarnError, match="^yarn.application-attempt-failures-validity-interval "
+                                        "cannot be applied: .* Fix: remove the option"):
+        prepare_config(config)
+
+
 @pytest.mark.parametrize("container_id, attempt", [
     ("container_1700000000000_0007_01_000001", 1),
     ("container_e17_1700000000000_0007_02_000001", 2),
