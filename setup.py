@@ -30,6 +30,7 @@ PACKAGES = {
     "yarnflow.appmaster.resourcemanager": "appmaster/resourcemanager",
     "yarnflow.appmaster.resourcemanager.slotmanager": "appmaster/resourcemanager/slotmanager",
     "yarnflow.appmaster.resourcemanager.drivers": "appmaster/resourcemanager/drivers",
+    "yarnflow.appmaster.webmonitor": "appmaster/webmonitor",
     "yarnflow.taskexecutor": "taskexecutor",
     "yarnflow.taskexecutor.slot": "taskexecutor/slot",
     "yarnflow.taskexecutor.network": "taskexecutor/network",
@@ -43,7 +44,8 @@ setup(
     python_requires=">=3.10",
     packages=list(PACKAGES),
     package_dir=PACKAGES,
-    package_data={"yarnflow.conf": ["*.yaml"], "yarnflow.rpc": ["proto/*.proto"]},
+    package_data={"yarnflow.conf": ["*.yaml"], "yarnflow.rpc": ["proto/*.proto"],
+                  "yarnflow.appmaster.webmonitor": ["static/*"]},
     install_requires=[
         "pyarrow>=15",
         "grpcio>=1.85.1",
@@ -58,6 +60,7 @@ setup(
         "pandas>=2.2",
         "fsspec>=2024.2",     # the job history archive (WebHDFS on YARN)
         "requests>=2.31",     # fsspec's WebHDFS client
+        "prometheus_client>=0.20",   # the web monitor's /metrics
     ],
     extras_require={
         "spark": ["pyspark>=4.0"],

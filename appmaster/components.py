@@ -6,6 +6,8 @@ YARN driver inside the Skein master container."""
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -21,6 +23,7 @@ from yarnflow.core.messages import ClusterOverview
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.plan import plan_vertices
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
 from yarnflow.rpc.faults import fault_injector
@@ -81,6 +84,11 @@ class ApplicationMasterComponents:
         # Only running jobs: a finished one's JobMaster leaves at once, or a session
         # that runs for weeks would keep every job's ExecutionGraph and thread.
         self.jobs: dict[str, JobMaster] = {}
+        # For the web UI: each job's plan, and how the latest jobs ended (a per-job
+        # application has no archive to ask); both bounded like a session's job store.
+        self.plans: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self.ended: OrderedDict[str, JobDetails] = OrderedDict()
+        self._memory_lock = threading.Lock()
 
     def start(self, register_more: Callable[[Any], None] | None = None) -> "ApplicationMasterComponents":
         """``register_more(server)`` adds services of the hosting mode (a session's
@@ -98,7 +106,8 @@ class ApplicationMasterComponents:
 
     def submit(self, job_graph: JobGraph) -> JobClient:
         """Start a JobMaster for the job; returns at once."""
-        jm = JobMaster(as_received(job_graph), self.config, self.address,
+        received = as_received(job_graph)
+        jm = JobMaster(received, self.config, self.address,
                        self._te_gateway_factory, application_attempt=self.application_attempt)
         jm_id = jm.job_master_id
         self.job_masters.register(jm)
@@ -107,13 +116,31 @@ class ApplicationMasterComponents:
         jm.connect_resource_manager(GrpcResourceManagerGateway(
             channel, rm_id, jm.job_id, jm_id, self.address, self._timeout))
         self.jobs[jm.job_id] = jm
+        self._remember(self.plans, jm.job_id,
+                       plan_vertices(received, options.default_slot_profile(self.config)))
         jm.add_termination_listener(lambda result: self._release(jm, result))
         jm.start()
         return JobClient(jm)
 
     def _release(self, jm: JobMaster, result: JobResult) -> None:
         self.job_masters.unregister(jm)
+        self._remember(self.ended, jm.job_id, result.details)
         self.jobs.pop(jm.job_id, None)
+
+    def _remember(self, store: "OrderedDict[str, Any]", job_id: str, value: Any) -> None:
+        with self._memory_lock:
+            store[job_id] = value
+            while len(store) > self.config.get(options.JOBSTORE_MAX_CAPACITY):
+                store.popitem(last=False)
+
+    def plan(self, job_id: str) -> list[dict[str, Any]] | None:
+        """The job's plan (``yarnflow.core.plan.plan_vertices``), while remembered."""
+        with self._memory_lock:
+            return self.plans.get(job_id)
+
+    def ended_jobs(self) -> list[JobDetails]:
+        with self._memory_lock:
+            return list(self.ended.values())
 
     def _te_gateway_factory(self, location: TaskExecutorLocation,
                             job_master_id: str) -> GrpcTaskExecutorGateway:

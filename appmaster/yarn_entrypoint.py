@@ -44,8 +44,9 @@ from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import JobStatus
 from yarnflow.rpc.codec import jobgraph_as_received
 from yarnflow.rpc.security import read_skein_container_credentials
+from yarnflow.appmaster.webmonitor import ApplicationMasterSource, WebMonitorServer
 from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY,
-                                         SERVICES_ENV, decode_env)
+                                    SERVICES_ENV, WEB_PAGE_ROUTE, decode_env)
 
 log = logging.getLogger("yarnflow.appmaster")
 
@@ -131,6 +132,24 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     return components
 
 
+def serve_web_monitor(config: Configuration, components: ApplicationMasterComponents,
+                      dispatcher: Dispatcher, app: Any, mode: str) -> WebMonitorServer:
+    """The web UI and REST API, on this host's loopback by default, added to Skein's web
+    UI as a page: YARN's tracking URL leads there through the ResourceManager's proxy.
+    A page Skein cannot add is logged, not fatal: the job runs without it."""
+    source = ApplicationMasterSource(components, dispatcher, mode,
+                                     os.environ.get("SKEIN_APPLICATION_ID", ""),
+                                     config.get(options.SESSION_HISTORY_DIR))
+    server = WebMonitorServer(source, config.get(options.REST_BIND_ADDRESS),
+                              config.get(options.REST_BIND_PORT),
+                              config.get(options.WEB_REFRESH_INTERVAL)).start()
+    try:
+        app.ui.add_page(WEB_PAGE_ROUTE, server.url.rstrip("/"), link_name="yarnflow")
+    except Exception as err:   # noqa: BLE001 - e.g. the route left by an earlier attempt
+        log.warning("could not add the web UI to Skein's pages: %s", err)
+    return server
+
+
 def ended_in_an_earlier_attempt(history: str, job_id: str,
                                 attempt: int | None = None) -> tuple[str, str] | None:
     """The final status and diagnostics of a job an earlier attempt already ran to its
@@ -171,6 +190,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
         dispatchers.append(dispatcher)
     components = start_components(config, app, register_more=serve_dispatcher)
     dispatcher = dispatchers[0]
+    web = serve_web_monitor(config, components, dispatcher, app, "yarn-per-job")
     job_id = dispatcher.submit(graph)
     app.kv[JOB_ID_KEY] = job_id.encode()
 
@@ -184,6 +204,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     log.info("job %s ended %s%s", job_id, details.status.value,
              f": {details.failure}" if details.failure else "")
     dispatcher.close(config.get(options.JOB_CANCEL_TIMEOUT))    # the archive is written
+    web.stop()
     components.stop()
     return FINAL_STATUS.get(details.status, "FAILED"), diagnostics_of(details)
 

@@ -20,7 +20,8 @@ from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
 from yarnflow.appmaster.dispatcher.job_graph_store import JobGraphStore, job_graph_store_location
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
-from yarnflow.appmaster.yarn_entrypoint import start_components
+from yarnflow.appmaster.webmonitor import WebMonitorServer
+from yarnflow.appmaster.yarn_entrypoint import serve_web_monitor, start_components
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import CONF_ENV, decode_env
 
@@ -38,9 +39,11 @@ class Session:
         self.dispatcher: Dispatcher | None = None
         self.job_graphs: JobGraphStore | None = None
         self.components: Any = None
-        start_components(
+        components = start_components(
             config, app, self.ladder, config.get(options.SESSION_MIN_EXECUTORS),
             register_more=self._register_dispatcher)
+        assert self.dispatcher is not None      # _register_dispatcher ran during the start
+        self.web: WebMonitorServer = serve_web_monitor(config, components, self.dispatcher, app, "yarn-session")
 
     def _register_dispatcher(self, components: Any, server: Any) -> None:
         # Runs while the components start, before their address is published: no
@@ -73,6 +76,7 @@ class Session:
         log.info("stopping the session: %s", self.reason)
         self.dispatcher.close(self.config.get(options.JOB_CANCEL_TIMEOUT))   # type: ignore[union-attr]
         running, finished = self.dispatcher.counts()   # type: ignore[union-attr]
+        self.web.stop()
         self.components.stop()
         if self.job_graphs is not None:
             self.job_graphs.discard()   # every job ended and is archived: nothing to run again

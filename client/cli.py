@@ -49,11 +49,14 @@ def main() -> None:
 @click.option("-a", "--application", "session", default=None, metavar="APP_ID|NAME",
               help="With -t yarn-session: the session to submit to (yarn.application.id; "
                    "default: the newest running one started from this account).")
+@click.option("--ui", is_flag=True,
+              help="On local: serve the web UI and REST API while the job runs and print "
+                   "its URL (local.web-ui). A YARN application always serves its own.")
 @click.option("-v", "--verbose", is_flag=True, help="Log the runtime's components to stderr.")
 def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         parallelism: int | None, dynamic: tuple[str, ...], conf_file: str | None,
         progress: bool | None, attach: bool | None, subtasks: bool, session: str | None,
-        verbose: bool) -> None:
+        ui: bool, verbose: bool) -> None:
     """Run PIPELINE (a Python script that builds a Pipeline and calls execute()) like
     `flink run`. On `local` the exit status is the job's; on YARN the client returns
     once the application is accepted, printing its id (unless --attach); on a
@@ -72,6 +75,8 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         config.set(options.ATTACHED, attach)
     if session is not None:
         config.set(options.YARN_APPLICATION_ID, session)
+    if ui:
+        config.set(options.LOCAL_WEB_UI, True)
     context = ExecutionContext(config, config.get(options.TARGET),
                                sys.stdout.isatty() if progress is None else progress, console,
                                show_subtasks=subtasks)
@@ -195,6 +200,29 @@ def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     from yarnflow.targets.yarn_apps import application_logs
     config = load_config(conf_file, dynamic)
     click.echo(application_logs(app_id, config.get(options.YARN_CLIENT_TIMEOUT) * 4))
+
+
+@main.command()
+@click.argument("app_id", metavar="APP_ID")
+@config_options
+@user_errors
+def ui(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
+    """Print the URL of a running YARN application's web UI (per-job or session): its
+    tracking URL, through the ResourceManager's proxy. An ended application has none;
+    `yarnflow history` shows its jobs."""
+    from yarnflow.core.contract import web_page_url
+    from yarnflow.targets.yarn_apps import YarnApplication
+    config = load_config(conf_file, dynamic)
+    with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
+        st = app.status(with_details=False)
+    if st.finished:
+        fail(f"{app_id} has ended ({st.state}, final status {st.final_status}), and its web UI "
+             "with it. Fix: `yarnflow history` lists its jobs, `yarnflow status "
+             f"{app_id}` shows how it ended")
+    if st.state != "RUNNING" or not st.tracking_url:
+        fail(f"{app_id} is {st.state}: YARN has not started its ApplicationMaster yet, so "
+             "there is no web UI. Fix: try again once it is RUNNING")
+    click.echo(web_page_url(st.tracking_url))
 
 
 @main.group(name="fs")

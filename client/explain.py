@@ -17,6 +17,7 @@ from rich.text import Text
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import JobGraph, PartitionType, ShipStrategy
 from yarnflow.core.estimates import UNKNOWN, format_bytes
+from yarnflow.core.plan import plan_vertices, spec_json
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.worker_spec import slots_needed
 
@@ -43,38 +44,22 @@ def describe_input(edge: Any) -> str:
     return f"{ship} <- {edge.source.name}{blocking}"
 
 
-def _spec(spec: ResourceSpec) -> dict[str, Any]:
-    return {"cpu": spec.cpu, "memory_mb": spec.memory_mb, "gpus": spec.gpus}
-
-
 def plan_json(graph: JobGraph, config: Configuration) -> dict[str, Any]:
     """The plan as data, for tools and tests: what the table shows, plus the profile of
     each shared slot and the executors (worker specs) the job would start."""
     from yarnflow.targets.base import planned_worker_specs
     default_slot = options.default_slot_profile(config)
-    vertices = []
-    for vertex in graph.topological_order():
-        estimate = vertex.estimate or UNKNOWN
-        vertices.append({
-            "id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism,
-            "slot_sharing_group": vertex.slot_sharing_group or "",
-            "subtask_profile": _spec(vertex.resources or default_slot),
-            "uses_spark": vertex.uses_spark,
-            "estimate": {"rows": estimate.rows, "bytes": estimate.bytes,
-                         "from": estimate.origin},
-            "inputs": [{"index": e.target_input, "producer": e.source.name,
-                        "producer_id": e.source.id, "ship": e.ship.name, "keys": list(e.keys),
-                        "exchange": e.partition_type.name} for e in graph.inputs_of(vertex)]})
+    vertices = plan_vertices(graph, default_slot)
     needed = slots_needed(graph, default_slot)
     workers = []
     for profile, spec in planned_worker_specs(graph, config).items():
-        workers.append({"name": spec.name, "slot_profile": _spec(spec.slot_profile),
-                        "slots": spec.num_slots, "container": _spec(spec.container),
+        workers.append({"name": spec.name, "slot_profile": spec_json(spec.slot_profile),
+                        "slots": spec.num_slots, "container": spec_json(spec.container),
                         "executors": -(-needed.get(profile, 0) // spec.num_slots)})
     return {
         "name": graph.name, "job_id": graph.job_id, "schedule_mode": graph.schedule_mode.name,
         "vertices": vertices,
-        "shared_slots": {group: [_spec(p) for p in graph.shared_slot_profiles(group, default_slot)]
+        "shared_slots": {group: [spec_json(p) for p in graph.shared_slot_profiles(group, default_slot)]
                          for group in graph.slot_sharing_groups()},
         "worker_specs": workers,
         "joins": [{"vertex": graph.vertices[v].name, "strategy": plan.strategy.name,

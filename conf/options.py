@@ -306,6 +306,17 @@ YARN_ATTEMPT_FAILURES_VALIDITY_INTERVAL = _option(
 YARN_CONTAINER_POLL_INTERVAL = _option("yarn.container-poll-interval", parse_duration, 0.5,
                                        "How often the ApplicationMaster checks Skein for completed containers.")
 
+# --- web UI and REST API (the web monitor) ---------------------------------------------
+REST_BIND_ADDRESS = _option(
+    "rest.bind-address", _str, "127.0.0.1",
+    "Address the web UI and REST API bind to; on YARN the default loopback is reached only through the ResourceManager's proxy (Skein's page route).")
+REST_BIND_PORT = _option("rest.bind-port", _nonneg_int, 0,
+                         "Port of the web UI and REST API; 0 picks a free one.")
+WEB_REFRESH_INTERVAL = _option("web.refresh-interval", parse_duration, 2.0,
+                               "How often the web page refreshes.")
+LOCAL_WEB_UI = _option("local.web-ui", parse_bool, False,
+                       "Serve the web UI and REST API during a local run and print its URL (`yarnflow run --ui`).")
+
 # --- session ---------------------------------------------------------------------------
 SESSION_CONTAINER_SIZES = _option(
     "session.container-sizes", _str, "1c-1536m, 2c-3072m, 4c-6144m",

@@ -18,6 +18,14 @@ from yarnflow.core.worker_spec import WorkerSpec
 # Skein's key-value store keys the ApplicationMaster publishes.
 APPMASTER_ADDRESS_KEY = "yarnflow.appmaster.address"
 JOB_ID_KEY = "yarnflow.job.id"
+# The route of the web monitor's page in Skein's web UI: the application's tracking URL
+# followed by ``pages/<route>/``.
+WEB_PAGE_ROUTE = "yarnflow"
+
+
+def web_page_url(tracking_url: str) -> str:
+    """The web monitor's page behind a YARN application's tracking URL."""
+    return f"{tracking_url.rstrip('/')}/pages/{WEB_PAGE_ROUTE}/"
 
 # The container-size plan (ApplicationMaster): base64 JSON list of {service, slot_cpu,
 # slot_memory_mb, num_slots, overhead_mb, instances}.

@@ -95,6 +95,23 @@ class JobResult:
 
 
 @dataclass(frozen=True)
+class ExecutorDetails:
+    """A TaskExecutor as the ResourceManager sees it (Flink's TaskManagerInfo): STARTING
+    from the container request until it registers, then REGISTERED. ``container_id`` and
+    ``node`` are YARN's; empty on ``local``."""
+    resource_id: str
+    state: str
+    worker_spec: str
+    container: ResourceSpec | None
+    slot_profile: ResourceSpec | None
+    slots_total: int
+    slots_used: int
+    host: str = ""
+    container_id: str = ""
+    node: str = ""
+
+
+@dataclass(frozen=True)
 class SessionOverview:
     history_dir: str            # where ended jobs are archived
     container_sizes: str        # the ladder, as the session describes it

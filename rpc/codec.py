@@ -10,6 +10,7 @@ import cloudpickle
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
                                      ShuffleDescriptors, TaskDeploymentDescriptor,
                                      TaskInformation)
+from yarnflow.core.estimates import Estimate
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
@@ -47,6 +48,12 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
         if vertex.resources is not None:
             out.has_resources = True
             fill_resource_spec(vertex.resources, out.resources)
+        if vertex.estimate is not None:
+            if vertex.estimate.rows is not None:
+                out.estimate_rows = vertex.estimate.rows
+            if vertex.estimate.bytes is not None:
+                out.estimate_bytes = vertex.estimate.bytes
+            out.estimate_origin = vertex.estimate.origin
     for edge in graph.edges:
         message.edges.add(source=edge.source.id, target=edge.target.id,
                           target_input=edge.target_input,
@@ -74,7 +81,10 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
             slot_sharing_group=v.slot_sharing_group or None,
             co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
             uses_spark=v.uses_spark,
-            committer=cloudpickle.loads(v.committer) if v.committer else None))
+            committer=cloudpickle.loads(v.committer) if v.committer else None,
+            estimate=Estimate(v.estimate_rows if v.HasField("estimate_rows") else None,
+                              v.estimate_bytes if v.HasField("estimate_bytes") else None,
+                              v.estimate_origin)))
     for e in message.edges:
         graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
                       e.keys, PartitionType(e.partition_type), e.target_input)

@@ -47,3 +47,58 @@ def executor_logs(log_dir: Path, lines: int = 60) -> str:
         tail = log.read_text(errors="replace").splitlines()[-lines:]
         parts.append(f"\n--- {log.name} (last {len(tail)} lines) ---\n" + "\n".join(tail))
     return "".join(parts)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def artifacts_dir() -> Path:
+    """Where tests leave what a person looks at afterwards (screenshots):
+    ``$YARNFLOW_TEST_ARTIFACTS``, else ``test-artifacts/`` in the checkout."""
+    import os
+    path = Path(os.environ.get("YARNFLOW_TEST_ARTIFACTS") or ROOT / "test-artifacts")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's headless Chromium, installed with apt-get on a fresh machine (the
+    suite runs as root in CI); a clear failure where that is impossible."""
+    import shutil
+    import subprocess
+    found = shutil.which("chromium")
+    if found:
+        return found
+    if not shutil.which("apt-get"):
+        pytest.fail("the web UI tests need Chromium and this machine has no apt-get. "
+                    "Fix: install Chromium so `chromium` is on PATH")
+    env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+    if subprocess.run(install, env=env, capture_output=True, timeout=900).returncode != 0:
+        subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=900)
+        done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            pytest.fail("could not install Chromium with apt-get (it needs root): "
+                        + done.stderr.strip()[-500:])
+    return shutil.which("chromium") or pytest.fail("apt-get installed no `chromium` command")
+
+
+def browse(chromium: str, url: str, screenshot: Path | None = None,
+           budget_ms: int = 10_000) -> str:
+    """The page's DOM after its scripts ran (Chromium's virtual time runs
+    ``budget_ms``, paused while a request is in flight), and a screenshot of it."""
+    import subprocess
+    import tempfile
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-dev-shm-usage", f"--virtual-time-budget={budget_ms}",
+             "--window-size=1500,1100"]
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        flags.append(f"--user-data-dir={profile}")
+        dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True,
+                             timeout=120)
+        if screenshot is not None:
+            subprocess.run([*flags, f"--screenshot={screenshot}", url], capture_output=True,
+                           timeout=120)
+    assert dom.returncode == 0, f"chromium failed on {url}: {dom.stderr[-1000:]}"
+    return dom.stdout

@@ -20,6 +20,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.core.errors import (FencingError, NotRegisteredYet, Refused, UnknownExecutor,
                                   UnknownJob)
+from yarnflow.core.details import ExecutorDetails
 from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
 from yarnflow.core.messages import (ClusterOverview, SlotAllocation, SlotReport, SlotRequest,
                                     TaskExecutorLocation, TaskExecutorRegistration, WorkerInfo)
@@ -291,6 +292,24 @@ class ResourceManager:
                                         f"{start_timeout:g} s (resourcemanager.worker.start-timeout)")
         for resource_id in self.slot_manager.idle_workers(keep=self._min_workers):
             self.stop_worker(resource_id, "idle longer than resourcemanager.taskmanager-timeout")
+
+    def executor_details(self) -> list[ExecutorDetails]:
+        """Registered executors, then those still starting; on the main thread."""
+        details = []
+        for resource_id, worker in self.slot_manager.workers.items():
+            executor = self.executors.get(resource_id)
+            spec = worker.spec
+            details.append(ExecutorDetails(
+                resource_id, "REGISTERED", spec.name if spec else
+                (executor.worker_spec if executor else ""),
+                spec.container if spec else None,
+                worker.slots[0].profile if worker.slots else None, len(worker.slots),
+                worker.busy_slots(), executor.location.host if executor else ""))
+        for resource_id, pending in self.slot_manager.pending_workers.items():
+            details.append(ExecutorDetails(
+                resource_id, "STARTING", pending.spec.name, pending.spec.container,
+                pending.spec.slot_profile, pending.spec.num_slots, 0))
+        return details
 
     def overview(self) -> ClusterOverview:
         workers = []

@@ -22,6 +22,7 @@ class JobHandle(abc.ABC):
     application_id: str = ""     # the YARN application that runs the job; "" locally
     tracking_url: str = ""
     log_location: str = ""       # where the executors' logs stay after the job (local)
+    web_url: str = ""            # the job's web UI while it runs; "" when not served
 
     @abc.abstractmethod
     def details(self) -> JobDetails | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
 from yarnflow.appmaster.dispatcher import Dispatcher, JobArchive
 from yarnflow.appmaster.resourcemanager.drivers.local import LocalDriver
+from yarnflow.appmaster.webmonitor import ApplicationMasterSource, WebMonitorServer
 from yarnflow.conf import Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.core.details import JobDetails, JobResult
@@ -53,6 +54,7 @@ class LocalCluster:
             self.config.get(options.SESSION_HISTORY_DIR) or self.workdir / "history")) \
             if session else None
         self._log = ComponentLog(log_dir / "appmaster.log") if log_dir is not None else None
+        self.web: WebMonitorServer | None = None
 
     @property
     def resource_manager(self):  # noqa: ANN201 - tests reach into the components
@@ -70,6 +72,12 @@ class LocalCluster:
         if self._log is not None:
             self._log.attach()
         self.components.start()
+        if self.config.get(options.LOCAL_WEB_UI):
+            source = ApplicationMasterSource(self.components, self.dispatcher,
+                                             "local-session" if self.dispatcher else "local")
+            self.web = WebMonitorServer(source, self.config.get(options.REST_BIND_ADDRESS),
+                                        self.config.get(options.REST_BIND_PORT),
+                                        self.config.get(options.WEB_REFRESH_INTERVAL)).start()
         return self
 
     def submit(self, job_graph: JobGraph) -> JobClient:
@@ -79,6 +87,8 @@ class LocalCluster:
         return self.components.overview()
 
     def stop(self) -> None:
+        if self.web is not None:
+            self.web.stop()
         self.components.stop()
         if self._log is not None:
             self._log.detach()
@@ -134,6 +144,7 @@ class LocalJobHandle(JobHandle):
     def __init__(self, cluster: LocalCluster, client: JobClient) -> None:
         self.job_id = client.job_id
         self.log_location = str(cluster.log_dir)
+        self.web_url = cluster.web.url if cluster.web is not None else ""
         self._cluster: LocalCluster | None = cluster
         self._client = client
 
@@ -176,6 +187,9 @@ class LocalTarget(Target):
         except BaseException:
             cluster.stop()
             raise
+
+    def submitted(self, handle: JobHandle) -> list[str]:
+        return [f"web UI: {handle.web_url}"] if handle.web_url else []
 
 
 def run_log_dir(config: Configuration, job_id: str) -> Path:

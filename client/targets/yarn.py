@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from yarnflow.conf import Configuration, options
-from yarnflow.core.contract import CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode, service_name
+from yarnflow.core.contract import (CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode,
+                                    service_name, web_page_url)
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.worker_spec import WorkerSpec, slots_needed
@@ -137,6 +138,8 @@ class YarnPerJobTarget(Target):
     def submitted(self, handle: JobHandle) -> list[str]:
         lines = [f"submitted job {handle.job_id} as YARN application "
                  f"[bold]{handle.application_id}[/]", f"tracking URL: {handle.tracking_url}"]
+        if handle.tracking_url:
+            lines.append(f"web UI: {web_page_url(handle.tracking_url)}")
         if not self.attached:
             lines.append(f"follow it with: yarnflow status {handle.application_id}")
         return lines

@@ -305,3 +305,44 @@ class FakeTask:
             self.state = report.state
             self.job_master.update_task_execution_state(report)
         self._on_done(self)
+
+
+class TestingWebMonitorSource:
+    """The web monitor's source with jobs, executors and a configuration a test sets."""
+    __test__ = False
+
+    def __init__(self) -> None:
+        from yarnflow.appmaster.webmonitor.source import ApplicationInfo
+        from yarnflow.core.messages import ClusterOverview
+        self.info = ApplicationInfo("yarn-per-job", "application_1_0001", 2, 1_700_000_000.0,
+                                    "hdfs:///history")
+        self.job_details: dict[str, Any] = {}
+        self.plans: dict[str, Any] = {}
+        self.executor_list: list[Any] = []
+        self.overview = ClusterOverview()
+        self.values: dict[str, str] = {}
+
+    def application(self) -> Any:
+        return self.info
+
+    def jobs(self) -> list[Any]:
+        return list(self.job_details.values())
+
+    def job(self, job_id: str) -> Any:
+        from yarnflow.core.errors import UnknownJob
+        if job_id not in self.job_details:
+            raise UnknownJob(f"no job {job_id} here")
+        return self.job_details[job_id]
+
+    def plan(self, job_id: str) -> Any:
+        return self.plans.get(job_id)
+
+    def executors(self) -> list[Any]:
+        return list(self.executor_list)
+
+    def cluster(self) -> Any:
+        return self.overview
+
+    def configuration(self) -> dict[str, str]:
+        from yarnflow.appmaster.webmonitor.source import visible_configuration
+        return visible_configuration(self.values)

@@ -35,3 +35,9 @@ class ResourceDriver(abc.ABC):
 
     @abc.abstractmethod
     def stop(self) -> None: ...
+
+    def placements(self) -> dict[str, tuple[str, str]]:
+        """Resource id -> (the cluster's container id, its node) of the workers it
+        started, for the web UI; it may ask the cluster, so never call it on a main
+        thread. Empty where workers have no such names (``local``)."""
+        return {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
@@ -23,6 +24,9 @@ from yarnflow.core.resources import ResourceSpec
 log = logging.getLogger(__name__)
 
 _FINISHED_STATES = ["SUCCEEDED", "FAILED", "KILLED"]
+_LIVE_STATES = ["WAITING", "REQUESTED", "RUNNING"]
+# a page refreshing every few seconds, in several browsers, asks Skein at most this often
+_PLACEMENTS_MAX_AGE_S = 2.0
 
 
 def describe_completion(container: Any) -> str:
@@ -51,6 +55,7 @@ class YarnDriver(ResourceDriver):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+        self._placements: tuple[float, dict[str, tuple[str, str]]] = (0.0, {})
 
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
         self._events = events
@@ -93,6 +98,20 @@ class YarnDriver(ResourceDriver):
 
     def stop(self) -> None:
         self._stop.set()
+
+    def placements(self) -> dict[str, tuple[str, str]]:
+        fetched_at, known = self._placements
+        if time.monotonic() - fetched_at < _PLACEMENTS_MAX_AGE_S:
+            return known
+        try:
+            containers = self._app.get_containers(states=_LIVE_STATES)
+        except Exception as err:   # noqa: BLE001 - the page shows what it knew
+            log.info("could not list containers for the web UI: %s", err)
+            return known
+        known = {c.id: (c.yarn_container_id or "", c.yarn_node_http_address or "")
+                 for c in containers}
+        self._placements = (time.monotonic(), known)
+        return known
 
     def _watch_containers(self) -> None:
         interval = self._config.get(options.YARN_CONTAINER_POLL_INTERVAL)

@@ -1,0 +1,73 @@
+"""Prometheus metrics, read from the source at scrape time (a custom collector): the
+job details already carry every figure, so nothing counts twice and a scrape sees
+exactly what the page shows. Per vertex of each running job: records and bytes in and
+out; for the cluster: slots, containers by size and state, pending slot requests; per
+job: restarts. An ended job's series disappear with it, so a session that runs for
+weeks does not grow its scrape without end."""
+from __future__ import annotations
+
+import logging
+from typing import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from yarnflow.appmaster.webmonitor.source import WebMonitorSource
+from yarnflow.appmaster.webmonitor.views import containers_by_size
+
+log = logging.getLogger(__name__)
+
+_VERTEX_FIGURES = (("records_in", "records_in", "Records the vertex's subtasks read"),
+                   ("records_out", "records_out", "Records the vertex's subtasks wrote"),
+                   ("bytes_in", "bytes_in", "Bytes the vertex's subtasks read"),
+                   ("bytes_out", "bytes_out", "Bytes the vertex's subtasks wrote"))
+
+
+class WebMonitorCollector(Collector):
+    def __init__(self, source: WebMonitorSource) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Metric]:
+        jobs = [job for job in self._source.jobs() if not job.status.is_globally_terminal]
+        labels = ["job_id", "job_name", "vertex"]
+        for figure, attribute, doc in _VERTEX_FIGURES:
+            family = GaugeMetricFamily(f"yarnflow_vertex_{figure}",
+                                       f"{doc} (current attempts; a restart starts again)",
+                                       labels=labels)
+            for job in jobs:
+                for vertex in job.vertices:
+                    family.add_metric([job.job_id, job.name, vertex.name],
+                                      sum(getattr(s.metrics, attribute) for s in vertex.subtasks))
+            yield family
+        restarts = GaugeMetricFamily("yarnflow_job_restarts", "Failovers the running job went "
+                                     "through", labels=["job_id", "job_name"])
+        for job in jobs:
+            restarts.add_metric([job.job_id, job.name], job.restarts)
+        yield restarts
+        yield from self._cluster()
+
+    def _cluster(self) -> Iterator[Metric]:
+        cluster = self._source.cluster()
+        executors = self._source.executors()
+        yield GaugeMetricFamily("yarnflow_slots_total", "Slots of registered TaskExecutors",
+                                value=sum(w.num_slots for w in cluster.workers))
+        yield GaugeMetricFamily("yarnflow_slots_used", "Slots given to a job",
+                                value=sum(w.num_slots - w.free_slots for w in cluster.workers))
+        yield GaugeMetricFamily("yarnflow_pending_slot_requests",
+                                "Slot requests the ResourceManager could not serve yet",
+                                value=cluster.pending_slot_requests)
+        containers = GaugeMetricFamily("yarnflow_containers", "TaskExecutor containers by size "
+                                       "and state (STARTING or REGISTERED)", labels=["size", "state"])
+        for state in ("STARTING", "REGISTERED"):
+            for size, count in containers_by_size(
+                    [e for e in executors if e.state == state]).items():
+                containers.add_metric([size, state], count)
+        yield containers
+
+
+def metrics_registry(source: WebMonitorSource) -> CollectorRegistry:
+    """A registry of our own: the process-wide default would also publish whatever
+    else the ApplicationMaster's libraries register."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(WebMonitorCollector(source))
+    return registry

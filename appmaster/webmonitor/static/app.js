@@ -1,0 +1,235 @@
+// yarnflow's web page: plain JavaScript and SVG over the REST API beside it.
+// Every URL is relative, so the page works at any prefix (YARN's proxy, Skein's page
+// route, or a local run's root). Text from the job (names, failures) only ever goes
+// into textContent, never into markup.
+"use strict";
+
+const STATES = ["CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING",
+                "FINISHED", "CANCELING", "CANCELED", "FAILED"];
+const SVG = "http://www.w3.org/2000/svg";
+let refreshMs = 2000;
+let timer = null;
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+async function get(path) {
+  const response = await fetch(path, {cache: "no-store"});
+  if (!response.ok) {
+    let message = response.status + " " + response.statusText;
+    try { message = (await response.json()).errors.join("; "); } catch (e) { /* keep it */ }
+    throw new Error(path + ": " + message);
+  }
+  return response.json();
+}
+
+const number = n => (n === null || n === undefined || n < 0) ? "-" : n.toLocaleString("en-US");
+function bytes(n) {
+  if (n === null || n === undefined) return "?";
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + units[i];
+}
+const seconds = ms => ms < 0 ? "-" : (ms / 1000).toFixed(1) + " s";
+const time = ms => ms > 0 ? new Date(ms).toLocaleTimeString() : "-";
+const spec = s => s ? `${s.cpu}c-${s.memory_mb}m${s.gpus ? "-" + s.gpus + "g" : ""}` : "-";
+const skew = x => x === null || x === undefined ? "-" : x.toFixed(2);
+
+function table(headers, rows, numeric) {
+  const head = el("tr", {}, ...headers.map(h => el("th", {}, h)));
+  const body = rows.map(row => el("tr", row.attrs || {}, ...row.cells.map((cell, i) =>
+    el("td", numeric && numeric.includes(i) ? {class: "num"} : {}, cell))));
+  return el("table", {}, el("thead", {}, head), el("tbody", {}, ...body));
+}
+
+function stateCell(state) { return el("span", {class: "state state-" + state}, state); }
+
+// --- the jobs list and the executors ----------------------------------------------------
+async function home() {
+  const [overview, jobs, tms] = await Promise.all(
+    [get("overview"), get("jobs/overview"), get("taskmanagers")]);
+  const cards = el("div", {class: "cards"},
+    ...[["jobs running", overview["jobs-running"]], ["finished", overview["jobs-finished"]],
+        ["failed", overview["jobs-failed"]], ["cancelled", overview["jobs-cancelled"]],
+        ["executors", overview.taskmanagers], ["starting", overview["taskmanagers-starting"]],
+        ["slots used", overview["slots-total"] - overview["slots-available"]],
+        ["slots", overview["slots-total"]], ["pending slot requests", overview["pending-slot-requests"]]]
+      .map(([label, value]) => el("div", {class: "card"}, el("b", {}, number(value)), label)));
+  const jobRows = jobs.jobs.map(job => ({attrs: {"data-job": job.jid}, cells: [
+    el("a", {href: "#/jobs/" + job.jid}, job.name), job.jid, stateCell(job.state),
+    time(job["start-time"]), seconds(job.duration), number(job.restarts),
+    STATES.filter(s => job.tasks[s]).map(s => `${job.tasks[s]} ${s.toLowerCase()}`).join(", ")]}));
+  return [
+    el("h2", {}, "Overview"), cards,
+    el("h2", {}, "Jobs"),
+    jobRows.length ? table(["job", "id", "state", "started", "duration", "restarts", "subtasks"],
+                           jobRows, [5]) : el("p", {class: "muted"}, "No jobs yet."),
+    el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers)];
+}
+
+function executorsTable(executors) {
+  if (!executors.length) return el("p", {class: "muted"}, "No executors: none started yet, or all were given back.");
+  return table(["executor", "state", "YARN container", "node", "host", "container size",
+                "slot profile", "slots used / total", "worker spec"],
+    executors.map(e => ({attrs: {"data-executor": e.id}, cells: [
+      e.id, e.state, e["container-id"] || "-", e.node || "-", e.host || "-", spec(e.container),
+      spec(e["slot-profile"]), `${e["slots-used"]} / ${e.slotsNumber}`, e["worker-spec"]]})),
+    [7]);
+}
+
+// --- one job: the DAG, the vertices, the subtasks, the failures --------------------------
+function layout(nodes) {
+  const byId = Object.fromEntries(nodes.map(n => [n.id, n]));
+  const level = {};
+  const depth = n => {
+    if (level[n.id] !== undefined) return level[n.id];
+    level[n.id] = 0;   // a guard; a JobGraph has no cycles
+    level[n.id] = Math.max(0, ...n.inputs.filter(i => byId[i.id]).map(i => depth(byId[i.id]) + 1));
+    return level[n.id];
+  };
+  nodes.forEach(depth);
+  const rows = {};
+  const place = {};
+  for (const n of nodes) {
+    const l = level[n.id];
+    rows[l] = (rows[l] || 0) + 1;
+    place[n.id] = {x: 20 + l * 300, y: 20 + (rows[l] - 1) * 130};
+  }
+  return place;
+}
+
+function dag(plan, job) {
+  const W = 230, H = 96;
+  const vertices = Object.fromEntries(job.vertices.map(v => [v.id, v]));
+  const place = layout(plan.nodes);
+  const width = Math.max(...Object.values(place).map(p => p.x)) + W + 40;
+  const height = Math.max(...Object.values(place).map(p => p.y)) + H + 30;
+  const root = svg("svg", {class: "dag", width, height, viewBox: `0 0 ${width} ${height}`,
+                           role: "img", "aria-label": "the job's dataflow graph"});
+  for (const node of plan.nodes) {
+    for (const input of node.inputs) {
+      const from = place[input.id], to = place[node.id];
+      if (!from) continue;
+      const x1 = from.x + W, y1 = from.y + H / 2, x2 = to.x, y2 = to.y + H / 2;
+      const blocking = input.exchange === "BLOCKING";
+      root.append(svg("path", {class: "edge" + (blocking ? " blocking" : ""),
+        d: `M${x1},${y1} C${x1 + 40},${y1} ${x2 - 40},${y2} ${x2},${y2}`}));
+      root.append(svg("text", {class: "ship", x: (x1 + x2) / 2 - 30, y: (y1 + y2) / 2 - 6},
+        input.ship_strategy + (input.keys && input.keys.length ? `(${input.keys.join(", ")})` : "")
+        + (blocking ? " · blocking" : "")));
+    }
+  }
+  for (const node of plan.nodes) {
+    const v = vertices[node.id] || {tasks: {}, metrics: {}, status: "CREATED", parallelism: node.parallelism};
+    const p = place[node.id];
+    const g = svg("g", {class: "vertex status-" + v.status, "data-vertex": node.description,
+                        "data-status": v.status, transform: `translate(${p.x},${p.y})`});
+    g.append(svg("rect", {class: "box", width: W, height: H, rx: 4}));
+    g.append(svg("text", {class: "title", x: 8, y: 17}, `${node.description} ×${v.parallelism}`));
+    g.append(svg("text", {x: 8, y: 33}, `${v.status} · ${spec(node.profile)}`));
+    let x = 8;
+    const total = Math.max(1, v.parallelism);
+    for (const state of STATES) {
+      const n = v.tasks[state] || 0;
+      if (!n) continue;
+      const w = (W - 16) * n / total;
+      const seg = svg("rect", {class: "seg-" + state, x, y: 40, width: w, height: 8});
+      seg.append(svg("title", {}, `${n} ${state.toLowerCase()}`));
+      g.append(seg);
+      x += w;
+    }
+    const m = v.metrics;
+    g.append(svg("text", {x: 8, y: 66}, `in ${number(m["read-records"])} rec · ${bytes(m["read-bytes"])}`));
+    g.append(svg("text", {x: 8, y: 82}, `out ${number(m["write-records"])} rec · ${bytes(m["write-bytes"])} · skew ${skew(m["input-skew"])}`));
+    root.append(g);
+  }
+  return root;
+}
+
+async function jobPage(jid) {
+  const [job, plan, exceptions, tms] = await Promise.all(
+    [get("jobs/" + jid), get("jobs/" + jid + "/plan"), get("jobs/" + jid + "/exceptions"),
+     get("taskmanagers")]);
+  const subtasks = await Promise.all(job.vertices.map(v => get(`jobs/${jid}/vertices/${v.id}`)));
+  const parts = [
+    el("h2", {}, job.name, " ", stateCell(job.state)),
+    el("p", {}, `job ${job.jid} · started ${time(job["start-time"])} · ${seconds(job.duration)}`
+      + ` · ${job.restarts} restart(s) · ApplicationMaster attempt ${job["application-attempt"]}`),
+  ];
+  if (job.failure) parts.push(el("p", {class: "error"}, job.failure));
+  parts.push(dag(plan.plan, job));
+  parts.push(el("h2", {}, "Vertices"), table(
+    ["vertex", "state", "parallelism", "slot profile", "records in", "records out", "bytes in",
+     "bytes out", "in max/mean", "inputs"],
+    job.vertices.map(v => ({attrs: {"data-vertex": v.name}, cells: [
+      v.name, stateCell(v.status), v.parallelism, spec(v["subtask-profile"]),
+      number(v.metrics["read-records"]), number(v.metrics["write-records"]),
+      bytes(v.metrics["read-bytes"]), bytes(v.metrics["write-bytes"]), skew(v.metrics["input-skew"]),
+      v.inputs.map(i => `${i.ship_strategy} ← ${i.producer}`).join(", ") || "(source)"]})),
+    [2, 4, 5, 6, 7, 8]));
+  parts.push(el("h2", {}, "Subtasks"), table(
+    ["subtask", "state", "attempt", "executor", "YARN container", "host", "slot profile",
+     "records in", "records out", "duration"],
+    subtasks.flatMap(v => v.subtasks.map(s => ({cells: [
+      `${v.name} (${s.subtask + 1}/${v.parallelism})`, stateCell(s.status), s.attempt,
+      s["taskmanager-id"] || "-", s["container-id"] || "-", s.host || "-", spec(s["slot-profile"]),
+      number(s.metrics["read-records"]), number(s.metrics["write-records"]), seconds(s.duration)]}))),
+    [2, 7, 8, 9]));
+  parts.push(el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers));
+  const entries = exceptions.exceptionHistory.entries;
+  parts.push(el("h2", {}, "Failures"), entries.length ? table(
+    ["time", "subtask", "attempt", "executor", "host", "cause"],
+    entries.map(e => ({cells: [time(e.timestamp), e.taskName || "-", e.attempt,
+                                e.taskManagerId || "-", e.location || "-", e.exceptionName]}))) :
+    el("p", {class: "muted"}, "None."));
+  return parts;
+}
+
+async function render() {
+  const hash = location.hash.replace(/^#/, "") || "/";
+  const match = hash.match(/^\/jobs\/([0-9A-Za-z_.-]+)$/);
+  const main = document.getElementById("main");
+  try {
+    const parts = match ? await jobPage(match[1]) : await home();
+    main.replaceChildren(...parts);
+    document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
+  } catch (err) {
+    main.replaceChildren(el("p", {class: "error"}, String(err.message || err)));
+  }
+}
+
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(async () => { await render(); schedule(); }, refreshMs);
+}
+
+async function start() {
+  try {
+    const config = await get("config");
+    refreshMs = config["refresh-interval"] || refreshMs;
+    document.getElementById("application").textContent =
+      [config["application-id"], config.mode,
+       config["application-attempt"] > 1 ? "attempt " + config["application-attempt"] : ""]
+        .filter(Boolean).join(" · ");
+  } catch (err) { /* the page still tries the rest */ }
+  await render();
+  schedule();
+}
+
+window.addEventListener("hashchange", () => { render(); schedule(); });
+start();

@@ -1,0 +1,209 @@
+"""The REST API's answers, as JSON-ready dicts shaped after Flink's where Flink has the
+endpoint (``/overview``, ``/jobs/overview``, ``/jobs/:id``, ``/jobs/:id/plan``,
+``/jobs/:id/vertices/:vid``, ``/jobs/:id/exceptions``, ``/taskmanagers``,
+``/jobmanager/config``). Built from the same ``JobDetails`` the CLI prints, so the page
+and ``yarnflow status`` cannot disagree. Pure functions: no I/O, no clock of their own.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from yarnflow.core.details import ExecutorDetails, JobDetails, SubtaskDetails, VertexDetails
+from yarnflow.core.messages import ClusterOverview
+from yarnflow.core.plan import spec_json
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.status import ExecutionState, JobStatus
+from yarnflow.appmaster.webmonitor.source import ApplicationInfo
+
+VERSION = "0.1.0"
+
+
+def _millis(seconds: float) -> int:
+    return int(round(seconds * 1000)) if seconds else -1
+
+
+def _duration_ms(start: float, end: float, now: float) -> int:
+    if not start:
+        return -1
+    return int(round(((end or now) - start) * 1000))
+
+
+def _spec(spec: ResourceSpec | None) -> dict[str, Any] | None:
+    return spec_json(spec) if spec is not None else None
+
+
+def _state_counts(subtasks: list[SubtaskDetails]) -> dict[str, int]:
+    counts = {state.name: 0 for state in ExecutionState}
+    for subtask in subtasks:
+        counts[subtask.state.name] += 1
+    return counts
+
+
+def _vertex_status(subtasks: list[SubtaskDetails]) -> str:
+    """One state for a vertex, as Flink aggregates its subtasks': the least advanced
+    one while any still runs, FAILED or CANCELED if any did, else FINISHED."""
+    states = {s.state for s in subtasks}
+    for terminal in (ExecutionState.FAILED, ExecutionState.CANCELED):
+        if terminal in states:
+            return terminal.name
+    if states and states <= {ExecutionState.FINISHED}:
+        return ExecutionState.FINISHED.name
+    live = [s for s in states if s is not ExecutionState.FINISHED]
+    return min(live).name if live else ExecutionState.CREATED.name
+
+
+def input_skew(counts: list[int]) -> float | None:
+    """Most records one subtask read ÷ the mean, as the CLI's summary shows it."""
+    mean = sum(counts) / len(counts) if counts else 0
+    return round(max(counts) / mean, 4) if mean else None
+
+
+def _vertex_metrics(subtasks: list[SubtaskDetails]) -> dict[str, Any]:
+    metrics = [s.metrics for s in subtasks]
+    return {"read-records": sum(m.records_in for m in metrics),
+            "write-records": sum(m.records_out for m in metrics),
+            "read-bytes": sum(m.bytes_in for m in metrics),
+            "write-bytes": sum(m.bytes_out for m in metrics),
+            "input-skew": input_skew([m.records_in for m in metrics])}
+
+
+def _job_state_counts(jobs: list[JobDetails]) -> dict[str, int]:
+    counts = {status: 0 for status in JobStatus}
+    for job in jobs:
+        counts[job.status] += 1
+    return {"jobs-running": sum(n for s, n in counts.items() if not s.is_globally_terminal),
+            "jobs-finished": counts[JobStatus.FINISHED],
+            "jobs-cancelled": counts[JobStatus.CANCELED],
+            "jobs-failed": counts[JobStatus.FAILED]}
+
+
+def containers_by_size(executors: list[ExecutorDetails]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for executor in executors:
+        label = executor.container.label() if executor.container is not None else "unknown"
+        sizes[label] = sizes.get(label, 0) + 1
+    return dict(sorted(sizes.items()))
+
+
+def overview(app: ApplicationInfo, jobs: list[JobDetails], cluster: ClusterOverview,
+             executors: list[ExecutorDetails]) -> dict[str, Any]:
+    return {"taskmanagers": len(cluster.workers),
+            "taskmanagers-starting": cluster.pending_workers,
+            "slots-total": sum(w.num_slots for w in cluster.workers),
+            "slots-available": sum(w.free_slots for w in cluster.workers),
+            "pending-slot-requests": cluster.pending_slot_requests,
+            "containers-by-size": containers_by_size(executors),
+            **_job_state_counts(jobs),
+            "yarnflow-version": VERSION, "mode": app.mode,
+            "application-id": app.application_id, "application-attempt": app.attempt,
+            "start-time": _millis(app.start_time), "history-dir": app.history_dir}
+
+
+def job_overview(job: JobDetails, now: float) -> dict[str, Any]:
+    subtasks = [s for v in job.vertices for s in v.subtasks]
+    return {"jid": job.job_id, "name": job.name, "state": job.status.value,
+            "start-time": _millis(job.start_time), "end-time": _millis(job.end_time),
+            "duration": _duration_ms(job.start_time, job.end_time, now),
+            "restarts": job.restarts, "application-attempt": job.application_attempt,
+            "tasks": {"total": len(subtasks), **_state_counts(subtasks)}}
+
+
+def jobs_overview(jobs: list[JobDetails], now: float) -> dict[str, Any]:
+    return {"jobs": [job_overview(job, now) for job in jobs]}
+
+
+def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any]:
+    return {"id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism,
+            "status": _vertex_status(vertex.subtasks),
+            "tasks": _state_counts(vertex.subtasks),
+            "metrics": _vertex_metrics(vertex.subtasks),
+            "subtask-profile": plan["subtask_profile"] if plan else None,
+            "slot-sharing-group": plan["slot_sharing_group"] if plan else "",
+            "inputs": [{"num": i, "producer": inp.producer, "ship_strategy": inp.ship.upper()}
+                       for i, inp in enumerate(vertex.inputs)]}
+
+
+def job(job: JobDetails, plan: list[dict[str, Any]] | None, now: float) -> dict[str, Any]:
+    planned = {v["id"]: v for v in plan or []}
+    return {**job_overview(job, now), "now": _millis(now),
+            "failure": job.failure,
+            "vertices": [_vertex(v, planned.get(v.id)) for v in job.vertices],
+            "status-counts": job_overview(job, now)["tasks"]}
+
+
+def plan(job: JobDetails, vertices: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """Flink's ``/jobs/:id/plan``: nodes with their inputs (ship strategy, exchange), and
+    what the planner estimated each would emit."""
+    if vertices is None:       # an ended job this ApplicationMaster no longer holds
+        vertices = [{"id": v.id, "name": v.name, "parallelism": v.parallelism,
+                     "slot_sharing_group": "", "subtask_profile": None, "uses_spark": False,
+                     "estimate": {"rows": None, "bytes": None, "from": ""},
+                     "inputs": [{"index": i, "producer": inp.producer, "producer_id": "",
+                                 "ship": inp.ship.upper(), "keys": [], "exchange": ""}
+                                for i, inp in enumerate(v.inputs)]} for v in job.vertices]
+    ids = {v["name"]: v["id"] for v in vertices}
+    nodes = [{"id": v["id"], "description": v["name"], "parallelism": v["parallelism"],
+              "slot_sharing_group": v["slot_sharing_group"], "profile": v["subtask_profile"],
+              "uses_spark": v["uses_spark"], "estimate": v["estimate"],
+              "inputs": [{"num": inp["index"], "id": inp["producer_id"] or ids.get(inp["producer"], ""),
+                          "producer": inp["producer"], "ship_strategy": inp["ship"],
+                          "keys": inp["keys"], "exchange": inp["exchange"]}
+                         for inp in v["inputs"]]} for v in vertices]
+    return {"plan": {"jid": job.job_id, "name": job.name, "nodes": nodes}}
+
+
+def _subtask(subtask: SubtaskDetails, placements: dict[str, ExecutorDetails],
+             now: float) -> dict[str, Any]:
+    executor = placements.get(subtask.resource_id)
+    started = subtask.state_timestamps.get(ExecutionState.RUNNING.name) or \
+        subtask.state_timestamps.get(ExecutionState.DEPLOYING.name, 0.0)
+    ended = 0.0
+    if subtask.state.is_terminal:
+        ended = subtask.state_timestamps.get(subtask.state.name, 0.0)
+    m = subtask.metrics
+    return {"subtask": subtask.index, "status": subtask.state.name, "attempt": subtask.attempt,
+            "taskmanager-id": subtask.resource_id, "host": subtask.host,
+            "container-id": executor.container_id if executor else "",
+            "node": executor.node if executor else "",
+            "slot-profile": _spec(subtask.slot_profile), "worker-spec": subtask.worker_spec,
+            "start-time": _millis(started), "duration": _duration_ms(started, ended, now),
+            "metrics": {"read-records": m.records_in, "write-records": m.records_out,
+                        "read-bytes": m.bytes_in, "write-bytes": m.bytes_out,
+                        "records-in-per-input": list(m.records_in_per_input)},
+            "splits-local": subtask.splits_local, "splits-remote": subtask.splits_remote,
+            "failure": subtask.error}
+
+
+def vertex(job: JobDetails, vertex_id: str, executors: list[ExecutorDetails],
+           now: float) -> dict[str, Any] | None:
+    found = next((v for v in job.vertices if v.id == vertex_id), None)
+    if found is None:
+        return None
+    placements = {e.resource_id: e for e in executors}
+    return {"id": found.id, "name": found.name, "parallelism": found.parallelism,
+            "now": _millis(now), "status": _vertex_status(found.subtasks),
+            "subtasks": [_subtask(s, placements, now) for s in found.subtasks]}
+
+
+def exceptions(job: JobDetails) -> dict[str, Any]:
+    """The root cause when the job failed, and every failure it recovered from."""
+    return {"root-exception": job.failure or None,
+            "timestamp": _millis(job.end_time) if job.failure else None,
+            "exceptionHistory": {"entries": [
+                {"timestamp": _millis(e.timestamp), "taskName": e.task, "attempt": e.attempt,
+                 "taskManagerId": e.resource_id, "location": e.host, "exceptionName": e.cause}
+                for e in reversed(job.exceptions)], "truncated": False}}
+
+
+def taskmanagers(executors: list[ExecutorDetails], cluster: ClusterOverview) -> dict[str, Any]:
+    return {"taskmanagers": [
+        {"id": e.resource_id, "state": e.state, "container-id": e.container_id,
+         "node": e.node, "host": e.host, "worker-spec": e.worker_spec,
+         "container": _spec(e.container), "slot-profile": _spec(e.slot_profile),
+         "slotsNumber": e.slots_total, "freeSlots": e.slots_total - e.slots_used,
+         "slots-used": e.slots_used} for e in executors],
+        "pending-slot-requests": cluster.pending_slot_requests}
+
+
+def configuration(values: dict[str, str]) -> list[dict[str, str]]:
+    return [{"key": key, "value": value} for key, value in values.items()]
