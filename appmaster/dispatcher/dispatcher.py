@@ -145,7 +145,27 @@ class Dispatcher:
             log.info("running job %s (%s) again: an earlier ApplicationMaster attempt had "
                      "accepted it", graph.name, job_id)
             recovered.append(job_id)
+        self._recall_ended()
         return recovered
+
+    def _recall_ended(self) -> None:
+        """The jobs earlier attempts saw end stay in this session's list (the newest
+        ``jobstore.max-capacity`` of them in memory, as if this attempt had run them)."""
+        if self._job_graphs is None or self._archive is None:
+            return
+        capacity = self._components.config.get(options.JOBSTORE_MAX_CAPACITY)
+        recalled = []
+        for job_id in self._job_graphs.ended_job_ids():
+            try:
+                recalled.append(self._archive.load(job_id))
+            except (KeyError, OSError, ValueError):
+                log.warning("job %s ended in an earlier attempt but is not in the history at %s",
+                            job_id, self._archive.directory)
+        recalled.sort(key=lambda d: d.start_time)
+        with self._lock:
+            self._ended += len(recalled)
+            for details in recalled[-capacity:]:
+                self._finished.setdefault(details.job_id, details)
 
     def list_jobs(self) -> list[JobDetails]:
         """Running jobs first (live), then finished ones (as archived), oldest first."""

@@ -6,7 +6,9 @@ One ``<job_id>.pb`` per job (the JobGraph as the client sent it, user code insid
 cloudpickle bytes) in a directory of the application's own beside the job history,
 readable by the submitting user only. A job is written before its submission is
 acknowledged and removed once it is archived: a job the client was told is accepted
-is either in the store or in the history.
+is either in the store or in the history. Its id then stays in ``ended/``, so a later
+attempt still lists the session's ended jobs (their details come from the history,
+which other applications share).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ def job_graph_store_location(history_dir: str, application_id: str) -> str:
 class JobGraphStore(JobFiles):
     def __init__(self, location: str) -> None:
         super().__init__(location, **storage_options(location))
+        self._ended = JobFiles(f"{location.rstrip('/')}/ended", **storage_options(location))
 
     def put(self, job_id: str, job_graph: bytes) -> None:
         """Durable when it returns."""
@@ -39,10 +42,15 @@ class JobGraphStore(JobFiles):
         return self._read(job_id)
 
     def remove(self, job_id: str) -> None:
+        """The job ended and is archived: it is not run again, and stays listed."""
+        self._ended._write(job_id, b"")
         try:
             self._fs.rm(self._path(job_id))
         except FileNotFoundError:
             pass
+
+    def ended_job_ids(self) -> list[str]:
+        return self._ended.job_ids()
 
     def discard(self) -> None:
         """The application ended: nothing is left to run again."""

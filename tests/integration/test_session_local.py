@@ -181,3 +181,11 @@ def test_a_new_attempt_runs_again_the_accepted_jobs_that_had_not_ended(tmp_path,
     assert pq.read_table(tmp_path / "a").sort_by("x").equals(TABLE)
     assert not (tmp_path / "b").exists(), "the job that had ended ran again"
     assert archive.load(unended.job_id).status is JobStatus.FINISHED
+    assert store.ended_job_ids() == sorted([unended.job_id, ended.job_id])
+
+    with LocalCluster(config) as attempt_three:      # both ended: both listed, none run
+        dispatcher = Dispatcher(attempt_three.components, None, archive, store)
+        assert dispatcher.recover() == []
+        assert {d.job_id: d.status for d in dispatcher.list_jobs()} == \
+            {unended.job_id: JobStatus.FINISHED, ended.job_id: JobStatus.FINISHED}
+        assert dispatcher.counts() == (0, 2)

@@ -228,6 +228,36 @@ def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
     assert hdfs.read_table(f"{base}/after").num_rows == 2000
 
 
+def test_the_web_ui_lists_the_running_job_and_those_that_ended_before_the_new_attempt(
+        session, hdfs, chromium):
+    """Issue 17: the session's page, behind its tracking URL, in the attempt that
+    followed the killed one: the job running now, and the jobs attempt 1 saw end (from
+    the history)."""
+    import json
+    import urllib.request
+    from tests.conftest import artifacts_dir, browse
+    app_id, client = session
+    ui = yarnflow("ui", app_id)
+    assert ui.returncode == 0, ui.stdout + ui.stderr
+    url = ui.stdout.strip()
+    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "4",
+                    "--out", f"{hdfs.scratch('session-web')}/out")
+    job = accepted_job_id(proc)
+
+    def listed() -> dict | None:
+        with urllib.request.urlopen(url + "jobs/overview", timeout=15) as response:
+            jobs = {j["jid"]: j for j in json.loads(response.read())["jobs"]}
+        return jobs if job in jobs and jobs[job]["state"] == "RUNNING" else None
+    jobs = wait_until(listed, 120, f"job {job} RUNNING on the session's page", interval=0.5)
+    assert jobs[JOBS["a"]]["state"] == "FINISHED" and jobs[JOBS["b"]]["state"] == "CANCELED"
+    assert jobs[job]["application-attempt"] == 2
+    dom = browse(chromium, url, artifacts_dir() / "web-ui-session.png")
+    assert f'data-job="{job}"' in dom and f'data-job="{JOBS["a"]}"' in dom, dom[-3000:]
+    cancel = yarnflow("cancel", job)
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert ended(client, job) == "CANCELED"
+
+
 def test_history_outlives_the_session(session, yarn_cluster):
     app_id, client = session
     stop = yarnflow("session", "stop", NAME)
