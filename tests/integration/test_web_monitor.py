@@ -16,6 +16,7 @@ import pyarrow as pa
 
 import yarnflow as yf
 from tests.conftest import FAST, ROOT, artifacts_dir, browse, wait_until
+from tests.rest_contract import ENDPOINTS, EXECUTOR_FIELDS, SUBTASK_FIELDS, VERTEX_FIELDS, metric
 from yarnflow.conf import Configuration
 from yarnflow.core.status import JobStatus
 from yarnflow.targets.local import LocalCluster
@@ -40,14 +41,6 @@ def get(url: str) -> dict:
         return json.loads(response.read())
 
 
-def metric(url: str, name: str, vertex: str) -> float:
-    from prometheus_client.parser import text_string_to_metric_families
-    with urllib.request.urlopen(url + "metrics", timeout=10) as response:
-        text = response.read().decode()
-    return sum(s.value for family in text_string_to_metric_families(text)
-               for s in family.samples if s.name == name and s.labels.get("vertex") == vertex)
-
-
 def test_the_rest_api_agrees_with_the_job_details_and_metrics_grow(tmp_path):
     config = Configuration.load(overrides=[*FAST, *WEB])
     with LocalCluster(config) as cluster:
@@ -63,11 +56,17 @@ def test_the_rest_api_agrees_with_the_job_details_and_metrics_grow(tmp_path):
         assert executors and all(e["container"]["memory_mb"] > 0 for e in executors)
         wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work") > first, 60,
                    "the work vertex's records growing between two scrapes")
+        vid = next(v.id for v in graph.vertices.values() if v.name == "work")
+        for path, fields in ENDPOINTS.items():
+            answer = get(url + path.format(jid=client.job_id, vid=vid))
+            assert fields <= set(answer), (path, sorted(fields - set(answer)))
+        assert all(EXECUTOR_FIELDS <= set(e) for e in executors)
         result = client.wait(120)
         assert result.status is JobStatus.FINISHED
 
         details = client.details()            # what `yarnflow status` and the summary print
         job = get(url + f"jobs/{client.job_id}")
+        assert all(VERTEX_FIELDS <= set(v) for v in job["vertices"])
         assert (job["jid"], job["name"], job["state"]) == (details.job_id, details.name, "FINISHED")
         assert job["duration"] == round((details.end_time - details.start_time) * 1000)
         for rest, vertex in zip(job["vertices"], details.vertices, strict=True):
@@ -79,6 +78,7 @@ def test_the_rest_api_agrees_with_the_job_details_and_metrics_grow(tmp_path):
             assert rest["metrics"]["read-bytes"] == sum(m.bytes_in for m in metrics)
             assert rest["tasks"]["FINISHED"] == vertex.parallelism
             subtasks = get(url + f"jobs/{client.job_id}/vertices/{vertex.id}")["subtasks"]
+            assert all(SUBTASK_FIELDS <= set(s) for s in subtasks)
             assert [(s["taskmanager-id"], s["host"], s["attempt"]) for s in subtasks] == \
                 [(s.resource_id, s.host, s.attempt) for s in vertex.subtasks]
         assert next(v for v in job["vertices"] if v["name"] == "work")["metrics"]["read-records"] == 300

@@ -11,6 +11,8 @@ import urllib.request
 import pytest
 
 from tests.conftest import artifacts_dir, browse, wait_until
+from tests.rest_contract import (ENDPOINTS, EXECUTOR_FIELDS, SUBTASK_FIELDS, VERTEX_FIELDS,
+                                 metric)
 from tests.yarn.conftest import FAST, PIPELINES, submitted_app_id, yarnflow
 from yarnflow.core.contract import WEB_PAGE_ROUTE, web_page_url
 from yarnflow.targets.yarn_apps import YarnApplication
@@ -18,26 +20,6 @@ from yarnflow.targets.yarn_client import skein_client
 
 SHAPES = str(PIPELINES / "shapes.py")
 pytestmark = pytest.mark.usefixtures("yarn_cluster")
-ENDPOINTS = {   # each endpoint's documented fields (README, "Web UI and REST API")
-    "overview": {"taskmanagers", "slots-total", "slots-available", "pending-slot-requests",
-                 "containers-by-size", "jobs-running", "jobs-finished", "jobs-failed",
-                 "jobs-cancelled", "application-id", "application-attempt", "mode"},
-    "jobs/overview": {"jobs"},
-    "jobs/{jid}": {"jid", "name", "state", "start-time", "end-time", "duration", "restarts",
-                   "application-attempt", "vertices", "failure", "status-counts"},
-    "jobs/{jid}/plan": {"plan"},
-    "jobs/{jid}/vertices/{vid}": {"id", "name", "parallelism", "status", "subtasks"},
-    "jobs/{jid}/exceptions": {"root-exception", "exceptionHistory"},
-    "taskmanagers": {"taskmanagers", "pending-slot-requests"},
-}
-VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "subtask-profile",
-                 "inputs"}
-SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
-                  "slot-profile", "metrics", "start-time", "duration"}
-EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "slot-profile",
-                   "slotsNumber", "freeSlots", "slots-used"}
-
-
 def get(url: str) -> object:
     with urllib.request.urlopen(url, timeout=15) as response:
         return json.loads(response.read())
@@ -56,7 +38,7 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
                     "--out", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
-    assert f"web UI: http" in proc.stdout and f"/proxy/{app_id}/pages/yarnflow/" in proc.stdout
+    assert "web UI: http" in proc.stdout and f"/proxy/{app_id}/pages/yarnflow/" in proc.stdout
 
     def page_url() -> str | None:
         ui = yarnflow("ui", app_id)
@@ -72,6 +54,8 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
             return None
         return jobs[0] if jobs and jobs[0]["tasks"]["RUNNING"] >= 4 else None
     listed = wait_until(work_running, 180, "the job's subtasks RUNNING on the page", interval=0.5)
+    first = wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work"), 60,
+                       "the work vertex's records in the metrics, through the proxy")
     jid = listed["jid"]
     job = get(url + f"jobs/{jid}")
     vid = next(v["id"] for v in job["vertices"] if v["name"] == "work")
@@ -100,6 +84,9 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
     assert [(s["taskmanager-id"], s["host"]) for s in subtasks] == \
         [(s.resource_id, s.host) for s in work.subtasks]
     assert {s["container-id"] for s in subtasks} <= set(yarn_sizes)
+
+    wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work") > first, 60,
+               "the work vertex's records growing between two scrapes through the proxy")
 
     # a real browser, through the ResourceManager's proxy
     shot = artifacts_dir() / "web-ui-yarn.png"

@@ -1,0 +1,34 @@
+"""The REST API's documented fields (README, "Web UI and REST API"), checked by the
+contract tests on ``local`` (tests/integration/test_web_monitor.py) and on YARN
+(tests/yarn/test_web_ui.py)."""
+from __future__ import annotations
+
+import urllib.request
+
+ENDPOINTS = {
+    "overview": {"taskmanagers", "slots-total", "slots-available", "pending-slot-requests",
+                 "containers-by-size", "jobs-running", "jobs-finished", "jobs-failed",
+                 "jobs-cancelled", "application-id", "application-attempt", "mode"},
+    "jobs/overview": {"jobs"},
+    "jobs/{jid}": {"jid", "name", "state", "start-time", "end-time", "duration", "restarts",
+                   "application-attempt", "vertices", "failure", "status-counts"},
+    "jobs/{jid}/plan": {"plan"},
+    "jobs/{jid}/vertices/{vid}": {"id", "name", "parallelism", "status", "subtasks"},
+    "jobs/{jid}/exceptions": {"root-exception", "exceptionHistory"},
+    "taskmanagers": {"taskmanagers", "pending-slot-requests"},
+}
+VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "subtask-profile",
+                 "inputs"}
+SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
+                  "slot-profile", "metrics", "start-time", "duration"}
+EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "slot-profile",
+                   "slotsNumber", "freeSlots", "slots-used"}
+
+
+def metric(url: str, name: str, vertex: str) -> float:
+    """A vertex's figure from the page's Prometheus endpoint, as a scraper reads it."""
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(url + "metrics", timeout=15) as response:
+        text = response.read().decode()
+    return sum(s.value for family in text_string_to_metric_families(text)
+               for s in family.samples if s.name == name and s.labels.get("vertex") == vertex)
