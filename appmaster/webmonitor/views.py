@@ -39,17 +39,24 @@ def _state_counts(subtasks: list[SubtaskDetails]) -> dict[str, int]:
     return counts
 
 
-def _vertex_status(subtasks: list[SubtaskDetails]) -> str:
-    """One state for a vertex, as Flink aggregates its subtasks': the least advanced
-    one while any still runs, FAILED or CANCELED if any did, else FINISHED."""
+def vertex_status(subtasks: list[SubtaskDetails]) -> str:
+    """One state for a vertex, aggregated as Flink's ExecutionJobVertex does: a failure
+    or cancellation shows first, a vertex is FINISHED only when all its subtasks are,
+    and RUNNING while any runs or some finished and others have yet to."""
+    E = ExecutionState
     states = {s.state for s in subtasks}
-    for terminal in (ExecutionState.FAILED, ExecutionState.CANCELED):
-        if terminal in states:
-            return terminal.name
-    if states and states <= {ExecutionState.FINISHED}:
-        return ExecutionState.FINISHED.name
-    live = [s for s in states if s is not ExecutionState.FINISHED]
-    return min(live).name if live else ExecutionState.CREATED.name
+    if E.FAILED in states:
+        return E.FAILED.name
+    if states & {E.CANCELING, E.CANCELED}:
+        return E.CANCELED.name
+    if states and states <= {E.FINISHED}:
+        return E.FINISHED.name
+    if states & {E.RUNNING, E.FINISHED}:
+        return E.RUNNING.name
+    for state in (E.INITIALIZING, E.DEPLOYING, E.SCHEDULED):
+        if state in states:
+            return state.name
+    return E.CREATED.name
 
 
 def input_skew(counts: list[int]) -> float | None:
@@ -114,7 +121,7 @@ def jobs_overview(jobs: list[JobDetails], now: float) -> dict[str, Any]:
 
 def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any]:
     return {"id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism,
-            "status": _vertex_status(vertex.subtasks),
+            "status": vertex_status(vertex.subtasks),
             "tasks": _state_counts(vertex.subtasks),
             "metrics": _vertex_metrics(vertex.subtasks),
             "subtask-profile": plan["subtask_profile"] if plan else None,
@@ -125,10 +132,10 @@ def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any
 
 def job(job: JobDetails, plan: list[dict[str, Any]] | None, now: float) -> dict[str, Any]:
     planned = {v["id"]: v for v in plan or []}
-    return {**job_overview(job, now), "now": _millis(now),
-            "failure": job.failure,
+    summary = job_overview(job, now)
+    return {**summary, "now": _millis(now), "failure": job.failure,
             "vertices": [_vertex(v, planned.get(v.id)) for v in job.vertices],
-            "status-counts": job_overview(job, now)["tasks"]}
+            "status-counts": summary["tasks"]}
 
 
 def plan(job: JobDetails, vertices: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -181,7 +188,7 @@ def vertex(job: JobDetails, vertex_id: str, executors: list[ExecutorDetails],
         return None
     placements = {e.resource_id: e for e in executors}
     return {"id": found.id, "name": found.name, "parallelism": found.parallelism,
-            "now": _millis(now), "status": _vertex_status(found.subtasks),
+            "now": _millis(now), "status": vertex_status(found.subtasks),
             "subtasks": [_subtask(s, placements, now) for s in found.subtasks]}
 
 

@@ -103,7 +103,7 @@ def test_jobs_overview_and_job_details_carry_states_timings_and_metrics(served):
     assert read["metrics"]["read-records"] == 400 and read["metrics"]["write-bytes"] == 4000
     assert read["metrics"]["input-skew"] == 1.5          # 300 / mean 200, as the CLI shows it
     assert read["subtask-profile"] == {"cpu": 2, "memory_mb": 2048, "gpus": 0}
-    assert join["status"] == "DEPLOYING" and join["tasks"]["RUNNING"] == 1
+    assert join["status"] == "RUNNING" and join["tasks"]["DEPLOYING"] == 1   # one runs: RUNNING
     assert join["inputs"] == [{"num": 0, "producer": "read", "ship_strategy": "HASH"}]
 
 
@@ -138,6 +138,15 @@ def test_exceptions_and_taskmanagers(served):
     assert [(e["id"], e["state"], e["container"]["memory_mb"], e["slots-used"]) for e in executors] \
         == [("w2c_0", "REGISTERED", 2560, 1), ("w2c_1", "STARTING", 2560, 0)]
     assert executors[0]["node"] == "node-1:8042"
+
+
+@pytest.mark.parametrize("states, shown", [
+    (("FINISHED", "FINISHED"), "FINISHED"), (("FINISHED", "CREATED"), "RUNNING"),
+    (("DEPLOYING", "SCHEDULED"), "DEPLOYING"), (("RUNNING", "FAILED"), "FAILED"),
+    (("CANCELING", "FINISHED"), "CANCELED"), (("CREATED", "CREATED"), "CREATED")])
+def test_a_vertex_shows_its_subtasks_states_as_one(states, shown):
+    from yarnflow.appmaster.webmonitor.views import vertex_status
+    assert vertex_status([SubtaskDetails(i, ExecutionState[s]) for i, s in enumerate(states)]) == shown
 
 
 def test_an_unknown_job_is_a_404_naming_it(served):
