@@ -140,9 +140,7 @@ def serve_web_monitor(config: Configuration, components: ApplicationMasterCompon
     source = ApplicationMasterSource(components, dispatcher, mode,
                                      os.environ.get("SKEIN_APPLICATION_ID", ""),
                                      config.get(options.SESSION_HISTORY_DIR))
-    server = WebMonitorServer(source, config.get(options.REST_BIND_ADDRESS),
-                              config.get(options.REST_BIND_PORT),
-                              config.get(options.WEB_REFRESH_INTERVAL)).start()
+    server = WebMonitorServer.serve(source, config)
     try:
         app.ui.add_page(WEB_PAGE_ROUTE, server.url.rstrip("/"), link_name="yarnflow")
     except Exception as err:   # noqa: BLE001 - e.g. the route left by an earlier attempt

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from yarnflow.core.details import JobDetails, VertexDetails
-from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.messages import input_skew, records_from
 from yarnflow.core.status import ExecutionState
 
 _E = ExecutionState
@@ -46,21 +46,6 @@ def progress_table(details: JobDetails) -> Table:
         counts = [sum(1 for s in vertex.subtasks if s.state in states) for _, states in _STATES]
         table.add_row(vertex.name, str(vertex.parallelism), *map(str, counts))
     return table
-
-
-def input_skew(metrics: list[TaskMetrics], input_index: int | None = None) -> float | None:
-    """Most records one subtask read ÷ the mean: 1.0 is perfectly balanced; a hash join
-    on a skewed key shows nearly the parallelism here. Of one input when
-    ``input_index`` is given (a broadcast side is alike everywhere by construction)."""
-    counts = [m.records_in for m in metrics] if input_index is None else \
-        [records_from(m, input_index) for m in metrics]
-    mean = sum(counts) / len(counts) if counts else 0
-    return max(counts) / mean if mean else None
-
-
-def records_from(metrics: TaskMetrics, input_index: int) -> int:
-    per_input = metrics.records_in_per_input
-    return per_input[input_index] if input_index < len(per_input) else 0
 
 
 def per_input(vertex: VertexDetails) -> str:

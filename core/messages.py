@@ -106,6 +106,22 @@ class TaskMetrics:
     records_in_per_input: tuple[int, ...] = ()
 
 
+def records_from(metrics: TaskMetrics, input_index: int) -> int:
+    per_input = metrics.records_in_per_input
+    return per_input[input_index] if input_index < len(per_input) else 0
+
+
+def input_skew(metrics: list[TaskMetrics], input_index: int | None = None) -> float | None:
+    """Most records one subtask read ÷ the mean: 1.0 is perfectly balanced; a hash join
+    on a skewed key shows nearly the parallelism here. Of one input when
+    ``input_index`` is given (a broadcast side is alike everywhere by construction).
+    The CLI's summary and the web UI both show it."""
+    counts = [m.records_in for m in metrics] if input_index is None else \
+        [records_from(m, input_index) for m in metrics]
+    mean = sum(counts) / len(counts) if counts else 0
+    return max(counts) / mean if mean else None
+
+
 @dataclass(frozen=True)
 class TaskExecutionState:
     """An attempt's state change, reported by its executor to the JobMaster.

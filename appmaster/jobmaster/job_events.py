@@ -28,7 +28,7 @@ import tempfile
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import AbstractSet, Any
 
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          ExecutionVertex)
@@ -165,7 +165,7 @@ class JobStorage:
 
 
 # --- the ExecutionGraph's side -------------------------------------------------------
-def finished_region_event(region: PipelinedRegion, sinks: set[str]) -> list[FinishedSubtask]:
+def finished_region_event(region: PipelinedRegion, sinks: AbstractSet[str]) -> list[FinishedSubtask]:
     """The event of a region that just finished, if it is one a new attempt may skip:
     every subtask FINISHED, every result it hands on stored (a PIPELINED one is read
     inside the region: it joins its two sides), and no sink among them (a sink's output

@@ -13,13 +13,10 @@ once, as does a failure the restart strategy allows no more restarts for.
 from __future__ import annotations
 
 import logging
-import traceback
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, TypeVar
-
-import cloudpickle
 
 from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
                                                          ExecutionState, ExecutionVertex,
@@ -40,7 +37,8 @@ from yarnflow.core.details import ExceptionEntry, JobDetails, JobResult
 from yarnflow.core.errors import EndpointStopped, Refused
 from yarnflow.core.jobgraph import JobGraph, PartitionType, ScheduleMode
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
-from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality
+from yarnflow.appmaster.jobmaster.outputs import JobOutputs
+from yarnflow.appmaster.jobmaster.splits import Assigned, Locality, source_split_assigners
 from yarnflow.conf import Configuration, options
 from yarnflow.rpc.endpoint import (MainThread, MainThreadExecutor, ScheduledTask, describe_rpc_error,
                                    when_all_done)
@@ -85,9 +83,7 @@ class JobMaster:
         self._on_terminated: list[Callable[[JobResult], None]] = []
 
         self.graph = ExecutionGraph(graph, self._clock)
-        self._committers = [(v.id, v.name, v.committer) for v in graph.vertices.values()
-                            if v.committer]
-        self._sinks = {vertex_id for vertex_id, _, _ in self._committers}
+        self.outputs = JobOutputs(graph)
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
@@ -106,24 +102,8 @@ class JobMaster:
         self._awaiting_cause: dict[Execution, str] = {}
         self.restarts = 0
         self.exceptions: list[ExceptionEntry] = []
-        self._splits: dict[str, InputSplitAssigner] = {}
-        self._setup_error: str = ""
-        for ejv in self.graph.vertices_topologically():
-            if ejv.is_source:
-                try:
-                    operator = cloudpickle.loads(ejv.operator_bytes)
-                    self._splits[ejv.id] = InputSplitAssigner(
-                        operator.create_input_splits(ejv.parallelism,
-                                                     config.get(options.SOURCE_SPLIT_SIZE)),
-                        config.get(options.SOURCE_LOCALITY_WAIT), clock=self._clock.monotonic,
-                        parallelism=ejv.parallelism,
-                        fair_share_wait=config.get(options.SOURCE_FAIR_SHARE_WAIT))
-                    readers = operator.for_readers()
-                    if readers is not operator:      # the splits carry the data
-                        ejv.operator_bytes = cloudpickle.dumps(readers)
-                except Exception as err:  # a missing input, an unreadable file
-                    self._setup_error = f"source '{ejv.name}' cannot read its input: {err}"
-                    break
+        self._splits, self._setup_error = source_split_assigners(
+            self.graph.vertices_topologically(), config, self._clock.monotonic)
         self._heartbeat_check: ScheduledTask | None = None
         self._storage = JobStorage.of(config, self.job_id)
         self._regions: dict[ExecutionVertex, PipelinedRegion] = {}
@@ -164,7 +144,7 @@ class JobMaster:
         region = self._regions.get(vertex)
         if region is None or self._storage is None:
             return
-        event = finished_region_event(region, self._sinks)
+        event = finished_region_event(region, self.outputs.sinks)
         if event:
             self._storage.region_finished(event)
 
@@ -173,12 +153,12 @@ class JobMaster:
         self.main.call(self._start)
 
     def _start(self) -> None:
-        failure = self._setup_error or self._setup_outputs()
+        failure = self._setup_error or self.outputs.setup()
         if failure:
             self._record_exceptions([], failure)
             self.graph.failure = failure
             self._transition(JobStatus.FAILED)
-            self._abort_outputs()
+            self.outputs.abort()
             self._terminate()
             return
         self._transition(JobStatus.RUNNING)
@@ -650,7 +630,7 @@ class JobMaster:
     def _check_termination(self) -> None:
         status = self.graph.status
         if status is JobStatus.RUNNING and self.graph.all_finished():
-            failure = self._commit_outputs()
+            failure = self.outputs.commit(self._sink_attempts())
             if failure:
                 self.graph.failure, self.graph.failure_detail = failure
                 self._record_exceptions([], failure[0])
@@ -665,38 +645,14 @@ class JobMaster:
         else:
             return
         if self.graph.status is not JobStatus.FINISHED:
-            self._abort_outputs()
+            self.outputs.abort()
         self._terminate()
 
-    def _setup_outputs(self) -> str:
-        """Each sink's staging directory, made before any task writes; a failure here
-        (the output exists, the file system refuses) ends the job before it starts."""
-        for _, name, committer in self._committers:
-            try:
-                committer.setup(self.job_id)
-            except Exception as err:   # noqa: BLE001 - a file system error, named below
-                return f"sink '{name}' cannot write its output: {err}"
-        return ""
-
-    def _commit_outputs(self) -> tuple[str, str] | None:
-        """Make every sink's output visible; the first that cannot be committed fails
-        the job (and what was not yet committed is discarded)."""
-        for vertex_id, name, committer in self._committers:
-            attempts = {v.subtask_index: v.current.attempt_id
-                        for v in self.graph.job_vertices[vertex_id].task_vertices}
-            try:
-                committer.commit(self.job_id, attempts)
-            except Exception as err:   # noqa: BLE001 - a file system error, named below
-                return (f"committing the output of {name} failed: {type(err).__name__}: {err}",
-                        traceback.format_exc())
-        return None
-
-    def _abort_outputs(self) -> None:
-        for _, name, committer in self._committers:
-            try:
-                committer.abort(self.job_id)
-            except Exception:
-                log.exception("discarding the partial output of %s failed", name)
+    def _sink_attempts(self) -> dict[str, dict[int, str]]:
+        """Per sink, the attempt of each subtask whose files are the output."""
+        return {vertex_id: {v.subtask_index: v.current.attempt_id
+                            for v in self.graph.job_vertices[vertex_id].task_vertices}
+                for vertex_id in self.outputs.sinks}
 
     def _transition(self, status: JobStatus) -> None:
         self.graph.transition(status)

@@ -27,11 +27,15 @@ import enum
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Collection
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable
 
 import cloudpickle
 
+from yarnflow.conf import Configuration, options
 from yarnflow.core.messages import AskAgain
+
+if TYPE_CHECKING:
+    from yarnflow.appmaster.jobmaster.executiongraph import ExecutionJobVertex
 
 
 # How soon a waiting subtask asks again: a split it may take (one freed by a lost reader,
@@ -163,3 +167,27 @@ class InputSplitAssigner:
         for host in self._hosts[index]:
             self._left_on[host] -= 1
         return Assigned(self._splits[index], locality)
+
+
+def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Configuration,
+                           clock: Callable[[], float]) -> tuple[dict[str, InputSplitAssigner], str]:
+    """An assigner per source vertex, from the splits its operator lists (Flink's
+    InputFormat.createInputSplits on the master), and "" or the first source that
+    cannot list its input (a missing input, an unreadable file): that fails the job
+    before it starts. A source whose splits carry its data is shipped without it."""
+    assigners: dict[str, InputSplitAssigner] = {}
+    for ejv in vertices:
+        if not ejv.is_source:
+            continue
+        try:
+            operator = cloudpickle.loads(ejv.operator_bytes)
+            assigners[ejv.id] = InputSplitAssigner(
+                operator.create_input_splits(ejv.parallelism, config.get(options.SOURCE_SPLIT_SIZE)),
+                config.get(options.SOURCE_LOCALITY_WAIT), clock=clock, parallelism=ejv.parallelism,
+                fair_share_wait=config.get(options.SOURCE_FAIR_SHARE_WAIT))
+            readers = operator.for_readers()
+            if readers is not operator:      # the splits carry the data
+                ejv.operator_bytes = cloudpickle.dumps(readers)
+        except Exception as err:  # a missing input, an unreadable file
+            return assigners, f"source '{ejv.name}' cannot read its input: {err}"
+    return assigners, ""

@@ -27,6 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from yarnflow.appmaster.webmonitor import views
 from yarnflow.appmaster.webmonitor.metrics import metrics_registry
 from yarnflow.appmaster.webmonitor.source import WebMonitorSource
+from yarnflow.conf import Configuration, options
 from yarnflow.core.errors import UnknownJob
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,12 @@ class WebMonitorServer:
         self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def serve(cls, source: WebMonitorSource, config: Configuration) -> "WebMonitorServer":
+        """Started on ``rest.bind-address``/``rest.bind-port``, as the AM and local runs do."""
+        return cls(source, config.get(options.REST_BIND_ADDRESS), config.get(options.REST_BIND_PORT),
+                   config.get(options.WEB_REFRESH_INTERVAL)).start()
 
     @property
     def url(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from yarnflow.core.details import ExecutorDetails, JobDetails, SubtaskDetails, VertexDetails
-from yarnflow.core.messages import ClusterOverview
+from yarnflow.core.messages import ClusterOverview, input_skew
 from yarnflow.core.plan import spec_json
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
@@ -59,19 +59,14 @@ def vertex_status(subtasks: list[SubtaskDetails]) -> str:
     return E.CREATED.name
 
 
-def input_skew(counts: list[int]) -> float | None:
-    """Most records one subtask read ÷ the mean, as the CLI's summary shows it."""
-    mean = sum(counts) / len(counts) if counts else 0
-    return round(max(counts) / mean, 4) if mean else None
-
-
 def _vertex_metrics(subtasks: list[SubtaskDetails]) -> dict[str, Any]:
     metrics = [s.metrics for s in subtasks]
+    skew = input_skew(metrics)
     return {"read-records": sum(m.records_in for m in metrics),
             "write-records": sum(m.records_out for m in metrics),
             "read-bytes": sum(m.bytes_in for m in metrics),
             "write-bytes": sum(m.bytes_out for m in metrics),
-            "input-skew": input_skew([m.records_in for m in metrics])}
+            "input-skew": None if skew is None else round(skew, 4)}
 
 
 def _job_state_counts(jobs: list[JobDetails]) -> dict[str, int]:

@@ -75,9 +75,7 @@ class LocalCluster:
         if self.config.get(options.LOCAL_WEB_UI):
             source = ApplicationMasterSource(self.components, self.dispatcher,
                                              "local-session" if self.dispatcher else "local")
-            self.web = WebMonitorServer(source, self.config.get(options.REST_BIND_ADDRESS),
-                                        self.config.get(options.REST_BIND_PORT),
-                                        self.config.get(options.WEB_REFRESH_INTERVAL)).start()
+            self.web = WebMonitorServer.serve(source, self.config)
         return self
 
     def submit(self, job_graph: JobGraph) -> JobClient:

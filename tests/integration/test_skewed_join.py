@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import FAST
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration
-from yarnflow.display import input_skew
+from yarnflow.core.messages import input_skew
 from yarnflow.core.jobgraph import ShipStrategy
 from yarnflow.planner import JoinStrategy
 from yarnflow.targets.local import LocalCluster

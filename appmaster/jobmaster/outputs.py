@@ -1,0 +1,49 @@
+"""The sinks' outputs as the JobMaster sees them (Flink's InitializeOnMaster and
+FinalizeOnMaster): each sink's staging made before any task writes, every output made
+visible at once when the job finishes, and discarded when it does not. Tasks only ever
+write into staging, so a restarted or abandoned attempt never shows in the output."""
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Mapping
+
+from yarnflow.core.jobgraph import JobGraph
+
+log = logging.getLogger(__name__)
+
+
+class JobOutputs:
+    def __init__(self, graph: JobGraph) -> None:
+        self.job_id = graph.job_id
+        self._committers = [(v.id, v.name, v.committer) for v in graph.vertices.values()
+                            if v.committer]
+        self.sinks = frozenset(vertex_id for vertex_id, _, _ in self._committers)
+
+    def setup(self) -> str:
+        """A failure here (the output exists, the file system refuses) ends the job
+        before it starts; "" when every sink is ready."""
+        for _, name, committer in self._committers:
+            try:
+                committer.setup(self.job_id)
+            except Exception as err:   # noqa: BLE001 - a file system error, named below
+                return f"sink '{name}' cannot write its output: {err}"
+        return ""
+
+    def commit(self, attempts: Mapping[str, dict[int, str]]) -> tuple[str, str] | None:
+        """``attempts``: per sink vertex, each subtask's attempt whose files count. The
+        first sink that cannot be committed fails the job: (cause, detail)."""
+        for vertex_id, name, committer in self._committers:
+            try:
+                committer.commit(self.job_id, attempts[vertex_id])
+            except Exception as err:   # noqa: BLE001 - a file system error, named below
+                return (f"committing the output of {name} failed: {type(err).__name__}: {err}",
+                        traceback.format_exc())
+        return None
+
+    def abort(self) -> None:
+        for _, name, committer in self._committers:
+            try:
+                committer.abort(self.job_id)
+            except Exception:
+                log.exception("discarding the partial output of %s failed", name)
