@@ -21,6 +21,13 @@ FAST = [
 NO_RESTART = ["restart-strategy.type=none"]
 
 
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkout's wheel, built once per run (what `pip install .` installs)."""
+    from tests.packaging import build_wheel
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
 @pytest.fixture
 def fast_config() -> Configuration:
     return Configuration.load(overrides=FAST)

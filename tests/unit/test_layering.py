@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.packaging import roots
+
 ROOT = Path(__file__).resolve().parents[2]
 
-# folder -> the package it installs as (setup.py maps them)
-PACKAGES = {"client": "yarnflow", "core": "yarnflow.core", "appmaster": "yarnflow.appmaster",
-            "taskexecutor": "yarnflow.taskexecutor", "rpc": "yarnflow.rpc",
-            "conf": "yarnflow.conf"}
+# folder -> the package it installs as, from setup.py (the one source of truth)
+PACKAGES = roots()
 RUNTIME = ("yarnflow.appmaster", "yarnflow.taskexecutor")
 # The one seam through which the client starts the runtime in its own process.
 LOCAL_SEAM = {"client/targets/local.py"}
