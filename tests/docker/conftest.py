@@ -1,0 +1,54 @@
+"""The dockerised cluster (docker-hadoop/docker/cluster): started once per run, taken
+down at the end unless it was up before the tests started (or YARNFLOW_KEEP_CLUSTER
+is set). Its hosts are containers this run made; tests reach them by `docker exec`
+and at their addresses on the cluster's own bridge network, nothing else."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = ROOT / "docker-hadoop" / "docker" / "cluster"
+WORKERS = ("nm1", "nm2", "nm3")
+
+
+@dataclass(frozen=True)
+class DockerCluster:
+    env: dict[str, str]
+
+    def docker(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **self.env})
+
+    def on(self, host: str, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """``cmd`` run on ``host`` (a container of the cluster)."""
+        return self.docker("exec", host, *cmd, timeout=timeout)
+
+    def edge(self, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """``cmd`` on the edge host, in the checkout (`cluster edge`)."""
+        return subprocess.run([sys.executable, str(CLUSTER), "edge", *cmd], capture_output=True,
+                              text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **self.env})
+
+
+@pytest.fixture(scope="session")
+def docker_cluster() -> DockerCluster:
+    proc = subprocess.run([sys.executable, str(CLUSTER), "up"], capture_output=True, text=True,
+                          timeout=2400)
+    if proc.returncode != 0:
+        pytest.fail(f"could not start the dockerised cluster:\n{proc.stderr[-4000:]}")
+    started_here = "already up" not in proc.stderr
+    env = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = value
+    try:
+        yield DockerCluster(env)
+    finally:
+        if started_here and not os.environ.get("YARNFLOW_KEEP_CLUSTER"):
+            subprocess.run([sys.executable, str(CLUSTER), "down"], capture_output=True, timeout=300,
+                           env={**os.environ, **env})
