@@ -100,7 +100,8 @@ def run_job(script: Path, kind: str, path: str) -> Any:
     """Run one per-job application (attached) and return its archived JobDetails."""
     proc = subprocess.run(
         [sys.executable, "-m", "yarnflow.cli", "run", "-t", "yarn-per-job", "--attach",
-         "--no-progress", "-D", "heartbeat.interval=1 s", "-D", "pipeline.batch-rows=65536",
+         "--no-progress", "-D", f"yarn.python={sys.executable}", "-D", "heartbeat.interval=1 s",
+         "-D", "pipeline.batch-rows=65536",
          "-D", "slot.idle.timeout=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
          str(script), "--", kind, path], capture_output=True, text=True, timeout=900, cwd=ROOT)
     if proc.returncode != 0:

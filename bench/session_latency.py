@@ -45,7 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from session_jobs import four_subtasks  # noqa: E402
 
-CONF = ["heartbeat.interval=1 s", "resourcemanager.taskmanager-timeout=5 s", "slot.idle.timeout=1 s"]
+# the native cluster shares this interpreter (a real cluster gets the environment shipped)
+CONF = [f"yarn.python={sys.executable}", "heartbeat.interval=1 s", "resourcemanager.taskmanager-timeout=5 s", "slot.idle.timeout=1 s"]
 
 
 def poll(condition, timeout: float, what: str, interval: float = 0.02):

@@ -47,7 +47,8 @@ from yarnflow.targets.yarn_apps import YarnApplication
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = str(ROOT / "bench" / "yarn_jobs.py")
 RM = os.environ.get("YARNFLOW_TEST_YARN_RM", "http://127.0.0.1:8088")
-CONF = ["-D", "heartbeat.interval=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
+# the native cluster shares this interpreter (a real cluster gets the environment shipped)
+CONF = ["-D", f"yarn.python={sys.executable}", "-D", "heartbeat.interval=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
         "-D", "slot.idle.timeout=1 s"]
 
 

@@ -20,6 +20,7 @@ from yarnflow.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.cli_common import (USER_ERRORS, config_options, fail, load_config, session_option,
                                  table_console, user_errors)
+from yarnflow.targets.yarn_errors import YarnError
 from yarnflow.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
 
 TARGETS = ["local", "yarn-per-job", "yarn-session"]
@@ -270,6 +271,35 @@ def fs_rm(path: str) -> None:
     """Remove PATH (a whole directory tree); nothing if it is not there."""
     from yarnflow import files
     click.echo(f"removed {files.rm(path)}")
+
+
+@main.group(name="env")
+def env_group() -> None:
+    """The Python environment YARN's containers run (yarn.ship-environment)."""
+
+
+@env_group.command(name="pack")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Where the archive goes (default: the packing cache under ~/.yarnflow).")
+@click.option("--python-prefix", default=None, metavar="PREFIX",
+              help="Where the nodes' own Python lives (yarn.environment.python-prefix, default /usr).")
+def env_pack(output: str | None, python_prefix: str | None) -> None:
+    """Pack this virtual environment for the nodes, editable installs included (each as
+    its wheel), into an archive for -D yarn.ship-environment=ARCHIVE. YARN targets do
+    this themselves when yarn.ship-environment and yarn.python are unset."""
+    import shutil
+    from yarnflow.conf import Configuration
+    from yarnflow.targets import environments
+    from yarnflow.targets.app_store import yarnflow_home
+    try:
+        prefix = environments.virtualenv_prefix()
+        node_prefix = python_prefix or Configuration.load().get(options.YARN_ENVIRONMENT_PYTHON_PREFIX)
+        archive = environments.pack(prefix, node_prefix, yarnflow_home() / "environments")
+        if output:
+            shutil.copyfile(archive, output)
+    except (YarnError, OSError) as err:
+        fail(err)
+    click.echo(output or str(archive))
 
 
 main.add_command(session)

@@ -292,9 +292,15 @@ YARN_AM_MEMORY = _option("yarn.appmaster.memory", parse_memory_mb, 1024,
 YARN_AM_VCORES = _option("yarn.appmaster.vcores", _pos_int, 1,
                          "ApplicationMaster container vcores.")
 YARN_PYTHON = _option("yarn.python", _str, "",
-                      "Python interpreter on the nodes; empty means the client's own path (nodes share its file system).")
+                      "A Python interpreter with yarnflow installed on every node; set, nothing is shipped.")
 YARN_SHIP_ENVIRONMENT = _option("yarn.ship-environment", _str, "",
-                                "A packed environment (venv-pack/conda-pack .tar.gz) to localize into every container and run.")
+                                "A packed environment (venv-pack/conda-pack .tar.gz, local or on the cluster) that every container runs; empty, the default, packs and ships the client's virtual environment.")
+YARN_ENVIRONMENT_PYTHON_PREFIX = _option(
+    "yarn.environment.python-prefix", _str, "/usr",
+    "Where the nodes' own Python is: a packed virtual environment's bin/python runs <prefix>/bin/pythonX.Y there, of the client's X.Y.")
+YARN_ENVIRONMENT_CACHE_DIR = _option(
+    "yarn.environment.cache-dir", _str, "",
+    "Where shipped environments are uploaded once, named by their content; empty: /user/<user>/.yarnflow-environments on the cluster's file system.")
 YARN_CLIENT_TIMEOUT = _option("yarn.client.timeout", parse_duration, 30.0,
                               "How long the client waits for YARN's ResourceManager before calling it unreachable.")
 YARN_APPLICATION_ATTEMPTS = _option(

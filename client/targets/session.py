@@ -24,7 +24,8 @@ from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.base import JobHandle, Target
 from yarnflow.targets.dispatcher_client import DispatcherClient
 from yarnflow.targets.history import history_location
-from yarnflow.targets.yarn_client import (bounded, prepare_config, python_and_files, services_plan,
+from yarnflow.targets.node_python import node_python
+from yarnflow.targets.yarn_client import (bounded, prepare_config, services_plan,
                                           skein_client, taskexecutor_service)
 from yarnflow.targets.yarn_errors import YarnError
 from yarnflow.targets.yarn_job import YarnJobHandle
@@ -67,15 +68,15 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     """Warm executors to start with are of the smallest size: a job that needs more
     gets its own containers, and they are released again when idle."""
     import skein
-    python, files = python_and_files(config)
+    node = node_python(config)
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
     instances = {ladder.specs[0].name: min_executors}
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
                                   vcores=config.get(options.YARN_AM_VCORES)),
-        files=dict(files), env={**env, SERVICES_ENV: services_plan(ladder.specs, instances)},
-        security=security, script=f"exec {python} -m yarnflow.appmaster --session")
-    services = {service_name(s): taskexecutor_service(s, instances.get(s.name, 0), python, files, env)
+        files=dict(node.files), env={**env, SERVICES_ENV: services_plan(ladder.specs, instances)},
+        security=security, script=node.script("yarnflow.appmaster --session"))
+    services = {service_name(s): taskexecutor_service(s, instances.get(s.name, 0), node, env)
                 for s in ladder.specs}
     return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
                                  services=services, tags=["yarnflow", SESSION_TAG],

@@ -26,7 +26,8 @@ from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.targets.history import history_location
-from yarnflow.targets.yarn_client import (bounded, prepare_config, python_and_files, services_plan,
+from yarnflow.targets.node_python import node_python
+from yarnflow.targets.yarn_client import (bounded, prepare_config, services_plan,
                                           skein_client, taskexecutor_service)
 from yarnflow.targets.yarn_job import YarnJobHandle
 
@@ -70,27 +71,26 @@ def initial_instances(graph: JobGraph, config: Configuration,
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
                staging: Path, tls: Any) -> Any:
     import skein
-    python, files = python_and_files(config)
+    node = node_python(config)
     instances = initial_instances(graph, config, specs)
     # Each localized file is one more upload before YARN accepts the application: the
     # configuration and plan travel in the environment, and so does a small JobGraph.
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
     master_env = {**env, SERVICES_ENV: services_plan(list(specs.values()), instances)}
-    master_files = dict(files)
+    master_files = dict(node.files)
     job = jobgraph_to_proto(graph).SerializeToString()
     if len(job) <= JOB_ENV_LIMIT:
         master_env[JOB_ENV] = encode(job)
-        master_script = f"exec {python} -m yarnflow.appmaster"
+        master_script = node.script("yarnflow.appmaster")
     else:
         (staging / "job.pb").write_bytes(job)
         master_files["job.pb"] = skein.File(source=str(staging / "job.pb"))
-        master_script = f"exec {python} -m yarnflow.appmaster --job job.pb"
+        master_script = node.script("yarnflow.appmaster --job job.pb")
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
                                   vcores=config.get(options.YARN_AM_VCORES)),
         files=master_files, env=master_env, security=tls, script=master_script)
-    services = {service_name(spec): taskexecutor_service(spec, instances[spec.name], python,
-                                                         files, env)
+    services = {service_name(spec): taskexecutor_service(spec, instances[spec.name], node, env)
                 for spec in specs.values()}
     return skein.ApplicationSpec(
         name=config.get(options.YARN_APP_NAME) or graph.name, queue=config.get(options.YARN_QUEUE),

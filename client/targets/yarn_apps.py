@@ -70,6 +70,8 @@ class YarnApplication:
         report = self.report()
         status = ApplicationStatus(self.app_id, str(report.state), str(report.final_status),
                                    report.diagnostics or "", report.tracking_url or "")
+        if status.finished and LAUNCH_FAILED in status.diagnostics:
+            status.diagnostics = launch_failure(self.app_id, self.timeout) or status.diagnostics
         if with_details and status.state == "RUNNING":
             status.details = self.job_details()
         elif with_details and status.finished:
@@ -185,6 +187,22 @@ def wait_for_log_aggregation(app_id: str, timeout: float) -> None:
         if time.monotonic() >= deadline:
             return                     # print what is collected so far
         time.sleep(0.5)
+
+
+# Skein's words for an ApplicationMaster script that exited 127: yarnflow's launch
+# check (targets/node_python.py) found no interpreter it could run on that host.
+LAUNCH_FAILED = "failed with exit code 127"
+
+
+def launch_failure(app_id: str, timeout: float) -> str | None:
+    """The launch check's one line (``yarnflow: host HOST ...``) from the application's
+    logs, where Skein's diagnostics only say "see logs"."""
+    try:
+        logs = application_logs(app_id, timeout)
+    except YarnError:
+        return None
+    found = [line.strip() for line in logs.splitlines() if line.startswith("yarnflow: host ")]
+    return found[0] if found else None
 
 
 def application_logs(app_id: str, timeout: float) -> str:

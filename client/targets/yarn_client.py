@@ -3,12 +3,7 @@ deadlines on every call that may hang on an unreachable ResourceManager, the Had
 configuration a job is prepared with, and the TaskExecutor services both kinds of
 application declare (one Skein service per container size).
 
-How Python reaches the nodes: by default the containers run the client's own
-interpreter path (``sys.executable``), which suits clusters whose nodes share that
-path — the native test cluster does. On a real cluster pack an environment
-(``venv-pack`` or ``conda-pack``) and set ``yarn.ship-environment`` to the archive:
-YARN localizes it into every container as ``environment/`` and runs
-``environment/bin/python``. ``yarn.python`` names any other interpreter on the nodes.
+How Python reaches the nodes is ``node_python``'s part.
 """
 from __future__ import annotations
 
@@ -26,6 +21,7 @@ from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.filesystems import use_cluster_filesystem
 from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.targets.node_python import NodePython
 from yarnflow.targets.yarn_errors import YarnError
 
 T = TypeVar("T")
@@ -116,18 +112,6 @@ def prepare_config(config: Configuration) -> Configuration:
     return config
 
 
-def python_and_files(config: Configuration) -> tuple[str, dict[str, Any]]:
-    import skein
-    packed = config.get(options.YARN_SHIP_ENVIRONMENT)
-    if packed:
-        if not Path(packed).exists():
-            raise YarnError(f"yarn.ship-environment {packed} does not exist. Fix: pack the "
-                            "environment first, e.g. `venv-pack -o env.tar.gz`")
-        return "environment/bin/python", {"environment": skein.File(source=str(Path(packed).resolve()),
-                                                                     type="archive")}
-    return config.get(options.YARN_PYTHON) or sys.executable, {}
-
-
 def services_plan(specs: list[WorkerSpec], instances: dict[str, int]) -> str:
     """The container sizes as the ApplicationMaster reads them ($YARNFLOW_SERVICES)."""
     return encode(json.dumps([
@@ -137,14 +121,14 @@ def services_plan(specs: list[WorkerSpec], instances: dict[str, int]) -> str:
         for s in specs]).encode())
 
 
-def taskexecutor_service(spec: WorkerSpec, instances: int, python: str, files: dict[str, Any],
+def taskexecutor_service(spec: WorkerSpec, instances: int, node: NodePython,
                          env: dict[str, str]) -> Any:
     """One container size: a Skein service whose containers run a TaskExecutor. Skein
     neither restarts nor gives up on them; the ResourceManager decides."""
     import skein
     return skein.Service(
         resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
-        instances=instances, max_restarts=0, allow_failures=True, files=files, env=env,
-        script=(f"exec {python} -m yarnflow.taskexecutor --yarn "
-                f"--slots {spec.num_slots} --slot-cpu {spec.slot_profile.cpu:g} "
-                f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
+        instances=instances, max_restarts=0, allow_failures=True, files=dict(node.files), env=env,
+        script=node.script(f"yarnflow.taskexecutor --yarn --slots {spec.num_slots} "
+                           f"--slot-cpu {spec.slot_profile.cpu:g} "
+                           f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))

@@ -95,6 +95,8 @@ class YarnJobHandle(JobHandle):
         failure = "" if status is JobStatus.FINISHED else final.diagnostics.strip()
         details = self._last or JobDetails(self.job_id, "", status)
         details.status = status
+        if failure and not details.failure:    # e.g. the ApplicationMaster never started
+            details.failure = failure.split("\n")[0]
         return JobResult(self.job_id, status, failure.split("\n")[0], failure, details)
 
     def cancel(self) -> None:

@@ -104,3 +104,7 @@ class WebHdfsFileSystem(FileSystem):
     def mkdirs_private(self, uri: str) -> None:
         self.mkdirs(uri)
         self.webhdfs.chmod(self.path(uri), "700")     # WebHDFS takes the octal digits
+
+    def permission(self, uri: str) -> str:
+        """The octal permission digits HDFS keeps for ``uri`` (e.g. "755")."""
+        return str(self.webhdfs.info(self.path(uri)).get("permission", "0"))

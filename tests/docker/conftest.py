@@ -1,6 +1,7 @@
-"""The dockerised cluster (docker-hadoop/docker/cluster): started once per run, taken
-down at the end unless it was up before the tests started (or YARNFLOW_KEEP_CLUSTER
-is set). Its hosts are containers this run made; tests reach them by `docker exec`
+"""The dockerised cluster (docker-hadoop/docker/cluster): started once for the tests
+in this folder and taken down after the last of them (not at the end of the whole
+run: the rest of the suite should not share the machine with five idle hosts),
+unless it was up before they started or YARNFLOW_KEEP_CLUSTER is set. Its hosts are containers this run made; tests reach them by `docker exec`
 and at their addresses on the cluster's own bridge network, nothing else."""
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ class DockerCluster:
                               text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **self.env})
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def docker_cluster() -> DockerCluster:
     proc = subprocess.run([sys.executable, str(CLUSTER), "up"], capture_output=True, text=True,
                           timeout=2400)

@@ -9,6 +9,7 @@ import urllib.request
 
 import pytest
 
+from tests.conftest import wait_until
 from tests.docker.conftest import ROOT, WORKERS, DockerCluster
 
 
@@ -48,23 +49,30 @@ def test_the_edge_host_runs_yarnflow_from_its_wheel_in_the_checkout(docker_clust
 
 
 BLOCKS = """
-import json
+import json, sys
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
 settings = FileSystemSettings(default_fs="hdfs://rm:9000", user="root",
                               hdfs_http_addresses=(("rm:9000", "rm:9870"),))
 fs = open_filesystem("hdfs://rm:9000/", settings)
 uri = "hdfs://rm:9000/tmp/yarnflow-tests/replicas.bin"
-fs.mkdirs("hdfs://rm:9000/tmp/yarnflow-tests")
-with fs.open_output(uri) as out:
-    out.write(bytes(3 << 20))
+if sys.argv[1:] == ["write"]:
+    fs.mkdirs("hdfs://rm:9000/tmp/yarnflow-tests")
+    with fs.open_output(uri) as out:
+        out.write(bytes(3 << 20))
 print(json.dumps([sorted(b.hosts) for b in fs.block_locations(uri)]))
 """
 
 
 def test_hdfs_keeps_each_block_on_two_worker_hosts(docker_cluster: DockerCluster):
-    proc = docker_cluster.edge("python", "-c", BLOCKS)
-    assert proc.returncode == 0, proc.stderr
-    blocks = json.loads(proc.stdout.splitlines()[-1])
+    written = docker_cluster.edge("python", "-c", BLOCKS, "write")
+    assert written.returncode == 0, written.stderr
+
+    def replicated() -> list[list[str]] | None:
+        """The blocks' hosts once each has two (HDFS re-replicates a block written
+        while a DataNode was still starting)."""
+        proc = docker_cluster.edge("python", "-c", BLOCKS)
+        assert proc.returncode == 0, proc.stderr
+        blocks = json.loads(proc.stdout.splitlines()[-1])
+        return blocks if all(len(set(hosts)) == 2 for hosts in blocks) else None
+    blocks = wait_until(replicated, 90, "every block of the file to have two replicas", interval=2)
     assert len(blocks) == 3, blocks
-    for hosts in blocks:
-        assert len(hosts) == 2 and len(set(hosts)) == 2, blocks

@@ -33,7 +33,8 @@ def two_profile_job(mode: str = "EAGER") -> yf.Pipeline:
 
 def yarn_config(*overrides: str) -> Configuration:
     return Configuration.load(overrides=["resourcemanager.max-worker.memory=8192",
-                                         "resourcemanager.max-worker.cpu=8", *overrides])
+                                         "resourcemanager.max-worker.cpu=8",
+                                         "yarn.python=/opt/python/bin/python3", *overrides])
 
 
 def test_each_profile_gets_its_own_container_size_packed_up_to_the_slot_limit():

@@ -27,7 +27,10 @@ from yarnflow.core.fs import FileSystemSettings, open_filesystem
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "docker-hadoop" / "native" / "cluster"
 PIPELINES = Path(__file__).resolve().parent / "pipelines"
-FAST = ["-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=20 s",
+# The native cluster's hosts are this machine: they share the client's interpreter,
+# which yarn.python names (a real cluster's nodes get the client's environment shipped).
+FAST = ["-D", f"yarn.python={sys.executable}",
+        "-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=20 s",
         "-D", "resourcemanager.taskmanager-timeout=3 s", "-D", "slot.idle.timeout=1 s",
         "-D", "slot.request.timeout=120 s", "-D", "job.cancel.timeout=20 s"]
 FINISHED = ("FINISHED", "FAILED", "KILLED")

@@ -1,0 +1,109 @@
+"""Python reaches worker hosts that have none of yarnflow's packages: by default the
+client's virtual environment (on the edge host) is packed, uploaded to HDFS once under
+its content digest and localized with PUBLIC visibility, so each host downloads it
+once however many containers and applications use it. The README's example, run
+per-job from the edge host with its data on HDFS, gives exactly pyarrow's answer."""
+from __future__ import annotations
+
+import json
+import uuid
+
+from tests.docker.conftest import WORKERS, DockerCluster
+
+FAST = ["-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=30 s",
+        "-D", "resourcemanager.taskmanager-timeout=3 s", "-D", "slot.idle.timeout=1 s",
+        "-D", "slot.request.timeout=180 s"]
+
+EXACT = """
+import importlib.util, json, sys
+from yarnflow import files
+spec = importlib.util.spec_from_file_location("skewed_join", "examples/skewed_join.py")
+example = importlib.util.module_from_spec(spec); spec.loader.exec_module(example)
+data, out = sys.argv[1:3]
+got = files.read_table(out).sort_by("InstrumentId")
+want = example.reference(data).sort_by("InstrumentId")
+print(json.dumps({"rows": got.num_rows, "exact": got.equals(want.select(got.column_names))}))
+"""
+
+# The environments YARN's PUBLIC cache holds on a host, and any yarnflow installed where
+# Python packages are installed (none: the host has only what YARN localized, /data/nm).
+HOST_STATE = """
+import glob, json, os
+cached = [p for p in glob.glob("/data/nm/local/filecache/*/*") if p.endswith(".tar.gz")]
+stray = [p for root in ("/usr", "/opt", "/root", "/home", "/srv", "/tmp")
+         for p in glob.glob(f"{root}/**/site-packages/yarnflow", recursive=True)]
+print(json.dumps({"cached": sorted(os.path.basename(p) for p in cached), "stray": stray}))
+"""
+
+
+def run_example(cluster: DockerCluster, base: str, *target: str) -> dict:
+    run = cluster.edge("yarnflow", "run", *(target or ("-t", "yarn-per-job")), "--attach", "--no-progress",
+                       *FAST, "examples/skewed_join.py", "--", "--rows", "30000", "--data", f"{base}/data",
+                       "--out", f"{base}/out", timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    check = cluster.edge("python", "-c", EXACT, f"{base}/data", f"{base}/out")
+    assert check.returncode == 0, check.stderr
+    return json.loads(check.stdout.splitlines()[-1])
+
+
+def shipped_archive(cluster: DockerCluster) -> str:
+    """The name of the one environment archive the client uploaded."""
+    uploaded = cluster.edge("yarnflow", "fs", "ls", "/user/root/.yarnflow-environments")
+    assert uploaded.returncode == 0, uploaded.stdout + uploaded.stderr
+    archives = [w.rsplit("/", 1)[-1] for w in uploaded.stdout.split() if w.endswith(".tar.gz")]
+    assert len(archives) == 1, uploaded.stdout
+    return archives[0]
+
+
+def host_state(cluster: DockerCluster, host: str) -> dict:
+    proc = cluster.on(host, "python3", "-c", HOST_STATE)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_example_runs_on_hosts_without_yarnflow_with_the_environment_shipped_once(
+        docker_cluster: DockerCluster):
+    base = f"hdfs://rm:9000/tmp/yarnflow-tests/ship-{uuid.uuid4().hex[:8]}"
+    assert run_example(docker_cluster, base) == {"rows": 30000, "exact": True}
+    assert run_example(docker_cluster, base + "-again") == {"rows": 30000, "exact": True}
+    archive = shipped_archive(docker_cluster)        # one upload for both applications
+    downloads = {}
+    for host in WORKERS:
+        state = host_state(docker_cluster, host)
+        assert state["stray"] == [], (host, state["stray"])
+        downloads[host] = state["cached"].count(archive)
+    assert max(downloads.values()) == 1 and sum(downloads.values()) >= 1, downloads
+    # still nothing of yarnflow's for the host's own Python
+    for host in WORKERS:
+        assert docker_cluster.on(host, "python3", "-c", "import yarnflow").returncode != 0
+
+
+def test_the_example_runs_in_a_session_on_hosts_without_yarnflow(docker_cluster: DockerCluster):
+    started = docker_cluster.edge("yarnflow", "session", "start", "--name", "docker-session",
+                                  "--min-executors", "1", *FAST, timeout=600)
+    assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
+    app_id = next(w for w in started.stdout.split() if w.startswith("application_"))
+    try:
+        base = f"hdfs://rm:9000/tmp/yarnflow-tests/session-{uuid.uuid4().hex[:8]}"
+        assert run_example(docker_cluster, base, "-t", "yarn-session", "-a", "docker-session") == \
+            {"rows": 30000, "exact": True}
+    finally:
+        stopped = docker_cluster.edge("yarnflow", "session", "stop", app_id, timeout=300)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    archive = shipped_archive(docker_cluster)
+    for host in WORKERS:
+        state = host_state(docker_cluster, host)
+        assert state["stray"] == [] and state["cached"].count(archive) <= 1, (host, state)
+
+
+def test_a_host_that_cannot_run_the_interpreter_is_named_in_one_line(docker_cluster: DockerCluster):
+    base = f"hdfs://rm:9000/tmp/yarnflow-tests/nowhere-{uuid.uuid4().hex[:8]}"
+    run = docker_cluster.edge("yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress",
+                              "-D", "yarn.python=/opt/nowhere/bin/python3", "-D", "yarn.application-attempts=1",
+                              "examples/skewed_join.py", "--", "--rows", "30000", "--data", f"{base}/data",
+                              "--out", f"{base}/out", timeout=600)
+    assert run.returncode != 0
+    said = [line for line in (run.stdout + run.stderr).splitlines() if "yarnflow: host nm" in line]
+    assert said, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "/opt/nowhere/bin/python3" in said[0] and "Fix:" in said[0], said[0]
+    assert "Traceback" not in run.stderr and "No such file" not in run.stdout + run.stderr
