@@ -75,8 +75,10 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
         ],
         extras_require={
             "spark": ["pyspark>=4.0"],
-            "yarn": ["skein>=0.8.2"],
+            # venv-pack: the client's environment, shipped to the nodes (targets/environments.py)
+            "yarn": ["skein>=0.8.2", "venv-pack>=0.2"],
             "test": ["pytest>=8", "pytest-timeout>=2.2", "grpcio-tools>=1.85.1", "skein>=0.8.2",
+                     "venv-pack>=0.2",
                      "mypy>=2.4,<2.5",
                      "pyspark>=4.0"],
         },
