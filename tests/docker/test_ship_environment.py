@@ -25,13 +25,15 @@ want = example.reference(data).sort_by("InstrumentId")
 print(json.dumps({"rows": got.num_rows, "exact": got.equals(want.select(got.column_names))}))
 """
 
-# The environments YARN's PUBLIC cache holds on a host, and any yarnflow installed where
-# Python packages are installed (none: the host has only what YARN localized, /data/nm).
+# The environments YARN's PUBLIC cache holds on a host, and any yarnflow or pyarrow
+# where Python packages are installed (none: the host has only what YARN localized,
+# under /data/nm).
 HOST_STATE = """
 import glob, json, os
 cached = [p for p in glob.glob("/data/nm/local/filecache/*/*") if p.endswith(".tar.gz")]
 stray = [p for root in ("/usr", "/opt", "/root", "/home", "/srv", "/tmp")
-         for p in glob.glob(f"{root}/**/site-packages/yarnflow", recursive=True)]
+         for package in ("yarnflow", "pyarrow")
+         for p in glob.glob(f"{root}/**/site-packages/{package}", recursive=True)]
 print(json.dumps({"cached": sorted(os.path.basename(p) for p in cached), "stray": stray}))
 """
 
