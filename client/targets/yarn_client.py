@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
-from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from yarnflow.conf import Configuration, options
