@@ -29,6 +29,7 @@ import os
 import signal
 import threading
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -77,20 +78,29 @@ def configure_logging() -> Path:
     return log_file
 
 
-def load_worker_specs(plan: bytes) -> tuple[dict[ResourceSpec, WorkerSpec], dict[str, str],
-                                         list[tuple[str, WorkerSpec]]]:
-    """The container sizes the client declared as Skein services ($YARNFLOW_SERVICES), and
-    the containers Skein requests at start (``instances``; ids ``<service>_<i>``)."""
-    specs: dict[ResourceSpec, WorkerSpec] = {}
-    services: dict[str, str] = {}
-    starting: list[tuple[str, WorkerSpec]] = []
+@dataclass
+class ServicesPlan:
+    """The container sizes the client declared as Skein services ($YARNFLOW_SERVICES):
+    each size's service, its service on each worker host, and the containers Skein
+    requests at start (``instances``; ids ``<service>_<i>``)."""
+    specs: dict[ResourceSpec, WorkerSpec]
+    services: dict[str, str]
+    host_services: dict[tuple[str, str], str]
+    starting: list[tuple[str, WorkerSpec]]
+
+
+def load_worker_specs(plan: bytes) -> ServicesPlan:
+    loaded = ServicesPlan({}, {}, {}, [])
     for entry in json.loads(plan):
         profile = ResourceSpec(entry["slot_cpu"], entry["slot_memory_mb"])
         spec = WorkerSpec(profile, entry["num_slots"], entry["overhead_mb"])
-        specs[profile] = spec
-        services[spec.name] = entry["service"]
-        starting += [(f"{entry['service']}_{i}", spec) for i in range(entry.get("instances", 0))]
-    return specs, services, starting
+        loaded.specs[profile] = spec
+        loaded.services[spec.name] = entry["service"]
+        for host, service in entry.get("hosts", {}).items():
+            loaded.host_services[(spec.name, host)] = service
+        loaded.starting += [(f"{entry['service']}_{i}", spec)
+                            for i in range(entry.get("instances", 0))]
+    return loaded
 
 
 def diagnostics_of(result: JobDetails) -> str:
@@ -110,9 +120,10 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     """The ResourceManager (YARN driver), the JobMaster service and whatever
     ``register_more(components, server)`` adds, on one mutual-TLS server whose address goes to Skein's
     key-value store; containers Skein starts with the application are adopted."""
-    worker_specs, services, starting = load_worker_specs(decode_env(SERVICES_ENV))
+    plan = load_worker_specs(decode_env(SERVICES_ENV))
+    worker_specs, starting = plan.specs, plan.starting
     max_container = options.largest_worker(config)
-    driver = YarnDriver(config, app, services, max_container)
+    driver = YarnDriver(config, app, plan.services, max_container, plan.host_services)
     tls = read_skein_container_credentials(".")
     host = os.environ.get("NM_HOST", "127.0.0.1")
     components = ApplicationMasterComponents(
@@ -128,7 +139,10 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     app.kv[APPMASTER_ADDRESS_KEY] = components.address.encode()
     log.info("ApplicationMaster (attempt %d of %d) serving at %s; worker specs: %s",
              components.application_attempt, config.get(options.YARN_APPLICATION_ATTEMPTS),
-             components.address, {name: service for name, service in services.items()})
+             components.address, dict(plan.services))
+    if plan.host_services:
+        log.info("executors can be asked on %d hosts: %s", len({h for _, h in plan.host_services}),
+                 ", ".join(sorted({h for _, h in plan.host_services})))
     return components
 
 

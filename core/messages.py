@@ -63,6 +63,7 @@ class SlotRequest:
     job_master_id: JobMasterId
     job_master_address: str
     profile: ResourceSpec
+    preferred_hosts: tuple[str, ...] = ()   # where a worker started for it should run
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Shared fixtures. Timeouts are shortened so failure paths finish in seconds."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -19,6 +20,38 @@ FAST = [
 # For a test about how a failure looks, not about recovering from it: the default
 # restart strategy would retry user code that always raises for about half a minute.
 NO_RESTART = ["restart-strategy.type=none"]
+
+
+CLUSTERS = ("docker", "native", "given")
+
+
+def yarn_test_cluster() -> str:
+    """Which YARN cluster tests/yarn runs against, from YARNFLOW_TEST_CLUSTER:
+    ``docker`` (the default: the dockerised cluster's edge host runs it, relayed by
+    tests/docker/test_yarn_tier.py), ``native`` (docker-hadoop/native on this machine)
+    or ``given`` (one that is up, named by YARNFLOW_TEST_YARN_RM and its kin: what the
+    relay sets on the edge host)."""
+    mode = os.environ.get("YARNFLOW_TEST_CLUSTER", "docker")
+    if mode not in CLUSTERS:
+        raise pytest.UsageError(f"YARNFLOW_TEST_CLUSTER={mode!r} is none of {', '.join(CLUSTERS)}")
+    return mode
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    yarn_tier = ROOT / "tests" / "yarn"
+    named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    if yarn_test_cluster() == "docker" and any(p == yarn_tier or yarn_tier in p.parents for p in named):
+        raise pytest.UsageError(
+            "tests/yarn runs on the dockerised cluster's edge host by default. Fix: run "
+            "`pytest tests/docker/test_yarn_tier.py -k NAME`, or set YARNFLOW_TEST_CLUSTER=native "
+            "to run it on docker-hadoop/native here")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/yarn is collected here unless it runs on the dockerised cluster's edge host."""
+    if collection_path == ROOT / "tests" / "yarn" and yarn_test_cluster() == "docker":
+        return True
+    return None
 
 
 @pytest.fixture(scope="session")
@@ -62,33 +95,37 @@ ROOT = Path(__file__).resolve().parents[1]
 def artifacts_dir() -> Path:
     """Where tests leave what a person looks at afterwards (screenshots):
     ``$YARNFLOW_TEST_ARTIFACTS``, else ``test-artifacts/`` in the checkout."""
-    import os
     path = Path(os.environ.get("YARNFLOW_TEST_ARTIFACTS") or ROOT / "test-artifacts")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    """Debian's headless Chromium, installed with apt-get on a fresh machine (the
-    suite runs as root in CI); a clear failure where that is impossible."""
+def debian_command(command: str, package: str, why: str) -> str:
+    """``command`` on PATH, installed from Debian's ``package`` with apt-get on a fresh
+    machine (the suite runs as root in CI); a clear failure where that is impossible."""
     import shutil
     import subprocess
-    found = shutil.which("chromium")
+    found = shutil.which(command)
     if found:
         return found
     if not shutil.which("apt-get"):
-        pytest.fail("the web UI tests need Chromium and this machine has no apt-get. "
-                    "Fix: install Chromium so `chromium` is on PATH")
+        pytest.fail(f"{why} need `{command}` and this machine has no apt-get. "
+                    f"Fix: install {package} so `{command}` is on PATH")
     env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+    install = ["apt-get", "install", "-y", "--no-install-recommends", package]
     if subprocess.run(install, env=env, capture_output=True, timeout=900).returncode != 0:
         subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=900)
         done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
-            pytest.fail("could not install Chromium with apt-get (it needs root): "
+            pytest.fail(f"could not install {package} with apt-get (it needs root): "
                         + done.stderr.strip()[-500:])
-    return shutil.which("chromium") or pytest.fail("apt-get installed no `chromium` command")
+    return shutil.which(command) or pytest.fail(f"apt-get installed no `{command}` command")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's headless Chromium."""
+    return debian_command("chromium", "chromium", "the web UI tests")
 
 
 def browse(chromium: str, url: str, screenshot: Path | None = None,

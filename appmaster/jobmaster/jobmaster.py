@@ -90,7 +90,7 @@ class JobMaster:
         self.slot_pool = SlotPool(self.main, self.job_id, config.get(options.SLOT_IDLE_TIMEOUT),
                                   config.get(options.SLOT_REQUEST_TIMEOUT), self._on_slot_lost)
         self.allocator = SlotSharingSlotAllocator(
-            self.slot_pool, build_slot_sharing_groups(self.graph, profiles))
+            self.slot_pool, build_slot_sharing_groups(self.graph, profiles), self._input_host)
         self.scheduler = Scheduler(self.main, self.graph, self.allocator, self._deploy,
                                    self._fail_vertex)
         self._restart_strategy = restart_strategy(config)
@@ -109,6 +109,11 @@ class JobMaster:
         self._regions: dict[ExecutionVertex, PipelinedRegion] = {}
         if self._storage is not None and not self._setup_error:
             self._setup_error = self._use_storage(self._storage)
+
+    def _input_host(self, vertex: ExecutionVertex) -> str:
+        """Where a source subtask's share of the splits is stored ("" for other vertices)."""
+        assigner = self._splits.get(vertex.job_vertex.id)
+        return assigner.host_for(vertex.subtask_index) if assigner is not None else ""
 
     # --- batch job recovery ------------------------------------------------------------
     def _use_storage(self, storage: JobStorage) -> str:

@@ -78,12 +78,21 @@ class InputSplitAssigner:
         self._given = [0] * max(parallelism, 0)       # splits held, per subtask
         self._asked = [False] * max(parallelism, 0)   # subtasks that asked at least once
         self._subtask_of: dict[str, int] = {}         # requester -> subtask index
+        self._host_plan: list[str] | None = None      # subtask -> the host it should run on
         for index, hosts in enumerate(self._hosts):
             if not hosts:
                 self._unlocated.append(index)
             for host in hosts:
                 self._by_host.setdefault(host, deque()).append(index)
                 self._left_on[host] = self._left_on.get(host, 0) + 1
+
+    def host_for(self, subtask: int) -> str:
+        """The host subtask ``subtask`` should run on to read its share locally ("" when
+        the splits name no hosts): subtasks are spread over the hosts in proportion to
+        the splits each stores, as a container request asks before any subtask runs."""
+        if self._host_plan is None:
+            self._host_plan = spread_over_hosts(self._hosts, self._parallelism)
+        return self._host_plan[subtask] if 0 <= subtask < len(self._host_plan) else ""
 
     def next_split(self, host: str = "",
                    reader_hosts: Callable[[], Collection[str]] = tuple,
@@ -167,6 +176,25 @@ class InputSplitAssigner:
         for host in self._hosts[index]:
             self._left_on[host] -= 1
         return Assigned(self._splits[index], locality)
+
+
+def spread_over_hosts(split_hosts: list[tuple[str, ...]], parallelism: int) -> list[str]:
+    """A host per subtask: each in turn takes the host with the most splits per subtask
+    already placed there (D'Hondt's rule), so 3 subtasks over 3 hosts that store a third
+    each get one host each, and 2 over the same get the two that store the most."""
+    stored: dict[str, int] = {}
+    for hosts in split_hosts:
+        for host in hosts:
+            stored[host] = stored.get(host, 0) + 1
+    if not stored:
+        return [""] * max(parallelism, 0)
+    placed = dict.fromkeys(sorted(stored), 0)
+    plan = []
+    for _ in range(max(parallelism, 0)):
+        host = max(placed, key=lambda h: (stored[h] / (placed[h] + 1), -placed[h]))
+        placed[host] += 1
+        plan.append(host)
+    return plan
 
 
 def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Configuration,

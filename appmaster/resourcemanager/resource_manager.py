@@ -162,6 +162,11 @@ class ResourceManager:
         """Driver callback (any thread): a worker process or container ended."""
         self.main.execute(self._worker_terminated, resource_id, cause)
 
+    def on_worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+        """Driver callback (any thread): a worker YARN did not place on its host in time
+        is asked anywhere; the requests it was to serve wait for the new one."""
+        self.main.execute(self.slot_manager.worker_moved, resource_id, new_resource_id)
+
     def _worker_terminated(self, resource_id: str, cause: str) -> None:
         if resource_id in self.slot_manager.pending_workers:
             self._start_failures += 1
@@ -223,14 +228,14 @@ class ResourceManager:
                           f"larger than the largest this cluster gives ({largest})")
         self.slot_manager.request_slot(PendingRequest(
             request.allocation_id, request.job_id, request.job_master_id,
-            request.job_master_address, request.profile))
+            request.job_master_address, request.profile, request.preferred_hosts))
 
     def cancel_slot_request(self, allocation_id: str) -> None:
         self.slot_manager.cancel_slot_request(allocation_id)
 
     # --- SlotManagerActions ----------------------------------------------------------
-    def start_worker(self, spec: WorkerSpec) -> str:
-        return self.driver.request_worker(spec)
+    def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+        return self.driver.request_worker(spec, hosts)
 
     def stop_worker(self, resource_id: str, reason: str) -> None:
         self._stopped.add(resource_id)

@@ -25,8 +25,8 @@ from yarnflow.targets.base import JobHandle, Target
 from yarnflow.targets.dispatcher_client import DispatcherClient
 from yarnflow.targets.history import history_location
 from yarnflow.targets.node_python import node_python
-from yarnflow.targets.yarn_client import (bounded, prepare_config, services_plan,
-                                          skein_client, taskexecutor_service)
+from yarnflow.targets.yarn_client import (bounded, container_services, prepare_config,
+                                          skein_client, worker_hosts)
 from yarnflow.targets.yarn_errors import YarnError
 from yarnflow.targets.yarn_job import YarnJobHandle
 
@@ -64,20 +64,20 @@ def check_ladder_fits_yarn(ladder: ContainerLadder, config: Configuration) -> No
 
 
 def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder,
-                       min_executors: int, security: Any) -> Any:
+                       min_executors: int, security: Any, hosts: list[str]) -> Any:
     """Warm executors to start with are of the smallest size: a job that needs more
-    gets its own containers, and they are released again when idle."""
+    gets its own containers, and they are released again when idle. ``hosts``: the
+    worker hosts executors may be asked on (yarn_client.worker_hosts)."""
     import skein
     node = node_python(config)
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
     instances = {ladder.specs[0].name: min_executors}
+    services, plan = container_services(ladder.specs, instances, node, env, hosts)
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
                                   vcores=config.get(options.YARN_AM_VCORES)),
-        files=dict(node.files), env={**env, SERVICES_ENV: services_plan(ladder.specs, instances)},
+        files=dict(node.files), env={**env, SERVICES_ENV: plan},
         security=security, script=node.script("yarnflow.appmaster --session"))
-    services = {service_name(s): taskexecutor_service(s, instances.get(s.name, 0), node, env)
-                for s in ladder.specs}
     return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
                                  services=services, tags=["yarnflow", SESSION_TAG],
                                  max_attempts=config.get(options.YARN_APPLICATION_ATTEMPTS))
@@ -97,10 +97,11 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
     import skein
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
-    spec = build_session_spec(config, name, ladder, min_executors, security)
     store = ApplicationStore()
     client = skein_client(timeout)
     try:
+        spec = build_session_spec(config, name, ladder, min_executors, security,
+                                  worker_hosts(client, config))
         app_id = bounded(lambda: client.submit(spec), timeout, "submitting the session to YARN")
         store.save(app_id, credentials, {"kind": "session", "name": name, "history_dir": history,
                                          "container_sizes": ladder.describe(),

@@ -17,8 +17,9 @@ from typing import Any
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import (CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode,
-                                    service_name, web_page_url)
+                                    web_page_url)
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
+from yarnflow.core.operators.sources import FileSource
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.worker_spec import WorkerSpec, slots_needed
 from yarnflow.rpc.codec import jobgraph_to_proto
@@ -27,8 +28,8 @@ from yarnflow.targets.app_store import ApplicationStore
 from yarnflow.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.targets.history import history_location
 from yarnflow.targets.node_python import node_python
-from yarnflow.targets.yarn_client import (bounded, prepare_config, services_plan,
-                                          skein_client, taskexecutor_service)
+from yarnflow.targets.yarn_client import (bounded, container_services, prepare_config,
+                                          skein_client, worker_hosts)
 from yarnflow.targets.yarn_job import YarnJobHandle
 
 
@@ -55,12 +56,17 @@ def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec
 
 
 def initial_instances(graph: JobGraph, config: Configuration,
-                      specs: dict[ResourceSpec, WorkerSpec]) -> dict[str, int]:
+                      specs: dict[ResourceSpec, WorkerSpec], hosts: list[str]) -> dict[str, int]:
     """An EAGER job needs all its slots at once, and per-job mode knows them before
     YARN does: declaring those containers as the services' instances lets YARN
     allocate them while the ApplicationMaster is still starting. LAZY jobs ask as
-    their stages come (instances 0)."""
+    their stages come (instances 0), and so does a job that reads files where
+    executors can be asked on their hosts: only the ApplicationMaster knows where the
+    blocks are (it lists the splits), and a container YARN placed anywhere would read
+    them across the network."""
     counts = {spec.name: 0 for spec in specs.values()}
+    if hosts and any(isinstance(v.operator, FileSource) for v in graph.sources()):
+        return counts
     if graph.schedule_mode is ScheduleMode.EAGER:
         for profile, slots in slots_needed(graph, options.default_slot_profile(config)).items():
             spec = specs[profile]
@@ -69,14 +75,16 @@ def initial_instances(graph: JobGraph, config: Configuration,
 
 
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
-               staging: Path, tls: Any) -> Any:
+               staging: Path, tls: Any, hosts: list[str]) -> Any:
+    """``hosts``: the worker hosts executors may be asked on (yarn_client.worker_hosts)."""
     import skein
     node = node_python(config)
-    instances = initial_instances(graph, config, specs)
+    instances = initial_instances(graph, config, specs, hosts)
     # Each localized file is one more upload before YARN accepts the application: the
     # configuration and plan travel in the environment, and so does a small JobGraph.
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
-    master_env = {**env, SERVICES_ENV: services_plan(list(specs.values()), instances)}
+    services, plan = container_services(list(specs.values()), instances, node, env, hosts)
+    master_env = {**env, SERVICES_ENV: plan}
     master_files = dict(node.files)
     job = jobgraph_to_proto(graph).SerializeToString()
     if len(job) <= JOB_ENV_LIMIT:
@@ -90,8 +98,6 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
         resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
                                   vcores=config.get(options.YARN_AM_VCORES)),
         files=master_files, env=master_env, security=tls, script=master_script)
-    services = {service_name(spec): taskexecutor_service(spec, instances[spec.name], node, env)
-                for spec in specs.values()}
     return skein.ApplicationSpec(
         name=config.get(options.YARN_APP_NAME) or graph.name, queue=config.get(options.YARN_QUEUE),
         master=master, services=services, tags=["yarnflow"],
@@ -109,9 +115,10 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
     with tempfile.TemporaryDirectory(prefix="yarnflow-submit-") as staging:
-        spec = build_spec(graph, config, specs, Path(staging), security)
         client = skein_client(timeout)
         try:
+            spec = build_spec(graph, config, specs, Path(staging), security,
+                              worker_hosts(client, config))
             app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
             report = bounded(lambda: client.application_report(app_id), timeout,
                              "reading the application report")

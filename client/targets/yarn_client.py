@@ -110,22 +110,49 @@ def prepare_config(config: Configuration) -> Configuration:
     return config
 
 
-def services_plan(specs: list[WorkerSpec], instances: dict[str, int]) -> str:
-    """The container sizes as the ApplicationMaster reads them ($YARNFLOW_SERVICES)."""
-    return encode(json.dumps([
-        {"service": service_name(s), "slot_cpu": s.slot_profile.cpu,
-         "slot_memory_mb": s.slot_profile.memory_mb, "num_slots": s.num_slots,
-         "overhead_mb": s.overhead_mb, "instances": instances.get(s.name, 0)}
-        for s in specs]).encode())
+def worker_hosts(client: Any, config: Configuration) -> list[str]:
+    """The hosts of YARN's running NodeManagers, where executors may be asked to run
+    (none when there are more than yarn.locality.max-hosts: a service per host and
+    container size would make the application's spec too large to be worth it)."""
+    limit = config.get(options.YARN_LOCALITY_MAX_HOSTS)
+    if limit <= 0:
+        return []
+    nodes = bounded(lambda: client.get_nodes(states=["RUNNING"]), config.get(
+        options.YARN_CLIENT_TIMEOUT), "listing YARN's NodeManagers")
+    hosts = sorted({node.id.rsplit(":", 1)[0] for node in nodes})
+    return hosts if len(hosts) <= limit else []
+
+
+def container_services(specs: list[WorkerSpec], instances: dict[str, int], node: NodePython,
+                       env: dict[str, str], hosts: list[str]) -> tuple[dict[str, Any], str]:
+    """The Skein services of the container sizes, and their plan as the ApplicationMaster
+    reads it ($YARNFLOW_SERVICES): per size, one service anywhere (with the containers
+    to start with) and one on each of ``hosts`` (strictly there, none to start with),
+    for executors asked where their input is stored (drivers/yarn.py)."""
+    services: dict[str, Any] = {}
+    plan = []
+    for spec in specs:
+        name = service_name(spec)
+        services[name] = taskexecutor_service(spec, instances.get(spec.name, 0), node, env)
+        on_hosts = {host: f"{name}-h{i}" for i, host in enumerate(hosts)}
+        for host, on_host in on_hosts.items():
+            services[on_host] = taskexecutor_service(spec, 0, node, env, host)
+        plan.append({"service": name, "slot_cpu": spec.slot_profile.cpu,
+                     "slot_memory_mb": spec.slot_profile.memory_mb, "num_slots": spec.num_slots,
+                     "overhead_mb": spec.overhead_mb, "instances": instances.get(spec.name, 0),
+                     "hosts": on_hosts})
+    return services, encode(json.dumps(plan).encode())
 
 
 def taskexecutor_service(spec: WorkerSpec, instances: int, node: NodePython,
-                         env: dict[str, str]) -> Any:
-    """One container size: a Skein service whose containers run a TaskExecutor. Skein
-    neither restarts nor gives up on them; the ResourceManager decides."""
+                         env: dict[str, str], host: str = "") -> Any:
+    """One container size (on ``host``, or anywhere): a Skein service whose containers
+    run a TaskExecutor. Skein neither restarts nor gives up on them; the
+    ResourceManager decides."""
     import skein
     return skein.Service(
         resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
+        nodes=[host] if host else None, relax_locality=False,
         instances=instances, max_restarts=0, allow_failures=True, files=dict(node.files), env=env,
         script=node.script(f"yarnflow.taskexecutor --yarn --slots {spec.num_slots} "
                            f"--slot-cpu {spec.slot_profile.cpu:g} "

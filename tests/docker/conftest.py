@@ -5,11 +5,14 @@ unless it was up before they started or YARNFLOW_KEEP_CLUSTER is set. Its hosts 
 and at their addresses on the cluster's own bridge network, nothing else."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +37,18 @@ class DockerCluster:
         """``cmd`` on the edge host, in the checkout (`cluster edge`)."""
         return subprocess.run([sys.executable, str(CLUSTER), "edge", *cmd], capture_output=True,
                               text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **self.env})
+
+    def rest(self, path: str) -> Any:
+        """The ResourceManager's REST API (and its web proxy, to an application's page),
+        at the ResourceManager host's address on the cluster's network."""
+        with urllib.request.urlopen(self.env["YARNFLOW_TEST_YARN_RM"] + path, timeout=15) as answer:
+            return json.load(answer)
+
+    def wait_ready(self) -> None:
+        """Until every host is back (`cluster wait`), e.g. after `docker start nm2`."""
+        done = subprocess.run([sys.executable, str(CLUSTER), "wait"], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, **self.env})
+        assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.fixture(scope="package")

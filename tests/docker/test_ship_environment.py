@@ -2,7 +2,8 @@
 client's virtual environment (on the edge host) is packed, uploaded to HDFS once under
 its content digest and localized with PUBLIC visibility, so each host downloads it
 once however many containers and applications use it. The README's example, run
-per-job from the edge host with its data on HDFS, gives exactly pyarrow's answer."""
+per-job from the edge host with its data on HDFS, gives exactly pyarrow's answer
+(tests/yarn, which runs on the same edge host, runs it in a session too)."""
 from __future__ import annotations
 
 import json
@@ -38,8 +39,8 @@ print(json.dumps({"cached": sorted(os.path.basename(p) for p in cached), "stray"
 """
 
 
-def run_example(cluster: DockerCluster, base: str, *target: str) -> dict:
-    run = cluster.edge("yarnflow", "run", *(target or ("-t", "yarn-per-job")), "--attach", "--no-progress",
+def run_example(cluster: DockerCluster, base: str) -> dict:
+    run = cluster.edge("yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress",
                        *FAST, "examples/skewed_join.py", "--", "--rows", "30000", "--data", f"{base}/data",
                        "--out", f"{base}/out", timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -67,7 +68,10 @@ def test_the_example_runs_on_hosts_without_yarnflow_with_the_environment_shipped
         docker_cluster: DockerCluster):
     base = f"hdfs://rm:9000/tmp/yarnflow-tests/ship-{uuid.uuid4().hex[:8]}"
     assert run_example(docker_cluster, base) == {"rows": 30000, "exact": True}
-    assert run_example(docker_cluster, base + "-again") == {"rows": 30000, "exact": True}
+    again = docker_cluster.edge("yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress",
+                                *FAST, "tests/yarn/pipelines/shapes.py", "--", "two-profiles",
+                                "--work", "0", "--out", f"{base}-again/out", timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     archive = shipped_archive(docker_cluster)        # one upload for both applications
     downloads = {}
     for host in WORKERS:
@@ -78,24 +82,6 @@ def test_the_example_runs_on_hosts_without_yarnflow_with_the_environment_shipped
     # still nothing of yarnflow's for the host's own Python
     for host in WORKERS:
         assert docker_cluster.on(host, "python3", "-c", "import yarnflow").returncode != 0
-
-
-def test_the_example_runs_in_a_session_on_hosts_without_yarnflow(docker_cluster: DockerCluster):
-    started = docker_cluster.edge("yarnflow", "session", "start", "--name", "docker-session",
-                                  "--min-executors", "1", *FAST, timeout=600)
-    assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
-    app_id = next(w for w in started.stdout.split() if w.startswith("application_"))
-    try:
-        base = f"hdfs://rm:9000/tmp/yarnflow-tests/session-{uuid.uuid4().hex[:8]}"
-        assert run_example(docker_cluster, base, "-t", "yarn-session", "-a", "docker-session") == \
-            {"rows": 30000, "exact": True}
-    finally:
-        stopped = docker_cluster.edge("yarnflow", "session", "stop", app_id, timeout=300)
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    archive = shipped_archive(docker_cluster)
-    for host in WORKERS:
-        state = host_state(docker_cluster, host)
-        assert state["stray"] == [] and state["cached"].count(archive) <= 1, (host, state)
 
 
 def test_a_host_that_cannot_run_the_interpreter_is_named_in_one_line(docker_cluster: DockerCluster):

@@ -129,10 +129,13 @@ class FakeTaskExecutor:
 class FakeResourceManager:
     def __init__(self) -> None:
         self.requests: dict[str, ResourceSpec] = {}
+        self.hosts: dict[str, tuple[str, ...]] = {}
         self.disconnected = ""
 
-    def request_slot(self, allocation_id: str, profile: ResourceSpec) -> "Future[Any]":
+    def request_slot(self, allocation_id: str, profile: ResourceSpec,
+                     preferred_hosts: tuple[str, ...] = ()) -> "Future[Any]":
         self.requests[allocation_id] = profile
+        self.hosts[allocation_id] = preferred_hosts
         return done()
 
     def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":

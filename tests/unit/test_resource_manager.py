@@ -30,7 +30,7 @@ class FakeDriver(ResourceDriver):
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
         self.events = events
 
-    def request_worker(self, spec: WorkerSpec) -> str:
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
         resource_id = f"container-{len(self.requested)}"
         self.requested.append((resource_id, spec))
         return resource_id

@@ -19,13 +19,15 @@ class Actions:
 
     def __init__(self) -> None:
         self.started: list[tuple[str, WorkerSpec]] = []
+        self.hosts: dict[str, tuple[str, ...]] = {}     # resource id -> hosts it was asked on
         self.stopped: list[str] = []
         self.allocations: list[tuple[str, int, str]] = []
         self.failures: list[tuple[str, str]] = []
 
-    def start_worker(self, spec: WorkerSpec) -> str:
+    def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
         resource_id = f"worker-{len(self.started)}"
         self.started.append((resource_id, spec))
+        self.hosts[resource_id] = hosts
         return resource_id
 
     def stop_worker(self, resource_id: str, reason: str) -> None:
@@ -38,8 +40,9 @@ class Actions:
         self.failures.append((request.allocation_id, cause))
 
 
-def request(allocation_id: str, profile: R = SMALL, job: str = "job-1") -> SlotRequest:
-    return SlotRequest(allocation_id, job, "jm-1", "jm:1", profile)
+def request(allocation_id: str, profile: R = SMALL, job: str = "job-1",
+            hosts: tuple[str, ...] = ()) -> SlotRequest:
+    return SlotRequest(allocation_id, job, "jm-1", "jm:1", profile, hosts)
 
 
 @pytest.fixture
@@ -244,3 +247,50 @@ def test_a_transition_the_table_does_not_allow_raises(actions, clock):
         sm.workers["worker-0"].slots[0].transition(SlotState.PENDING)
     with pytest.raises(IllegalStateTransition, match="PENDING -> WAITING_FOR_WORKER"):
         sm.requests["a1"].transition(RequestState.WAITING_FOR_WORKER)
+
+
+# --- locality: asked for, never waited for ----------------------------------------------
+def test_a_worker_started_for_a_request_is_asked_on_its_preferred_hosts(actions, clock):
+    sm = manager(actions, clock)
+    sm.request_slot(request("a", hosts=("nm2", "nm1")))
+    sm.request_slot(request("b"))
+    assert actions.hosts == {"worker-0": ("nm2", "nm1"), "worker-1": ()}
+
+
+def test_a_request_joins_a_starting_worker_on_its_host_before_another(actions, clock):
+    sm = manager(actions, clock, slots=2)
+    sm.request_slot(request("a", hosts=("nm1",)))
+    sm.request_slot(request("b", hosts=("nm2",)))     # worker-0 has room, but on nm1
+    assert [r for r, _ in actions.started] == ["worker-0"], "room on a starting worker is used"
+    sm.request_slot(request("c", hosts=("nm2",)))
+    sm.request_slot(request("d", hosts=("nm1",)))
+    # b took worker-0's second place (no worker was starting on nm2); c starts one there;
+    # d finds worker-0 full and joins the nm2 worker rather than start a third
+    assert [r for r, _ in actions.started] == ["worker-0", "worker-1"]
+    assert actions.hosts["worker-1"] == ("nm2",)
+    assert sm.requests["c"].worker == "worker-1" and sm.requests["d"].worker == "worker-1"
+
+
+def test_a_request_prefers_the_starting_worker_on_its_own_host(actions, clock):
+    sm = manager(actions, clock, slots=2)
+    sm.request_slot(request("a", hosts=("nm1",)))
+    sm.request_slot(request("b", hosts=("nm2",)))
+    sm.request_slot(request("c", hosts=("nm3",)))    # both full-ish: worker-0 full, starts worker-1
+    sm.request_slot(request("d", hosts=("nm3",)))
+    assert sm.requests["d"].worker == sm.requests["c"].worker == "worker-1"
+    assert actions.hosts["worker-1"] == ("nm3",)
+
+
+def test_a_starting_worker_asked_again_elsewhere_keeps_its_reservations(actions, clock):
+    sm = manager(actions, clock, slots=2)
+    sm.request_slot(request("a", hosts=("nm1",)))
+    sm.request_slot(request("b", hosts=("nm1",)))
+    sm.worker_moved("worker-0", "worker-0-anywhere")
+    assert set(sm.pending_workers) == {"worker-0-anywhere"}
+    assert sm.pending_workers["worker-0-anywhere"].host == ""
+    assert sm.requests["a"].worker == sm.requests["b"].worker == "worker-0-anywhere"
+    register(sm, "worker-0-anywhere", slots=2)
+    assert sorted(a for _, _, a in actions.allocations) == ["a", "b"]
+    assert [r for r, _ in actions.started] == ["worker-0"], "no worker started for the move"
+    sm.worker_moved("worker-0", "late")              # already moved: nothing happens
+    assert "late" not in sm.pending_workers

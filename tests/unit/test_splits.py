@@ -175,3 +175,36 @@ def test_an_in_memory_table_travels_in_its_splits_not_in_every_deployment(tmp_pa
                 rows.extend(pa.ipc.open_stream(split.ipc).read_all()["x"].to_pylist())
     assert sorted(rows) == list(range(100_000)), "every row once"
     h.close()
+
+
+# --- where source subtasks should run (asked of YARN before any of them reads) ----------
+def test_subtasks_are_spread_over_the_hosts_in_proportion_to_what_they_store():
+    from yarnflow.appmaster.jobmaster.splits import spread_over_hosts
+    thirds = [("nm1", "nm2"), ("nm2", "nm3"), ("nm3", "nm1")] * 4     # replication 2 over 3
+    assert sorted(spread_over_hosts(thirds, 3)) == ["nm1", "nm2", "nm3"]
+    assert len(set(spread_over_hosts(thirds, 2))) == 2
+    skewed = [("nm1",)] * 6 + [("nm2",)] * 3
+    assert sorted(spread_over_hosts(skewed, 3)) == ["nm1", "nm1", "nm2"]
+    assert spread_over_hosts([(), ()], 2) == ["", ""], "splits that name no host: anywhere"
+
+
+def test_the_assigner_names_each_subtasks_host():
+    assigner = InputSplitAssigner([Split("a1", ("a",)), Split("b1", ("b",))], parallelism=2)
+    assert sorted(assigner.host_for(i) for i in range(2)) == ["a", "b"]
+    assert assigner.host_for(5) == ""
+
+
+def test_a_source_subtasks_slot_request_names_the_host_of_its_splits():
+    from tests.unit.fakes import Harness, ManualMainThread
+    from tests.unit.test_scheduler import chain
+    from yarnflow.conf import Configuration
+    h = Harness(chain(2), Configuration.load(overrides=["restart-strategy.type=none"]),
+                main=ManualMainThread())
+    try:
+        source = next(v for v in h.jm.graph.vertices_topologically() if v.is_source)
+        h.jm._splits[source.id] = InputSplitAssigner(
+            [Split("a1", ("nm1",)), Split("b1", ("nm2",))], parallelism=2)
+        h.start()
+        assert sorted(h.rm.hosts.values()) == [("nm1",), ("nm2",)]
+    finally:
+        h.close()

@@ -44,7 +44,7 @@ def test_each_profile_gets_its_own_container_size_packed_up_to_the_slot_limit():
     heavy, light = specs[R(1, "3g")], specs[R(1, "512m")]
     assert (heavy.num_slots, heavy.container.memory_mb, heavy.vcores) == (2, 6400, 2)
     assert (light.num_slots, light.container.memory_mb, light.vcores) == (6, 3328, 6)
-    assert initial_instances(graph, config, specs) == {heavy.name: 1, light.name: 1}
+    assert initial_instances(graph, config, specs, []) == {heavy.name: 1, light.name: 1}
 
 
 def test_one_slot_per_container_by_default_and_lazy_jobs_start_nothing_up_front():
@@ -52,7 +52,7 @@ def test_one_slot_per_container_by_default_and_lazy_jobs_start_nothing_up_front(
     graph = two_profile_job("LAZY_FROM_SOURCES").job_graph(config)
     specs = plan_containers(graph, config)
     assert {s.num_slots for s in specs.values()} == {1}
-    assert set(initial_instances(graph, config, specs).values()) == {0}
+    assert set(initial_instances(graph, config, specs, []).values()) == {0}
 
 
 def test_packing_stops_at_the_largest_container():
@@ -185,7 +185,7 @@ def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_
     graph = two_profile_job().job_graph(config)
     creds = generate_application_credentials()
     spec = build_spec(graph, config, plan_containers(graph, config), tmp_path,
-                      skein.Security(cert_bytes=creds.cert_pem, key_bytes=creds.key_pem))
+                      skein.Security(cert_bytes=creds.cert_pem, key_bytes=creds.key_pem), [])
     assert spec.master.files == {} and "--job" not in spec.master.script
     sent = jobgraph_pb2.JobGraph.FromString(base64.b64decode(spec.master.env[JOB_ENV]))
     assert jobgraph_from_proto(sent).job_id == graph.job_id
@@ -205,7 +205,7 @@ def test_a_job_too_big_for_the_environment_is_localized_as_a_file(tmp_path):
     p.from_arrow(pa.table({"x": pa.array(range(JOB_ENV_LIMIT // 4), pa.int64())})) \
         .write_parquet(str(tmp_path / "out"))
     graph = p.job_graph(config)
-    spec = build_spec(graph, config, plan_containers(graph, config), tmp_path, None)
+    spec = build_spec(graph, config, plan_containers(graph, config), tmp_path, None, [])
     assert "job.pb" in spec.master.files and spec.master.script.endswith("--job job.pb")
     assert JOB_ENV not in spec.master.env
 
@@ -261,7 +261,7 @@ def test_the_application_asks_yarn_for_the_configured_attempts(tmp_path):
     for attempts in ("1", "3"):
         config = yarn_config(f"yarn.application-attempts={attempts}")
         graph = two_profile_job().job_graph(config)
-        spec = build_spec(graph, config, plan_containers(graph, config), tmp_path, None)
+        spec = build_spec(graph, config, plan_containers(graph, config), tmp_path, None, [])
         assert spec.max_attempts == int(attempts)
 
 
@@ -329,3 +329,123 @@ def test_a_job_that_ended_in_an_earlier_attempt_is_not_run_again(tmp_path):
     assert ended_in_an_earlier_attempt(history, "running-job", attempt=2) is None
     assert ended_in_an_earlier_attempt(history, "unknown-job", attempt=2) is None
     assert ended_in_an_earlier_attempt(history, "failed-job", attempt=1) is None   # no lookup
+
+
+# --- locality: a service per container size and worker host ------------------------------
+def test_each_container_size_gets_a_service_strictly_on_each_worker_host(tmp_path):
+    from yarnflow.appmaster.yarn_entrypoint import load_worker_specs
+    from yarnflow.core.contract import SERVICES_ENV, decode_env
+    from yarnflow.targets.yarn import build_spec
+    config = yarn_config()
+    graph = two_profile_job().job_graph(config)
+    specs = plan_containers(graph, config)
+    spec = build_spec(graph, config, specs, tmp_path, None, ["nm1", "nm2"])
+    assert len(spec.services) == 2 * 3
+    on_hosts = {name: s for name, s in spec.services.items() if s.nodes}
+    assert sorted(s.nodes[0] for s in on_hosts.values()) == ["nm1", "nm1", "nm2", "nm2"]
+    assert all(not s.relax_locality and s.instances == 0 for s in on_hosts.values())
+    import os
+    os.environ[SERVICES_ENV] = spec.master.env[SERVICES_ENV]
+    try:
+        plan = load_worker_specs(decode_env(SERVICES_ENV))
+    finally:
+        del os.environ[SERVICES_ENV]
+    for worker in specs.values():
+        for host in ("nm1", "nm2"):
+            service = plan.host_services[(worker.name, host)]
+            assert spec.services[service].nodes == [host]
+            assert spec.services[service].resources == spec.services[plan.services[worker.name]].resources
+
+
+def test_a_job_that_reads_files_starts_no_container_before_its_splits_are_known(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    config = yarn_config()
+    pq.write_table(pa.table({"x": [1, 2]}), tmp_path / "in.parquet")
+    p = yf.Pipeline("reads")
+    p.read_parquet(str(tmp_path / "in.parquet")).write_parquet(str(tmp_path / "out"))
+    graph = p.job_graph(config)
+    specs = plan_containers(graph, config)
+    assert set(initial_instances(graph, config, specs, ["nm1"]).values()) == {0}
+    assert sum(initial_instances(graph, config, specs, []).values()) >= 1, \
+        "without hosts to ask on, YARN starts them with the application as before"
+
+
+class _Container:
+    def __init__(self, service: str, n: int) -> None:
+        self.id = f"{service}_{n}"
+        self.state = "REQUESTED"
+
+
+class _SkeinApp:
+    """Skein's ApplicationClient as the driver uses it: containers it asked for stay
+    REQUESTED until the test places them."""
+    def __init__(self) -> None:
+        self.added: list[str] = []
+        self.containers: dict[str, _Container] = {}
+        self.killed: list[str] = []
+
+    def add_container(self, service: str) -> _Container:
+        self.added.append(service)
+        container = _Container(service, len(self.added))
+        self.containers[container.id] = container
+        return container
+
+    def kill_container(self, container_id: str) -> None:
+        self.killed.append(container_id)
+        self.containers[container_id].state = "KILLED"
+
+    def get_containers(self, states: list[str]) -> list[_Container]:
+        return [c for c in self.containers.values() if c.state in states]
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.moved: list[tuple[str, str]] = []
+        self.terminated: list[str] = []
+
+    def on_worker_terminated(self, resource_id: str, cause: str) -> None:
+        self.terminated.append(resource_id)
+
+    def on_worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+        self.moved.append((resource_id, new_resource_id))
+
+
+def _driver(app: _SkeinApp, clock=None):
+    from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
+    from yarnflow.core.clock import ManualClock
+    spec = WorkerSpec(R(1, 1024), 1, 256)
+    clock = clock or ManualClock()
+    driver = YarnDriver(yarn_config("yarn.locality.wait=3 s"), app, {spec.name: "te-a"}, R(8, 8192),
+                        {(spec.name, "nm1"): "te-a-h0", (spec.name, "nm2"): "te-a-h1"}, clock)
+    events = _Events()
+    driver._events = events
+    return driver, spec, clock, events
+
+
+def test_the_driver_asks_for_a_worker_in_the_service_of_its_best_host_it_has():
+    app = _SkeinApp()
+    driver, spec, _, _ = _driver(app)
+    driver.request_worker(spec, ("nm2", "nm1"))
+    driver.request_worker(spec, ("nm9", "nm1"))      # no service on nm9: the next best
+    driver.request_worker(spec, ("nm9",))
+    driver.request_worker(spec)
+    assert app.added == ["te-a-h1", "te-a-h0", "te-a", "te-a"]
+
+
+def test_a_worker_its_host_did_not_take_within_the_locality_wait_is_asked_anywhere():
+    app = _SkeinApp()
+    driver, spec, clock, events = _driver(app)
+    waiting = driver.request_worker(spec, ("nm1",))
+    placed = driver.request_worker(spec, ("nm2",))
+    app.containers[placed].state = "RUNNING"          # nm2 took its container in time
+    clock.advance(5 + 2.9)          # Skein's idle heartbeat passes it on, then the wait
+    driver._ask_anywhere_when_overdue()
+    assert app.killed == [] and events.moved == []
+    clock.advance(0.2)
+    driver._ask_anywhere_when_overdue()
+    assert app.killed == [waiting], "the strict request is withdrawn"
+    assert app.added[-1] == "te-a" and events.moved == [(waiting, "te-a_3")]
+    clock.advance(10)
+    driver._ask_anywhere_when_overdue()
+    assert len(app.added) == 3, "asked anywhere once, and the placed one is left alone"

@@ -1,6 +1,12 @@
-"""The real YARN for the end-to-end tests: `docker-hadoop/native/cluster up` (a
-ResourceManager, three NodeManagers and HDFS from Hadoop 3.5 jars) once per session,
-and `down` at the end unless it was already up before the tests started."""
+"""The real YARN for the end-to-end tests. Where it is depends on YARNFLOW_TEST_CLUSTER
+(tests/conftest.py): by default this folder runs on the edge host of the dockerised
+cluster (relayed by tests/docker/test_yarn_tier.py), where "given" names the cluster
+in the environment; with "native", `docker-hadoop/native/cluster up` starts one on this
+machine for the run and `down` stops it, unless it was up before the tests started.
+
+Faults come from outside the application, as on a cluster whose hosts the tests do not
+log in to: a container is killed by its NodeManager (YARN's signal-to-container API,
+SIGKILL to its processes), and what is left is what the NodeManagers still list."""
 from __future__ import annotations
 
 import getpass
@@ -8,6 +14,7 @@ import io
 import json
 import os
 import posixpath
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -16,28 +23,36 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import wait_until
+from tests.conftest import wait_until, yarn_test_cluster
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "docker-hadoop" / "native" / "cluster"
 PIPELINES = Path(__file__).resolve().parent / "pipelines"
+MODE = yarn_test_cluster()
 # The native cluster's hosts are this machine: they share the client's interpreter,
-# which yarn.python names (a real cluster's nodes get the client's environment shipped).
-FAST = ["-D", f"yarn.python={sys.executable}",
+# which yarn.python names. On a cluster of hosts the client's environment is shipped.
+SHARED_PYTHON = ["-D", f"yarn.python={sys.executable}"] if MODE == "native" else []
+FAST = [*SHARED_PYTHON,
         "-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=20 s",
         "-D", "resourcemanager.taskmanager-timeout=3 s", "-D", "slot.idle.timeout=1 s",
         "-D", "slot.request.timeout=120 s", "-D", "job.cancel.timeout=20 s"]
 FINISHED = ("FINISHED", "FAILED", "KILLED")
+# The hosts with a NodeManager and a DataNode each, and the NameNode's web address.
+HOSTS = tuple(os.environ.get("YARNFLOW_TEST_HOSTS", "127.0.0.2,127.0.0.3,127.0.0.4").split(","))
+NAMENODE_HTTP = os.environ.get("YARNFLOW_TEST_HDFS_HTTP", "127.0.0.1:9870")
+DATANODE_PORT = 9866
 
 
 @pytest.fixture(scope="session")
 def yarn_cluster() -> "YarnRest":
+    if MODE == "given":
+        yield YarnRest(os.environ["YARNFLOW_TEST_YARN_RM"])
+        return
     proc = subprocess.run([sys.executable, str(CLUSTER), "up"], capture_output=True, text=True,
                           timeout=900)
     if proc.returncode != 0:
@@ -56,11 +71,6 @@ def yarn_cluster() -> "YarnRest":
             subprocess.run([sys.executable, str(CLUSTER), "down"], capture_output=True, timeout=120)
 
 
-# The hosts of docker-hadoop/native/cluster: a NodeManager and a DataNode on each.
-HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
-DATANODE_PORT = 9866
-
-
 @pytest.fixture(scope="session")
 def hdfs(yarn_cluster: "YarnRest") -> "Hdfs":
     return Hdfs(os.environ["YARNFLOW_TEST_HDFS"])
@@ -74,7 +84,7 @@ class Hdfs:
         self.default_fs = default_fs
         self.settings = FileSystemSettings(
             default_fs=default_fs, user=getpass.getuser(),
-            hdfs_http_addresses=((urlsplit(default_fs).netloc, "127.0.0.1:9870"),))
+            hdfs_http_addresses=((urlsplit(default_fs).netloc, NAMENODE_HTTP),))
         self.fs = open_filesystem(default_fs + "/", self.settings)
 
     def scratch(self, name: str) -> str:
@@ -95,17 +105,19 @@ class Hdfs:
 
     def write_table_on(self, table: pa.Table, uri: str, host: str, **options: Any) -> None:
         """A Parquet file whose blocks are all stored on ``host``: WebHDFS's
-        ``excludedatanodes`` leaves the NameNode one DataNode to write through, and
-        HDFS puts a writer's blocks on its own host."""
+        ``excludedatanodes`` (by address) leaves the NameNode one DataNode to write
+        through, HDFS puts a writer's blocks on its own host, and one replica keeps
+        them there."""
         buffer = io.BytesIO()
         pq.write_table(table, buffer, **options)
-        others = ",".join(f"{h}:{DATANODE_PORT}" for h in HOSTS if h != host)
+        others = ",".join(f"{socket.gethostbyname(h)}:{DATANODE_PORT}" for h in HOSTS if h != host)
         webhdfs = self.fs.webhdfs
 
         def create() -> Any:
             try:   # the NameNode may pass over a DataNode that just missed a heartbeat
                 return webhdfs._call("CREATE", method="put", path=self.fs.path(uri),
-                                     redirect=False, overwrite="true", excludedatanodes=others)
+                                     redirect=False, overwrite="true", excludedatanodes=others,
+                                     replication="1")
             except RuntimeError as err:
                 if "Failed to find datanode" in str(err):
                     return None
@@ -130,47 +142,14 @@ class Hdfs:
                 if n.startswith(f".{base}.yarnflow-")]
 
 
-def appmaster_process(app_id: str) -> psutil.Process:
-    """The yarnflow ApplicationMaster of ``app_id`` (a process of its first container)."""
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if "yarnflow.appmaster" in cmd:
-            try:
-                if app_id in proc.cwd():
-                    return proc
-            except psutil.Error:
-                pass
-    raise AssertionError(f"no ApplicationMaster process of {app_id}")
-
-
-def taskexecutor_processes(app_id: str) -> list[psutil.Process]:
-    """The yarnflow TaskExecutor processes of ``app_id``'s containers."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or [])
-        if "yarnflow.taskexecutor" in cmd and "--yarn" in cmd:
-            try:
-                if app_id in proc.cwd():
-                    found.append(proc)
-            except psutil.Error:
-                pass
-    return found
-
-
-def container_of(proc: psutil.Process) -> str:
-    """The YARN container a process runs in (its working directory is the container's)."""
-    return next(part for part in proc.cwd().split("/") if part.startswith("container_"))
-
-
-def kill_and_watch_replacement(yarn: "YarnRest", app_id: str, victim: psutil.Process
-                               ) -> tuple[str, tuple[int, int], tuple[int, int]]:
-    """Kill ``victim`` (a TaskExecutor's process) and wait for YARN to list a container
-    the application did not have before. Returns the killed container, its size and
-    the new one's, as (MB, vcores)."""
+def kill_and_watch_replacement(yarn: "YarnRest", app_id: str, killed: str
+                               ) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Kill the container ``killed`` (a TaskExecutor's) and wait for YARN to list a
+    container the application did not have before. Returns the killed container's size
+    and the new one's, as (MB, vcores)."""
     sizes = {c["containerId"]: (c["allocatedMB"], c["allocatedVCores"])
              for c in yarn.running_containers(app_id)}
-    killed = container_of(victim)
-    victim.kill()
+    yarn.kill_container(killed)
 
     def replacement() -> tuple[int, int] | None:
         for c in yarn.running_containers(app_id):
@@ -179,7 +158,26 @@ def kill_and_watch_replacement(yarn: "YarnRest", app_id: str, victim: psutil.Pro
         return None
     new_size = wait_until(replacement, 120, f"YARN to list a container replacing {killed}",
                           interval=0.3)
-    return killed, sizes[killed], new_size
+    return sizes[killed], new_size
+
+
+def executor_container(app_id: str, resource_id: str) -> str:
+    """The YARN container of the executor ``resource_id`` (Skein's container id), as
+    the application's Skein master tells it with the client's credentials."""
+    import skein
+    from yarnflow.targets.app_store import ApplicationStore
+    from yarnflow.targets.yarn_client import skein_client
+    tls = ApplicationStore().credentials(app_id)
+    client = skein_client(30)
+    try:
+        app = client.connect(app_id, wait=False, security=skein.Security(
+            cert_bytes=tls.cert_pem, key_bytes=tls.key_pem))
+        for container in app.get_containers():
+            if container.id == resource_id:
+                return container.yarn_container_id
+    finally:
+        client.close()
+    raise AssertionError(f"no container of executor {resource_id} in {app_id}")
 
 
 def submitted_job_id(proc: subprocess.CompletedProcess[str]) -> str:
@@ -213,6 +211,45 @@ class YarnRest:
         attempt = attempts[-1]["appAttemptId"]
         data = self.get(f"/ws/v1/cluster/apps/{app_id}/appattempts/{attempt}/containers")
         return (data or {}).get("container", []) if isinstance(data, dict) else []
+
+    def appmaster_container(self, app_id: str) -> str:
+        """The container of the application's current ApplicationMaster attempt."""
+        attempts = self.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+        return attempts[-1]["containerId"]
+
+    def executor_containers(self, app_id: str) -> list[str]:
+        """The application's live containers but its ApplicationMaster's, sorted."""
+        am = self.appmaster_container(app_id)
+        return sorted(c["containerId"] for c in self.running_containers(app_id)
+                      if c["containerId"] != am)
+
+    def kill_container(self, container_id: str) -> None:
+        """SIGKILL to the container's processes, sent by its NodeManager: no goodbye to
+        Skein, YARN or the job, as when its process is killed on its host."""
+        request = urllib.request.Request(
+            f"{self.base}/ws/v1/cluster/containers/{container_id}/signal/FORCEFUL_SHUTDOWN"
+            f"?user.name={getpass.getuser()}", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200, f"signalling {container_id}: HTTP {response.status}"
+
+    def kill_appmaster(self, app_id: str) -> str:
+        """Kill the current ApplicationMaster's container; return its id."""
+        container = self.appmaster_container(app_id)
+        self.kill_container(container)
+        return container
+
+    def node_containers(self, app_id: str) -> list[str]:
+        """Containers of the application that any NodeManager still has (a container
+        YARN has let go of but whose processes live on would be listed here)."""
+        nodes = (self.get("/ws/v1/cluster/nodes").get("nodes") or {}).get("node", [])
+        left = []
+        for node in nodes:
+            url = f"http://{node['nodeHTTPAddress']}/ws/v1/node/containers"
+            with urllib.request.urlopen(url, timeout=10) as response:
+                listed = (json.load(response).get("containers") or {}).get("container", [])
+            left += [c["id"] for c in listed if app_id.removeprefix("application_") in c["id"]
+                     and c.get("state") != "DONE"]
+        return left
 
     def wait_finished(self, app_id: str, timeout: float = 240) -> dict:
         return wait_until(lambda: (a := self.app(app_id))["state"] in FINISHED and a,

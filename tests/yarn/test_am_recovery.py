@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.conftest import wait_until
-from tests.yarn.conftest import FAST, ROOT, appmaster_process, yarnflow
+from tests.yarn.conftest import FAST, ROOT, yarnflow
 from tests.yarn.pipelines.shapes import keyed
 from tests.yarn.test_cluster_data import SHAPES, numbers, sink_is_writing
 from yarnflow.targets.yarn_apps import YarnApplication
@@ -68,7 +68,7 @@ def test_a_killed_appmaster_is_replaced_by_a_second_attempt_that_finishes_the_jo
         first_job = app.job_details()
     assert first_job is not None and first_job.application_attempt == 1
 
-    appmaster_process(app_id).kill()          # SIGKILL: no goodbye to Skein or YARN
+    yarn_cluster.kill_appmaster(app_id)      # SIGKILL: no goodbye to Skein or YARN
 
     def second_attempt_running() -> bool:
         status = yarnflow("status", app_id)
@@ -133,7 +133,7 @@ def test_with_job_recovery_a_new_attempt_runs_only_the_stage_that_had_not_finish
     assert status["permission"] == "700", "a job's results are its owner's only"
 
     killed_at = time.time()
-    appmaster_process(app_id).kill()
+    yarn_cluster.kill_appmaster(app_id)
 
     assert run.wait(400) == 0, run.output[-4000:]
     report = yarn_cluster.wait_finished(app_id, timeout=60)

@@ -1,7 +1,7 @@
 """Data on the cluster's file system, end to end on the real Hadoop 3.5 cluster: inputs
-and outputs on HDFS (whose blocks live on the same three hosts as the NodeManagers),
-splits read on the hosts that store them, and an output commit that never shows a
-partial or mixed result."""
+and outputs on HDFS (whose blocks live on the same three hosts as the NodeManagers)
+and an output commit that never shows a partial or mixed result. Splits read on the
+hosts that store them: test_locality.py."""
 from __future__ import annotations
 
 import threading
@@ -11,12 +11,8 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import wait_until
-from tests.yarn.conftest import (FAST, HOSTS, PIPELINES, appmaster_process, submitted_app_id,
-                                 submitted_job_id, yarnflow)
-from yarnflow.rpc.archive import open_archive
-from yarnflow.conf import Configuration
+from tests.yarn.conftest import FAST, PIPELINES, submitted_app_id, yarnflow
 from yarnflow.core.status import ExecutionState
-from yarnflow.targets.history import history_location
 from yarnflow.targets.yarn_apps import YarnApplication
 
 SHAPES = str(PIPELINES / "shapes.py")
@@ -37,40 +33,6 @@ def sink_is_writing(app: YarnApplication, hdfs, out: str) -> bool:
     sink = next(v for v in details.vertices if v.name == "parquet-sink")
     return any(s.state == ExecutionState.RUNNING for s in sink.subtasks) and bool(
         hdfs.files_being_written(out))
-
-
-def test_splits_are_read_on_the_hosts_that_store_them(yarn_cluster, hdfs):
-    """15 blocks, 5 on each DataNode (one file per host), read by one source subtask per
-    host: at least 90 % of the splits must be read where they are stored."""
-    base = hdfs.scratch("locality")
-    expected = []
-    for i, host in enumerate(HOSTS):
-        # 600,000 rows of two incompressible int64 columns: ~9.6 MB, ten 1 MiB blocks
-        # and five row groups of ~1.9 MB, all on `host`
-        table = numbers(i * 600_000, 600_000)
-        hdfs.write_table_on(table, f"{base}/input/part-{i}.parquet", host,
-                            row_group_size=120_000, compression="none")
-        expected.append(table)
-        assert set(hdfs.block_hosts(f"{base}/input/part-{i}.parquet")) == {(host,)}
-    assert sum(len(hdfs.block_hosts(f"{base}/input/part-{i}.parquet"))
-               for i in range(3)) >= 12
-
-    proc = yarnflow("run", "-t", "yarn-per-job", "--attach", *FAST, SHAPES, "--", "copy",
-                    "--input", f"{base}/input", "--out", f"{base}/out", "--parallelism", "3",
-                    timeout=400)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    got = hdfs.read_table(f"{base}/out").sort_by("k")
-    assert got.equals(pa.concat_tables(expected).select(got.column_names))
-
-    details = open_archive(history_location(Configuration.load())).load(submitted_job_id(proc))
-    source = next(v for v in details.vertices if v.name == "parquet-source")
-    hosts = sorted(s.host for s in source.subtasks)
-    assert hosts == sorted(HOSTS), f"the precondition, one reader per host, failed: {hosts}"
-    local = sum(s.splits_local for s in source.subtasks)
-    remote = sum(s.splits_remote for s in source.subtasks)
-    assert local + remote == 15
-    assert local / 15 >= 0.9, f"{local} of 15 splits read locally: " + ", ".join(
-        f"{s.host} {s.splits_local}/{s.splits_remote}" for s in source.subtasks)
 
 
 def overwrite_while_sink_writes(hdfs, name: str, *options: str) -> tuple[str, pa.Table, str]:
@@ -104,7 +66,7 @@ def test_a_killed_appmaster_leaves_the_target_and_the_next_run_clears_its_stagin
     # one attempt: the crash ends the application (test_am_recovery covers a second)
     out, old, app_id = overwrite_while_sink_writes(hdfs, "am-kill", "-D",
                                                    "yarn.application-attempts=1")
-    appmaster_process(app_id).kill()
+    yarn_cluster.kill_appmaster(app_id)
     assert yarn_cluster.wait_finished(app_id, timeout=120)["finalStatus"] == "FAILED"
     assert hdfs.read_table(out).equals(old)
     assert hdfs.leftovers(out), "the killed job's staging directory (the crash's leftover)"

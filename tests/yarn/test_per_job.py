@@ -1,4 +1,4 @@
-"""yarn-per-job end to end, on the real Hadoop 3.5 cluster of docker-hadoop/native."""
+"""yarn-per-job end to end, on a real Hadoop 3.5 cluster (tests/yarn/conftest.py)."""
 from __future__ import annotations
 
 import os
@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import wait_until
 from yarnflow.core.status import ExecutionState
 from yarnflow.targets.yarn_apps import YarnApplication
-from tests.yarn.conftest import (FAST, PIPELINES, container_of, kill_and_watch_replacement,
-                                 load_example, submitted_app_id, taskexecutor_processes, yarnflow)
+from tests.yarn.conftest import (FAST, PIPELINES, kill_and_watch_replacement, load_example,
+                                 submitted_app_id, yarnflow)
 
 SHAPES = str(PIPELINES / "shapes.py")
 SMALL_BATCHES = ["-D", "pipeline.batch-rows=250"]   # several batches, so rebalance feeds all
@@ -128,10 +128,10 @@ def test_without_restarts_a_container_killed_from_outside_fails_the_job_with_its
     with YarnApplication(app_id, timeout=30) as app:
         wait_until(lambda: _subtasks_running(app, "work", 2), 120, "both subtasks to run",
                    interval=0.5)
-    victims = taskexecutor_processes(app_id)
-    assert len(victims) == 2
-    container_id = container_of(victims[0])
-    victims[0].kill()
+    victims = yarn_cluster.executor_containers(app_id)
+    assert len(victims) == 2, victims
+    container_id = victims[0]
+    yarn_cluster.kill_container(container_id)
     app = yarn_cluster.wait_finished(app_id, timeout=120)
     # the ApplicationMaster survived and ended the application with the job's failure
     assert app["finalStatus"] == "FAILED"
@@ -166,8 +166,8 @@ def test_a_container_killed_midway_is_replaced_and_the_job_succeeds_exactly(yarn
     with YarnApplication(app_id, timeout=30) as app:
         wait_until(lambda: _subtasks_running(app, "work", 2) and _work_rows_out(app) > 0, 120,
                    "both work subtasks running and some rows through", interval=0.3)
-    killed, killed_size, new_size = kill_and_watch_replacement(
-        yarn_cluster, app_id, taskexecutor_processes(app_id)[0])
+    killed = yarn_cluster.executor_containers(app_id)[0]
+    killed_size, new_size = kill_and_watch_replacement(yarn_cluster, app_id, killed)
     assert new_size == killed_size, f"{killed} was {killed_size}, its replacement {new_size}"
     final = yarn_cluster.wait_finished(app_id)
     assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
@@ -183,7 +183,7 @@ def test_a_container_killed_midway_is_replaced_and_the_job_succeeds_exactly(yarn
     assert details.exceptions and all(killed in x.cause for x in details.exceptions), \
         details.exceptions
     wait_until(lambda: not yarn_cluster.running_containers(app_id)
-               and not taskexecutor_processes(app_id), 60,
+               and not yarn_cluster.node_containers(app_id), 60,
                f"no container of {app_id} left", interval=0.5)
 
 

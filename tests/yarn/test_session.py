@@ -1,4 +1,4 @@
-"""yarn-session end to end, on the real Hadoop 3.5 cluster of docker-hadoop/native: one
+"""yarn-session end to end, on a real Hadoop 3.5 cluster (tests/yarn/conftest.py): one
 session application serves several jobs; the tests run in file order against it and
 the last one stops it."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import uuid
 import pytest
 
 from tests.conftest import wait_until
-from tests.yarn.conftest import (FAST, PIPELINES, kill_and_watch_replacement, load_example,
-                                 taskexecutor_processes, yarnflow)
+from tests.yarn.conftest import (FAST, PIPELINES, executor_container, kill_and_watch_replacement,
+                                 load_example, yarnflow)
 from yarnflow.core.status import ExecutionState
 from yarnflow.targets.dispatcher_client import DispatcherClient
 
@@ -148,14 +148,6 @@ def test_the_main_example_runs_in_the_session_on_hdfs(session, hdfs):
     assert hdfs.leftovers(out) == []
 
 
-def executor_process(app_id: str, resource_id: str):
-    """The process of the session executor ``resource_id`` (Skein's container id)."""
-    for proc in taskexecutor_processes(app_id):
-        if proc.environ().get("SKEIN_CONTAINER_ID") == resource_id:
-            return proc
-    raise AssertionError(f"no process of executor {resource_id} in {app_id}")
-
-
 def test_a_container_killed_midway_is_replaced_and_the_session_runs_on(session, yarn_cluster,
                                                                        hdfs):
     """A lost executor in a session: the job restarts its region on a replacement of the
@@ -172,8 +164,8 @@ def test_a_container_killed_midway_is_replaced_and_the_session_runs_on(session, 
         return work if work and work_running(client, job) and through > 0 else []
     work = wait_until(midway, 120, "both work subtasks running and some rows through",
                       interval=0.3)
-    killed, killed_size, new_size = kill_and_watch_replacement(
-        yarn_cluster, app_id, executor_process(app_id, work[0].resource_id))
+    killed = executor_container(app_id, work[0].resource_id)
+    killed_size, new_size = kill_and_watch_replacement(yarn_cluster, app_id, killed)
     assert new_size == killed_size, f"{killed} was {killed_size}, its replacement {new_size}"
     assert ended(client, job, 180) == "FINISHED", client.details(job).failure
     details = client.details(job)
@@ -196,7 +188,6 @@ def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
     others ended; the next attempt runs the running one again, under the same job id,
     to an exact output; the ended ones stay in the history; the session takes the next
     job with no manual step."""
-    from tests.yarn.conftest import appmaster_process
     from yarnflow.targets.dispatcher_client import NotServingYet
     app_id, client = session
     base = hdfs.scratch("session-am")
@@ -205,7 +196,7 @@ def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
     job = accepted_job_id(proc)
     wait_until(lambda: work_running(client, job), 120, "the job's work running", interval=0.3)
     assert client.details(job).application_attempt == 1
-    appmaster_process(app_id).kill()
+    yarn_cluster.kill_appmaster(app_id)
 
     def in_attempt_two():
         try:

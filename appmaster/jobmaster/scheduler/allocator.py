@@ -3,18 +3,20 @@
 The first subtask of a shared slot to be scheduled requests the physical slot from
 the SlotPool (with the merged location preferences of the subtasks scheduled with
 it); later members ride along. When every member that was assigned has ended, the
-physical slot goes back to the pool.
+physical slot goes back to the pool. A source subtask also prefers the host its
+input's splits are stored on (``input_hosts``), so a container started for it is asked
+there.
 """
 from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionVertex
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import merge, preferred_locations
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup
-from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
+from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, SlotPreferences
 
 
 @dataclass(eq=False)
@@ -38,9 +40,11 @@ class LogicalSlot:
 
 class SlotSharingSlotAllocator:
     def __init__(self, pool: SlotPool,
-                 groups: dict[ExecutionVertex, ExecutionSlotSharingGroup]) -> None:
+                 groups: dict[ExecutionVertex, ExecutionSlotSharingGroup],
+                 input_hosts: Callable[[ExecutionVertex], str] = lambda _: "") -> None:
         self._pool = pool
         self._groups = groups
+        self._input_hosts = input_hosts
 
     def group_of(self, vertex: ExecutionVertex) -> ExecutionSlotSharingGroup:
         return self._groups[vertex]
@@ -52,7 +56,9 @@ class SlotSharingSlotAllocator:
             by_group.setdefault(self._groups[vertex], []).append(vertex)
         for group, members in by_group.items():
             if group.slot_future is None:
-                prefs = merge([preferred_locations(v) for v in members])
+                prefs = merge([preferred_locations(v) for v in members]
+                              + [SlotPreferences(hosts=(h,)) for v in members
+                                 if (h := self._input_hosts(v))])
                 group.slot_future = self._pool.request_slot(group.profile, prefs)
             group.assigned.update(members)
         result: dict[ExecutionVertex, Future[LogicalSlot]] = {}

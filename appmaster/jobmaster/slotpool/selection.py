@@ -24,6 +24,15 @@ class SlotPreferences:
     def empty(self) -> bool:
         return not (self.resource_ids or self.hosts or self.prior_allocations)
 
+    def ranked_hosts(self) -> tuple[str, ...]:
+        """The preferred hosts once each, the most named first (ties keep their order):
+        what the ResourceManager is asked to start a worker on when no slot is free."""
+        counts: dict[str, int] = {}
+        for host in self.hosts:
+            if host:
+                counts[host] = counts.get(host, 0) + 1
+        return tuple(sorted(counts, key=lambda h: -counts[h]))
+
 
 def select_slot(candidates: Iterable[PhysicalSlot], profile: ResourceSpec,
                 preferences: SlotPreferences,

@@ -38,6 +38,7 @@ class PendingRequest:
     allocation_id: str
     profile: ResourceSpec
     future: "Future[PhysicalSlot]"
+    hosts: tuple[str, ...] = ()    # where a worker started for it should run, best first
     timeout: ScheduledTask | None = None
     sent: bool = False
     retry_pause: float = 0.0      # the next pause before asking again after a lost message
@@ -127,7 +128,7 @@ class SlotPool:
             self._mark_allocated(free)
             future.set_result(free)
             return future
-        request = PendingRequest(uuid.uuid4().hex, profile, future)
+        request = PendingRequest(uuid.uuid4().hex, profile, future, preferences.ranked_hosts())
         request.timeout = self._main.schedule(self._request_timeout, self._timeout_request,
                                               request.allocation_id)
         self._pending[request.allocation_id] = request
@@ -138,7 +139,7 @@ class SlotPool:
     def _send_request(self, request: PendingRequest) -> None:
         assert self._rm is not None
         request.sent = True
-        reply = self._rm.request_slot(request.allocation_id, request.profile)
+        reply = self._rm.request_slot(request.allocation_id, request.profile, request.hosts)
 
         def failed(err: Exception) -> None:
             if isinstance(err, Refused):

@@ -12,6 +12,10 @@ class WorkerEvents(Protocol):
     """What a driver reports back; called from any thread."""
     def on_worker_terminated(self, resource_id: str, cause: str) -> None: ...
 
+    def on_worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+        """A starting worker asked on a host is asked again anywhere, under a new id."""
+        ...
+
 
 class ResourceDriver(abc.ABC):
     """Starts a worker for a worker spec and stops one by its resource id.
@@ -25,7 +29,9 @@ class ResourceDriver(abc.ABC):
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None: ...
 
     @abc.abstractmethod
-    def request_worker(self, spec: WorkerSpec) -> str: ...
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+        """``hosts``, best first, is where the worker should run; a driver that cannot
+        place workers (``local``) or has no way to ask for those hosts ignores it."""
 
     @abc.abstractmethod
     def release_worker(self, resource_id: str) -> None: ...

@@ -5,6 +5,15 @@ per worker spec (``instances: 0``, failures allowed, no restarts: the
 ResourceManager decides about replacements, not Skein). Starting a worker is
 ``add_container`` on its spec's service; the Skein container id it returns is the
 resource id the TaskExecutor registers with, so registration matches the request.
+Locality is delay scheduling done here, as Spark does it for tasks: Skein fixes a
+service's node preference too, so the client also declares, per container size, a
+service on each worker host (``nodes`` that host, strict), and a worker asked on a
+host starts in that host's service. YARN's own relaxed locality gives up on the host
+after about as many scheduling opportunities as the cluster has nodes (well under a
+second), so the request is strict instead, and one YARN has not placed after
+``yarn.locality.wait`` (counted from when Skein's ApplicationMaster has passed it on
+to YARN) is withdrawn and asked anywhere (``on_worker_moved``): a full, dead or
+unhealthy host delays an executor by that wait, never for good.
 Releasing one is ``kill_container`` of exactly that container. A container that
 completes without being released is a lost executor, reported with YARN's own
 diagnostics (killed, preempted, failed, node lost).
@@ -17,6 +26,7 @@ import time
 from typing import Any
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
+from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
@@ -27,6 +37,10 @@ _FINISHED_STATES = ["SUCCEEDED", "FAILED", "KILLED"]
 _LIVE_STATES = ["WAITING", "REQUESTED", "RUNNING"]
 # a page refreshing every few seconds, in several browsers, asks Skein at most this often
 _PLACEMENTS_MAX_AGE_S = 2.0
+# Skein's ApplicationMaster heartbeats YARN every 5 s while it has nothing pending
+# (min(5 s, the AM expiry interval's share)), so a container asked for reaches YARN's
+# scheduler up to this long after add_container: the locality wait starts after it.
+SKEIN_IDLE_HEARTBEAT_S = 5.0
 
 
 def describe_completion(container: Any) -> str:
@@ -41,17 +55,23 @@ def describe_completion(container: Any) -> str:
 
 class YarnDriver(ResourceDriver):
     def __init__(self, config: Configuration, app: Any, services: dict[str, str],
-                 max_container: ResourceSpec) -> None:
+                 max_container: ResourceSpec,
+                 host_services: dict[tuple[str, str], str] | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         """``app`` is a ``skein.ApplicationClient``; ``services`` maps worker spec names
-        to the Skein services the application declared for them."""
+        to the Skein services the application declared for them, ``host_services``
+        (worker spec name, host) to the service of that size on that host."""
         self._config = config
         self._app = app
         self._services = services
+        self._host_services = dict(host_services or {})
+        self._clock = clock
         self._max_container = max_container
         self._events: WorkerEvents | None = None
         self._requested: set[str] = set()
         self._released: set[str] = set()
         self._reported: set[str] = set()
+        self._on_host: dict[str, tuple[float, str]] = {}   # asked on a host: since, fallback service
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -63,18 +83,49 @@ class YarnDriver(ResourceDriver):
                                         daemon=True)
         self._poller.start()
 
-    def request_worker(self, spec: WorkerSpec) -> str:
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
         service = self._services.get(spec.name)
         if service is None:
             raise RuntimeError(
                 f"this application declared no container size for worker spec {spec.name} "
                 f"(declared: {', '.join(sorted(self._services)) or 'none'})")
-        container = self._app.add_container(service)
+        host = next((h for h in hosts if (spec.name, h) in self._host_services), "")
+        container = self._app.add_container(self._host_services.get((spec.name, host), service))
         with self._lock:
             self._requested.add(container.id)
-        log.info("requested container %s (%s: %d MB, %d vcores) for worker spec %s",
-                 container.id, service, spec.container.memory_mb, spec.vcores, spec.name)
+            if host:
+                self._on_host[container.id] = (self._clock.monotonic(), service)
+        log.info("requested container %s (%s: %d MB, %d vcores) for worker spec %s%s",
+                 container.id, service, spec.container.memory_mb, spec.vcores, spec.name,
+                 f" on {host}" if host else
+                 f" anywhere (no service on {', '.join(hosts)})" if hosts else "")
         return container.id
+
+    def _ask_anywhere_when_overdue(self) -> None:
+        """Withdraw host requests YARN has not placed within yarn.locality.wait and ask
+        for the same size anywhere. A container placed between the look and the
+        withdrawal is released like any other: it cost a start, not a worker."""
+        wait = SKEIN_IDLE_HEARTBEAT_S + self._config.get(options.YARN_LOCALITY_WAIT)
+        now = self._clock.monotonic()
+        with self._lock:
+            overdue = {rid: fallback for rid, (since, fallback) in self._on_host.items()
+                       if now - since >= wait}
+        if not overdue:
+            return
+        waiting = {c.id for c in self._app.get_containers(states=["WAITING", "REQUESTED"])}
+        for resource_id, fallback in overdue.items():
+            with self._lock:
+                del self._on_host[resource_id]
+            if resource_id not in waiting:
+                continue                      # placed on its host (or ended): nothing to do
+            self.release_worker(resource_id)
+            container = self._app.add_container(fallback)
+            with self._lock:
+                self._requested.add(container.id)
+            log.info("container %s was not placed on its host within %g s (yarn.locality.wait "
+                     "after Skein's heartbeat): asked anywhere as %s", resource_id, wait, container.id)
+            if self._events is not None:
+                self._events.on_worker_moved(resource_id, container.id)
 
     def adopt(self, resource_ids: list[str]) -> None:
         """Containers Skein requested at application start (services declared with
@@ -84,6 +135,7 @@ class YarnDriver(ResourceDriver):
 
     def release_worker(self, resource_id: str) -> None:
         with self._lock:
+            self._on_host.pop(resource_id, None)
             if resource_id in self._released:
                 return
             self._released.add(resource_id)
@@ -117,6 +169,7 @@ class YarnDriver(ResourceDriver):
         interval = self._config.get(options.YARN_CONTAINER_POLL_INTERVAL)
         while not self._stop.wait(interval):
             try:
+                self._ask_anywhere_when_overdue()
                 finished = self._app.get_containers(states=_FINISHED_STATES)
             except Exception as err:
                 log.warning("could not list containers from Skein's ApplicationMaster: %s", err)

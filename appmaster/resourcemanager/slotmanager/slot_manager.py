@@ -5,6 +5,13 @@ a free registered slot that fits — on the least-loaded executor, so jobs sprea
 by a worker that is starting, or makes the driver start a worker of the request's
 profile. The executors' own slot reports are the truth: a report that contradicts
 what the slot manager believes overwrites it. Runs on the ResourceManager's main thread.
+
+Locality is asked for, never waited for (Spark's YARN allocator does the same): a
+request that names hosts (where its source subtasks' splits are stored) joins a
+starting worker on one of them first, else any starting worker with room, and only
+then starts a worker, asked on its best host. So preferring hosts never starts more
+workers than the requests need; where YARN cannot place one on the host, it places
+it elsewhere (relaxed locality).
 """
 from __future__ import annotations
 
@@ -65,6 +72,7 @@ class SlotRequest:
     job_master_id: str
     job_master_address: str
     profile: ResourceSpec
+    preferred_hosts: tuple[str, ...] = ()       # best first; where a worker for it should run
     state: RequestState = RequestState.WAITING
     assigned: tuple[str, int] | None = None     # (resource id, slot index) while PENDING
     worker: str | None = None                   # the starting worker, while WAITING_FOR_WORKER
@@ -114,11 +122,14 @@ class PendingWorker:
     requested_at: float
     reserved: set[str] = field(default_factory=set)   # allocation ids it will serve
     replaces: str = ""     # the lost executor it replaces, if it was started as a replacement
+    host: str = ""         # the host it was asked on ("" anywhere)
 
 
 class SlotManagerActions(Protocol):
     """What the slot manager asks of the ResourceManager around it."""
-    def start_worker(self, spec: WorkerSpec) -> str: ...
+    def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+        """The new worker's resource id; asked on ``hosts[0]`` where the driver can."""
+        ...
     def stop_worker(self, resource_id: str, reason: str) -> None: ...
     def allocate_slot(self, resource_id: str, slot_index: int, request: SlotRequest) -> None: ...
     def notify_allocation_failure(self, request: SlotRequest, cause: str) -> None: ...
@@ -185,26 +196,34 @@ class SlotManager:
         if request.state is RequestState.WAITING_FOR_WORKER:
             return
         spec = self.worker_spec_for(request.profile)
-        for pending in self.pending_workers.values():
-            fits = pending.spec == spec or (
-                pending.replaces and request.profile.fits_in(pending.spec.slot_profile))
-            if fits and len(pending.reserved) < pending.spec.num_slots:
-                pending.reserved.add(request.allocation_id)
-                request.transition(RequestState.WAITING_FOR_WORKER)
-                request.worker = pending.resource_id
-                return
+        starting = self._starting_worker_for(request, spec)
+        if starting is not None:
+            starting.reserved.add(request.allocation_id)
+            request.transition(RequestState.WAITING_FOR_WORKER)
+            request.worker = starting.resource_id
+            return
         if len(self.workers) + len(self.pending_workers) >= self._max_workers:
             log.info("slot request %s waits: %d workers running or starting is "
                      "resourcemanager.max-workers", request.allocation_id[:8], self._max_workers)
             return
         replaces, spec = self._owed_spec(request.profile, spec)
-        resource_id = self._actions.start_worker(spec)
+        resource_id = self._actions.start_worker(spec, request.preferred_hosts)
         self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
         pending = PendingWorker(resource_id, spec, self._clock.monotonic(),
-                                {request.allocation_id}, replaces)
+                                {request.allocation_id}, replaces,
+                                request.preferred_hosts[0] if request.preferred_hosts else "")
         self.pending_workers[resource_id] = pending
         request.transition(RequestState.WAITING_FOR_WORKER)
         request.worker = resource_id
+
+    def _starting_worker_for(self, request: SlotRequest, spec: WorkerSpec) -> PendingWorker | None:
+        """A starting worker with room the request fits: one asked on a host the request
+        prefers, else any."""
+        fitting = [p for p in self.pending_workers.values()
+                   if (p.spec == spec or (p.replaces and request.profile.fits_in(p.spec.slot_profile)))
+                   and len(p.reserved) < p.spec.num_slots]
+        local = [p for p in fitting if p.host and p.host in request.preferred_hosts]
+        return next(iter(local or fitting), None)
 
     def _owed_spec(self, profile: ResourceSpec, fallback: WorkerSpec) -> tuple[str, WorkerSpec]:
         """The spec of a lost busy executor the profile fits in (taken off the list), or
@@ -344,6 +363,19 @@ class SlotManager:
             if give_up:
                 del self.requests[allocation_id]
                 self._actions.notify_allocation_failure(request, cause)
+
+    def worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+        """A starting worker is now known by another id (asked again anywhere after its
+        host did not take it): its reservations follow it. A worker that registered in
+        the meantime is not starting any more, and a lost one is someone else's news."""
+        pending = self.pending_workers.pop(resource_id, None)
+        if pending is None:
+            return
+        pending.resource_id, pending.host = new_resource_id, ""
+        self.pending_workers[new_resource_id] = pending
+        for request in self.requests.values():
+            if request.worker == resource_id:
+                request.worker = new_resource_id
 
     def match_waiting_requests(self) -> None:
         """Place every WAITING request. One reserved on a starting worker keeps its

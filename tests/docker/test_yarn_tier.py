@@ -1,0 +1,102 @@
+"""The YARN tier (tests/yarn) on the dockerised cluster, run where a user runs yarnflow:
+on the edge host, with yarnflow installed from the checkout's wheel, the tests' client
+processes, HDFS reads and REST calls going to the cluster's hosts by their names.
+
+tests/yarn runs there as one pytest run (YARNFLOW_TEST_CLUSTER=given); each of its
+tests is a test here too, which passes or fails as it did on the edge host, with its
+failure's report. `pytest tests/docker/test_yarn_tier.py -k NAME` runs the tests it
+selects and only those. The run's output goes to test-artifacts/yarn-tier.log as it
+comes."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+
+import pytest
+
+from tests.conftest import ROOT, artifacts_dir, yarn_test_cluster
+from tests.docker.conftest import CLUSTER, WORKERS, DockerCluster
+
+TIER = "tests/yarn"
+# The cluster as the edge host sees it (tests/yarn/conftest.py reads these).
+ON_EDGE = {
+    "YARNFLOW_TEST_CLUSTER": "given",
+    "YARNFLOW_TEST_YARN_RM": "http://rm:8088",
+    "YARNFLOW_TEST_HDFS": "hdfs://rm:9000",
+    "YARNFLOW_TEST_HDFS_HTTP": "rm:9870",
+    "YARNFLOW_TEST_HOSTS": ",".join(WORKERS),
+    # pytest for the edge's Python, kept out of the environment that is shipped
+    "PYTHONPATH": "/opt/yarnflow-test-tools",
+}
+RUN_TIMEOUT_S = 3600.0
+
+
+def tier_tests() -> list[str]:
+    """The node ids of tests/yarn, as pytest collects them (on this machine: the
+    collection runs no test and needs no cluster)."""
+    if yarn_test_cluster() != "docker":
+        return []
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p",
+                           "no:cacheprovider", TIER], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, env={**os.environ, "YARNFLOW_TEST_CLUSTER": "given"})
+    ids = [line for line in proc.stdout.splitlines() if line.startswith(TIER + "/") and "::" in line]
+    if proc.returncode != 0 or not ids:
+        raise RuntimeError(f"collecting {TIER} failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return ids
+
+
+@dataclass(frozen=True)
+class Outcome:
+    passed: bool
+    skipped: bool
+    report: str
+
+
+def outcomes(junit: str) -> dict[str, Outcome]:
+    """Each test's outcome from pytest's JUnit XML, by node id."""
+    found = {}
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        module, name = case.get("classname", ""), case.get("name", "")
+        node = f"{module.replace('.', '/')}.py::{name}"
+        bad = [e for e in case if e.tag in ("failure", "error")]
+        skipped = [e for e in case if e.tag == "skipped"]
+        report = "\n".join((e.get("message") or "") + "\n" + (e.text or "") for e in bad + skipped)
+        found[node] = Outcome(passed=not bad, skipped=bool(skipped) and not bad, report=report)
+    return found
+
+
+@pytest.fixture(scope="module")
+def tier(docker_cluster: DockerCluster, request: pytest.FixtureRequest) -> dict[str, Outcome]:
+    """tests/yarn run once on the edge host: the tests selected here, in pytest's order."""
+    selected = [item.callspec.params["node"] for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec")]
+    junit = artifacts_dir() / "yarn-tier.xml"
+    log = artifacts_dir() / "yarn-tier.log"
+    junit.unlink(missing_ok=True)
+    env = [f"{key}={value}" for key, value in ON_EDGE.items()]
+    with open(log, "w") as out:      # as it comes: `tail -f` shows the run's progress
+        run = subprocess.run([sys.executable, str(CLUSTER), "edge", "env", *env, "python", "-m",
+                              "pytest", "-p", "no:cacheprovider", "-v", "-rfE", "--timeout=900",
+                              f"--junitxml={junit}", *selected], stdout=out,
+                             stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S, cwd=ROOT,
+                             env={**os.environ, **docker_cluster.env})
+    if not junit.exists():
+        pytest.fail(f"{TIER} did not run on the edge host (exit {run.returncode}):\n"
+                    f"{log.read_text()[-4000:]}")
+    return outcomes(str(junit))
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S + 600)
+@pytest.mark.skipif(yarn_test_cluster() != "docker",
+                    reason="tests/yarn runs on this machine (YARNFLOW_TEST_CLUSTER)")
+# Explicit ids: pytest 9 would shorten a long node id to "node7", which -k cannot select.
+@pytest.mark.parametrize("node", tier_tests() or ["-"], ids=lambda node: node.removeprefix(TIER + "/"))
+def test_on_the_edge_host(tier: dict[str, Outcome], node: str) -> None:
+    outcome = tier.get(node)
+    assert outcome is not None, f"{node} did not run on the edge host; see test-artifacts/yarn-tier.log"
+    if outcome.skipped:
+        pytest.skip(outcome.report.strip()[:500])
+    assert outcome.passed, f"on the edge host:\n{outcome.report}"
