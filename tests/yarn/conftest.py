@@ -239,9 +239,11 @@ class YarnRest:
         return container
 
     def node_containers(self, app_id: str) -> list[str]:
-        """Containers of the application that any NodeManager still has (a container
-        YARN has let go of but whose processes live on would be listed here)."""
-        nodes = (self.get("/ws/v1/cluster/nodes").get("nodes") or {}).get("node", [])
+        """Containers of the application that any running NodeManager still has (a
+        container YARN has let go of but whose processes live on would be listed here).
+        The RM also lists nodes it lost, e.g. a host a fault test killed and started
+        again under a new NodeManager: they have no HTTP address and run nothing."""
+        nodes = (self.get("/ws/v1/cluster/nodes?states=RUNNING").get("nodes") or {}).get("node", [])
         left = []
         for node in nodes:
             url = f"http://{node['nodeHTTPAddress']}/ws/v1/node/containers"
