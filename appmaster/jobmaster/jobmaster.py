@@ -111,9 +111,13 @@ class JobMaster:
             self._setup_error = self._use_storage(self._storage)
 
     def _input_host(self, vertex: ExecutionVertex) -> str:
-        """Where a source subtask's share of the splits is stored ("" for other vertices)."""
+        """Where a source subtask's share of the splits is stored, for its first attempt
+        ("" for other vertices): a restarted attempt goes where there is room, as the
+        planned host may be the one that was lost, and its splits are handed out anew."""
         assigner = self._splits.get(vertex.job_vertex.id)
-        return assigner.host_for(vertex.subtask_index) if assigner is not None else ""
+        if assigner is None or vertex.current.attempt_number > 0:
+            return ""
+        return assigner.host_for(vertex.subtask_index)
 
     # --- batch job recovery ------------------------------------------------------------
     def _use_storage(self, storage: JobStorage) -> str:

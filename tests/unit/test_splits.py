@@ -208,3 +208,29 @@ def test_a_source_subtasks_slot_request_names_the_host_of_its_splits():
         assert sorted(h.rm.hosts.values()) == [("nm1",), ("nm2",)]
     finally:
         h.close()
+
+
+def test_only_a_first_attempts_input_host_is_asked_for_not_a_producers_or_a_restarts():
+    """A consumer's producer may have run on a host that is gone, and so may a
+    restarted source's planned host: no container is asked on either."""
+    from tests.unit.fakes import RUNNING, Harness, ManualMainThread
+    from tests.unit.test_scheduler import chain
+    from yarnflow.conf import Configuration
+    h = Harness(chain(2), Configuration.load(overrides=[
+        "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.attempts=3",
+        "restart-strategy.fixed-delay.delay=0 s"]), main=ManualMainThread())
+    try:
+        source = next(v for v in h.jm.graph.vertices_topologically() if v.is_source)
+        h.jm._splits[source.id] = InputSplitAssigner(
+            [Split("a1", ("nm1",)), Split("b1", ("nm2",))], parallelism=2)
+        h.start()
+        assert sorted(h.rm.hosts.values()) == [("nm1",), ("nm2",)]
+        h.offer_pending(["te-1", "te-2"], {"te-1": "nm1", "te-2": "nm2"})
+        h.rm.hosts.clear()
+        for tdd in h.deployed():
+            h.report(tdd.attempt_id, RUNNING)
+        h.call(h.jm.disconnect_task_executor, "te-1", "lost")
+        h.jm.main.advance(1)
+        assert h.rm.hosts and all(hosts == () for hosts in h.rm.hosts.values()), h.rm.hosts
+    finally:
+        h.close()

@@ -57,7 +57,7 @@ class SlotSharingSlotAllocator:
         for group, members in by_group.items():
             if group.slot_future is None:
                 prefs = merge([preferred_locations(v) for v in members]
-                              + [SlotPreferences(hosts=(h,)) for v in members
+                              + [SlotPreferences(hosts=(h,), input_hosts=(h,)) for v in members
                                  if (h := self._input_hosts(v))])
                 group.slot_future = self._pool.request_slot(group.profile, prefs)
             group.assigned.update(members)

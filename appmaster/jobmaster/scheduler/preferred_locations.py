@@ -37,8 +37,10 @@ def merge(preferences: list[SlotPreferences]) -> SlotPreferences:
     resource_ids: list[str] = []
     hosts: list[str] = []
     prior: set[str] = set()
+    inputs: list[str] = []
     for pref in preferences:
         resource_ids.extend(pref.resource_ids)
         hosts.extend(pref.hosts)
         prior.update(pref.prior_allocations)
-    return SlotPreferences(tuple(resource_ids), tuple(hosts), frozenset(prior))
+        inputs.extend(pref.input_hosts)
+    return SlotPreferences(tuple(resource_ids), tuple(hosts), frozenset(prior), tuple(inputs))

@@ -19,16 +19,19 @@ class SlotPreferences:
     resource_ids: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
     prior_allocations: frozenset[str] = field(default_factory=frozenset)
+    # hosts that store a first attempt's input splits: the only ones a new container
+    # is asked on (a producer's host, or a lost attempt's, may be a host that is gone)
+    input_hosts: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (self.resource_ids or self.hosts or self.prior_allocations)
 
     def ranked_hosts(self) -> tuple[str, ...]:
-        """The preferred hosts once each, the most named first (ties keep their order):
+        """The input hosts once each, the most named first (ties keep their order):
         what the ResourceManager is asked to start a worker on when no slot is free."""
         counts: dict[str, int] = {}
-        for host in self.hosts:
+        for host in self.input_hosts:
             if host:
                 counts[host] = counts.get(host, 0) + 1
         return tuple(sorted(counts, key=lambda h: -counts[h]))
