@@ -114,8 +114,9 @@ class YarnDriver(ResourceDriver):
             return
         waiting = {c.id for c in self._app.get_containers(states=["WAITING", "REQUESTED"])}
         for resource_id, fallback in overdue.items():
-            with self._lock:
-                del self._on_host[resource_id]
+            with self._lock:          # released meanwhile by the ResourceManager: gone
+                if self._on_host.pop(resource_id, None) is None:
+                    continue
             if resource_id not in waiting:
                 continue                      # placed on its host (or ended): nothing to do
             self.release_worker(resource_id)
@@ -168,8 +169,11 @@ class YarnDriver(ResourceDriver):
     def _watch_containers(self) -> None:
         interval = self._config.get(options.YARN_CONTAINER_POLL_INTERVAL)
         while not self._stop.wait(interval):
-            try:
+            try:      # a failed move must not hold back the news of lost containers
                 self._ask_anywhere_when_overdue()
+            except Exception as err:
+                log.warning("could not ask anywhere for containers overdue on their hosts: %s", err)
+            try:
                 finished = self._app.get_containers(states=_FINISHED_STATES)
             except Exception as err:
                 log.warning("could not list containers from Skein's ApplicationMaster: %s", err)
