@@ -526,6 +526,9 @@ class JobMaster:
                  len(vertices), "" if len(vertices) == 1 else "s", max(0.0, pending.due - now))
         for vertex in vertices:
             self._stop_for_restart(vertex.current)
+        # joining a restart whose pause is over: what it waited for may have just ended
+        # here (subtasks it was cancelling, failed with their lost executor)
+        self._maybe_restart()
 
     def _record_exceptions(self, failed: list[Execution], cause: str) -> None:
         at = self._clock.time()

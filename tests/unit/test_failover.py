@@ -15,6 +15,7 @@ from yarnflow.appmaster.jobmaster.failover import (ExponentialDelayRestart, Fail
                                                    restart_strategy)
 from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
 from yarnflow.conf import Configuration
+from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import JobGraph, PartitionType, ScheduleMode, ShipStrategy
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.codec import as_received
@@ -207,13 +208,19 @@ def test_a_lost_executor_restarts_its_region_after_the_delay_as_new_attempts_in_
     assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
 
 
-def test_a_failed_task_restarts_its_region_in_its_previous_slot_when_that_is_alive():
+def a_map_failed() -> tuple[Harness, TaskDeploymentDescriptor]:
+    """Two regions (one per subtask) running on te-1 and te-2; the first map failed."""
     h = harness(chain(2, ship=ShipStrategy.FORWARD))
     h.start()
     h.offer_pending(["te-1", "te-2"])
     report_all(h, RUNNING)
     failed_map = deployed_now(h)[("map", 0)]
     h.report_failure(failed_map.attempt_id, "map (1/2) failed: ValueError: bad row")
+    return h, failed_map
+
+
+def test_a_failed_task_restarts_its_region_in_its_previous_slot_when_that_is_alive():
+    h, failed_map = a_map_failed()
     cancelled = h.executors[h.jm.graph.attempts[failed_map.attempt_id].resource_id].cancelled
     assert len(cancelled) == 2, "the failed subtask's region partners are cancelled"
     for attempt in cancelled:
@@ -223,6 +230,23 @@ def test_a_failed_task_restarts_its_region_in_its_previous_slot_when_that_is_ali
     again = deployed_now(h)
     assert again[("map", 0)].allocation_id == failed_map.allocation_id
     assert h.jm.graph.attempts[again[("map", 0)].attempt_id].attempt_number == 1
+
+
+def test_an_executor_lost_while_its_subtasks_stop_for_a_due_restart_lets_the_restart_run():
+    """The pause is over and the restart waits for the region's subtasks to stop; then
+    their executor dies (a host lost): they end FAILED instead of CANCELED, and that
+    must let the restart go on as their cancellation would have."""
+    h, failed_map = a_map_failed()
+    assert len(h.executors["te-1"].cancelled) == 2
+    h.jm.main.advance(5)
+    assert h.jm.details().restarts == 0, "its partners have not stopped yet"
+    h.call(h.jm.disconnect_task_executor, "te-1", "TaskExecutor te-1 was lost: host gone")
+    assert h.jm.details().restarts == 1
+    h.jm.main.advance(5)
+    assert len(h.rm.requests) == 1, "the region asks for a slot anew, its old one is gone"
+    h.offer_pending(["te-3"])
+    report_all(h, FINISHED)
+    assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
 
 
 def test_restarts_run_out_and_the_job_fails_naming_the_cause_and_the_attempts():
