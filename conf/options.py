@@ -311,6 +311,9 @@ YARN_ATTEMPT_FAILURES_VALIDITY_INTERVAL = _option(
     "Failed attempts older than this would not count toward yarn.application-attempts; 0, the default and the only value Skein 0.8.2 can submit, counts them all (any other value is refused).")
 YARN_CONTAINER_POLL_INTERVAL = _option("yarn.container-poll-interval", parse_duration, 0.5,
                                        "How often the ApplicationMaster checks Skein for completed containers.")
+YARN_SKEIN_TIMEOUT = _option(
+    "yarn.appmaster.skein-timeout", parse_duration, 10.0,
+    "How long the ApplicationMaster waits for Skein's ApplicationMaster (in the same container) to answer a container call (ask, release, list) before counting it failed: an ask that times out is a failed executor start.")
 YARN_LOCALITY_WAIT = _option(
     "yarn.locality.wait", parse_duration, 3.0,
     "How long an executor asked on the host that stores its input waits for YARN to place it there before it is asked anywhere (Spark's spark.locality.wait, for containers), counted from Skein's next heartbeat to YARN (up to 5 s).")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from typing import Any, Callable, TypeVar
 
 from yarnflow.conf import Configuration, options
+from yarnflow.core.bounded import CallTimedOut, call_within
 from yarnflow.core.contract import encode, service_name
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.filesystems import use_cluster_filesystem
@@ -29,14 +29,11 @@ YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~
 def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
     """Run a call that may block on an unreachable ResourceManager, with a deadline
     (Hadoop's client retries for minutes without a word)."""
-    pool = ThreadPoolExecutor(max_workers=1)
     try:
-        return pool.submit(call).result(timeout=timeout)
-    except FutureTimeout:
-        raise YarnError(f"{what} did not complete within {timeout:g} s (yarn.client.timeout): "
-                        "is YARN's ResourceManager up and HADOOP_CONF_DIR pointing at it?") from None
-    finally:
-        pool.shutdown(wait=False)
+        return call_within(call, timeout, what)
+    except CallTimedOut as err:
+        raise YarnError(f"{err} (yarn.client.timeout): is YARN's ResourceManager up and "
+                        "HADOOP_CONF_DIR pointing at it?") from None
 
 
 def skein_client(timeout: float) -> Any:

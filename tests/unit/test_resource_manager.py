@@ -26,6 +26,7 @@ class FakeDriver(ResourceDriver):
         self.requested: list[tuple[str, WorkerSpec]] = []
         self.released: list[str] = []
         self.events: WorkerEvents | None = None
+        self.refusing = ""          # the cause every start fails with, as YARN's driver says it
 
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
         self.events = events
@@ -33,6 +34,8 @@ class FakeDriver(ResourceDriver):
     def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
         resource_id = f"container-{len(self.requested)}"
         self.requested.append((resource_id, spec))
+        if self.refusing and self.events is not None:
+            self.events.on_worker_terminated(resource_id, self.refusing)
         return resource_id
 
     def release_worker(self, resource_id: str) -> None:
@@ -214,6 +217,20 @@ def test_a_worker_that_never_registers_counts_as_a_failed_start(cluster):
     assert [rid for rid, _ in cluster.driver.requested] == ["container-0"]
     cluster.main.advance(3)
     assert [rid for rid, _ in cluster.driver.requested] == ["container-0", "container-1"]
+
+
+def test_a_start_the_driver_fails_as_it_asks_is_retried_with_back_off(cluster):
+    """YARN's driver reports an ask Skein refused or did not answer before it returns
+    the worker's id: the ResourceManager has counted the worker as starting by the time
+    it hears, and retries as after any failed start."""
+    cluster.driver.refusing = "asking Skein for a container did not complete within 10 s"
+    cluster.request("a1")
+    assert "container-0" not in cluster.rm.slot_manager.pending_workers
+    assert cluster.rm.slot_manager.requests["a1"].worker != "container-0"
+    cluster.driver.refusing = ""
+    cluster.main.advance(3)                         # resourcemanager.start-worker-retry-interval
+    assert [rid for rid, _ in cluster.driver.requested] == ["container-0", "container-1"]
+    assert "container-1" in cluster.rm.slot_manager.pending_workers
 
 
 def test_an_idle_executor_is_stopped_after_the_taskmanager_timeout(cluster):

@@ -3,6 +3,7 @@ reader, and the YARN driver against an in-memory stand-in for Skein's client."""
 from __future__ import annotations
 
 import socket
+import threading
 from dataclasses import dataclass, field
 
 import pytest
@@ -124,8 +125,14 @@ class FakeContainer:
 class FakeSkeinApp:
     containers: dict[str, FakeContainer] = field(default_factory=dict)
     killed: list[str] = field(default_factory=list)
+    answer: threading.Event | None = None      # add_container waits for it (a stuck AM)
+    refuse: Exception | None = None
 
     def add_container(self, service: str) -> FakeContainer:
+        if self.answer is not None:
+            self.answer.wait()
+        if self.refuse is not None:
+            raise self.refuse
         c = FakeContainer(service, sum(x.service_name == service for x in self.containers.values()))
         c.yarn_container_id = f"container_1_0001_01_{len(self.containers) + 2:06d}"
         self.containers[c.id] = c
@@ -164,6 +171,33 @@ def test_driver_adds_and_kills_exactly_its_containers_and_reports_losses_with_ya
     (resource_id, cause), = events.terminated          # the released one is not a loss
     assert resource_id == second
     assert "container_1_0001_01_000003" in cause and "preempted" in cause and "FAILED" in cause
+
+
+def test_an_ask_skein_does_not_answer_in_time_is_a_failed_start_and_its_late_container_released():
+    spec = WorkerSpec(R(1, 512), 1, 256)
+    app, events = FakeSkeinApp(answer=threading.Event()), Events()
+    driver = YarnDriver(Configuration.load(overrides=["yarn.appmaster.skein-timeout=0.2 s"]),
+                        app, {spec.name: service_name(spec)}, R(8, 8192))
+    driver.start(events, "am:1")
+    resource_id = driver.request_worker(spec)
+    (reported, cause), = events.terminated
+    assert reported == resource_id and resource_id not in app.containers
+    assert "did not complete within 0.2 s (yarn.appmaster.skein-timeout)" in cause
+    app.answer.set()                       # Skein gets to it after all
+    wait_until(lambda: app.killed, 5, "the late container to be released")
+    assert app.killed == ["te-1x1c-512m_0"]
+    driver.stop()
+
+
+def test_an_ask_skein_refuses_is_a_failed_start_naming_skeins_reason():
+    spec = WorkerSpec(R(1, 512), 1, 256)
+    app, events = FakeSkeinApp(refuse=ValueError("Service 'te-1x1c-512m' is shutting down")), Events()
+    driver = YarnDriver(Configuration.load(), app, {spec.name: service_name(spec)}, R(8, 8192))
+    driver.start(events, "am:1")
+    resource_id = driver.request_worker(spec)
+    assert events.terminated == [(resource_id, "Skein's ApplicationMaster refused the container "
+                                  "request: Service 'te-1x1c-512m' is shutting down")]
+    driver.stop()
 
 
 def test_driver_refuses_a_spec_the_application_did_not_declare():

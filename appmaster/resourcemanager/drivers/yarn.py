@@ -17,21 +17,26 @@ unhealthy host delays an executor by that wait, never for good.
 Releasing one is ``kill_container`` of exactly that container. A container that
 completes without being released is a lost executor, reported with YARN's own
 diagnostics (killed, preempted, failed, node lost).
+Skein's client takes no timeout, so every call has ``yarn.appmaster.skein-timeout``:
+an ask that Skein refuses or does not answer in time is a failed start (under an id
+of its own), which the ResourceManager retries with back-off as any other; a
+container that a late answer made after all is released at once.
 """
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
+from yarnflow.core.bounded import CallTimedOut, call_within
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _FINISHED_STATES = ["SUCCEEDED", "FAILED", "KILLED"]
 _LIVE_STATES = ["WAITING", "REQUESTED", "RUNNING"]
@@ -75,7 +80,34 @@ class YarnDriver(ResourceDriver):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
-        self._placements: tuple[float, dict[str, tuple[str, str]]] = (0.0, {})
+        self._placements: tuple[float, dict[str, tuple[str, str]]] = (-_PLACEMENTS_MAX_AGE_S, {})
+        self._unasked = 0
+
+    def _skein(self, call: Callable[[], T], what: str) -> T:
+        return call_within(call, self._config.get(options.YARN_SKEIN_TIMEOUT), what)
+
+    def _add_container(self, service: str) -> Any:
+        """Skein's new container on ``service``; raises what Skein raised, or
+        ``CallTimedOut`` after arranging to release the container a late answer makes."""
+        try:
+            return self._skein(lambda: self._app.add_container(service),
+                               f"asking Skein's ApplicationMaster for a {service} container")
+        except CallTimedOut as err:
+            err.late.add_done_callback(self._release_late)
+            raise
+
+    def _release_late(self, late: Any) -> None:
+        if late.exception() is not None:
+            return
+        container = late.result()
+        log.warning("Skein answered late with container %s: releasing it", container.id)
+        self.release_worker(container.id)
+
+    @staticmethod
+    def _not_taken(err: Exception) -> str:
+        if isinstance(err, CallTimedOut):
+            return f"{err} (yarn.appmaster.skein-timeout)"
+        return f"Skein's ApplicationMaster refused the container request: {err}"
 
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
         self._events = events
@@ -90,7 +122,17 @@ class YarnDriver(ResourceDriver):
                 f"this application declared no container size for worker spec {spec.name} "
                 f"(declared: {', '.join(sorted(self._services)) or 'none'})")
         host = next((h for h in hosts if (spec.name, h) in self._host_services), "")
-        container = self._app.add_container(self._host_services.get((spec.name, host), service))
+        try:
+            container = self._add_container(self._host_services.get((spec.name, host), service))
+        except Exception as err:     # noqa: BLE001 - a failed start, whatever Skein raised
+            with self._lock:
+                self._unasked += 1
+                resource_id = f"{service}_not-asked-{self._unasked}"
+            cause = self._not_taken(err)
+            log.warning("no container for worker spec %s: %s", spec.name, cause)
+            if self._events is not None:     # after the ResourceManager counts it as starting
+                self._events.on_worker_terminated(resource_id, cause)
+            return resource_id
         with self._lock:
             self._requested.add(container.id)
             if host:
@@ -112,7 +154,8 @@ class YarnDriver(ResourceDriver):
                        if now - since >= wait}
         if not overdue:
             return
-        waiting = {c.id for c in self._app.get_containers(states=["WAITING", "REQUESTED"])}
+        waiting = {c.id for c in self._skein(lambda: self._app.get_containers(
+            states=["WAITING", "REQUESTED"]), "listing the containers YARN has not placed")}
         for resource_id, fallback in overdue.items():
             with self._lock:          # released meanwhile by the ResourceManager: gone
                 if self._on_host.pop(resource_id, None) is None:
@@ -120,7 +163,12 @@ class YarnDriver(ResourceDriver):
             if resource_id not in waiting:
                 continue                      # placed on its host (or ended): nothing to do
             self.release_worker(resource_id)
-            container = self._app.add_container(fallback)
+            try:
+                container = self._add_container(fallback)
+            except Exception as err:    # noqa: BLE001 - the request is gone: a failed start
+                if self._events is not None:
+                    self._events.on_worker_terminated(resource_id, self._not_taken(err))
+                continue
             with self._lock:
                 self._requested.add(container.id)
             log.info("container %s was not placed on its host within %g s (yarn.locality.wait "
@@ -141,8 +189,11 @@ class YarnDriver(ResourceDriver):
                 return
             self._released.add(resource_id)
         try:
-            self._app.kill_container(resource_id)
+            self._skein(lambda: self._app.kill_container(resource_id),
+                        f"releasing container {resource_id}")
             log.info("released container %s", resource_id)
+        except CallTimedOut as err:   # Skein kills it when it gets to the call
+            log.warning("%s (yarn.appmaster.skein-timeout)", err)
         except Exception as err:   # already gone: Skein says ValueError
             log.info("container %s was already gone when released (%s)", resource_id, err)
 
@@ -154,16 +205,17 @@ class YarnDriver(ResourceDriver):
 
     def placements(self) -> dict[str, tuple[str, str]]:
         fetched_at, known = self._placements
-        if time.monotonic() - fetched_at < _PLACEMENTS_MAX_AGE_S:
+        if self._clock.monotonic() - fetched_at < _PLACEMENTS_MAX_AGE_S:
             return known
         try:
-            containers = self._app.get_containers(states=_LIVE_STATES)
+            containers = self._skein(lambda: self._app.get_containers(states=_LIVE_STATES),
+                                     "listing the containers")
         except Exception as err:   # noqa: BLE001 - the page shows what it knew
             log.info("could not list containers for the web UI: %s", err)
             return known
         known = {c.id: (c.yarn_container_id or "", c.yarn_node_http_address or "")
                  for c in containers}
-        self._placements = (time.monotonic(), known)
+        self._placements = (self._clock.monotonic(), known)
         return known
 
     def _watch_containers(self) -> None:
@@ -174,7 +226,8 @@ class YarnDriver(ResourceDriver):
             except Exception as err:
                 log.warning("could not ask anywhere for containers overdue on their hosts: %s", err)
             try:
-                finished = self._app.get_containers(states=_FINISHED_STATES)
+                finished = self._skein(lambda: self._app.get_containers(states=_FINISHED_STATES),
+                                       "listing the containers that ended")
             except Exception as err:
                 log.warning("could not list containers from Skein's ApplicationMaster: %s", err)
                 continue
