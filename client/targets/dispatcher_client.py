@@ -23,6 +23,12 @@ from yarnflow.targets.yarn_errors import YarnError
 
 T = TypeVar("T")
 
+# What a call sees of a Dispatcher that is going away: nothing answers, no answer in
+# time, or a call in flight cancelled by the server stopping (an attached client's
+# poll as a per-job ApplicationMaster ends).
+_GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+         grpc.StatusCode.CANCELLED)
+
 
 class JobNotFound(YarnError):
     """The application never ran this job."""
@@ -81,7 +87,7 @@ class DispatcherClient:
         except Refused as err:
             raise YarnError(str(err)) from None
         except grpc.RpcError as err:
-            if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            if err.code() in _GONE:
                 # A cached address of an application that ended, or moved: ask YARN, which
                 # raises naming the application's state when it is over.
                 # A new ApplicationMaster attempt publishes a new address.

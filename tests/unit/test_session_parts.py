@@ -1,8 +1,10 @@
 """Session mode's client-side parts: the history archive, where it lives, finding a session."""
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 
+import grpc
 import pytest
 
 from yarnflow.appmaster.dispatcher import JobArchive
@@ -56,3 +58,51 @@ def test_a_session_is_found_by_id_as_given_and_an_unknown_name_says_how_to_start
     assert resolve_session("application_1_0001", 1.0, store) == "application_1_0001"
     with pytest.raises(YarnError, match="session start --name etl"):
         resolve_session("etl", 1.0, store)
+
+
+class _Cancelled(grpc.RpcError):
+    """What a call in flight gets when the server it went to stops."""
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.CANCELLED
+
+    def details(self) -> str:
+        return "CANCELLED"
+
+
+class _StoppingDispatcher:
+    def __init__(self, channel: object, timeout: float) -> None:
+        pass
+
+    def request_job_details(self, job_id: str) -> Future[JobDetails]:
+        answer: Future[JobDetails] = Future()
+        answer.set_exception(_Cancelled())
+        return answer
+
+
+class _Store:
+    def credentials(self, app_id: str) -> None:
+        return None
+
+    def info(self, app_id: str) -> dict[str, str]:
+        return {"dispatcher": "10.0.0.5:4000"}
+
+
+def test_a_call_cancelled_by_a_stopping_dispatcher_asks_yarn_instead_of_failing(monkeypatch):
+    """A per-job ApplicationMaster stops its server as it ends: the attached client's
+    poll in flight is CANCELLED, and must read the outcome, not report a failed job."""
+    from yarnflow.targets import dispatcher_client
+    monkeypatch.setattr(dispatcher_client, "ChannelCache", lambda creds: type(
+        "Channels", (), {"get": lambda self, a: a, "close": lambda self: None})())
+    monkeypatch.setattr(dispatcher_client, "GrpcDispatcherGateway", _StoppingDispatcher)
+    asked: list[str] = []
+
+    def lookup(self: dispatcher_client.DispatcherClient) -> str:
+        asked.append(self.app_id)
+        raise dispatcher_client.ApplicationEnded("application application_1_0001 is FINISHED")
+
+    monkeypatch.setattr(dispatcher_client.DispatcherClient, "_lookup_address", lookup)
+    client = dispatcher_client.DispatcherClient("application_1_0001", 1.0, _Store())  # type: ignore[arg-type]
+    with pytest.raises(dispatcher_client.ApplicationEnded):
+        client.details("job-1")
+    assert asked == ["application_1_0001"]
