@@ -23,6 +23,7 @@ A job that already ended is not run again (``ended_in_an_earlier_attempt``).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -75,6 +76,9 @@ def configure_logging() -> Path:
     log_file = log_dir / "appmaster.log"
     logging.basicConfig(level=logging.INFO, filename=str(log_file),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # `kill -USR1 <pid>` writes every thread's stack to the log, like jstack: the one
+    # way to see where an ApplicationMaster that went silent is stuck.
+    faulthandler.register(signal.SIGUSR1, file=open(log_file, "a"), all_threads=True)
     return log_file
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import artifacts_dir, wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "docker-hadoop" / "docker" / "cluster"
 WORKERS = ("nm1", "nm2", "nm3")
@@ -44,11 +46,50 @@ class DockerCluster:
         with urllib.request.urlopen(self.env["YARNFLOW_TEST_YARN_RM"] + path, timeout=15) as answer:
             return json.load(answer)
 
+    def keep_evidence(self, name: str) -> Path:
+        """After a failed test: every worker host's container logs, with the stacks of
+        each ApplicationMaster and TaskExecutor (Python's faulthandler on SIGUSR1,
+        Skein's JVM on SIGQUIT) written into them first, under test-artifacts/<name>/.
+        Then the applications still running are killed, so that the next test does not
+        start on a cluster full of a failed one's containers."""
+        into = artifacts_dir() / name
+        live = [h for h in WORKERS if self.docker("inspect", "--format", "{{.State.Status}}",
+                                                  h).stdout.strip() == "running"]
+        for host in live:
+            self.on(host, "pkill", "-USR1", "-f", r"yarnflow\.(appmaster|taskexecutor)")
+            self.on(host, "pkill", "-QUIT", "-f", "com.anaconda.skein.ApplicationMaster")
+        for host in live:
+            try:
+                wait_until(lambda: self.on(host, "grep", "-rlE", "^(Thread 0x|Full thread dump)",
+                                           "/data/nm/logs").stdout, 15,
+                           f"stacks in {host}'s container logs", interval=0.5)
+            except AssertionError:
+                pass          # no container on it, or one that cannot answer: keep what is there
+        for host in WORKERS:          # a stopped host's files can still be copied
+            (into / host).mkdir(parents=True, exist_ok=True)
+            self.docker("cp", f"{host}:/data/nm/logs", str(into / host))
+        apps = (self.rest("/ws/v1/cluster/apps?states=NEW,NEW_SAVING,SUBMITTED,ACCEPTED,RUNNING")
+                .get("apps") or {}).get("app", [])
+        if apps:
+            self.edge("python", "-c", "import skein, sys\n"
+                      "with skein.Client() as c:\n"
+                      "    for a in sys.argv[1:]: c.kill_application(a)",
+                      *[a["id"] for a in apps])
+        return into
+
     def wait_ready(self) -> None:
         """Until every host is back (`cluster wait`), e.g. after `docker start nm2`."""
         done = subprocess.run([sys.executable, str(CLUSTER), "wait"], capture_output=True, text=True,
                               timeout=600, env={**os.environ, **self.env})
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Each phase's report on its test, for fixtures that keep evidence of a failure."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
 
 
 @pytest.fixture(scope="package")

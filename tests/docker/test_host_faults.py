@@ -169,10 +169,15 @@ def assert_nothing_left(cluster: DockerCluster, app_id: str) -> None:
 
 
 @pytest.fixture
-def hosts(docker_cluster: DockerCluster) -> Iterator[DockerCluster]:
+def hosts(docker_cluster: DockerCluster, request: pytest.FixtureRequest) -> Iterator[DockerCluster]:
     """The cluster, with every worker host running and on its network again after the
-    test, whatever it did to them."""
+    test, whatever it did to them; after a failure, with its evidence kept and its
+    applications killed."""
     yield docker_cluster
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        kept = docker_cluster.keep_evidence(request.node.name)
+        print(f"logs and stacks of the failed test's hosts: {kept}")
     for host in WORKERS:
         state = docker_cluster.docker("inspect", "--format", "{{.State.Status}}", host).stdout.strip()
         if state == "paused":
