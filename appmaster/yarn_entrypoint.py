@@ -222,6 +222,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     dispatcher.close(config.get(options.JOB_CANCEL_TIMEOUT))    # the archive is written
     web.stop()
     components.stop()
+    dispatcher.stop()
     return FINAL_STATUS.get(details.status, "FAILED"), diagnostics_of(details)
 
 

@@ -78,6 +78,7 @@ class Session:
         running, finished = self.dispatcher.counts()   # type: ignore[union-attr]
         self.web.stop()
         self.components.stop()
+        self.dispatcher.stop()   # type: ignore[union-attr]
         if self.job_graphs is not None:
             self.job_graphs.discard()   # every job ended and is archived: nothing to run again
         status = "KILLED" if self.reason.startswith("SIGTERM") else "SUCCEEDED"

@@ -3,7 +3,8 @@ idle check reads one of these, so a unit test can drive time instead of waiting 
 the wall clock.
 
 ``monotonic()`` measures intervals (timeouts, idleness); ``time()`` stamps events a
-person reads (a subtask's state timestamps). ``ManualClock`` moves only when told.
+person reads (a subtask's state timestamps); ``sleep()`` pauses a retry loop.
+``ManualClock`` moves only when told. Runtime code reads time nowhere else.
 """
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from typing import Protocol
 class Clock(Protocol):
     def monotonic(self) -> float: ...
     def time(self) -> float: ...
+    def sleep(self, seconds: float) -> None: ...
 
 
 class SystemClock:
     # the C functions themselves: a state change of every subtask reads the clock
     monotonic = staticmethod(_time.monotonic)
     time = staticmethod(_time.time)
+    sleep = staticmethod(_time.sleep)
 
 
 SYSTEM_CLOCK = SystemClock()
@@ -39,7 +42,27 @@ class ManualClock:
     def time(self) -> float:
         return self._monotonic + self._offset
 
+    def sleep(self, seconds: float) -> None:
+        """A pause passes at once: it only moves the clock."""
+        self.advance(seconds)
+
     def advance(self, seconds: float) -> None:
         if seconds < 0:
             raise ValueError(f"a clock does not go back ({seconds} s)")
         self._monotonic += seconds
+
+
+class Deadline:
+    """A moment ``timeout`` seconds from now by ``clock``: what is left of one wait
+    that several steps share (wait for each job, then for their archives)."""
+
+    def __init__(self, clock: Clock, timeout: float) -> None:
+        self._clock = clock
+        self.timeout = timeout
+        self.at = clock.monotonic() + timeout
+
+    def left(self) -> float:
+        return max(0.0, self.at - self._clock.monotonic())
+
+    def passed(self) -> bool:
+        return self._clock.monotonic() >= self.at

@@ -11,7 +11,6 @@ import dataclasses
 import enum
 import logging
 import threading
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Callable, Iterator
 import cloudpickle
 import pyarrow as pa
 
+from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.errors import Refused
@@ -129,7 +129,7 @@ class Task:
 
     # --- the task thread ---------------------------------------------------------------
     def _run(self) -> None:
-        started = time.monotonic()
+        started = SYSTEM_CLOCK.monotonic()
         error, detail, upstream = "", "", False
         try:
             operator = cloudpickle.loads(self.tdd.info.operator)
@@ -160,7 +160,7 @@ class Task:
                          f"{type(err).__name__}: {err}")
                 detail = traceback.format_exc()
                 log.error("%s\n%s", error, detail)
-        self.metrics.duration_s = time.monotonic() - started
+        self.metrics.duration_s = SYSTEM_CLOCK.monotonic() - started
         with self._lock:
             if self.state is TaskState.DEPLOYING and final is TaskState.CANCELED:
                 self._transition(TaskState.CANCELED)

@@ -7,21 +7,25 @@ ResourceManager, so slots a finished job gives back serve the next job without a
 container, and executors (with their SparkSessions) stay warm between jobs. A job
 whose slot profile fits no container size of the session is rejected before it
 starts, naming the sizes on offer. Every job that ends is archived.
+
+Like its peers it keeps its state on one main thread (``rpc/endpoint.py``): the
+callers' threads take a snapshot there and do the slow part (a file system, a
+JobMaster's answer, waiting for a job) outside it, so nothing here needs a lock.
 """
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from concurrent import futures
 from typing import TYPE_CHECKING
 
 from yarnflow.rpc.archive import JobArchive
+from yarnflow.core.clock import Deadline
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.conf import options
 from yarnflow.core.details import JobDetails, JobResult, SessionOverview
-from yarnflow.core.errors import JobRejected, Refused, UnknownJob
+from yarnflow.core.errors import EndpointStopped, JobRejected, Refused, UnknownJob
 from yarnflow.core.jobgraph import JobGraph
+from yarnflow.rpc.endpoint import MainThread, MainThreadExecutor
 
 if TYPE_CHECKING:
     from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
@@ -33,14 +37,17 @@ log = logging.getLogger(__name__)
 class Dispatcher:
     def __init__(self, components: "ApplicationMasterComponents",
                  ladder: ContainerLadder | None, archive: JobArchive | None,
-                 job_graphs: "JobGraphStore | None" = None) -> None:
+                 job_graphs: "JobGraphStore | None" = None,
+                 main: MainThreadExecutor | None = None) -> None:
         """``job_graphs``: where a session keeps the jobs it accepted until they are
         archived, for the next ApplicationMaster attempt (``recover``)."""
         self._components = components
         self._ladder = ladder
         self._archive = archive
         self._job_graphs = job_graphs
-        self._lock = threading.Lock()
+        self.main: MainThreadExecutor = main or MainThread("dispatcher")
+        self._clock = self.main.clock
+        self._accepting: set[str] = set()            # submitted, JobMaster not made yet
         self._running: dict[str, "JobClient"] = {}
         self._finished: dict[str, JobDetails] = {}   # the newest, in order
         self._ended = 0
@@ -54,25 +61,36 @@ class Dispatcher:
         ``graph`` is as received: its operators stay bytes here. ``serialized`` (the
         JobGraph as it came) goes to the job graph store first, so an accepted job
         outlives this ApplicationMaster."""
-        with self._lock:
-            if self._closed:
-                raise JobRejected("this session is shutting down; start a new one with "
-                                  "`yarnflow session start`")
-            if graph.job_id in self._running or graph.job_id in self._finished:
-                raise JobRejected(f"job {graph.job_id} was already submitted to this session")
-        self._check_fits(graph)
-        if self._job_graphs is not None and serialized is not None:
-            try:
-                self._job_graphs.put(graph.job_id, serialized)
-            except Exception as err:   # noqa: BLE001 - a file system error, named below
-                raise JobRejected(f"the session could not keep job {graph.name} on the cluster "
-                                  f"file system ({self._job_graphs.location}): {err}") from None
-        client = self._components.submit(graph)
-        with self._lock:
-            self._running[client.job_id] = client
-        client.job_master.add_termination_listener(self._archive_result)
+        self.main.call(self._accept, graph.job_id)
+        try:
+            self._check_fits(graph)
+            if self._job_graphs is not None and serialized is not None:
+                try:
+                    self._job_graphs.put(graph.job_id, serialized)
+                except Exception as err:   # noqa: BLE001 - a file system error, named below
+                    raise JobRejected(f"the session could not keep job {graph.name} on the "
+                                      f"cluster file system ({self._job_graphs.location}): "
+                                      f"{err}") from None
+            client = self._components.submit(graph)
+        except BaseException:
+            self.main.execute(self._accepting.discard, graph.job_id)
+            raise
+        self.main.call(self._started, client)
+        client.job_master.add_termination_listener(self._job_ended)
         log.info("accepted job %s (%s)", graph.name, client.job_id)
         return client.job_id
+
+    def _accept(self, job_id: str) -> None:
+        if self._closed:
+            raise JobRejected("this session is shutting down; start a new one with "
+                              "`yarnflow session start`")
+        if job_id in self._accepting or job_id in self._running or job_id in self._finished:
+            raise JobRejected(f"job {job_id} was already submitted to this session")
+        self._accepting.add(job_id)
+
+    def _started(self, client: "JobClient") -> None:
+        self._accepting.discard(client.job_id)
+        self._running[client.job_id] = client
 
     def _check_fits(self, graph: JobGraph) -> None:
         if self._ladder is None:
@@ -86,20 +104,27 @@ class Dispatcher:
                 raise JobRejected(f"job {graph.name} ({graph.job_id}), slot sharing group "
                                   f"'{group}': {err}") from None
 
+    def _job_ended(self, result: JobResult) -> None:
+        """On the JobMaster's thread, before it announces the end: whoever waits for the
+        job then finds it among the ended ones. (This main thread never waits for a
+        JobMaster's, so the two cannot wait for each other.)"""
+        try:
+            self.main.call(self._archive_result, result)
+        except EndpointStopped:
+            log.warning("job %s ended after the Dispatcher stopped: not archived", result.job_id)
+
     def _archive_result(self, result: JobResult) -> None:
         details = result.details
         capacity = self._components.config.get(options.JOBSTORE_MAX_CAPACITY)
-        with self._lock:
-            self._running.pop(result.job_id, None)
-            self._finished[result.job_id] = details
-            self._ended += 1
-            while len(self._finished) > capacity and self._archive is not None:
-                # the oldest ended job leaves memory; details() reads it back from the archive
-                self._finished.pop(next(iter(self._finished)))
+        self._running.pop(result.job_id, None)
+        self._finished[result.job_id] = details
+        self._ended += 1
+        while len(self._finished) > capacity and self._archive is not None:
+            # the oldest ended job leaves memory; details() reads it back from the archive
+            self._finished.pop(next(iter(self._finished)))
         if self._archive is not None:
-            with self._lock:
-                self._archiving = [f for f in self._archiving if not f.done()]
-                self._archiving.append(self._archiver.submit(self._store, details))
+            self._archiving = [f for f in self._archiving if not f.done()]
+            self._archiving.append(self._archiver.submit(self._store, details))
 
     def _store(self, details: JobDetails) -> None:
         try:
@@ -162,16 +187,17 @@ class Dispatcher:
                 log.warning("job %s ended in an earlier attempt but is not in the history at %s",
                             job_id, self._archive.directory)
         recalled.sort(key=lambda d: d.start_time)
-        with self._lock:
+
+        def remember() -> None:
             self._ended += len(recalled)
             for details in recalled[-capacity:]:
                 self._finished.setdefault(details.job_id, details)
+        self.main.call(remember)
 
     def list_jobs(self) -> list[JobDetails]:
         """Running jobs first (live), then finished ones (as archived), oldest first."""
-        with self._lock:
-            running = list(self._running.values())
-            finished = list(self._finished.values())
+        running, finished = self.main.call(
+            lambda: (list(self._running.values()), list(self._finished.values())))
         live = []
         for client in running:
             try:
@@ -182,9 +208,8 @@ class Dispatcher:
             sorted(finished, key=lambda d: d.start_time)
 
     def details(self, job_id: str) -> JobDetails:
-        with self._lock:
-            client = self._running.get(job_id)
-            finished = self._finished.get(job_id)
+        client, finished = self.main.call(
+            lambda: (self._running.get(job_id), self._finished.get(job_id)))
         if finished is not None:
             return finished
         if client is not None:
@@ -197,9 +222,8 @@ class Dispatcher:
         raise UnknownJob(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
 
     def cancel(self, job_id: str) -> None:
-        with self._lock:
-            client = self._running.get(job_id)
-            done = job_id in self._finished
+        client, done = self.main.call(
+            lambda: (self._running.get(job_id), job_id in self._finished))
         if done:
             raise Refused(f"job {job_id} has already ended")
         if client is None:
@@ -208,16 +232,14 @@ class Dispatcher:
 
     def wait(self, job_id: str, timeout: float | None) -> JobDetails:
         """Block until the job ended (or ``timeout``), then its archived summary."""
-        with self._lock:
-            client = self._running.get(job_id)
+        client = self.main.call(self._running.get, job_id)
         if client is not None:
             client.wait(timeout)
         return self.details(job_id)
 
     def counts(self) -> tuple[int, int]:
         """(running, finished) jobs."""
-        with self._lock:
-            return len(self._running), self._ended
+        return self.main.call(lambda: (len(self._running), self._ended))
 
     def overview(self) -> SessionOverview:
         cluster = self._components.overview()
@@ -229,27 +251,31 @@ class Dispatcher:
             running, finished)
 
     def cancel_all(self) -> None:
-        with self._lock:
-            running = list(self._running.values())
-        for client in running:
+        for client in self.main.call(lambda: list(self._running.values())):
             client.cancel()
 
     def close(self, timeout: float) -> None:
         """Refuse new jobs, cancel running ones, and wait (up to ``timeout`` in all) until
         each is archived, so the history outlives the session."""
-        with self._lock:
+        def refuse_new() -> list["JobClient"]:
             self._closed = True
-            running = list(self._running.values())
+            return list(self._running.values())
+        running = self.main.call(refuse_new)
         self.cancel_all()
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(self._clock, timeout)
         for client in running:
             try:
-                client.wait(max(0.1, deadline - time.monotonic()))
+                client.wait(max(0.1, deadline.left()))
             except Exception:   # noqa: BLE001 - a timeout: log it and archive what we have
                 log.warning("job %s did not end within the shutdown timeout", client.job_id)
-        with self._lock:
-            pending = list(self._archiving)
-        done, not_done = futures.wait(pending, timeout=max(0.1, deadline - time.monotonic()))
+        # the last jobs' archiving was queued on the main thread when they ended
+        pending = self.main.call(lambda: list(self._archiving))
+        done, not_done = futures.wait(pending, timeout=max(0.1, deadline.left()))
         if not_done:
             log.warning("%d job archives were still being written at shutdown", len(not_done))
         self._archiver.shutdown(wait=False)
+
+    def stop(self) -> None:
+        """After ``close``, once nothing asks any more (the server is stopped): its
+        main thread goes. Until then the ended jobs are still listed and shown."""
+        self.main.shutdown()

@@ -32,9 +32,9 @@ from typing import AbstractSet, Any
 
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          ExecutionVertex)
-from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion
+from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion, pipelined_regions
 from yarnflow.conf import Configuration, options
-from yarnflow.core.jobgraph import PartitionType
+from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.core.fs import FileSystem, open_filesystem
 from yarnflow.core.messages import TaskMetrics
 
@@ -212,3 +212,53 @@ def restore_finished_regions(graph: ExecutionGraph, regions: dict[ExecutionVerte
             replaces=before)
         restored += 1
     return restored
+
+
+class StoredResults:
+    """The job's BLOCKING results on the cluster file system and, with job recovery,
+    its event log: what a JobMaster takes over from an earlier ApplicationMaster
+    attempt when it starts, and the regions it logs as they finish."""
+
+    def __init__(self, storage: JobStorage, graph: ExecutionGraph, sinks: AbstractSet[str]) -> None:
+        self.storage = storage
+        self._graph = graph
+        self._sinks = sinks
+        self._regions: dict[ExecutionVertex, PipelinedRegion] = {}
+
+    def take_over(self) -> str:
+        """Send BLOCKING results to the cluster file system and, with job recovery, take
+        over what an earlier ApplicationMaster attempt finished; the failure, if any."""
+        graph, storage = self._graph, self.storage
+        blocking = [r for r in graph.results.values()
+                    if r.partition_type is PartitionType.BLOCKING]
+        if not blocking:
+            return ""
+        try:
+            storage.prepare()
+            logged = storage.replay() if storage.events_enabled else {}
+        except Exception as err:    # noqa: BLE001 - unreachable, refused: named below
+            return (f"the job's results cannot be stored in {storage.job_dir}: "
+                    f"{type(err).__name__}: {err} (execution.batch.partition-store.dir; "
+                    "or execution.batch.partition-store: local)")
+        for result in blocking:
+            result.store = storage.result_dir(result.id)
+        # A stored result is read from its files once its producers finished, so its
+        # consumers start then (an EAGER consumer would read files being written).
+        # Only BLOCKING exchanges separate regions, so nothing else changes.
+        graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES
+        if storage.events_enabled:
+            self._regions = pipelined_regions(graph)
+            restored = restore_finished_regions(graph, self._regions, logged)
+            if restored:
+                log.info("job %s: %d of %d subtasks finished under an earlier "
+                         "ApplicationMaster attempt; their results are read from %s",
+                         graph.job_id[:8], restored, len(self._regions), storage.job_dir)
+        return ""
+
+    def subtask_finished(self, vertex: ExecutionVertex) -> None:
+        region = self._regions.get(vertex)
+        if region is None:
+            return
+        event = finished_region_event(region, self._sinks)
+        if event:
+            self.storage.region_finished(event)

@@ -24,13 +24,13 @@ so a restart reads every split exactly once more, and no split twice.
 from __future__ import annotations
 
 import enum
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable
 
 import cloudpickle
 
+from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.conf import Configuration, options
 from yarnflow.core.messages import AskAgain
 
@@ -57,7 +57,7 @@ class Assigned:
 
 class InputSplitAssigner:
     def __init__(self, splits: list[Any], locality_wait: float = 0.0,
-                 clock: Callable[[], float] = time.monotonic, parallelism: int = 0,
+                 clock: Callable[[], float] = SYSTEM_CLOCK.monotonic, parallelism: int = 0,
                  fair_share_wait: float = 0.0) -> None:
         self._splits = [cloudpickle.dumps(s) for s in splits]
         self._hosts = [tuple(getattr(s, "hosts", ()) or ()) for s in splits]

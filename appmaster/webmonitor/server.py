@@ -15,7 +15,6 @@ import json
 import logging
 import re
 import threading
-import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.appmaster.webmonitor import views
 from yarnflow.appmaster.webmonitor.metrics import metrics_registry
 from yarnflow.appmaster.webmonitor.source import WebMonitorSource
@@ -50,7 +50,7 @@ class NotFound(Exception):
 
 class WebMonitorServer:
     def __init__(self, source: WebMonitorSource, host: str = "127.0.0.1", port: int = 0,
-                 refresh_interval: float = 2.0, clock: Callable[[], float] = time.time) -> None:
+                 refresh_interval: float = 2.0, clock: Callable[[], float] = SYSTEM_CLOCK.time) -> None:
         self.source = source
         self._refresh_interval = refresh_interval
         self._clock = clock

@@ -4,10 +4,10 @@ the ApplicationMaster's components. Every method here only reads."""
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.conf import options
 from yarnflow.core.details import ExecutorDetails, JobDetails
 from yarnflow.core.errors import UnknownJob
@@ -59,11 +59,11 @@ class ApplicationMasterSource:
 
     def __init__(self, components: "ApplicationMasterComponents",
                  dispatcher: "Dispatcher | None", mode: str, application_id: str = "",
-                 history_dir: str = "") -> None:
+                 history_dir: str = "", clock: Clock = SYSTEM_CLOCK) -> None:
         self._components = components
         self._dispatcher = dispatcher
         self._info = ApplicationInfo(mode, application_id, components.application_attempt,
-                                     time.time(), history_dir)
+                                     clock.time(), history_dir)
 
     def application(self) -> ApplicationInfo:
         return self._info

@@ -88,6 +88,8 @@ class LocalCluster:
         if self.web is not None:
             self.web.stop()
         self.components.stop()
+        if self.dispatcher is not None:
+            self.dispatcher.stop()
         if self._log is not None:
             self._log.detach()
         if self._own_workdir:

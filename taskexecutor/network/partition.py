@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import deque
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
@@ -174,7 +173,6 @@ class ResultPartition:
         self.partitioner = Partitioner(ship, keys, num_subpartitions, start=subtask_index)
         self._on_first_data = on_first_data
         self._has_data = False
-        self.created = time.monotonic()
         self.stored = stored is not None
         if stored is not None:
             self.subpartitions: list[Subpartition] = stored

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Callable
 
+from yarnflow.core.clock import SYSTEM_CLOCK, Clock, Deadline
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.taskexecutor.network.partition import PartitionTimeout, ResultPartition, TaskCancelled
 
 
 class ResultPartitionManager:
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
         self._partitions: dict[str, ResultPartition] = {}
         self._cond = threading.Condition()
 
@@ -22,12 +23,12 @@ class ResultPartitionManager:
     def get(self, partition_id: str, timeout: float,
             cancelled: Callable[[], bool] = lambda: False) -> ResultPartition:
         """The partition, waiting up to ``timeout`` for its producer task to start."""
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(self._clock, timeout)
         with self._cond:
             while partition_id not in self._partitions:
                 if cancelled():
                     raise TaskCancelled()
-                remaining = deadline - time.monotonic()
+                remaining = deadline.left()
                 if remaining <= 0:
                     raise PartitionTimeout(
                         f"partition {partition_id} did not appear on this TaskExecutor within "

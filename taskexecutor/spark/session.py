@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from typing import Any
 
+from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.conf import Configuration, options
 from yarnflow.core.resources import ResourceSpec
 
@@ -95,7 +95,7 @@ class SparkSessionHolder:
                     raise
                 log.warning("Spark's JVM exited before it started (attempt %d of %d; its "
                             "output is above): starting it again", attempt, START_ATTEMPTS)
-                time.sleep(_RETRY_PAUSE_S * attempt)
+                SYSTEM_CLOCK.sleep(_RETRY_PAUSE_S * attempt)
         raise AssertionError("unreachable")
 
     def stop(self) -> None:

@@ -7,7 +7,10 @@ from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
+from yarnflow.appmaster.jobmaster.scheduler.default_scheduler import DefaultScheduler
+from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import SchedulerFactory
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.core.messages import SlotOffer, TaskExecutionState
 from yarnflow.core.status import ExecutionState
@@ -147,17 +150,76 @@ class FakeResourceManager:
         return done()
 
 
+class TestingScheduler:
+    """A SchedulerNG that records what its JobMaster hands it: for testing the JobMaster
+    as the shell it is. ``needed`` are the executors the job depends on; ``end`` ends
+    the job as the real scheduler does once its subtasks are done."""
+    __test__ = False      # a fake, not a test class
+
+    def __init__(self, graph: Any, config: Configuration, main: Any, slot_pool: Any,
+                 allocator: Any, outputs: Any, splits: Any, job_master: Any,
+                 on_subtask_finished: Callable[[Any], None], on_ended: Callable[[], None]) -> None:
+        self.graph = graph
+        self._on_ended = on_ended
+        self.restarts = 0
+        self.exceptions: list[Any] = []
+        self.calls: list[tuple[Any, ...]] = []
+        self.lost: set[str] = set()
+        self.needed: set[str] = set()
+
+    def start(self) -> None:
+        self.calls.append(("start",))
+        self.graph.transition(JobStatus.RUNNING)
+
+    def fail_before_start(self, cause: str) -> None:
+        self.calls.append(("fail_before_start", cause))
+        self.graph.failure = cause
+        self.end(JobStatus.FAILED)
+
+    def cancel(self) -> None:
+        self.calls.append(("cancel",))
+
+    def stop(self) -> None:
+        pass
+
+    def update_task_execution_state(self, report: TaskExecutionState) -> bool:
+        self.calls.append(("update", report.attempt_id, report.state))
+        return True
+
+    def partition_has_data(self, attempt_id: str, result_id: str) -> None:
+        self.calls.append(("partition_has_data", attempt_id, result_id))
+
+    def executor_lost(self, resource_id: str, reason: str) -> None:
+        self.lost.add(resource_id)
+        self.calls.append(("executor_lost", resource_id, reason))
+
+    def slot_lost(self, slot: Any, cause: str) -> None:
+        self.calls.append(("slot_lost", slot.allocation_id, cause))
+
+    def is_lost(self, resource_id: str) -> bool:
+        return resource_id in self.lost
+
+    def depends_on(self, resource_id: str) -> bool:
+        return resource_id in self.needed
+
+    def end(self, status: JobStatus) -> None:
+        self.graph.transition(status)
+        self._on_ended()
+
+
 class Harness:
     """A real JobMaster wired to fake executors and a fake ResourceManager."""
 
     def __init__(self, graph: JobGraph, config: Configuration | None = None,
-                 main: ManualMainThread | None = None) -> None:
+                 main: ManualMainThread | None = None,
+                 scheduler_factory: SchedulerFactory = DefaultScheduler) -> None:
         """With a ``main`` (a ManualMainThread), everything runs in the test's thread
         and time moves only by ``main.advance``."""
         self.executors: dict[str, FakeTaskExecutor] = {}
         self.rm = FakeResourceManager()
         self.jm = JobMaster(as_received(graph), config or Configuration.load(), "jm:0",
-                            lambda loc, jm_id: self.executors[loc.resource_id], main=main)
+                            lambda loc, jm_id: self.executors[loc.resource_id], main=main,
+                            scheduler_factory=scheduler_factory)
         self.jm.connect_resource_manager(self.rm)
 
     def executor(self, resource_id: str, host: str = "host-a") -> FakeTaskExecutor:

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread
+from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread, TestingScheduler
 from tests.unit.test_scheduler import chain
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState, JobStatus
 from yarnflow.conf import Configuration
+from yarnflow.core.messages import SlotOffer, TaskExecutionState
+from yarnflow.core.operators.sources import TableSource
+from yarnflow.core.resources import ResourceSpec as R
 
 HEARTBEAT_TIMEOUT, SLOT_TIMEOUT, CANCEL_TIMEOUT = 50.0, 300.0, 30.0
+
+
+class MissingInput(TableSource):
+    """A source whose input is not there."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def create_input_splits(self, parallelism: int, max_split_bytes: int = 0) -> list[object]:
+        raise FileNotFoundError("/data/missing")
 
 
 @pytest.fixture
@@ -157,3 +170,67 @@ def test_an_unexplained_failed_deployment_fails_the_job_after_the_grace(harness)
     h.jm.main.advance(CANCEL_TIMEOUT)
     result = h.jm.result.result(timeout=0)
     assert result.status is JobStatus.FAILED and "could not deploy" in result.failure
+
+
+# --- the JobMaster as a shell around its scheduler ---------------------------------------
+def shell(graph=None) -> tuple[Harness, TestingScheduler]:
+    config = Configuration.load(overrides=[f"heartbeat.timeout={HEARTBEAT_TIMEOUT}",
+                                           "heartbeat.interval=10"])
+    h = Harness(graph or chain(2), config, main=ManualMainThread(),
+                scheduler_factory=TestingScheduler)
+    return h, h.jm.scheduler
+
+
+def offer_from(h: Harness, resource_id: str) -> list[str]:
+    """An unsolicited slot from ``resource_id``: it becomes one of the job's executors."""
+    te = h.executor(resource_id)
+    return h.call(h.jm.offer_slots, te.location, [SlotOffer(f"{resource_id}-s0", 0, R(1, 1024))])
+
+
+def test_the_jobmaster_hands_reports_and_losses_to_its_scheduler_and_shuts_out_a_lost_executor():
+    h, scheduler = shell()
+    h.start()
+    assert scheduler.calls == [("start",)]
+    offer_from(h, "te-1")
+    h.report("attempt-x", RUNNING)
+    h.call(h.jm.notify_partition_data_available, "attempt-x", "result-y")
+    assert scheduler.calls[1:] == [("update", "attempt-x", RUNNING),
+                                   ("partition_has_data", "attempt-x", "result-y")]
+    # an attempt the job does not know, running there: the executor is told to cancel it
+    h.call(h.jm.heartbeat_from_task_executor, "te-1",
+           [TaskExecutionState("stray", ExecutionState.RUNNING)])
+    assert h.executors["te-1"].cancelled == ["stray"]
+    h.call(h.jm.disconnect_task_executor, "te-1", "TaskExecutor te-1 was lost: killed")
+    h.call(h.jm.disconnect_task_executor, "te-1", "heard twice")
+    assert [c for c in scheduler.calls if c[0] == "executor_lost"] == [
+        ("executor_lost", "te-1", "TaskExecutor te-1 was lost: killed")]
+    assert offer_from(h, "te-1") == [], "a lost executor's slots are not taken again"
+    h.close()
+
+
+def test_an_executor_silent_past_the_heartbeat_timeout_is_lost_only_if_the_job_depends_on_it():
+    h, scheduler = shell()
+    h.start()
+    offer_from(h, "te-1")
+    offer_from(h, "te-2")
+    scheduler.needed = {"te-1"}
+    h.jm.main.advance(HEARTBEAT_TIMEOUT + 10)
+    (lost,) = [c for c in scheduler.calls if c[0] == "executor_lost"]
+    assert lost[1] == "te-1" and "heartbeat.timeout" in lost[2]
+    scheduler.needed = {"te-2"}          # te-2 was forgotten quietly: nothing to lose there
+    h.jm.main.advance(HEARTBEAT_TIMEOUT + 10)
+    assert [c[1] for c in scheduler.calls if c[0] == "executor_lost"] == ["te-1"]
+    h.close()
+
+
+def test_a_source_that_cannot_list_its_input_fails_the_job_at_start_not_when_it_is_made():
+    graph = chain(2)
+    next(v for v in graph.vertices.values() if v.num_inputs == 0).operator = MissingInput()
+    h, scheduler = shell(graph)
+    assert scheduler.calls == [], "making a JobMaster lists nothing"
+    h.start()
+    (failed,) = scheduler.calls
+    assert failed[0] == "fail_before_start" and "source 'source' cannot read its input" in failed[1]
+    assert "/data/missing" in failed[1]
+    result = h.jm.result.result(timeout=0)
+    assert result.status is JobStatus.FAILED and "/data/missing" in result.failure

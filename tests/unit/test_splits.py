@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import cloudpickle
 
 from yarnflow.appmaster.jobmaster.splits import AskAgain, Assigned, InputSplitAssigner, Locality
+from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.operators.sources import TableSource
 
 
 @dataclass(frozen=True)
@@ -194,16 +196,32 @@ def test_the_assigner_names_each_subtasks_host():
     assert assigner.host_for(5) == ""
 
 
+class HostedSource(TableSource):
+    """A source of two splits, one stored on nm1 and one on nm2."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def create_input_splits(self, parallelism: int, max_split_bytes: int = 0) -> list[Split]:
+        return [Split("a1", ("nm1",)), Split("b1", ("nm2",))]
+
+    def for_readers(self) -> "HostedSource":
+        return self
+
+
+def hosted_chain() -> JobGraph:
+    from tests.unit.test_scheduler import chain
+    graph = chain(2)
+    next(v for v in graph.vertices.values() if v.num_inputs == 0).operator = HostedSource()
+    return graph
+
+
 def test_a_source_subtasks_slot_request_names_the_host_of_its_splits():
     from tests.unit.fakes import Harness, ManualMainThread
-    from tests.unit.test_scheduler import chain
     from yarnflow.conf import Configuration
-    h = Harness(chain(2), Configuration.load(overrides=["restart-strategy.type=none"]),
+    h = Harness(hosted_chain(), Configuration.load(overrides=["restart-strategy.type=none"]),
                 main=ManualMainThread())
     try:
-        source = next(v for v in h.jm.graph.vertices_topologically() if v.is_source)
-        h.jm._splits[source.id] = InputSplitAssigner(
-            [Split("a1", ("nm1",)), Split("b1", ("nm2",))], parallelism=2)
         h.start()
         assert sorted(h.rm.hosts.values()) == [("nm1",), ("nm2",)]
     finally:
@@ -214,15 +232,11 @@ def test_only_a_first_attempts_input_host_is_asked_for_not_a_producers_or_a_rest
     """A consumer's producer may have run on a host that is gone, and so may a
     restarted source's planned host: no container is asked on either."""
     from tests.unit.fakes import RUNNING, Harness, ManualMainThread
-    from tests.unit.test_scheduler import chain
     from yarnflow.conf import Configuration
-    h = Harness(chain(2), Configuration.load(overrides=[
+    h = Harness(hosted_chain(), Configuration.load(overrides=[
         "restart-strategy.type=fixed-delay", "restart-strategy.fixed-delay.attempts=3",
         "restart-strategy.fixed-delay.delay=0 s"]), main=ManualMainThread())
     try:
-        source = next(v for v in h.jm.graph.vertices_topologically() if v.is_source)
-        h.jm._splits[source.id] = InputSplitAssigner(
-            [Split("a1", ("nm1",)), Split("b1", ("nm2",))], parallelism=2)
         h.start()
         assert sorted(h.rm.hosts.values()) == [("nm1",), ("nm2",)]
         h.offer_pending(["te-1", "te-2"], {"te-1": "nm1", "te-2": "nm2"})

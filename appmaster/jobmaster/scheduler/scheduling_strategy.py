@@ -1,4 +1,5 @@
-"""When subtasks get slots and are deployed: EAGER or LAZY_FROM_SOURCES.
+"""When subtasks get slots and are deployed (Flink's SchedulingStrategy): EAGER or
+LAZY_FROM_SOURCES.
 
 EAGER asks for every slot first and deploys all subtasks once all slots are there
 (a streaming job's tasks must all run at once). LAZY_FROM_SOURCES deploys the
@@ -32,7 +33,7 @@ Deployer = Callable[[ExecutionVertex], None]
 Failer = Callable[[ExecutionVertex, str], None]
 
 
-class Scheduler:
+class SchedulingStrategy:
     def __init__(self, main: MainThreadExecutor, graph: ExecutionGraph,
                  allocator: SlotSharingSlotAllocator, deploy: Deployer,
                  fail_vertex: Failer) -> None:

@@ -1,0 +1,39 @@
+"""The interface between a JobMaster and its scheduler (Flink's SchedulerNG): the
+JobMaster takes messages in and hands what they mean for subtasks over; the scheduler
+calls back only to say a subtask finished and that the job ended."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot
+from yarnflow.core.details import ExceptionEntry
+from yarnflow.core.messages import TaskExecutionState
+
+
+class SchedulerNG(Protocol):
+    """What the JobMaster hands its subtasks to."""
+    restarts: int
+    exceptions: list[ExceptionEntry]
+
+    def start(self) -> None: ...
+    def fail_before_start(self, cause: str) -> None: ...
+    def cancel(self) -> None: ...
+    def stop(self) -> None: ...
+    def update_task_execution_state(self, report: TaskExecutionState) -> bool: ...
+    def partition_has_data(self, attempt_id: str, result_id: str) -> None: ...
+    def executor_lost(self, resource_id: str, reason: str) -> None: ...
+    def slot_lost(self, slot: PhysicalSlot, cause: str) -> None: ...
+    def is_lost(self, resource_id: str) -> bool: ...
+    def depends_on(self, resource_id: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class JobMasterAddress:
+    """Where the deployed subtasks report to, and the fencing token they report with."""
+    job_master_id: str
+    address: str
+
+
+# How a JobMaster makes its scheduler: DefaultScheduler's constructor, or a test's fake.
+SchedulerFactory = Callable[..., SchedulerNG]
