@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from yarnflow.conf import Configuration
+from yarnflow.core.clock import poll_until
 from yarnflow.rpc.security import CLUSTER_NAME, TlsCredentials, generate_cluster_credentials
 
 BATCH_ROWS = 1 << 20          # 1 Mi rows x 1 int64 column = 8 MiB per batch
@@ -121,11 +122,12 @@ def measure_bare(kind: str, tls: TlsCredentials, tls_dir: str, count: int) -> fl
     proc = subprocess.Popen([sys.executable, __file__, "--serve", kind, "--tls-dir", tls_dir,
                              "--count", str(count), "--port-file", port_file])
     try:
-        deadline = time.monotonic() + 60
-        while not (os.path.exists(port_file) and open(port_file).read()):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"bare {kind} server did not start")
-            time.sleep(0.05)
+        def started() -> bool | None:
+            if proc.poll() is not None:
+                raise RuntimeError(f"bare {kind} server exited before it started")
+            return (os.path.exists(port_file) and bool(open(port_file).read())) or None
+        if not poll_until(started, 60, 0.05):
+            raise RuntimeError(f"bare {kind} server did not start within 60 s")
         port = int(open(port_file).read())
         total = 0
         if kind == "grpc":

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import yarnflow as yf
+from yarnflow.core.clock import poll_until  # noqa: E402
 from yarnflow.conf import Configuration, options
 from yarnflow.core.details import JobDetails
 from yarnflow.targets.local import LocalCluster
@@ -80,11 +81,8 @@ def two_stage(out: Path, progress: Path, pause: float) -> yf.Pipeline:
 
 
 def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"bench: timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.02)
+    if poll_until(lambda: condition() or None, timeout, 0.02) is None:
+        raise SystemExit(f"bench: timed out after {timeout:g} s waiting for {what}")
 
 
 def run(config: Configuration, make, workdir: Path, kill_in: str | None,

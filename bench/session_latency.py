@@ -44,20 +44,17 @@ from rich.console import Console
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from session_jobs import four_subtasks  # noqa: E402
+from yarnflow.core.clock import poll_until  # noqa: E402
 
 # the native cluster shares this interpreter (a real cluster gets the environment shipped)
 CONF = [f"yarn.python={sys.executable}", "heartbeat.interval=1 s", "resourcemanager.taskmanager-timeout=5 s", "slot.idle.timeout=1 s"]
 
 
 def poll(condition, timeout: float, what: str, interval: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
+    value = poll_until(lambda: condition() or None, timeout, interval)
+    if value is None:
+        raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+    return value
 
 
 def last_running(details: Any) -> float | None:

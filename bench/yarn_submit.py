@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import skein
+from yarnflow.core.clock import poll_until
 # Imported here, not while an application's executors start on the same two cores.
 from yarnflow.targets.yarn_apps import YarnApplication
 
@@ -69,14 +70,10 @@ def app_containers(app_id: str) -> list[dict]:
 
 
 def poll(condition, timeout: float, what: str, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(interval)
+    value = poll_until(lambda: condition() or None, timeout, interval)
+    if value is None:
+        raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+    return value
 
 
 def nodemanagers_idle() -> bool:

@@ -9,7 +9,9 @@ person reads (a subtask's state timestamps); ``sleep()`` pauses a retry loop.
 from __future__ import annotations
 
 import time as _time
-from typing import Protocol
+from typing import Callable, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
@@ -66,3 +68,18 @@ class Deadline:
 
     def passed(self) -> bool:
         return self._clock.monotonic() >= self.at
+
+
+def poll_until(condition: Callable[[], T | None], timeout: float | None, interval: float,
+         clock: Clock = SYSTEM_CLOCK) -> T | None:
+    """The first answer of ``condition()`` that is not None, asked every ``interval``
+    seconds; None once ``timeout`` has passed (never, for None). The one poll loop:
+    each caller says in its own words what it waited for."""
+    deadline = None if timeout is None else Deadline(clock, timeout)
+    while True:
+        answer = condition()
+        if answer is not None:
+            return answer
+        if deadline is not None and deadline.passed():
+            return None
+        clock.sleep(interval if deadline is None else min(interval, deadline.left()))

@@ -7,9 +7,9 @@ as a ``JobStatus``, its details, ``wait`` for its ``JobResult``, and ``cancel``.
 from __future__ import annotations
 
 import abc
-import time
 
 from yarnflow.conf import ConfigError, Configuration, options
+from yarnflow.core.clock import poll_until
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
@@ -44,15 +44,10 @@ class JobHandle(abc.ABC):
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobResult:
         """Block until the job ended; ``TimeoutError`` naming the job after ``timeout``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            ended = self.result()
-            if ended is not None:
-                return ended
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"job {self.job_id} did not end within {timeout:g} s")
-            time.sleep(poll if deadline is None else
-                       max(0.0, min(poll, deadline - time.monotonic())))
+        ended = poll_until(self.result, timeout, poll)
+        if ended is None:
+            raise TimeoutError(f"job {self.job_id} did not end within {timeout:g} s")
+        return ended
 
     def close(self) -> None:
         """Let go of connections (the job runs on)."""

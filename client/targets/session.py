@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from yarnflow.core.clock import poll_until
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode,
@@ -118,9 +119,10 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
 
 def _wait_for_dispatcher(client: Any, app_id: str, security: Any, timeout: float,
                          start_timeout: float) -> tuple[str, str]:
-    deadline = time.monotonic() + start_timeout
     app = None
-    while True:
+
+    def published() -> tuple[str, str] | None:
+        nonlocal app
         report = bounded(lambda: client.application_report(app_id), timeout,
                          f"asking YARN about {app_id}")
         state = str(report.state)
@@ -134,12 +136,13 @@ def _wait_for_dispatcher(client: Any, app_id: str, security: Any, timeout: float
             address = app.kv.get(APPMASTER_ADDRESS_KEY)
             if address is not None:
                 return address.decode(), report.tracking_url or ""
-        if time.monotonic() > deadline:
-            raise YarnError(f"session {app_id} was {state} without a Dispatcher after "
-                            f"{start_timeout:g} s (session.start-timeout); it is still in YARN: "
-                            f"inspect it with `yarnflow logs {app_id}`, stop it with "
-                            f"`yarnflow session stop {app_id}`")
-        time.sleep(0.2)
+        return None
+    found = poll_until(published, start_timeout, 0.2)
+    if found is None:
+        raise YarnError(f"session {app_id} has no Dispatcher after {start_timeout:g} s "
+                        f"(session.start-timeout); it is still in YARN: inspect it with "
+                        f"`yarnflow logs {app_id}`, stop it with `yarnflow session stop {app_id}`")
+    return found
 
 
 class YarnSessionTarget(Target):

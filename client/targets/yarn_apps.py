@@ -7,10 +7,10 @@ outcome (final status and the job's failure summary as diagnostics)."""
 from __future__ import annotations
 
 import subprocess
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from yarnflow.core.clock import SYSTEM_CLOCK, Deadline, poll_until
 from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, JOB_ID_KEY
 from yarnflow.core.details import JobDetails
 from yarnflow.targets.app_store import ApplicationStore
@@ -88,14 +88,15 @@ class YarnApplication:
         return archived_job(info.get("history", ""), info["job_id"])
 
     def wait_finished(self, timeout: float, poll: float = 0.5) -> ApplicationStatus:
-        deadline = time.monotonic() + timeout
-        while True:
-            status = self.status(with_details=False)
-            if status.finished:
-                return status
-            if time.monotonic() > deadline:
-                raise YarnError(f"{self.app_id} still {status.state} after {timeout:g} s")
-            time.sleep(poll)
+        seen: list[ApplicationStatus] = []
+
+        def ended() -> ApplicationStatus | None:
+            seen.append(self.status(with_details=False))
+            return seen[-1] if seen[-1].finished else None
+        status = poll_until(ended, timeout, poll)
+        if status is None:
+            raise YarnError(f"{self.app_id} still {seen[-1].state} after {timeout:g} s")
+        return status
 
     # --- its ApplicationMaster's view ------------------------------------------------
     def appmaster_address(self) -> str | None:
@@ -174,19 +175,19 @@ def wait_for_log_aggregation(app_id: str, timeout: float) -> None:
     except HadoopConfigError:
         return                         # `yarn logs` will say what is wrong
     url = f"http://{web}/ws/v1/cluster/apps/{app_id}"
-    deadline = time.monotonic() + timeout
-    while True:
+    deadline = Deadline(SYSTEM_CLOCK, timeout)
+
+    def collected() -> bool | None:
         try:
-            with urllib.request.urlopen(url, timeout=max(1.0, deadline - time.monotonic())) as r:
+            with urllib.request.urlopen(url, timeout=max(1.0, deadline.left())) as r:
                 report = json.load(r)["app"]
         except (OSError, ValueError, KeyError):
-            return
+            return True
         if report.get("state") not in FINISHED_STATES or \
                 report.get("logAggregationStatus") not in _AGGREGATING:
-            return
-        if time.monotonic() >= deadline:
-            return                     # print what is collected so far
-        time.sleep(0.5)
+            return True
+        return None
+    poll_until(collected, timeout, 0.5)    # past it: print what is collected so far
 
 
 # Skein's words for an ApplicationMaster script that exited 127: yarnflow's launch
