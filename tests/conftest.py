@@ -37,7 +37,18 @@ def yarn_test_cluster() -> str:
     return mode
 
 
+# A tier per folder, each a pytest marker: `pytest tests -m unit` runs one tier.
+TIERS = {
+    "unit": "in-process, fakes behind the gateways, a manual clock (seconds)",
+    "integration": "real processes and gRPC on this machine, the local target (minutes)",
+    "yarn": "on a real Hadoop YARN cluster (the dockerised one's edge host by default)",
+    "docker": "the dockerised cluster itself: its hosts, host-level faults, the YARN tier's relay",
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for tier, what in TIERS.items():
+        config.addinivalue_line("markers", f"{tier}: {what}")
     yarn_tier = ROOT / "tests" / "yarn"
     named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
     if yarn_test_cluster() == "docker" and any(p == yarn_tier or yarn_tier in p.parents for p in named):
@@ -45,6 +56,14 @@ def pytest_configure(config: pytest.Config) -> None:
             "tests/yarn runs on the dockerised cluster's edge host by default. Fix: run "
             "`pytest tests/docker/test_yarn_tier.py -k NAME`, or set YARNFLOW_TEST_CLUSTER=native "
             "to run it on docker-hadoop/native here")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test is marked with its folder's tier."""
+    for item in items:
+        parts = item.path.relative_to(ROOT).parts
+        if len(parts) > 2 and parts[0] == "tests" and parts[1] in TIERS:
+            item.add_marker(parts[1])
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
