@@ -79,7 +79,7 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
             "yarn": ["skein>=0.8.2", "venv-pack>=0.2"],
             "test": ["pytest>=8", "pytest-timeout>=2.2", "grpcio-tools>=1.85.1", "skein>=0.8.2",
                      "venv-pack>=0.2",
-                     "mypy>=2.4,<2.5",
+                     "mypy>=2.4,<2.5", "ruff>=0.17,<0.18",
                      "pyspark>=4.0"],
         },
         entry_points={"console_scripts": ["yarnflow = yarnflow.cli:entry"]},

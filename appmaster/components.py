@@ -164,7 +164,7 @@ class ApplicationMasterComponents:
                 try:
                     jm.cancel()
                     jm.result.result(timeout=self.config.get(options.JOB_CANCEL_TIMEOUT))
-                except Exception:
+                except Exception:  # noqa: BLE001 - whatever it was, the JobMaster goes now
                     log.warning("job %s did not cancel cleanly", jm.job_id)
             jm.shutdown()
         self.resource_manager.stop()

@@ -15,7 +15,8 @@ Prints one JSON object.
   started and warmed by one discarded run.
 - auto/hash_max_over_mean: the join subtasks' input rows, max ÷ mean, from the jobs'
   metrics (the worst auto run, the median hash run); auto_probe_max_over_mean: the same
-  of the instruments side alone (the broadcast side is alike everywhere). plan: the strategy `auto` chose. results_equal: every output (auto, hash,
+  of the instruments side alone (the broadcast side is alike everywhere). plan: the
+  strategy `auto` chose. results_equal: every output (auto, hash,
   PySpark) has exactly the rows of a pyarrow reference join.
 - source: the instruments read from Parquet (its row groups as splits), or given to
   the pipeline as an in-memory table (``--source memory``: row ranges as splits).

@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/yarnflow-bench-out")
     args = parser.parse_args()
     table = pa.table({"k": pa.array(range(4000), pa.int64())})
-    R = yf.ResourceSpec
+    spec = yf.ResourceSpec
     if args.job == "two-stage":
         p = yf.Pipeline("bench-two-stage", parallelism=args.parallelism)
         keyed = pa.table({"k": pa.array([i % 97 for i in range(args.rows)], pa.int64()),
@@ -48,12 +48,12 @@ def main() -> None:
         p = yf.Pipeline("bench-to-running")
         n = args.parallelism
         heavy = p.from_arrow(table, name="heavy").set_parallelism(n) \
-            .resources(R(2, "1536m")).slot_sharing_group("heavy")
+            .resources(spec(2, "1536m")).slot_sharing_group("heavy")
         light = heavy.rebalance().map(working(args.work), name="light").set_parallelism(n) \
-            .resources(R(1, "512m")).slot_sharing_group("light")
+            .resources(spec(1, "512m")).slot_sharing_group("light")
         light.write_parquet(args.out).set_parallelism(n).slot_sharing_group("light")
     else:
-        big, small = R(1, "3g"), R(1, "512m")
+        big, small = spec(1, "3g"), spec(1, "512m")
         p = yf.Pipeline("bench-alloc")
         heavy = p.from_arrow(table, name="heavy").set_parallelism(2).resources(big) \
             .slot_sharing_group("heavy")

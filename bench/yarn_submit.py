@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 JOBS = str(ROOT / "bench" / "yarn_jobs.py")
 RM = os.environ.get("YARNFLOW_TEST_YARN_RM", "http://127.0.0.1:8088")
 # the native cluster shares this interpreter (a real cluster gets the environment shipped)
-CONF = ["-D", f"yarn.python={sys.executable}", "-D", "heartbeat.interval=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
+CONF = ["-D", f"yarn.python={sys.executable}", "-D", "heartbeat.interval=1 s",
+        "-D", "resourcemanager.taskmanager-timeout=3 s",
         "-D", "slot.idle.timeout=1 s"]
 
 
@@ -217,7 +218,7 @@ def measure_alloc(fixed: bool) -> float:
                 if am is not None:
                     for c in am.get_containers(states=["RUNNING", "SUCCEEDED", "KILLED", "FAILED"]):
                         skein_to_yarn[c.id] = c.yarn_container_id
-            except Exception:
+            except Exception:  # noqa: BLE001 - the application is ending
                 pass                        # the application is ending
             time.sleep(0.2)
     life = {cid: last - first for cid, (_, first, last) in lifetimes.items()}

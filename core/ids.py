@@ -2,7 +2,6 @@
 A call with a stale fencing token is refused with ``yarnflow.core.errors.FencingError``."""
 from __future__ import annotations
 
-import uuid
 from typing import NewType
 
 JobID = NewType("JobID", str)
@@ -11,7 +10,3 @@ ExecutionAttemptID = NewType("ExecutionAttemptID", str)
 ResourceID = NewType("ResourceID", str)
 JobMasterId = NewType("JobMasterId", str)
 ResourceManagerId = NewType("ResourceManagerId", str)
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex

@@ -57,7 +57,7 @@ def generate(data_dir: str, rows: int, files: int | None = None, seed: int = 3) 
     (492 rows; every fifth has no ISO code, every seventh an empty one) as Parquet,
     with PySpark."""
     from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: N812 - PySpark's own idiom
 
     spark = (SparkSession.builder.master("local[*]").appName("skewed-join-data")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

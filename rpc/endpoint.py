@@ -193,6 +193,6 @@ def describe_rpc_error(err: BaseException) -> str:
     if isinstance(err, grpc.RpcError) and hasattr(err, "code"):
         try:
             return f"{err.code().name}: {err.details()}"
-        except Exception:  # pragma: no cover - a non-call RpcError
+        except Exception:  # noqa: BLE001 - a non-call RpcError  # pragma: no cover
             pass
     return f"{type(err).__name__}: {err}"

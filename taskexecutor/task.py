@@ -150,7 +150,7 @@ class Task:
             final = TaskState.FINISHED
         except TaskCancelled:
             final = TaskState.CANCELED
-        except BaseException as err:   # user code: anything may come out
+        except BaseException as err:  # noqa: BLE001 - user code: anything may come out
             if self._cancel.is_set():
                 final = TaskState.CANCELED
             else:
@@ -210,7 +210,7 @@ class Task:
             return
         try:     # the executor sends it until acknowledged; the wait only orders the end
             self._jm.update_task_execution_state(update).result(self._services.rpc_timeout)
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - not acknowledged yet: sent again
             log.warning("%s of %s not acknowledged yet by its JobMaster (%s): the executor "
                         "keeps sending it", state.name, self.name, type(err).__name__)
 
@@ -238,7 +238,7 @@ class Task:
                     .result(self._services.rpc_timeout)
             except Refused:
                 raise
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - counted, and retried
                 failures += 1
                 if failures == 1:
                     log.warning("%s: the JobMaster did not answer a split request (%s); "

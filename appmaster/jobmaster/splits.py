@@ -13,7 +13,8 @@ the others' local splits and reads them across the network.
 Fair shares come first (issue 15): with ``parallelism`` known, each subtask is owed
 total // parallelism splits, and one that has its share gets more only once every
 other subtask has its share too (the tail is then first come, so a fast subtask still
-helps at the end), so the subtasks whose executors start first do not take everything. A share is held for a subtask that has not asked yet for at most
+helps at the end), so the subtasks whose executors start first do not take everything.
+A share is held for a subtask that has not asked yet for at most
 ``fair_share_wait`` after the source's first request: it may never start while others
 hold the slots it needs (a cluster at resourcemanager.max-workers).
 
@@ -216,6 +217,6 @@ def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Con
             readers = operator.for_readers()
             if readers is not operator:      # the splits carry the data
                 ejv.operator_bytes = cloudpickle.dumps(readers)
-        except Exception as err:  # a missing input, an unreadable file
+        except Exception as err:  # noqa: BLE001 - a missing input, an unreadable file
             return assigners, f"source '{ejv.name}' cannot read its input: {err}"
     return assigners, ""

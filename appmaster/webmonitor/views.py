@@ -43,20 +43,19 @@ def vertex_status(subtasks: list[SubtaskDetails]) -> str:
     """One state for a vertex, aggregated as Flink's ExecutionJobVertex does: a failure
     or cancellation shows first, a vertex is FINISHED only when all its subtasks are,
     and RUNNING while any runs or some finished and others have yet to."""
-    E = ExecutionState
     states = {s.state for s in subtasks}
-    if E.FAILED in states:
-        return E.FAILED.name
-    if states & {E.CANCELING, E.CANCELED}:
-        return E.CANCELED.name
-    if states and states <= {E.FINISHED}:
-        return E.FINISHED.name
-    if states & {E.RUNNING, E.FINISHED}:
-        return E.RUNNING.name
-    for state in (E.INITIALIZING, E.DEPLOYING, E.SCHEDULED):
+    if ExecutionState.FAILED in states:
+        return ExecutionState.FAILED.name
+    if states & {ExecutionState.CANCELING, ExecutionState.CANCELED}:
+        return ExecutionState.CANCELED.name
+    if states and states <= {ExecutionState.FINISHED}:
+        return ExecutionState.FINISHED.name
+    if states & {ExecutionState.RUNNING, ExecutionState.FINISHED}:
+        return ExecutionState.RUNNING.name
+    for state in (ExecutionState.INITIALIZING, ExecutionState.DEPLOYING, ExecutionState.SCHEDULED):
         if state in states:
             return state.name
-    return E.CREATED.name
+    return ExecutionState.CREATED.name
 
 
 def _vertex_metrics(subtasks: list[SubtaskDetails]) -> dict[str, Any]:

@@ -17,8 +17,7 @@ from typing import Any
 from yarnflow.core.clock import poll_until
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
-from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode,
-                                    service_name)
+from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode)
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.targets.app_store import ApplicationStore

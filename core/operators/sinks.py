@@ -87,7 +87,8 @@ class DirectoryCommitter:
                 raise DataPathError(self._exists_message())
             self.fs.check_writable(self.uri)
         except PermissionError as err:
-            raise DataPathError(f"output {self.uri} cannot be written: {err}. Fix: write where this user may, or get write access to it") from None
+            raise DataPathError(f"output {self.uri} cannot be written: {err}. Fix: write where this "
+                                "user may, or get write access to it") from None
         except DataPathError:
             raise
         except OSError as err:
@@ -186,7 +187,7 @@ class ParquetSink(Operator):
                 try:
                     if closable is not None:
                         closable.close()
-                except Exception:   # the failure being raised already says what went wrong
+                except Exception:  # noqa: BLE001 - the failure being raised already says what went wrong
                     pass
             if writer is not None or stream is not None:
                 try:

@@ -7,12 +7,9 @@ from typing import Any, Callable, TypeVar
 
 import grpc
 
-from yarnflow.core.errors import Refused
 from yarnflow.rpc.errors import refusal_of
 
 T = TypeVar("T")
-# replies that say no with ok=false rather than a status
-_ANSWERS_WITH_OK = frozenset({"yarnflow.Ack", "yarnflow.SlotAllocationReply"})
 
 
 def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
@@ -20,7 +17,7 @@ def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
     becomes a failed future instead of an exception in the caller's main thread."""
     try:
         return to_future(method.future(request, timeout=timeout))
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - handed to the caller in the future
         failed: Future[Any] = Future()
         failed.set_exception(err)
         return failed
@@ -32,13 +29,10 @@ def to_future(call: "grpc.Future") -> "Future[Any]":
     def done(fut: "grpc.Future") -> None:
         try:
             result = fut.result()
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - handed to the caller in the future
             out.set_exception(refusal_of(err) or err)
             return
-        if result.DESCRIPTOR.full_name in _ANSWERS_WITH_OK and not result.ok:
-            out.set_exception(Refused(result.message))
-        else:
-            out.set_result(result)
+        out.set_result(result)      # a refusal arrives as a status (rpc/errors.py)
     call.add_done_callback(done)
     return out
 

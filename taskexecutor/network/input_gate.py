@@ -105,7 +105,7 @@ class InputGate:
                     if stop.is_set():
                         return
                 out.put(done)
-            except BaseException as err:  # delivered to the task thread
+            except BaseException as err:  # noqa: BLE001 - delivered to the task thread
                 out.put(err)
 
         threads = [threading.Thread(target=pump, args=(c,), daemon=True,

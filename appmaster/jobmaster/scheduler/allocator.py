@@ -46,9 +46,6 @@ class SlotSharingSlotAllocator:
         self._groups = groups
         self._input_hosts = input_hosts
 
-    def group_of(self, vertex: ExecutionVertex) -> ExecutionSlotSharingGroup:
-        return self._groups[vertex]
-
     def allocate(self, vertices: Iterable[ExecutionVertex]) -> dict[ExecutionVertex, "Future[LogicalSlot]"]:
         vertices = list(vertices)
         by_group: dict[ExecutionSlotSharingGroup, list[ExecutionVertex]] = {}

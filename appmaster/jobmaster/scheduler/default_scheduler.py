@@ -124,7 +124,7 @@ class DefaultScheduler:
         try:
             descriptor = build_descriptor(execution, self._job_master.job_master_id,
                                           self._job_master.address)
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - a deployment that cannot be built fails the job, named
             self._task_failed(execution, f"could not build the deployment of {vertex}: {err}",
                               recoverable=False)
             return

@@ -107,11 +107,6 @@ class SlotPool:
             if not request.sent:
                 self._send_request(request)
 
-    def disconnect_resource_manager(self) -> None:
-        self._rm = None
-        for request in self._pending.values():
-            request.sent = False
-
     # --- requests --------------------------------------------------------------------
     def request_slot(self, profile: ResourceSpec,
                      preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
@@ -356,10 +351,6 @@ class SlotPool:
         return [f for f in freed if f is not None]
 
     # --- views -----------------------------------------------------------------------
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
-
     def held_slots(self) -> list[PhysicalSlot]:
         return [h.slot for h in self._held.values()]
 

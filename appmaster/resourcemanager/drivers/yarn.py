@@ -194,7 +194,7 @@ class YarnDriver(ResourceDriver):
             log.info("released container %s", resource_id)
         except CallTimedOut as err:   # Skein kills it when it gets to the call
             log.warning("%s (yarn.appmaster.skein-timeout)", err)
-        except Exception as err:   # already gone: Skein says ValueError
+        except Exception as err:  # noqa: BLE001 - already gone: Skein says ValueError
             log.info("container %s was already gone when released (%s)", resource_id, err)
 
     def max_worker_resources(self) -> ResourceSpec:
@@ -223,12 +223,12 @@ class YarnDriver(ResourceDriver):
         while not self._stop.wait(interval):
             try:      # a failed move must not hold back the news of lost containers
                 self._ask_anywhere_when_overdue()
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - logged; the next poll tries again
                 log.warning("could not ask anywhere for containers overdue on their hosts: %s", err)
             try:
                 finished = self._skein(lambda: self._app.get_containers(states=_FINISHED_STATES),
                                        "listing the containers that ended")
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - logged; the next poll tries again
                 log.warning("could not list containers from Skein's ApplicationMaster: %s", err)
                 continue
             for container in finished:
