@@ -225,14 +225,14 @@ class StoredResults:
         self._sinks = sinks
         self._regions: dict[ExecutionVertex, PipelinedRegion] = {}
 
-    def take_over(self) -> str:
+    def take_over(self) -> str | None:
         """Send BLOCKING results to the cluster file system and, with job recovery, take
         over what an earlier ApplicationMaster attempt finished; the failure, if any."""
         graph, storage = self._graph, self.storage
         blocking = [r for r in graph.results.values()
                     if r.partition_type is PartitionType.BLOCKING]
         if not blocking:
-            return ""
+            return None
         try:
             storage.prepare()
             logged = storage.replay() if storage.events_enabled else {}
@@ -253,7 +253,7 @@ class StoredResults:
                 log.info("job %s: %d of %d subtasks finished under an earlier "
                          "ApplicationMaster attempt; their results are read from %s",
                          graph.job_id[:8], restored, len(self._regions), storage.job_dir)
-        return ""
+        return None
 
     def subtask_finished(self, vertex: ExecutionVertex) -> None:
         region = self._regions.get(vertex)

@@ -98,10 +98,11 @@ class JobMaster:
         splits, failure = source_split_assigners(self.graph.vertices_topologically(),
                                                  self.config, self._clock.monotonic)
         self._splits.update(splits)
-        if not failure and self._stored is not None:
+        if failure is None and self._stored is not None:
             failure = self._stored.take_over()
-        failure = failure or self.outputs.setup()
-        if failure:
+        if failure is None:
+            failure = self.outputs.setup()
+        if failure is not None:
             self.scheduler.fail_before_start(failure)
             return
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)

@@ -20,15 +20,15 @@ class JobOutputs:
                             if v.committer]
         self.sinks = frozenset(vertex_id for vertex_id, _, _ in self._committers)
 
-    def setup(self) -> str:
+    def setup(self) -> str | None:
         """A failure here (the output exists, the file system refuses) ends the job
-        before it starts; "" when every sink is ready."""
+        before it starts; None when every sink is ready."""
         for _, name, committer in self._committers:
             try:
                 committer.setup(self.job_id)
             except Exception as err:   # noqa: BLE001 - a file system error, named below
                 return f"sink '{name}' cannot write its output: {err}"
-        return ""
+        return None
 
     def commit(self, attempts: Mapping[str, dict[int, str]]) -> tuple[str, str] | None:
         """``attempts``: per sink vertex, each subtask's attempt whose files count. The

@@ -199,10 +199,10 @@ def spread_over_hosts(split_hosts: list[tuple[str, ...]], parallelism: int) -> l
 
 
 def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Configuration,
-                           clock: Callable[[], float]) -> tuple[dict[str, InputSplitAssigner], str]:
+                           clock: Callable[[], float]) -> tuple[dict[str, InputSplitAssigner], str | None]:
     """An assigner per source vertex, from the splits its operator lists (Flink's
-    InputFormat.createInputSplits on the master), and "" or the first source that
-    cannot list its input (a missing input, an unreadable file): that fails the job
+    InputFormat.createInputSplits on the master), and None or the failure of the first
+    source that cannot list its input (a missing input, an unreadable file): that fails the job
     before it starts. A source whose splits carry its data is shipped without it."""
     assigners: dict[str, InputSplitAssigner] = {}
     for ejv in vertices:
@@ -219,4 +219,4 @@ def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Con
                 ejv.operator_bytes = cloudpickle.dumps(readers)
         except Exception as err:  # noqa: BLE001 - a missing input, an unreadable file
             return assigners, f"source '{ejv.name}' cannot read its input: {err}"
-    return assigners, ""
+    return assigners, None

@@ -109,8 +109,9 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
     ``config`` has been through ``prepare_config``."""
     timeout = config.get(options.YARN_CLIENT_TIMEOUT)
     specs = plan_containers(graph, config)
-    # The ApplicationMaster archives the ended job there, so its final figures outlive it.
-    config.set(options.SESSION_HISTORY_DIR, history_location(config))
+    # The ApplicationMaster archives the ended job there, so its final figures outlive it;
+    # a copy: the caller's configuration submits more jobs, each to its own application.
+    config = config.copy().set(options.SESSION_HISTORY_DIR, history_location(config))
     import skein
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
