@@ -15,7 +15,7 @@ from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.service import JobMasterService
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
-from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
+from yarnflow.appmaster.resourcemanager.resourcemanager import ResourceManager
 from yarnflow.appmaster.resourcemanager.service import ResourceManagerService
 from yarnflow.core.container_ladder import ContainerLadder
 from yarnflow.core.details import JobDetails, JobResult

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import grpc
 
-from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
+from yarnflow.appmaster.resourcemanager.resourcemanager import ResourceManager
 from yarnflow.core.errors import FencingError, UnknownExecutor
 from yarnflow.rpc.codec import (overview_to_proto, registration_from_proto,
                                 slot_report_from_proto, slot_request_from_proto)

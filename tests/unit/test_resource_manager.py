@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
-from yarnflow.appmaster.resourcemanager.resource_manager import ResourceManager
+from yarnflow.appmaster.resourcemanager.resourcemanager import ResourceManager
 from yarnflow.conf import Configuration
 from yarnflow.core.errors import FencingError, Refused, UnknownExecutor, UnknownJob
 from yarnflow.core.messages import (SlotAllocation, SlotReport, SlotRequest, SlotStatus,
