@@ -69,8 +69,9 @@ def jobgraph_as_received(data: bytes) -> JobGraph:
 
 
 def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = True) -> JobGraph:
-    """Rebuild the graph. Operators stay cloudpickle bytes unless ``load_operators``: the
-    ApplicationMaster never runs user code, so it never unpickles it."""
+    """Rebuild the graph. Operators and committers stay cloudpickle bytes unless
+    ``load_operators``: what the ApplicationMaster runs of them it loads in one place
+    (``yarnflow.appmaster.jobmaster.user_code``)."""
     graph = JobGraph(message.name, ScheduleMode(message.schedule_mode), message.job_id)
     graph.spark_overhead_mb = message.spark_overhead_mb
     for v in message.vertices:
@@ -81,7 +82,8 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
             slot_sharing_group=v.slot_sharing_group or None,
             co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
             uses_spark=v.uses_spark,
-            committer=cloudpickle.loads(v.committer) if v.committer else None,
+            committer=(cloudpickle.loads(v.committer) if load_operators else v.committer)
+            if v.committer else None,
             estimate=Estimate(v.estimate_rows if v.HasField("estimate_rows") else None,
                               v.estimate_bytes if v.HasField("estimate_bytes") else None,
                               v.estimate_origin)))

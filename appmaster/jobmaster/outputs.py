@@ -8,6 +8,7 @@ import logging
 import traceback
 from typing import Mapping
 
+from yarnflow.appmaster.jobmaster.user_code import load_committer
 from yarnflow.core.jobgraph import JobGraph
 
 log = logging.getLogger(__name__)
@@ -21,8 +22,16 @@ class JobOutputs:
         self.sinks = frozenset(vertex_id for vertex_id, _, _ in self._committers)
 
     def setup(self) -> str | None:
-        """A failure here (the output exists, the file system refuses) ends the job
-        before it starts; None when every sink is ready."""
+        """The committers loaded, then each sink's staging made. A failure here (a
+        committer that does not load, the output exists, the file system refuses) ends
+        the job before it starts; None when every sink is ready."""
+        loaded = []
+        for vertex_id, name, data in self._committers:
+            try:
+                loaded.append((vertex_id, name, load_committer(data)))
+            except Exception as err:   # noqa: BLE001 - user code: named below
+                return f"sink '{name}': its committer cannot be loaded: {type(err).__name__}: {err}"
+        self._committers = loaded
         for _, name, committer in self._committers:
             try:
                 committer.setup(self.job_id)
@@ -43,6 +52,8 @@ class JobOutputs:
 
     def abort(self) -> None:
         for _, name, committer in self._committers:
+            if isinstance(committer, bytes):
+                continue             # never loaded: it staged nothing
             try:
                 committer.abort(self.job_id)
             except Exception:

@@ -234,3 +234,27 @@ def test_a_source_that_cannot_list_its_input_fails_the_job_at_start_not_when_it_
     assert "/data/missing" in failed[1]
     result = h.jm.result.result(timeout=0)
     assert result.status is JobStatus.FAILED and "/data/missing" in result.failure
+
+
+def _gone() -> None:
+    raise ImportError("No module named 'retired_sinks'")
+
+
+class Unloadable:
+    """A committer whose code is not where the ApplicationMaster runs."""
+
+    def check_submittable(self) -> None:
+        pass
+
+    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+        return (_gone, ())
+
+
+def test_a_committer_that_does_not_load_fails_the_job_at_start_naming_its_sink():
+    graph = chain(2)
+    next(v for v in graph.vertices.values() if v.name == "sink").committer = Unloadable()
+    h = Harness(graph, Configuration.load(), main=ManualMainThread())
+    h.start()
+    result = h.jm.result.result(timeout=0)
+    assert result.status is JobStatus.FAILED
+    assert "sink 'sink': its committer cannot be loaded: ImportError" in result.failure, result.failure
