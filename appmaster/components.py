@@ -28,7 +28,8 @@ from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
 from yarnflow.rpc.faults import fault_injector
 from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
-from yarnflow.rpc.gateways.resourcemanager import GrpcResourceManagerGateway, register_job_master
+from yarnflow.rpc.gateways.resourcemanager import (GrpcResourceManagerGateway,
+                                                   GrpcResourceManagerRegistrationGateway)
 from yarnflow.rpc.gateways.taskexecutor import GrpcTaskExecutorGateway
 from yarnflow.rpc.generated import jobmaster_pb2_grpc, resourcemanager_pb2_grpc
 from yarnflow.rpc.security import TlsCredentials
@@ -112,7 +113,8 @@ class ApplicationMasterComponents:
         jm_id = jm.job_master_id
         self.job_masters.register(jm)
         channel = self.channels.get(self.address)
-        rm_id = register_job_master(channel, jm.job_id, jm_id, self.address, self._timeout)
+        rm_id = GrpcResourceManagerRegistrationGateway(channel, self._timeout).register_job_master(
+            jm.job_id, jm_id, self.address).result(self._timeout + 1)
         jm.connect_resource_manager(GrpcResourceManagerGateway(
             channel, rm_id, jm.job_id, jm_id, self.address, self._timeout))
         self.jobs[jm.job_id] = jm

@@ -24,6 +24,16 @@ class ResourceManagerGateway(Protocol):
     def disconnect_job_master(self, reason: str) -> "Future[Any]": ...
 
 
+class ResourceManagerRegistrationGateway(Protocol):
+    """The ResourceManager as a JobMaster sees it before it registered."""
+
+    def register_job_master(self, job_id: str, job_master_id: str,
+                            address: str) -> "Future[str]":
+        """The ResourceManagerId that fences the JobMaster's later calls (its
+        ``ResourceManagerGateway`` carries it)."""
+        ...
+
+
 class ResourceManagerExecutorGateway(Protocol):
     """The ResourceManager as a TaskExecutor sees it."""
 

@@ -1,5 +1,5 @@
 """The gRPC ResourceManager gateways (``yarnflow.appmaster.resourcemanager.gateway``):
-a JobMaster's, and a TaskExecutor's."""
+a JobMaster's (to register, then registered), and a TaskExecutor's."""
 from __future__ import annotations
 
 from concurrent.futures import Future
@@ -78,10 +78,15 @@ class GrpcResourceManagerExecutorGateway:
             slot_index=slot_index, allocation_id=allocation_id), self._timeout), lambda _: None)
 
 
-def register_job_master(channel: grpc.Channel, job_id: str, job_master_id: str, address: str,
-                        timeout: float) -> str:
-    """Register a JobMaster with the ResourceManager; returns the ResourceManagerId."""
-    stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
-    reply = stub.RegisterJobMaster(resourcemanager_pb2.RegisterJobMasterRequest(
-        job_id=job_id, job_master_id=job_master_id, address=address), timeout=timeout)
-    return reply.resource_manager_id
+class GrpcResourceManagerRegistrationGateway:
+    """A JobMaster's way to register with the ResourceManager."""
+
+    def __init__(self, channel: grpc.Channel, timeout: float) -> None:
+        self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
+        self._timeout = timeout
+
+    def register_job_master(self, job_id: str, job_master_id: str,
+                            address: str) -> "Future[str]":
+        return then(call_future(self._stub.RegisterJobMaster, resourcemanager_pb2.RegisterJobMasterRequest(
+            job_id=job_id, job_master_id=job_master_id, address=address), self._timeout),
+            lambda reply: str(reply.resource_manager_id))
