@@ -1,19 +1,30 @@
 """The yarnflow distribution.
 
-The repository's top level is fixed by the product (appmaster/, taskexecutor/,
-client/, conf/, rpc/), but installing packages called ``client`` or ``conf`` into
-site-packages would collide with other projects. So every top-level folder is
-installed under one ``yarnflow`` namespace: ``client/`` *is* the ``yarnflow`` package
-(what a pipeline author imports), ``core/`` is the model both sides share
-(``yarnflow.core``), and the runtime lives in ``yarnflow.appmaster``,
-``yarnflow.taskexecutor``, ``yarnflow.conf`` and ``yarnflow.rpc``.
+One rule maps every import to its file: **the repository root is the ``yarnflow``
+package**, so ``yarnflow.<folder>.<module>`` is ``<folder>/<module>.py`` and
+``yarnflow.appmaster.jobmaster.slotpool`` is ``appmaster/jobmaster/slotpool/``. A
+reader, an editor or an import-graph tool that knows that one line follows every
+import without a table (tests/unit/test_layering.py checks that it does).
 
-Only those top-level folders are named here. Every package below them is found by
+Why the root, and why a namespace package:
+
+- The card fixes the top level (``appmaster/``, ``taskexecutor/``, ``client/``,
+  ``conf/``, ...), and installing packages called ``client`` or ``conf`` into
+  site-packages would collide with other projects, so the folders go under one name.
+- ``yarnflow`` itself is an implicit namespace package (PEP 420): it has no
+  ``__init__.py``, so importing ``yarnflow.taskexecutor`` in a TaskExecutor runs no
+  code but the TaskExecutor's, and no process imports the client's pipeline API
+  unless it asks for ``yarnflow.client``. (The repository root cannot hold an
+  ``__init__.py`` either: pytest would then name the tests after the checkout's
+  directory.)
+- Pipeline authors import ``yarnflow.client`` (``import yarnflow.client as yf``).
+
+``PRODUCT`` below names the folders that ship; every package under them is found by
 discovery (a folder with an ``__init__.py``), so a new subpackage cannot be left out
 of the wheel: a hand-kept list of 23 folders once dropped ``taskexecutor/spark`` and
-broke every ``pip install .``. The tests read the layout from ``package_dir()``
-(tests/packaging.py), and tests/integration/test_wheel.py installs the built wheel
-into a fresh virtual environment and imports every module of the tree from it.
+broke every ``pip install .``. The tests read ``PRODUCT`` and ``packages()`` from
+this file (tests/packaging.py), and tests/integration/test_wheel.py installs the
+built wheel into a fresh virtual environment and imports every module from it.
 """
 from __future__ import annotations
 
@@ -23,37 +34,29 @@ from setuptools import find_packages, setup
 
 HERE = Path(__file__).resolve().parent
 
-# top-level folder -> the package it installs as; the card fixes these folders
-ROOTS = {
-    "client": "yarnflow",
-    "core": "yarnflow.core",
-    "conf": "yarnflow.conf",
-    "rpc": "yarnflow.rpc",
-    "appmaster": "yarnflow.appmaster",
-    "taskexecutor": "yarnflow.taskexecutor",
-}
+# the top-level folders that ship, each installed as yarnflow.<folder>
+PRODUCT = ("appmaster", "taskexecutor", "client", "conf", "core", "rpc")
 
 
-def package_dir(root: Path = HERE) -> dict[str, str]:
-    """Every installed package -> its folder, relative to ``root``."""
-    packages = {}
-    for folder, package in ROOTS.items():
-        packages[package] = folder
-        for sub in find_packages(where=str(root / folder)):
-            packages[f"{package}.{sub}"] = f"{folder}/{sub.replace('.', '/')}"
-    return packages
+def packages(root: Path = HERE) -> list[str]:
+    """Every installed package: ``yarnflow.`` + its folder's path, dots for slashes."""
+    found = []
+    for folder in PRODUCT:
+        found.append(f"yarnflow.{folder}")
+        found += [f"yarnflow.{folder}.{sub}" for sub in find_packages(where=str(root / folder))]
+    return found
 
 
 if __name__ == "__main__":   # pip runs this file as __main__; tests import package_dir()
-    PACKAGES = package_dir()
     setup(
         name="yarnflow",
         version="0.1.0",
         description="Flink's FLIP-6 runtime in Python for data pipelines on Hadoop YARN",
         python_requires=">=3.10",
-        packages=list(PACKAGES),
-        package_dir=PACKAGES,
-        package_data={"yarnflow": ["py.typed"], "yarnflow.conf": ["*.yaml"],
+        packages=packages(),
+        package_dir={"yarnflow": "."},      # the one rule; see the top of this file
+        package_data={**{f"yarnflow.{folder}": ["py.typed"] for folder in PRODUCT},
+                      "yarnflow.conf": ["*.yaml"],
                       "yarnflow.rpc": ["proto/*.proto"],
                       "yarnflow.appmaster.webmonitor": ["static/*"]},
         install_requires=[
@@ -82,5 +85,5 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
                      "mypy>=2.4,<2.5", "ruff>=0.17,<0.18",
                      "pyspark>=4.0"],
         },
-        entry_points={"console_scripts": ["yarnflow = yarnflow.cli:entry"]},
+        entry_points={"console_scripts": ["yarnflow = yarnflow.client.cli:entry"]},
     )

@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             status, diagnostics = run_session(app)
         else:
             status, diagnostics = run(args, app)
-    except BaseException:   # noqa: BLE001 - whatever happened, YARN must hear it
+    except BaseException:   # whatever happened, YARN must hear it
         status, diagnostics = "FAILED", ("yarnflow ApplicationMaster failed:\n"
                                          + traceback.format_exc()[-_DIAGNOSTICS_LIMIT:])
         log.exception("ApplicationMaster failed")

@@ -42,8 +42,13 @@ class Session:
         components = start_components(
             config, app, self.ladder, config.get(options.SESSION_MIN_EXECUTORS),
             register_more=self._register_dispatcher)
-        assert self.dispatcher is not None      # _register_dispatcher ran during the start
-        self.web: WebMonitorServer = serve_web_monitor(config, components, self.dispatcher, app, "yarn-session")
+        self.web: WebMonitorServer = serve_web_monitor(config, components, self._dispatcher(),
+                                                       app, "yarn-session")
+
+    def _dispatcher(self) -> Dispatcher:
+        """The Dispatcher ``_register_dispatcher`` made while the components started."""
+        assert self.dispatcher is not None
+        return self.dispatcher
 
     def _register_dispatcher(self, components: Any, server: Any) -> None:
         # Runs while the components start, before their address is published: no

@@ -35,11 +35,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from yarn_submit import JOBS, app_state, poll, wait_finished, wait_quiet, yarnflow_submit  # noqa: E402
+from yarn_submit import JOBS, app_state, poll, wait_finished, wait_quiet, yarnflow_submit
 
-from yarnflow.core.details import JobDetails  # noqa: E402
-from yarnflow.core.fs import FileSystemSettings, open_filesystem  # noqa: E402
-from yarnflow.targets.yarn_apps import YarnApplication  # noqa: E402
+from yarnflow.core.details import JobDetails
+from yarnflow.core.fs import FileSystemSettings, open_filesystem
+from yarnflow.client.targets.yarn_apps import YarnApplication
 
 STAGE1 = ("stage1-source", "stage1-map")
 STAGE2 = ("stage2-map",)

@@ -64,8 +64,8 @@ class CountSink(Operator):
 
 
 def ours(count: int) -> float:
-    import yarnflow as yf
-    from yarnflow.targets.local import LocalCluster
+    import yarnflow.client as yf
+    from yarnflow.client.targets.local import LocalCluster
     result_file = tempfile.mktemp(suffix=".json")
     p = yf.Pipeline("exchange", parallelism=1)
     src = p._source(RepeatSource(count), "producer").slot_sharing_group("a")

@@ -28,11 +28,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import yarnflow as yf
-from yarnflow.core.clock import poll_until  # noqa: E402
+import yarnflow.client as yf
+from yarnflow.core.clock import poll_until
 from yarnflow.conf import Configuration, options
 from yarnflow.core.details import JobDetails
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 ROWS, BATCH_ROWS, KEYS = 16_000, 200, 97
 

@@ -50,7 +50,7 @@ from tests.yarn.conftest import HOSTS, Hdfs  # noqa: E402  (the test cluster's H
 from yarnflow.rpc.archive import open_archive  # noqa: E402
 from yarnflow.conf import Configuration  # noqa: E402
 from yarnflow.core.fs.webhdfs import WRITE_BUFFER  # noqa: E402
-from yarnflow.targets.history import history_location  # noqa: E402
+from yarnflow.client.targets.history import history_location  # noqa: E402
 
 COLUMNS = 4                                   # int64: 32 bytes a row
 
@@ -64,7 +64,7 @@ JOB = '''
 import sys
 import numpy as np
 import pyarrow as pa
-import yarnflow as yf
+import yarnflow.client as yf
 from yarnflow.core.operators import Source
 
 COLUMNS, ROWS_PER_FILE, FILES = {columns}, {rows}, {files}
@@ -99,7 +99,7 @@ p.execute()
 def run_job(script: Path, kind: str, path: str) -> Any:
     """Run one per-job application (attached) and return its archived JobDetails."""
     proc = subprocess.run(
-        [sys.executable, "-m", "yarnflow.cli", "run", "-t", "yarn-per-job", "--attach",
+        [sys.executable, "-m", "yarnflow.client.cli", "run", "-t", "yarn-per-job", "--attach",
          "--no-progress", "-D", f"yarn.python={sys.executable}", "-D", "heartbeat.interval=1 s",
          "-D", "pipeline.batch-rows=65536",
          "-D", "slot.idle.timeout=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",

@@ -25,14 +25,15 @@ from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.codec import tdd_to_bytes
 from yarnflow.rpc.endpoint import MainThread
+from yarnflow.core.user_code import UserCode
 
 SLOTS_PER_EXECUTOR = 10
 
 
 def job(parallelism: int) -> JobGraph:
     graph = JobGraph("scale")
-    src = graph.add_vertex(JobVertex("source", b"op", parallelism, num_inputs=0))
-    sink = graph.add_vertex(JobVertex("sink", b"op", parallelism, num_inputs=1))
+    src = graph.add_vertex(JobVertex("source", UserCode.received(b"op"), parallelism, num_inputs=0))
+    sink = graph.add_vertex(JobVertex("sink", UserCode.received(b"op"), parallelism, num_inputs=1))
     graph.connect(src, sink, ShipStrategy.HASH, ["k"])
     return graph.resolve(1)
 

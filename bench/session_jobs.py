@@ -21,7 +21,7 @@ def working(seconds: float):
 
 
 def four_subtasks(out: str, work: float):
-    import yarnflow as yf
+    import yarnflow.client as yf
     table = pa.table({"k": pa.array(range(400), pa.int64())})
     p = yf.Pipeline("bench-four-subtasks", parallelism=4)
     p.from_arrow(table).map(working(work), name="work").write_parquet(out)

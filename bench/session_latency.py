@@ -65,7 +65,7 @@ def last_running(details: Any) -> float | None:
 
 
 def execute(target: str, config: Any, out: str, work: float) -> Any:
-    from yarnflow.context import ExecutionContext, set_context
+    from yarnflow.client.context import ExecutionContext, set_context
     set_context(ExecutionContext(config, target, False, Console(file=io.StringIO())))
     try:
         return four_subtasks(out, work).execute()
@@ -94,7 +94,7 @@ def measure_warm_cli(app_id: str, session: Any, work: float) -> float:
     script = ROOT / "bench" / "session_jobs.py"
     with tempfile.TemporaryDirectory() as out:
         start = time.time()
-        proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", "-t", "yarn-session",
+        proc = subprocess.run([sys.executable, "-m", "yarnflow.client.cli", "run", "-t", "yarn-session",
                                "-a", app_id, str(script), "--", "yarnflow", out + "/o", str(work)],
                               capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
@@ -107,7 +107,7 @@ def measure_warm_cli(app_id: str, session: Any, work: float) -> float:
 
 def measure_per_job(work: float) -> float:
     from yarnflow.conf import Configuration
-    from yarnflow.targets.yarn_apps import YarnApplication
+    from yarnflow.client.targets.yarn_apps import YarnApplication
     config = Configuration.load(overrides=CONF)
     with tempfile.TemporaryDirectory() as out:
         start = time.time()
@@ -125,8 +125,8 @@ def spark_archive() -> str:
     """Spark's jars as one uncompressed zip on HDFS (spark.yarn.archive), staged once."""
     import fsspec
     import pyspark
-    from yarnflow.targets.hadoop_conf import HadoopConf
-    from yarnflow.targets.history import webhdfs_url
+    from yarnflow.client.targets.hadoop_conf import HadoopConf
+    from yarnflow.client.targets.history import webhdfs_url
     import getpass
     target = f"/user/{getpass.getuser()}/.yarnflow/spark-{pyspark.__version__}-jars.zip"
     hadoop = HadoopConf.load()
@@ -181,7 +181,7 @@ def measure_throughput(app_id: str, session: Any, jobs: int) -> float:
 
 
 def start_session() -> str:
-    args = [sys.executable, "-m", "yarnflow.cli", "session", "start", "--name", "bench-session",
+    args = [sys.executable, "-m", "yarnflow.client.cli", "session", "start", "--name", "bench-session",
             "--min-executors", "4"]
     for option in CONF:
         args += ["-D", option]
@@ -200,7 +200,7 @@ def main() -> None:
     parser.add_argument("--warm-only", action="store_true",
                         help="only the warm session start (to compare two versions quickly)")
     args = parser.parse_args()
-    from yarnflow.targets.dispatcher_client import DispatcherClient
+    from yarnflow.client.targets.dispatcher_client import DispatcherClient
     app_id = start_session()
     result: dict[str, Any] = {}
     try:
@@ -214,7 +214,7 @@ def main() -> None:
             if not args.warm_only:
                 result["jobs_per_minute"] = measure_throughput(app_id, session, args.jobs)
     finally:
-        subprocess.run([sys.executable, "-m", "yarnflow.cli", "session", "stop", app_id],
+        subprocess.run([sys.executable, "-m", "yarnflow.client.cli", "session", "stop", app_id],
                        capture_output=True, timeout=300)
     if args.warm_only:
         print(json.dumps({k: round(v, 1) for k, v in result.items()} | {"repeats": args.repeats}))

@@ -44,8 +44,8 @@ ENVIRONMENTS = "/user/root/.yarnflow-environments"
 # output is exactly the input.
 RESULT = """
 import json, sys
-from yarnflow import files
-from yarnflow.targets.yarn_apps import YarnApplication
+from yarnflow.client import files
+from yarnflow.client.targets.yarn_apps import YarnApplication
 app_id, out = sys.argv[1:3]
 with YarnApplication(app_id, timeout=30) as app:
     d = app.archived_details()

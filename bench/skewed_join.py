@@ -47,7 +47,7 @@ def load_example():
 
 
 def join_skew(result, input_index=None) -> float:
-    from yarnflow.display import input_skew
+    from yarnflow.client.display import input_skew
     vertex = next(v for v in result.details.vertices if v.name == "join")
     return input_skew([s.metrics for s in vertex.subtasks], input_index)
 
@@ -55,7 +55,7 @@ def join_skew(result, input_index=None) -> float:
 def run_yarnflow(cluster, example, config, data: str, out: str, strategy: str,
                  parallelism: int, table=None):
     from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
-    from yarnflow.explain import join_strategies
+    from yarnflow.client.explain import join_strategies
     start = time.monotonic()
     graph = example.build(data, out, strategy, parallelism, table).job_graph(config)
     result = cluster.submit(graph).wait(1800)
@@ -95,7 +95,7 @@ def main() -> None:
     example.ensure_data(data, args.rows)
 
     from yarnflow.conf import Configuration
-    from yarnflow.targets.local import LocalCluster
+    from yarnflow.client.targets.local import LocalCluster
     config = Configuration.load(overrides=["resourcemanager.taskmanager-timeout=600 s",
                                            "slot.idle.timeout=1 s"])
     table = example.files.read_table(f"{data}/instruments") if args.source == "memory" else None

@@ -41,12 +41,12 @@ BATCH_ROWS = 1000
 KEYS = 13
 
 
-def pipeline(seconds: float, out: str):  # noqa: ANN201 - the bench's own job
+def pipeline(seconds: float, out: str):   # the bench's own job
     """Source → a map busy 1 s per batch → keyed aggregate → Parquet: records and
     bytes move through every vertex for the whole job, so each poll has news."""
     import pyarrow as pa
 
-    import yarnflow as yf
+    import yarnflow.client as yf
 
     def work(batch: pa.RecordBatch) -> pa.RecordBatch:
         time.sleep(1.0)         # the workload: a task busy for a known time per batch
@@ -68,7 +68,7 @@ def am_run(seconds: float, ui: bool, out: str) -> None:
     import pyarrow.parquet as pq
 
     from yarnflow.conf import Configuration
-    from yarnflow.targets.local import LocalCluster
+    from yarnflow.client.targets.local import LocalCluster
 
     config = Configuration.load(overrides=[
         f"local.web-ui={'true' if ui else 'false'}", "web.refresh-interval=1 s",

@@ -13,7 +13,7 @@ import time
 
 import pyarrow as pa
 
-import yarnflow as yf
+import yarnflow.client as yf
 
 
 def working(seconds: float):

@@ -43,7 +43,7 @@ from typing import Any
 import skein
 from yarnflow.core.clock import poll_until
 # Imported here, not while an application's executors start on the same two cores.
-from yarnflow.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_apps import YarnApplication
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = str(ROOT / "bench" / "yarn_jobs.py")
@@ -102,7 +102,7 @@ def wait_finished(app_id: str) -> dict:
 
 def yarnflow_submit(*args: str) -> tuple[str, float]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", "-t", "yarn-per-job",
+    proc = subprocess.run([sys.executable, "-m", "yarnflow.client.cli", "run", "-t", "yarn-per-job",
                            *CONF, *args], capture_output=True, text=True, timeout=300)
     elapsed = time.monotonic() - start
     if proc.returncode != 0:

@@ -1,14 +1,11 @@
-"""yarnflow: Flink's FLIP-6 runtime, in Python, for data pipelines on Hadoop YARN.
+"""The pipeline API: what a pipeline author imports::
 
-This package is what a pipeline author imports::
-
-    import yarnflow as yf
+    import yarnflow.client as yf
     p = yf.Pipeline("example", parallelism=4)
 
-The names below are loaded on first use (PEP 562): every TaskExecutor and
-ApplicationMaster process imports ``yarnflow`` first, and the pipeline API it does
-not need (the pipeline API, rich) would cost each of them start-up time
-on a busy node.
+The names below are loaded on first use (PEP 562), so ``yarnflow run --help`` and
+the other commands that build no pipeline start without importing the pipeline API,
+pyarrow or rich.
 """
 from __future__ import annotations
 
@@ -26,29 +23,29 @@ _EXPORTS = {
     "PartitionType": "yarnflow.core.jobgraph",
     "ScheduleMode": "yarnflow.core.jobgraph",
     "ShipStrategy": "yarnflow.core.jobgraph",
-    "DataSet": "yarnflow.pipeline",
-    "Pipeline": "yarnflow.pipeline",
-    "JobFailedError": "yarnflow.context",
+    "DataSet": "yarnflow.client.pipeline",
+    "Pipeline": "yarnflow.client.pipeline",
+    "JobFailedError": "yarnflow.client.context",
     "JobStatus": "yarnflow.core.status",
-    "JobHandle": "yarnflow.targets.base",
+    "JobHandle": "yarnflow.client.targets.base",
 }
 
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:
-    from yarnflow.context import JobFailedError
+    from yarnflow.client.context import JobFailedError
     from yarnflow.core.status import JobStatus
-    from yarnflow.targets.base import JobHandle
+    from yarnflow.client.targets.base import JobHandle
     from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, PartitionType,
                                         ScheduleMode, ShipStrategy)
-    from yarnflow.pipeline import DataSet, Pipeline
+    from yarnflow.client.pipeline import DataSet, Pipeline
     from yarnflow.core.resources import ResourceSpec
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'yarnflow' has no attribute '{name}'")
+        raise AttributeError(f"module 'yarnflow.client' has no attribute '{name}'")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

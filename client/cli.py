@@ -13,15 +13,15 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from yarnflow.display import exceptions_table, progress_table, subtask_table, summary_table
+from yarnflow.client.display import exceptions_table, progress_table, subtask_table, summary_table
 
 from yarnflow.conf import ConfigError, options
-from yarnflow.context import ExecutionContext, JobFailedError, set_context
+from yarnflow.client.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.core.jobgraph import InvalidPipelineError
-from yarnflow.cli_common import (USER_ERRORS, config_options, fail, load_config, session_option,
+from yarnflow.client.cli_common import (USER_ERRORS, config_options, fail, load_config, session_option,
                                  table_console, user_errors)
-from yarnflow.targets.yarn_errors import YarnError
-from yarnflow.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
+from yarnflow.client.targets.yarn_errors import YarnError
+from yarnflow.client.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
 
 TARGETS = ["local", "yarn-per-job", "yarn-session"]
 
@@ -156,7 +156,7 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
     if not _is_application(app_id):
         show_session_job(app_id, session, config, subtasks)
         return
-    from yarnflow.targets.yarn_apps import YarnApplication
+    from yarnflow.client.targets.yarn_apps import YarnApplication
     with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
         st = app.status()
     console = table_console()
@@ -185,7 +185,7 @@ def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session
     if not _is_application(app_id):
         cancel_session_job(app_id, session, config)
         return
-    from yarnflow.targets.yarn_apps import YarnApplication
+    from yarnflow.client.targets.yarn_apps import YarnApplication
     with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
         st = app.cancel()
     Console().print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
@@ -198,7 +198,7 @@ def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session
 def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Print the logs of every container of a YARN application (ApplicationMaster and
     TaskExecutors), running or finished."""
-    from yarnflow.targets.yarn_apps import application_logs
+    from yarnflow.client.targets.yarn_apps import application_logs
     config = load_config(conf_file, dynamic)
     click.echo(application_logs(app_id, config.get(options.YARN_CLIENT_TIMEOUT) * 4))
 
@@ -212,7 +212,7 @@ def ui(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     tracking URL, through the ResourceManager's proxy. An ended application has none;
     `yarnflow history` shows its jobs."""
     from yarnflow.core.contract import web_page_url
-    from yarnflow.targets.yarn_apps import YarnApplication
+    from yarnflow.client.targets.yarn_apps import YarnApplication
     config = load_config(conf_file, dynamic)
     with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
         st = app.status(with_details=False)
@@ -250,7 +250,7 @@ def _fs_command(fn: Any) -> Any:
 @_fs_command
 def fs_put(source: str, destination: str, force: bool) -> None:
     """Copy local SOURCE (a file or a directory tree) to DESTINATION."""
-    from yarnflow import files
+    from yarnflow.client import files
     click.echo(files.put(source, destination, overwrite=force))
 
 
@@ -259,7 +259,7 @@ def fs_put(source: str, destination: str, force: bool) -> None:
 @_fs_command
 def fs_ls(path: str) -> None:
     """List PATH (a file, a directory or a glob) with sizes; directories end in /."""
-    from yarnflow import files
+    from yarnflow.client import files
     for uri, size in files.ls(path):
         click.echo(f"{'':>14}  {uri}/" if size is None else f"{size:>14,}  {uri}")
 
@@ -269,7 +269,7 @@ def fs_ls(path: str) -> None:
 @_fs_command
 def fs_rm(path: str) -> None:
     """Remove PATH (a whole directory tree); nothing if it is not there."""
-    from yarnflow import files
+    from yarnflow.client import files
     click.echo(f"removed {files.rm(path)}")
 
 
@@ -289,8 +289,8 @@ def env_pack(output: str | None, python_prefix: str | None) -> None:
     this themselves when yarn.ship-environment and yarn.python are unset."""
     import shutil
     from yarnflow.conf import Configuration
-    from yarnflow.targets import environments
-    from yarnflow.targets.app_store import yarnflow_home
+    from yarnflow.client.targets import environments
+    from yarnflow.client.targets.app_store import yarnflow_home
     try:
         prefix = environments.virtualenv_prefix()
         node_prefix = python_prefix or Configuration.load().get(options.YARN_ENVIRONMENT_PYTHON_PREFIX)
@@ -314,9 +314,9 @@ def entry() -> NoReturn:
     still be running then, and tearing down beneath them aborted the process
     ("terminate called without an active exception", exit -6) after a job that had
     finished. Everything that matters is flushed first."""
+    code: object = 0
     try:
-        main.main(prog_name="yarnflow")
-        code: object = 0
+        main.main(prog_name="yarnflow")     # click ends with SystemExit, also on success
     except SystemExit as done:
         code = done.code
     if isinstance(code, str):

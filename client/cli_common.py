@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from yarnflow.conf import ConfigError, Configuration
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.targets.yarn_errors import YarnError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

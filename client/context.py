@@ -55,7 +55,7 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     config = config or context.config
     name = target or (context.target if _CONTEXT else config.get(options.TARGET))
     if name == "explain":
-        from yarnflow.explain import ExplainResult, plan_json, plan_renderable
+        from yarnflow.client.explain import ExplainResult, plan_json, plan_renderable
         graph = pipeline.job_graph(config)
         if context.explain_json:
             context.console.print(json.dumps(plan_json(graph, config), indent=2), markup=False,
@@ -65,8 +65,8 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
         explained = ExplainResult(graph)
         context.results.append(explained)
         return explained
-    from yarnflow.display import follow, print_summary
-    from yarnflow.targets.base import make_target
+    from yarnflow.client.display import follow, print_summary
+    from yarnflow.client.targets.base import make_target
     chosen = make_target(name, config)     # a YARN target reads what YARN grants here
     graph = pipeline.job_graph(chosen.config)
     graph.check_outputs()

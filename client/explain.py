@@ -47,7 +47,7 @@ def describe_input(edge: Any) -> str:
 def plan_json(graph: JobGraph, config: Configuration) -> dict[str, Any]:
     """The plan as data, for tools and tests: what the table shows, plus the profile of
     each shared slot and the executors (worker specs) the job would start."""
-    from yarnflow.targets.base import planned_worker_specs
+    from yarnflow.client.targets.base import planned_worker_specs
     default_slot = options.default_slot_profile(config)
     vertices = plan_vertices(graph, default_slot)
     needed = slots_needed(graph, default_slot)

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 
 from yarnflow.conf import Configuration
 from yarnflow.core.fs import FileSystem, FileSystemSettings, open_filesystem
-from yarnflow.filesystems import filesystem_settings, use_cluster_filesystem
-from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.filesystems import filesystem_settings, use_cluster_filesystem
+from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 
 def cluster_settings(config: Configuration | None = None) -> FileSystemSettings:
@@ -35,7 +35,7 @@ def run_settings() -> FileSystemSettings:
     """Settings as the current ``yarnflow run`` resolves a pipeline's paths: the
     cluster's file system on a YARN target, the local disk on ``local``; outside a
     run (``yarnflow fs``, a plain script), the cluster's when there is one."""
-    from yarnflow.context import current_context
+    from yarnflow.client.context import current_context
     context = current_context()
     if context is None:
         return cluster_settings()

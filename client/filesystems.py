@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import FileSystemSettings
-from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 
 def use_cluster_filesystem(config: Configuration, hadoop: HadoopConf) -> None:

@@ -20,16 +20,17 @@ import pyarrow as pa
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import LocalPathRefused
-from yarnflow.filesystems import filesystem_settings
+from yarnflow.client.filesystems import filesystem_settings
 from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, JobVertex, PartitionType,
                                     ScheduleMode, ShipStrategy, path_error)
-from yarnflow.planner import JoinStrategy, estimate_vertices, plan_join
-from yarnflow.core.estimates import EstimateHint
+from yarnflow.client.planner import JoinStrategy, estimate_vertices, plan_join
+from yarnflow.core.estimates import UNKNOWN, EstimateHint
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.units import parse_bytes
+from yarnflow.core.user_code import UserCode
 from yarnflow.core.operators import (AggregateOperator, CsvSource, FilterOperator,
-                                             FlatMapOperator, HashJoinOperator, MapOperator,
-                                             ParquetSink, ParquetSource, TableSource)
+                                     FlatMapOperator, HashJoinOperator, MapOperator,
+                                     ParquetSink, ParquetSource, TableSource)
 from yarnflow.core.operators.files import DataPathError
 from yarnflow.core.operators.spark import SparkOperator
 
@@ -91,7 +92,7 @@ class Pipeline:
         count = self._names.get(name, 0)
         self._names[name] = count + 1
         unique = name if count == 0 else f"{name}-{count + 1}"
-        vertex = JobVertex(name=unique, operator=operator, num_inputs=num_inputs)
+        vertex = JobVertex(name=unique, operator=UserCode.of(operator), num_inputs=num_inputs)
         self._vertices.append(vertex)
         return vertex
 
@@ -116,14 +117,15 @@ class Pipeline:
         own: dict[str, JobVertex] = {}
         for vertex in self._vertices:
             try:
-                operator = vertex.operator.bound(settings)
+                operator = vertex.operator.value.bound(settings)
                 if hasattr(operator, "files"):
                     operator.files()          # a missing input is refused here, by name
             except (DataPathError, LocalPathRefused) as err:
                 raise path_error(vertex.name, err) from None
+            committer = getattr(operator, "committer", None) if vertex.committer else None
             own[vertex.id] = dataclasses.replace(
-                vertex, operator=operator,
-                committer=getattr(operator, "committer", None) if vertex.committer else None)
+                vertex, operator=UserCode.of(operator),
+                committer=UserCode.of(committer) if committer is not None else None)
         estimates = estimate_vertices([own[v.id] for v in self._producers_first()],
                                       lambda v: [own[u.id] for u in self._inputs_of(v)])
         for vertex in own.values():
@@ -181,10 +183,12 @@ class Pipeline:
         inputs = (own[join.left.vertex.id], own[join.right.vertex.id])
         vertex = own[join.vertex.id]
         keys = (tuple(join.left_keys), tuple(join.right_keys))
-        plan = plan_join(join.strategy, inputs[0].estimate, inputs[1].estimate,
-                         threshold, (inputs[0].name, inputs[1].name), vertex.operator.how)
+        operator = vertex.operator.value
+        assert isinstance(operator, HashJoinOperator), operator
+        plan = plan_join(join.strategy, inputs[0].estimate or UNKNOWN, inputs[1].estimate or UNKNOWN,
+                         threshold, (inputs[0].name, inputs[1].name), operator.how)
         graph.join_plans[vertex.id] = plan
-        vertex.operator.build_input = plan.build_input
+        operator.build_input = plan.build_input
         if plan.broadcast_input is None:
             return [_PendingEdge(inputs[i], vertex, ShipStrategy.HASH, keys[i],
                                  side._partition_type, i) for i, side in enumerate(sides)]
@@ -198,7 +202,7 @@ class Pipeline:
 
     def execute(self, target: str | None = None, config: Configuration | None = None) -> Any:
         """Run the pipeline: on the CLI's target when run by ``yarnflow run``, else here."""
-        from yarnflow.context import execute_pipeline
+        from yarnflow.client.context import execute_pipeline
         return execute_pipeline(self, target, config)
 
 
@@ -332,7 +336,7 @@ class DataSet:
         which replaces it in one step when the job commits."""
         sink = ParquetSink(str(path), mode)
         out = self._unary(sink, name)
-        out.vertex.committer = sink.committer
+        out.vertex.committer = UserCode.of(sink.committer)
         return out
 
 

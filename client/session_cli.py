@@ -9,11 +9,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from yarnflow.cli_common import (config_options, fail, load_config, session_option,
+from yarnflow.client.cli_common import (config_options, fail, load_config, session_option,
                                  table_console, user_errors)
 from yarnflow.conf import Configuration, options
-from yarnflow.display import jobs_table, print_summary, progress_table
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.display import jobs_table, print_summary, progress_table
+from yarnflow.client.targets.yarn_errors import YarnError
 
 
 @click.group()
@@ -34,7 +34,7 @@ def session_start(name: str | None, min_executors: int | None, dynamic: tuple[st
                   conf_file: str | None) -> None:
     """Start a session and return once its Dispatcher accepts jobs; prints the
     application id."""
-    from yarnflow.targets.session import start_session
+    from yarnflow.client.targets.session import start_session
     console = Console()
     config = load_config(conf_file, dynamic)
     started = start_session(config, name, config.get(options.SESSION_MIN_EXECUTORS)
@@ -54,8 +54,8 @@ def session_start(name: str | None, min_executors: int | None, dynamic: tuple[st
 def session_list(dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """The running yarnflow sessions on the cluster, with their jobs and executors
     where this account holds the session's certificate."""
-    from yarnflow.targets.dispatcher_client import DispatcherClient
-    from yarnflow.targets.session import list_sessions
+    from yarnflow.client.targets.dispatcher_client import DispatcherClient
+    from yarnflow.client.targets.session import list_sessions
     timeout = load_config(conf_file, dynamic).get(options.YARN_CLIENT_TIMEOUT)
     reports = list_sessions(timeout)
     table = Table(title="yarnflow sessions", title_justify="left")
@@ -82,7 +82,7 @@ def session_list(dynamic: tuple[str, ...], conf_file: str | None) -> None:
 def session_stop(ref: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Stop a session: running jobs are cancelled and archived, then the application
     ends SUCCEEDED. Its history stays readable with `yarnflow history`."""
-    from yarnflow.targets.session import resolve_session, stop_session
+    from yarnflow.client.targets.session import resolve_session, stop_session
     config = load_config(conf_file, dynamic)
     timeout = config.get(options.YARN_CLIENT_TIMEOUT)
     app_id = resolve_session(ref, timeout)
@@ -97,8 +97,8 @@ def session_stop(ref: str, dynamic: tuple[str, ...], conf_file: str | None) -> N
 @user_errors
 def list_jobs(session: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """The jobs of a session: running ones first, then those that ended."""
-    from yarnflow.targets.dispatcher_client import DispatcherClient
-    from yarnflow.targets.session import resolve_session
+    from yarnflow.client.targets.dispatcher_client import DispatcherClient
+    from yarnflow.client.targets.session import resolve_session
     timeout = load_config(conf_file, dynamic).get(options.YARN_CLIENT_TIMEOUT)
     app_id = resolve_session(session, timeout)
     with DispatcherClient(app_id, timeout) as client:
@@ -107,7 +107,7 @@ def list_jobs(session: str, dynamic: tuple[str, ...], conf_file: str | None) -> 
 
 
 def _session_of(job_id: str, session: str, config: Configuration, store: Any) -> str:
-    from yarnflow.targets.session import resolve_session
+    from yarnflow.client.targets.session import resolve_session
     return (None if session else store.app_of_job(job_id)) or \
         resolve_session(session, config.get(options.YARN_CLIENT_TIMEOUT), store)
 
@@ -116,10 +116,10 @@ def _session_of(job_id: str, session: str, config: Configuration, store: Any) ->
 def show_session_job(job_id: str, session: str, config: Configuration, subtasks: bool) -> None:
     """`yarnflow status JOB_ID`: live from the session's Dispatcher, or from the
     history archive once the session is gone."""
-    from yarnflow.targets.app_store import ApplicationStore
+    from yarnflow.client.targets.app_store import ApplicationStore
     from yarnflow.rpc.archive import archived_job
-    from yarnflow.targets.dispatcher_client import DispatcherClient, JobNotFound
-    from yarnflow.targets.session import resolve_session
+    from yarnflow.client.targets.dispatcher_client import DispatcherClient, JobNotFound
+    from yarnflow.client.targets.session import resolve_session
     console = table_console()
     store = ApplicationStore()
     app_id = None if session else store.app_of_job(job_id)
@@ -146,8 +146,8 @@ def show_session_job(job_id: str, session: str, config: Configuration, subtasks:
 
 @user_errors
 def cancel_session_job(job_id: str, session: str, config: Configuration) -> None:
-    from yarnflow.targets.app_store import ApplicationStore
-    from yarnflow.targets.dispatcher_client import DispatcherClient
+    from yarnflow.client.targets.app_store import ApplicationStore
+    from yarnflow.client.targets.dispatcher_client import DispatcherClient
     store = ApplicationStore()
     app_id = _session_of(job_id, session, config, store)
     with DispatcherClient(app_id, config.get(options.YARN_CLIENT_TIMEOUT), store) as client:
@@ -170,8 +170,8 @@ def history(job_id: str | None, session: str, location: str | None, subtasks: bo
     """Finished session jobs from the history archive (during the session and after it
     stopped): all of them, or one job's summary, metrics and failure."""
     from yarnflow.rpc.archive import open_archive
-    from yarnflow.targets.app_store import ApplicationStore
-    from yarnflow.targets.history import history_location
+    from yarnflow.client.targets.app_store import ApplicationStore
+    from yarnflow.client.targets.history import history_location
     console = Console()
     config = load_config(conf_file, dynamic)
     store = ApplicationStore()

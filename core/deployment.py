@@ -11,8 +11,13 @@ once for all of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
+from yarnflow.core.user_code import UserCode
+
+if TYPE_CHECKING:
+    from yarnflow.core.operators.base import Operator
 
 
 # The data address of a result on the cluster file system: its consumers read the files
@@ -78,7 +83,7 @@ class TaskInformation:
     vertex_id: str
     vertex_name: str
     parallelism: int
-    operator: bytes                       # cloudpickled; only the executor unpickles it
+    operator: UserCode[Operator]          # only the executor loads it
     produced: tuple[ResultPartitionDescriptor, ...] = ()
     # its wire form, made by yarnflow.rpc.codec at the first deployment that sends it
     wire: bytes | None = field(default=None, repr=False)

@@ -1,6 +1,6 @@
 """The JobGraph: what a client submits and a JobMaster expands into an ExecutionGraph.
 
-Vertices carry an operator (shipped as cloudpickle bytes; the wire form is
+Vertices carry an operator (user code: ``yarnflow.core.user_code``; the wire form is
 ``yarnflow.rpc.codec``), a parallelism, a
 ResourceSpec, a slot sharing group and an optional co-location group; edges carry how
 records are distributed. ``resolve`` applies defaults and seed 000's slot-sharing
@@ -12,9 +12,14 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
+from yarnflow.core.estimates import Estimate
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.user_code import UserCode
+
+if TYPE_CHECKING:    # the operators import pyarrow, which a graph's reader may not need
+    from yarnflow.core.operators.base import Operator, OutputCommitter
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
@@ -63,7 +68,7 @@ def path_error(vertex: str, err: Exception) -> InvalidPipelineError:
 @dataclass(eq=False)
 class JobVertex:
     name: str
-    operator: Any
+    operator: UserCode[Operator]
     parallelism: int | None = None
     resources: ResourceSpec | None = None
     slot_sharing_group: str | None = None
@@ -73,9 +78,9 @@ class JobVertex:
     uses_spark: bool = False
     # A sink's output committer (commit(job_id) / abort(job_id)), run by the JobMaster
     # when the job ends, so its output appears whole or not at all.
-    committer: Any = None
+    committer: UserCode[OutputCommitter] | None = None
     # The planner's estimate of its output (rows, bytes); client-side, for the plan.
-    estimate: Any = None
+    estimate: Estimate | None = None
 
     @property
     def is_source(self) -> bool:
@@ -205,7 +210,7 @@ class JobGraph:
         for vertex in self.vertices.values():
             if vertex.committer is not None:
                 try:
-                    vertex.committer.check_submittable()
+                    vertex.committer.value.check_submittable()
                 except ValueError as err:       # the sink's DataPathError
                     raise path_error(vertex.name, err) from None
 

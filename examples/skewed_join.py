@@ -27,8 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import yarnflow as yf
-from yarnflow import files
+import yarnflow.client as yf
+from yarnflow.client import files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NUM_CURRENCIES = 492

@@ -51,7 +51,7 @@ class JobFiles:
 
     def _read(self, job_id: str) -> bytes:
         """FileNotFoundError when the job has no file here."""
-        return self._fs.cat_file(self._path(job_id))
+        return bytes(self._fs.cat_file(self._path(job_id)))
 
     def job_ids(self) -> list[str]:
         try:

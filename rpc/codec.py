@@ -3,9 +3,7 @@ from protobuf. The model (``yarnflow.core``) knows nothing of protobuf; this mod
 one place both meet, so the client and the ApplicationMaster cannot disagree on it."""
 from __future__ import annotations
 
-from typing import Any
-
-import cloudpickle
+from typing import TYPE_CHECKING, Any
 
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
                                      ShuffleDescriptors, TaskDeploymentDescriptor,
@@ -19,8 +17,12 @@ from yarnflow.core.details import (ExceptionEntry, JobDetails, SessionOverview, 
                                    VertexDetails, VertexInput)
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
+from yarnflow.core.user_code import UserCode
 from yarnflow.rpc.generated import (common_pb2, dispatcher_pb2, jobgraph_pb2, jobmaster_pb2,
                                     resourcemanager_pb2, taskexecutor_pb2)
+
+if TYPE_CHECKING:
+    from yarnflow.core.operators.base import Operator, OutputCommitter
 
 
 def fill_resource_spec(spec: ResourceSpec, message: Any) -> None:
@@ -42,9 +44,9 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
             id=vertex.id, name=vertex.name, parallelism=vertex.parallelism or 0,
             slot_sharing_group=vertex.slot_sharing_group or "",
             co_location_group=vertex.co_location_group or "",
-            operator=cloudpickle.dumps(vertex.operator), num_inputs=vertex.num_inputs,
+            operator=vertex.operator.serialized(), num_inputs=vertex.num_inputs,
             uses_spark=vertex.uses_spark,
-            committer=cloudpickle.dumps(vertex.committer) if vertex.committer else b"")
+            committer=vertex.committer.serialized() if vertex.committer else b"")
         if vertex.resources is not None:
             out.has_resources = True
             fill_resource_spec(vertex.resources, out.resources)
@@ -75,15 +77,20 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
     graph = JobGraph(message.name, ScheduleMode(message.schedule_mode), message.job_id)
     graph.spark_overhead_mb = message.spark_overhead_mb
     for v in message.vertices:
-        operator: Any = cloudpickle.loads(v.operator) if load_operators else v.operator
+        operator: UserCode[Operator] = UserCode.received(v.operator)
+        committer: UserCode[OutputCommitter] | None = \
+            UserCode.received(v.committer) if v.committer else None
+        if load_operators:
+            operator.load()
+            if committer is not None:
+                committer.load()
         graph.add_vertex(JobVertex(
             name=v.name, operator=operator, parallelism=v.parallelism or None,
             resources=resource_spec_from_proto(v.resources) if v.has_resources else None,
             slot_sharing_group=v.slot_sharing_group or None,
             co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
             uses_spark=v.uses_spark,
-            committer=(cloudpickle.loads(v.committer) if load_operators else v.committer)
-            if v.committer else None,
+            committer=committer,
             estimate=Estimate(v.estimate_rows if v.HasField("estimate_rows") else None,
                               v.estimate_bytes if v.HasField("estimate_bytes") else None,
                               v.estimate_origin)))
@@ -96,7 +103,7 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
 def as_received(graph: JobGraph) -> JobGraph:
     """The graph as an ApplicationMaster receives it, operators as cloudpickle bytes: a
     local run hands its JobMaster the same thing a YARN one does."""
-    if all(isinstance(v.operator, bytes) for v in graph.vertices.values()):
+    if not any(v.operator.loaded for v in graph.vertices.values()):
         return graph
     return jobgraph_from_proto(jobgraph_to_proto(graph), load_operators=False)
 
@@ -228,7 +235,8 @@ def tdd_to_bytes(tdd: TaskDeploymentDescriptor) -> bytes:
         message = taskexecutor_pb2.TaskDeploymentDescriptor(
             job_id=info.job_id, job_master_id=info.job_master_id,
             job_master_address=info.job_master_address, vertex_id=info.vertex_id,
-            vertex_name=info.vertex_name, parallelism=info.parallelism, operator=info.operator)
+            vertex_name=info.vertex_name, parallelism=info.parallelism,
+            operator=info.operator.serialized())
         for p in info.produced:
             message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
                                  partition_type=p.partition_type.value, ship=p.ship.value,
@@ -252,7 +260,7 @@ def tdd_to_bytes(tdd: TaskDeploymentDescriptor) -> bytes:
 def tdd_from_proto(m: Any) -> TaskDeploymentDescriptor:
     info = TaskInformation(
         m.job_id, m.job_master_id, m.job_master_address, m.vertex_id, m.vertex_name,
-        m.parallelism, m.operator,
+        m.parallelism, UserCode.received(m.operator),
         tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
                                         tuple(p.keys), p.store) for p in m.produced))

@@ -35,7 +35,7 @@ def wait_for_key(key: str, timeout: float, what: str, interval: float = 0.05,
                 response = get_range(request, timeout=max(deadline.left(), 0.1))
                 for item in response.result:
                     if item.key == key:
-                        return item.value
+                        return bytes(item.value)
             except grpc.RpcError as err:
                 if err.code() not in (grpc.StatusCode.UNAVAILABLE,
                                       grpc.StatusCode.DEADLINE_EXCEEDED):

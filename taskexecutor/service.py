@@ -4,6 +4,7 @@ the call with its status (``yarnflow.rpc.errors``)."""
 from __future__ import annotations
 
 from concurrent.futures import wait
+import grpc
 from typing import Any, Callable
 
 from yarnflow.rpc.codec import resource_spec_from_proto, tdd_from_proto
@@ -24,7 +25,7 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
         return self._te.main.call(fn, *args, timeout=self._timeout)
 
     @errors_as_status
-    def RequestSlot(self, request, context):  # noqa: N802 - gRPC names
+    def RequestSlot(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802 - gRPC names
         allocation = SlotAllocation(request.slot_index, request.job_id, request.allocation_id,
                                     resource_spec_from_proto(request.profile),
                                     request.job_master_id, request.job_master_address)
@@ -32,17 +33,17 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
         return taskexecutor_pb2.SlotAllocationReply(ok=True, report_version=version)
 
     @errors_as_status
-    def SubmitTask(self, request, context):  # noqa: N802
+    def SubmitTask(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._call(self._te.submit_task, tdd_from_proto(request))
         return _OK
 
     @errors_as_status
-    def CancelTask(self, request, context):  # noqa: N802
+    def CancelTask(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         known = self._call(self._te.cancel_task, request.job_master_id, request.attempt_id)
         return taskexecutor_pb2.CancelTaskResponse(known=known)
 
     @errors_as_status
-    def FreeSlot(self, request, context):  # noqa: N802
+    def FreeSlot(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         rm_heard = self._call(self._te.free_slot, request.allocation_id, request.cause,
                               request.job_master_id)
         if rm_heard is not None:
@@ -51,11 +52,11 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
         return _OK
 
     @errors_as_status
-    def ReleaseJobPartitions(self, request, context):  # noqa: N802
+    def ReleaseJobPartitions(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._call(self._te.release_job_partitions, request.job_id, request.job_master_id)
         return _OK
 
     @errors_as_status
-    def Shutdown(self, request, context):  # noqa: N802
+    def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._call(self._te.shutdown_requested, request.resource_manager_id, request.reason)
         return _OK

@@ -132,7 +132,7 @@ class Task:
         started = SYSTEM_CLOCK.monotonic()
         error, detail, upstream = "", "", False
         try:
-            operator = cloudpickle.loads(self.tdd.info.operator)
+            operator = self.tdd.info.operator.load()
             self._partitions = [self._create_partition(p) for p in self.tdd.info.produced]
             for partition in self._partitions:
                 if not partition.stored:          # consumers read those from the store

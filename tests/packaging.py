@@ -1,6 +1,9 @@
 """The package layout as setup.py installs it, read from setup.py itself (its
-``package_dir()``), so the layering test, the type check and the wheel test cannot
-keep a copy of the map that drifts from what users install."""
+``PRODUCT`` folders and ``packages()``), so the layering test, the type check and the
+wheel test cannot keep a copy of the layout that drifts from what users install.
+
+The layout is one rule (setup.py): ``yarnflow.<dotted path>`` is the file or folder at
+``<path>`` from the repository root."""
 from __future__ import annotations
 
 import importlib.util
@@ -23,21 +26,27 @@ def _setup_module() -> ModuleType:
     return module
 
 
-def roots() -> dict[str, str]:
-    """Top-level folder -> the package it installs as."""
-    return dict(_setup_module().ROOTS)
+def product() -> tuple[str, ...]:
+    """The top-level folders that ship, each installed as ``yarnflow.<folder>``."""
+    return tuple(_setup_module().PRODUCT)
 
 
-def package_dir() -> dict[str, str]:
-    """Every installed package -> its folder."""
-    return dict(_setup_module().package_dir(ROOT))
+def packages() -> list[str]:
+    """Every installed package."""
+    return list(_setup_module().packages(ROOT))
+
+
+def folder_of(package: str) -> Path:
+    """The one rule: a ``yarnflow.`` package's folder is its dotted path from the root."""
+    assert package.startswith("yarnflow."), package
+    return ROOT.joinpath(*package.split(".")[1:])
 
 
 def source_modules() -> list[str]:
     """Every module of the source tree, by the name it is imported as once installed."""
     modules = []
-    for package, folder in package_dir().items():
-        for path in sorted((ROOT / folder).glob("*.py")):
+    for package in packages():
+        for path in sorted(folder_of(package).glob("*.py")):
             modules.append(package if path.stem == "__init__" else f"{package}.{path.stem}")
     return modules
 
@@ -49,7 +58,7 @@ def build_wheel(out: Path) -> Path:
     source = out / "source"
     source.mkdir()
     shutil.copy(ROOT / "setup.py", source)
-    for folder in roots():
+    for folder in product():
         shutil.copytree(ROOT / folder, source / folder,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",

@@ -53,7 +53,7 @@ class Dispatcher:
         self._ended = 0
         # Archiving may talk to a remote file system: never on a JobMaster's thread.
         self._archiver = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive")
-        self._archiving: list[futures.Future] = []
+        self._archiving: list[futures.Future[None]] = []
         self._closed = False
 
     def submit(self, graph: JobGraph, serialized: bytes | None = None) -> str:
@@ -130,7 +130,7 @@ class Dispatcher:
         try:
             where = self._archive.store(details)   # type: ignore[union-attr]
             log.info("archived job %s to %s", details.job_id, where)
-        except Exception:   # noqa: BLE001 - the job's outcome stays in memory meanwhile
+        except Exception:   # the job's outcome stays in memory meanwhile
             log.exception("archiving job %s to %s failed", details.job_id,
                           self._archive.directory)   # type: ignore[union-attr]
             return
@@ -142,7 +142,7 @@ class Dispatcher:
             return
         try:
             self._job_graphs.remove(job_id)
-        except Exception:   # noqa: BLE001 - a later attempt finds it archived and skips it
+        except Exception:   # a later attempt finds it archived and skips it
             log.exception("removing job %s from %s failed", job_id, self._job_graphs.location)
 
     def recover(self) -> list[str]:
@@ -164,7 +164,7 @@ class Dispatcher:
             try:
                 graph = jobgraph_as_received(self._job_graphs.get(job_id))
                 self.submit(graph)
-            except Exception:   # noqa: BLE001 - one unreadable job must not stop the others
+            except Exception:   # one unreadable job must not stop the others
                 log.exception("could not run job %s again", job_id)
                 continue
             log.info("running job %s (%s) again: an earlier ApplicationMaster attempt had "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 import grpc
 
@@ -26,35 +26,35 @@ class DispatcherService(dispatcher_pb2_grpc.DispatcherServicer):
         self._shutdown = shutdown
 
     @errors_as_status
-    def SubmitJob(self, request, context):  # noqa: N802 - gRPC names
+    def SubmitJob(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802 - gRPC names
         try:
             graph = jobgraph_from_proto(request, load_operators=False)
-        except Exception as err:   # noqa: BLE001 - e.g. a committer that does not unpickle
+        except Exception as err:   # e.g. a committer that does not unpickle
             log.exception("reading job %s failed", request.job_id)
             raise JobRejected(f"the session could not read job {request.name}: {err}") from None
         return dispatcher_pb2.SubmitJobResponse(
             job_id=self._dispatcher.submit(graph, request.SerializeToString()))
 
     @errors_as_status
-    def ListJobs(self, request, context):  # noqa: N802
+    def ListJobs(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return dispatcher_pb2.JobList(
             jobs=[job_details_to_proto(d) for d in self._dispatcher.list_jobs()])
 
     @errors_as_status
-    def GetJobDetails(self, request, context):  # noqa: N802
+    def GetJobDetails(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return job_details_to_proto(self._dispatcher.details(request.job_id))
 
     @errors_as_status
-    def CancelJob(self, request, context):  # noqa: N802
+    def CancelJob(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._dispatcher.cancel(request.job_id)
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
-    def GetOverview(self, request, context):  # noqa: N802
+    def GetOverview(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return session_overview_to_proto(self._dispatcher.overview())
 
     @errors_as_status
-    def Shutdown(self, request, context):  # noqa: N802
+    def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         threading.Thread(target=self._shutdown, args=(request.reason or "stopped by the user",),
                          name="session-shutdown", daemon=True).start()
         return common_pb2.Ack(ok=True)

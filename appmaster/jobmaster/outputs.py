@@ -10,6 +10,8 @@ from typing import Mapping
 
 from yarnflow.appmaster.jobmaster.user_code import load_committer
 from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.operators.base import OutputCommitter
+from yarnflow.core.user_code import UserCode
 
 log = logging.getLogger(__name__)
 
@@ -17,21 +19,20 @@ log = logging.getLogger(__name__)
 class JobOutputs:
     def __init__(self, graph: JobGraph) -> None:
         self.job_id = graph.job_id
-        self._committers = [(v.id, v.name, v.committer) for v in graph.vertices.values()
-                            if v.committer]
-        self.sinks = frozenset(vertex_id for vertex_id, _, _ in self._committers)
+        self._received: list[tuple[str, str, UserCode[OutputCommitter]]] = [
+            (v.id, v.name, v.committer) for v in graph.vertices.values() if v.committer]
+        self._committers: list[tuple[str, str, OutputCommitter]] = []   # loaded by setup
+        self.sinks = frozenset(vertex_id for vertex_id, _, _ in self._received)
 
     def setup(self) -> str | None:
         """The committers loaded, then each sink's staging made. A failure here (a
         committer that does not load, the output exists, the file system refuses) ends
         the job before it starts; None when every sink is ready."""
-        loaded = []
-        for vertex_id, name, data in self._committers:
+        for vertex_id, name, code in self._received:
             try:
-                loaded.append((vertex_id, name, load_committer(data)))
+                self._committers.append((vertex_id, name, load_committer(code)))
             except Exception as err:   # noqa: BLE001 - user code: named below
                 return f"sink '{name}': its committer cannot be loaded: {type(err).__name__}: {err}"
-        self._committers = loaded
         for _, name, committer in self._committers:
             try:
                 committer.setup(self.job_id)
@@ -51,9 +52,7 @@ class JobOutputs:
         return None
 
     def abort(self) -> None:
-        for _, name, committer in self._committers:
-            if isinstance(committer, bytes):
-                continue             # never loaded: it staged nothing
+        for _, name, committer in self._committers:   # one never loaded staged nothing
             try:
                 committer.abort(self.job_id)
             except Exception:

@@ -4,6 +4,7 @@ JobMaster that is not (or no longer) here is refused with ``FencingError``."""
 from __future__ import annotations
 
 import threading
+import grpc
 from typing import Any, Callable
 
 
@@ -44,14 +45,14 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
         return jm.main.call(fn, *args, timeout=self._timeout)
 
     @errors_as_status
-    def OfferSlots(self, request, context):  # noqa: N802 - gRPC names
+    def OfferSlots(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802 - gRPC names
         jm = self._jm(request.job_master_id)
         accepted = self._on_main(jm, jm.offer_slots, location_from_proto(request.location),
                                  [slot_offer_from_proto(o) for o in request.offers])
         return jobmaster_pb2.OfferSlotsResponse(accepted=accepted)
 
     @errors_as_status
-    def UpdateTaskExecutionState(self, request, context):  # noqa: N802
+    def UpdateTaskExecutionState(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         jm = self._jm(request.job_master_id)
         if not self._on_main(jm, jm.update_task_execution_state,
                              task_execution_state_from_proto(request)):
@@ -59,7 +60,7 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
-    def RequestNextInputSplit(self, request, context):  # noqa: N802
+    def RequestNextInputSplit(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         jm = self._jm(request.job_master_id)
         answer = self._on_main(jm, jm.request_next_input_split, request.vertex_id,
                                request.attempt_id, request.request)
@@ -68,26 +69,26 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
         return jobmaster_pb2.InputSplitResponse(end=answer is None, split=answer or b"")
 
     @errors_as_status
-    def NotifyPartitionDataAvailable(self, request, context):  # noqa: N802
+    def NotifyPartitionDataAvailable(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.notify_partition_data_available, request.attempt_id, request.result_id)
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
-    def HeartbeatFromTaskExecutor(self, request, context):  # noqa: N802
+    def HeartbeatFromTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.heartbeat_from_task_executor, request.resource_id,
                         [task_execution_state_from_proto(a) for a in request.running_attempts])
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
-    def DisconnectTaskExecutor(self, request, context):  # noqa: N802
+    def DisconnectTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.disconnect_task_executor, request.resource_id, request.reason)
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
-    def NotifyAllocationFailure(self, request, context):  # noqa: N802
+    def NotifyAllocationFailure(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.notify_allocation_failure, request.allocation_id, request.cause)
         return common_pb2.Ack(ok=True)

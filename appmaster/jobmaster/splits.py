@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable
 
 import cloudpickle
 
-from yarnflow.appmaster.jobmaster.user_code import load_source, serialize
+from yarnflow.appmaster.jobmaster.user_code import for_readers, load_source
 from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.conf import Configuration, options
 from yarnflow.core.messages import AskAgain
@@ -210,14 +210,14 @@ def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Con
         if not ejv.is_source:
             continue
         try:
-            operator = load_source(ejv.operator_bytes)
+            operator = load_source(ejv.operator)
             assigners[ejv.id] = InputSplitAssigner(
                 operator.create_input_splits(ejv.parallelism, config.get(options.SOURCE_SPLIT_SIZE)),
                 config.get(options.SOURCE_LOCALITY_WAIT), clock=clock, parallelism=ejv.parallelism,
                 fair_share_wait=config.get(options.SOURCE_FAIR_SHARE_WAIT))
             readers = operator.for_readers()
             if readers is not operator:      # the splits carry the data
-                ejv.operator_bytes = serialize(readers)
+                ejv.operator = for_readers(readers)
         except Exception as err:  # noqa: BLE001 - a missing input, an unreadable file
             return assigners, f"source '{ejv.name}' cannot read its input: {err}"
     return assigners, None

@@ -1,7 +1,7 @@
 """The one place an ApplicationMaster runs code a user wrote, and why it must.
 
-A pipeline's operators run in TaskExecutors: here they stay cloudpickle bytes
-(``yarnflow.rpc.codec.as_received``). Two user objects run on the master, as in
+A pipeline's operators run in TaskExecutors: here they stay the bytes they arrived as
+(``yarnflow.core.user_code.UserCode``, never ``load``ed but here). Two user objects run on the master, as in
 Flink: a source lists its input splits (Flink's ``InputFormat.createInputSplits``),
 so that splits are handed out on demand and to the hosts that store them; and a
 sink's committer makes its output visible once, when the job finished, and
@@ -11,22 +11,24 @@ is made, so a bad one fails the job with its cause instead of rejecting it unrea
 """
 from __future__ import annotations
 
-from typing import Any
+from yarnflow.core.operators.base import Operator, OutputCommitter
+from yarnflow.core.operators.sources import Source
+from yarnflow.core.user_code import UserCode
 
-import cloudpickle
 
-
-def load_source(data: bytes) -> Any:
+def load_source(code: UserCode[Operator]) -> Source:
     """A source operator, for its splits (``create_input_splits``, ``for_readers``)."""
-    return cloudpickle.loads(data)
+    operator = code.load()
+    if not isinstance(operator, Source):
+        raise TypeError(f"a source vertex holds {type(operator).__name__}, not a Source")
+    return operator
 
 
-def load_committer(data: Any) -> Any:
-    """A sink's committer (``setup``, ``commit``, ``abort``); one that is already an
-    object (a graph built in this process) is used as it is."""
-    return cloudpickle.loads(data) if isinstance(data, bytes) else data
+def load_committer(code: UserCode[OutputCommitter]) -> OutputCommitter:
+    """A sink's committer (``setup``, ``commit``, ``abort``)."""
+    return code.load()
 
 
-def serialize(value: Any) -> bytes:
-    """What a source hands its readers instead of itself: bytes again."""
-    return cloudpickle.dumps(value)
+def for_readers(source: Source) -> UserCode[Operator]:
+    """What a source hands its readers instead of itself, pickled once for all of them."""
+    return UserCode.pickled(source)

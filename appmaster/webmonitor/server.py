@@ -159,10 +159,10 @@ class WebMonitorServer:
             server_version = "yarnflow"
             sys_version = ""
 
-            def do_GET(self) -> None:   # noqa: N802 - http.server's naming
+            def do_GET(self) -> None:   # http.server's naming
                 self._reply(send_body=True)
 
-            def do_HEAD(self) -> None:   # noqa: N802
+            def do_HEAD(self) -> None:
                 self._reply(send_body=False)
 
             def _refuse(self) -> None:
@@ -176,7 +176,7 @@ class WebMonitorServer:
                 path = urlsplit(self.path).path.rstrip("/") or "/"
                 try:
                     status, content_type, body = server.answer(path)
-                except Exception:   # noqa: BLE001 - one line to the client, the rest to the log
+                except Exception:   # one line to the client, the rest to the log
                     log.exception("web monitor: GET %s failed", path)
                     status, content_type = 500, "application/json"
                     body = _json({"errors": [f"internal error answering {path}; see the "

@@ -16,7 +16,7 @@ def estimate_vertices(order: Iterable[Any],
     for vertex in order:
         inputs = [estimates.get(v.id, UNKNOWN) for v in inputs_of(vertex)]
         try:
-            estimate = vertex.operator.estimate(inputs)
+            estimate = vertex.operator.value.estimate(inputs)
         except Exception:      # noqa: BLE001 - e.g. an input only the cluster can see
             estimate = UNKNOWN
         estimates[vertex.id] = estimate if isinstance(estimate, Estimate) else UNKNOWN

@@ -73,13 +73,13 @@ def make_target(name: str, config: Configuration) -> Target:
     """The target by its name (``execution.target``); YARN targets read the Hadoop
     configuration here, so a job is checked against what the cluster grants."""
     if name == "local":
-        from yarnflow.targets.local import LocalTarget
+        from yarnflow.client.targets.local import LocalTarget
         return LocalTarget(config)
     if name == "yarn-per-job":
-        from yarnflow.targets.yarn import YarnPerJobTarget
+        from yarnflow.client.targets.yarn import YarnPerJobTarget
         return YarnPerJobTarget(config)
     if name == "yarn-session":
-        from yarnflow.targets.session import YarnSessionTarget
+        from yarnflow.client.targets.session import YarnSessionTarget
         return YarnSessionTarget(config)
     raise ConfigError(f"execution.target: unknown target {name!r}; use local, yarn-per-job "
                       "or yarn-session")

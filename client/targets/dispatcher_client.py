@@ -18,8 +18,8 @@ from yarnflow.core.errors import JobRejected, Refused, UnknownJob
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.gateways.dispatcher import GrpcDispatcherGateway
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.yarn_errors import YarnError
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ class DispatcherClient:
         self.close()
 
     def _lookup_address(self) -> str:
-        from yarnflow.targets.yarn_apps import YarnApplication
+        from yarnflow.client.targets.yarn_apps import YarnApplication
         with YarnApplication(self.app_id, self.timeout, self.store) as app:
             state = app.status(with_details=False)
             address = app.appmaster_address() if state.state == "RUNNING" else None

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.targets.yarn_errors import YarnError
 
 ARCHIVES_KEPT = 3
 

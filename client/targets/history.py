@@ -12,8 +12,8 @@ import getpass
 from urllib.parse import urlparse
 
 from yarnflow.conf import Configuration, options
-from yarnflow.targets.app_store import yarnflow_home
-from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.targets.app_store import yarnflow_home
+from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
 
 
 def webhdfs_url(hdfs_url: str, hadoop: HadoopConf) -> str:

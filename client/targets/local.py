@@ -12,6 +12,7 @@ from pathlib import Path
 from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
 from yarnflow.appmaster.dispatcher import Dispatcher, JobArchive
 from yarnflow.appmaster.resourcemanager.drivers.local import LocalDriver
+from yarnflow.appmaster.resourcemanager.resourcemanager import ResourceManager
 from yarnflow.appmaster.webmonitor import ApplicationMasterSource, WebMonitorServer
 from yarnflow.conf import Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
@@ -20,9 +21,10 @@ from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import ClusterOverview
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.security import generate_cluster_credentials
-from yarnflow.targets.app_store import yarnflow_home
-from yarnflow.targets.base import JobHandle, Target, planned_worker_specs
+from yarnflow.client.targets.app_store import yarnflow_home
+from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
 
 __all__ = ["JobClient", "JobResult", "LocalCluster", "LocalTarget"]
 
@@ -57,7 +59,7 @@ class LocalCluster:
         self.web: WebMonitorServer | None = None
 
     @property
-    def resource_manager(self):  # noqa: ANN201 - tests reach into the components
+    def resource_manager(self) -> ResourceManager:   # tests reach into the components
         return self.components.resource_manager
 
     @property
@@ -65,7 +67,7 @@ class LocalCluster:
         return self.components.address
 
     @property
-    def channels(self):  # noqa: ANN201
+    def channels(self) -> ChannelCache:
         return self.components.channels
 
     def start(self) -> "LocalCluster":

@@ -26,10 +26,10 @@ from typing import Any
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import FileSystem, open_filesystem
-from yarnflow.filesystems import filesystem_settings
-from yarnflow.targets import environments
-from yarnflow.targets.app_store import yarnflow_home
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.filesystems import filesystem_settings
+from yarnflow.client.targets import environments
+from yarnflow.client.targets.app_store import yarnflow_home
+from yarnflow.client.targets.yarn_errors import YarnError
 
 ENVIRONMENT = "environment"     # where YARN unpacks a shipped archive in a container
 

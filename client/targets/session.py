@@ -20,15 +20,15 @@ from yarnflow.core.container_ladder import ContainerLadder, parse_container_size
 from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode)
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.security import generate_application_credentials
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.base import JobHandle, Target
-from yarnflow.targets.dispatcher_client import DispatcherClient
-from yarnflow.targets.history import history_location
-from yarnflow.targets.node_python import node_python
-from yarnflow.targets.yarn_client import (bounded, container_services, prepare_config,
+from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.base import JobHandle, Target
+from yarnflow.client.targets.dispatcher_client import DispatcherClient
+from yarnflow.client.targets.history import history_location
+from yarnflow.client.targets.node_python import node_python
+from yarnflow.client.targets.yarn_client import (bounded, container_services, prepare_config,
                                           skein_client, worker_hosts)
-from yarnflow.targets.yarn_errors import YarnError
-from yarnflow.targets.yarn_job import YarnJobHandle
+from yarnflow.client.targets.yarn_errors import YarnError
+from yarnflow.client.targets.yarn_job import YarnJobHandle
 
 SESSION_TAG = "yarnflow-session"
 DEFAULT_NAME = "yarnflow-session"
@@ -206,7 +206,7 @@ def list_sessions(timeout: float) -> list[Any]:
 def stop_session(app_id: str, timeout: float, wait: float) -> Any:
     """Ask the Dispatcher to stop (running jobs are cancelled and archived); if it cannot
     be reached, have YARN kill the application. Returns YARN's final status."""
-    from yarnflow.targets.yarn_apps import YarnApplication
+    from yarnflow.client.targets.yarn_apps import YarnApplication
     store = ApplicationStore()
     with YarnApplication(app_id, timeout, store) as app:
         if app.status(with_details=False).finished:

@@ -24,13 +24,13 @@ from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.worker_spec import WorkerSpec, slots_needed
 from yarnflow.rpc.codec import jobgraph_to_proto
 from yarnflow.rpc.security import generate_application_credentials
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.base import JobHandle, Target, planned_worker_specs
-from yarnflow.targets.history import history_location
-from yarnflow.targets.node_python import node_python
-from yarnflow.targets.yarn_client import (bounded, container_services, prepare_config,
+from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
+from yarnflow.client.targets.history import history_location
+from yarnflow.client.targets.node_python import node_python
+from yarnflow.client.targets.yarn_client import (bounded, container_services, prepare_config,
                                           skein_client, worker_hosts)
-from yarnflow.targets.yarn_job import YarnJobHandle
+from yarnflow.client.targets.yarn_job import YarnJobHandle
 
 
 def plan_containers(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
@@ -65,7 +65,7 @@ def initial_instances(graph: JobGraph, config: Configuration,
     blocks are (it lists the splits), and a container YARN placed anywhere would read
     them across the network."""
     counts = {spec.name: 0 for spec in specs.values()}
-    if hosts and any(isinstance(v.operator, FileSource) for v in graph.sources()):
+    if hosts and any(isinstance(v.operator.value, FileSource) for v in graph.sources()):
         return counts
     if graph.schedule_mode is ScheduleMode.EAGER:
         for profile, slots in slots_needed(graph, options.default_slot_profile(config)).items():

@@ -13,10 +13,10 @@ from typing import Any
 from yarnflow.core.clock import SYSTEM_CLOCK, Deadline, poll_until
 from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, JOB_ID_KEY
 from yarnflow.core.details import JobDetails
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.dispatcher_client import DispatcherClient
-from yarnflow.targets.yarn_client import bounded, skein_client
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.dispatcher_client import DispatcherClient
+from yarnflow.client.targets.yarn_client import bounded, skein_client
+from yarnflow.client.targets.yarn_errors import YarnError
 
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
 
@@ -45,7 +45,7 @@ class YarnApplication:
         self.store = store or ApplicationStore()
         self._client = skein_client(timeout)
         self._dispatcher: DispatcherClient | None = None
-        self.job_id = self.store.info(app_id).get("job_id", "")
+        self.job_id: str = self.store.info(app_id).get("job_id", "")
 
     def close(self) -> None:
         if self._dispatcher is not None:
@@ -117,7 +117,7 @@ class YarnApplication:
             # between two ApplicationMaster attempts YARN's report still names the dead
             # one for a moment, and the next one's store is empty until it publishes
             return None
-        return address.decode()
+        return bytes(address).decode()
 
     def job_details(self) -> JobDetails | None:
         """The job's details from the application's Dispatcher, or None while it is not
@@ -169,7 +169,7 @@ def wait_for_log_aggregation(app_id: str, timeout: float) -> None:
     ``timeout``) until the ResourceManager reports aggregation done, then read."""
     import json
     import urllib.request
-    from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
+    from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
     try:
         web = HadoopConf.load().get("yarn.resourcemanager.webapp.address")
     except HadoopConfigError:

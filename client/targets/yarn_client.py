@@ -16,11 +16,11 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.bounded import CallTimedOut, call_within
 from yarnflow.core.contract import encode, service_name
 from yarnflow.core.worker_spec import WorkerSpec
-from yarnflow.filesystems import use_cluster_filesystem
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
-from yarnflow.targets.node_python import NodePython
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.filesystems import use_cluster_filesystem
+from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.targets.node_python import NodePython
+from yarnflow.client.targets.yarn_errors import YarnError
 
 T = TypeVar("T")
 YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~5 s

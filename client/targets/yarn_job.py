@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.status import JobStatus
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.base import JobHandle
-from yarnflow.targets.dispatcher_client import (ApplicationEnded, DispatcherClient, JobNotFound,
+from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.base import JobHandle
+from yarnflow.client.targets.dispatcher_client import (ApplicationEnded, DispatcherClient, JobNotFound,
                                                 NotServingYet)
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.targets.yarn_errors import YarnError
 
 # YARN's final status of a per-job application -> the status of its job
 _FINAL = {"SUCCEEDED": JobStatus.FINISHED, "KILLED": JobStatus.CANCELED}
@@ -75,7 +75,7 @@ class YarnJobHandle(JobHandle):
         ``yarnflow history`` to show it and YARN to list nothing of it once we return."""
         result = super().wait(timeout, poll)
         if self._owns:
-            from yarnflow.targets.yarn_apps import YarnApplication
+            from yarnflow.client.targets.yarn_apps import YarnApplication
             try:
                 with YarnApplication(self.application_id, self._timeout, self._store) as app:
                     app.wait_finished(self._timeout, poll)
@@ -88,7 +88,7 @@ class YarnJobHandle(JobHandle):
         archived = archived_job(self._history, self.job_id)
         if archived is not None and archived.status.is_globally_terminal:
             return JobResult.of(archived)
-        from yarnflow.targets.yarn_apps import YarnApplication
+        from yarnflow.client.targets.yarn_apps import YarnApplication
         with YarnApplication(self.application_id, self._timeout, self._store) as app:
             final = app.status(with_details=False)
         status = _FINAL.get(final.final_status, JobStatus.FAILED)
@@ -107,6 +107,6 @@ class YarnJobHandle(JobHandle):
         except YarnError:
             if not self._owns or self.result() is not None:
                 raise
-            from yarnflow.targets.yarn_apps import YarnApplication
+            from yarnflow.client.targets.yarn_apps import YarnApplication
             with YarnApplication(self.application_id, self._timeout, self._store) as app:
                 app.kill()

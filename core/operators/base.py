@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 import pyarrow as pa
 
@@ -26,6 +26,23 @@ class OperatorContext(Protocol):
     def spark(self) -> Any: ...          # the TaskExecutor's SparkSession
     @property
     def cancelled(self) -> bool: ...
+
+
+class OutputCommitter(Protocol):
+    """A sink's output, made visible whole or not at all (Flink's
+    ``InitializeOnMaster``/``FinalizeOnMaster``); run by the JobMaster."""
+
+    def check_submittable(self) -> None:
+        """On the client: refuse an output that exists or cannot be written."""
+
+    def setup(self, job_id: str) -> None:
+        """Before any task writes: the staging the tasks write into."""
+
+    def commit(self, job_id: str, attempts: Mapping[int, str]) -> None:
+        """The job finished: each subtask's chosen attempt's files become the output."""
+
+    def abort(self, job_id: str) -> None:
+        """The job did not finish: staging is discarded."""
 
 
 class Operator:

@@ -24,7 +24,7 @@ def ticket_for(partition_id: str, subpartition: int) -> flight.Ticket:
     return flight.Ticket(f"{partition_id}|{subpartition}".encode())
 
 
-class DataServer(flight.FlightServerBase):
+class DataServer(flight.FlightServerBase):  # type: ignore[misc]  # pyarrow is untyped
     def __init__(self, manager: ResultPartitionManager, tls: TlsCredentials, host: str,
                  request_timeout: float) -> None:
         super().__init__(location=f"grpc+tls://{host}:0",

@@ -126,6 +126,6 @@ class InputGate:
                 elif isinstance(item, BaseException):
                     raise item
                 else:
-                    yield item  # type: ignore[misc]
+                    yield item
         finally:
             stop.set()

@@ -37,7 +37,7 @@ OUTPUT = """
 import json, posixpath, sys
 sys.path.insert(0, "tests/yarn/pipelines")
 from shapes import keyed
-from yarnflow import files
+from yarnflow.client import files
 shape, out = sys.argv[1:3]
 got = files.read_table(out)
 if shape == "long":
@@ -56,7 +56,7 @@ print(json.dumps({"rows": got.num_rows, "exact": exact, "beside": beside}))
 # final subtasks ran.
 ARCHIVED = """
 import json, sys
-from yarnflow.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_apps import YarnApplication
 with YarnApplication(sys.argv[1], timeout=30) as app:
     d = app.archived_details()
 print(json.dumps({"status": d.status.value, "restarts": d.restarts,

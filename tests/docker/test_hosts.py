@@ -29,7 +29,7 @@ def test_every_host_runs_and_yarn_and_hdfs_see_three_worker_hosts(docker_cluster
 @pytest.mark.parametrize("host", WORKERS)
 def test_worker_hosts_have_java_and_a_plain_python_only(docker_cluster: DockerCluster, host: str):
     assert docker_cluster.on(host, "java", "-version").returncode == 0
-    for module in ("yarnflow", "pyarrow", "pyspark", "grpc"):
+    for module in ("yarnflow.client", "pyarrow", "pyspark", "grpc"):
         proc = docker_cluster.on(host, "python3", "-c", f"import {module}")
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, (module, proc.stderr)
     # nor this machine's files: the checkout is not there
@@ -37,9 +37,9 @@ def test_worker_hosts_have_java_and_a_plain_python_only(docker_cluster: DockerCl
 
 
 def test_the_edge_host_runs_yarnflow_from_its_wheel_in_the_checkout(docker_cluster: DockerCluster):
-    proc = docker_cluster.edge("python", "-c", "import json, yarnflow, importlib.metadata as m; "
+    proc = docker_cluster.edge("python", "-c", "import json, yarnflow.client, importlib.metadata as m; "
                                "d = m.distribution('yarnflow'); print(json.dumps("
-                               "[yarnflow.__file__, d.read_text('direct_url.json')]))")
+                               "[yarnflow.client.__file__, d.read_text('direct_url.json')]))")
     assert proc.returncode == 0, proc.stderr
     module, direct_url = json.loads(proc.stdout)
     assert module.startswith("/opt/yarnflow/lib/"), module

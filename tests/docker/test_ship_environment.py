@@ -17,7 +17,7 @@ FAST = ["-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=30 s",
 
 EXACT = """
 import importlib.util, json, sys
-from yarnflow import files
+from yarnflow.client import files
 spec = importlib.util.spec_from_file_location("skewed_join", "examples/skewed_join.py")
 example = importlib.util.module_from_spec(spec); spec.loader.exec_module(example)
 data, out = sys.argv[1:3]
@@ -81,7 +81,7 @@ def test_the_example_runs_on_hosts_without_yarnflow_with_the_environment_shipped
     assert max(downloads.values()) == 1 and sum(downloads.values()) >= 1, downloads
     # still nothing of yarnflow's for the host's own Python
     for host in WORKERS:
-        assert docker_cluster.on(host, "python3", "-c", "import yarnflow").returncode != 0
+        assert docker_cluster.on(host, "python3", "-c", "import yarnflow.client").returncode != 0
 
 
 def test_a_host_that_cannot_run_the_interpreter_is_named_in_one_line(docker_cluster: DockerCluster):

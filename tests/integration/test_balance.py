@@ -10,11 +10,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import options
 from yarnflow.core.details import JobDetails
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 from yarnflow.taskexecutor.network.partitioner import MIN_SLICE_ROWS
 
 BATCH_ROWS = 5000   # two batches per source subtask: too few to deal whole

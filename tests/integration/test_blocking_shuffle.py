@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import FAST
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import PartitionType
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 BATCH_ROWS = 1 << 20                  # 8 MB of int64 per column and batch
 BATCHES_PER_SEED = 40                 # 40 x 16 MB = 640 MB per producer subtask

@@ -17,7 +17,7 @@ NO_RESTART = ["-D", "restart-strategy.type=none"]
 
 
 def yarnflow(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "yarnflow.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "yarnflow.client.cli", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT)
 
 
@@ -128,7 +128,7 @@ def test_run_help_documents_every_flag():
 
 def test_a_syntax_error_in_the_pipeline_is_one_line_with_file_and_line(tmp_path):
     script = tmp_path / "typo.py"
-    script.write_text("import yarnflow as yf\n\np = yf.Pipeline('typo'\nprint(p)\n")
+    script.write_text("import yarnflow.client as yf\n\np = yf.Pipeline('typo'\nprint(p)\n")
     proc = yarnflow("run", str(script))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"{script}, line 3" in proc.stdout and "syntax error" in proc.stdout, proc.stdout
@@ -148,7 +148,7 @@ def _yarnflow_env(tmp_path: Path, **env: str) -> dict[str, str]:
 @pytest.mark.parametrize("command", ["status", "cancel"])
 def test_a_yarn_command_without_hadoop_is_one_line_naming_the_fix(tmp_path, command):
     import socket
-    run = [sys.executable, "-m", "yarnflow.cli", command, "application_1_0001"]
+    run = [sys.executable, "-m", "yarnflow.client.cli", command, "application_1_0001"]
     proc = subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env=_yarnflow_env(tmp_path))
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -185,7 +185,7 @@ def test_a_lost_executors_log_named_in_the_failure_is_still_there_after_the_clie
         p.execute()
     """))
     home = tmp_path / "home"
-    proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", *FAST, *NO_RESTART,
+    proc = subprocess.run([sys.executable, "-m", "yarnflow.client.cli", "run", *FAST, *NO_RESTART,
                            str(script)],
                           capture_output=True, text=True, timeout=240, cwd=ROOT,
                           env=dict(os.environ, YARNFLOW_HOME=str(home)))

@@ -12,7 +12,7 @@ import tarfile
 import venv
 from pathlib import Path
 
-from yarnflow.targets import environments
+from yarnflow.client.targets import environments
 
 PROJECT = """
 from setuptools import setup

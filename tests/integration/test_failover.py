@@ -15,12 +15,12 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import FAST, executor_logs, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
 from yarnflow.core.details import JobDetails
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 ROWS, BATCH_ROWS, KEYS = 16_000, 200, 97
 # A map that takes its time, and notes each batch it finished in ``progress`` (the
@@ -253,7 +253,7 @@ def client_script(tmp_path: Path, out: Path, progress: Path) -> Path:
     script.write_text(textwrap.dedent(f"""
         import os, time
         import pyarrow as pa
-        import yarnflow as yf
+        import yarnflow.client as yf
 
         def work(batch):
             time.sleep({FREEZE_PAUSE_S})
@@ -278,7 +278,7 @@ def run_client(tmp_path: Path, name: str, freeze_when: Callable[[Path], bool] | 
     home = tmp_path / name
     home.mkdir()
     out, progress = home / "out", home / "progress"
-    command = [sys.executable, "-m", "yarnflow.cli", "run", "-D", f"pipeline.batch-rows={BATCH_ROWS}",
+    command = [sys.executable, "-m", "yarnflow.client.cli", "run", "-D", f"pipeline.batch-rows={BATCH_ROWS}",
                "-D", "restart-strategy.type=none", str(client_script(home, out, progress))]
     started = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -12,13 +12,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import FAST, NO_RESTART, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.status import ExecutionState
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 
 def _slow(batch: pa.RecordBatch) -> pa.RecordBatch:

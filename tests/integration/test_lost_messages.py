@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import FAST, executor_logs, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 ROWS = 20_000
 TABLE = pa.table({"k": pa.array(range(ROWS), pa.int64()),

@@ -6,11 +6,11 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import options
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 TABLE = pa.table({"x": pa.array(range(40_000), pa.int64())})
 

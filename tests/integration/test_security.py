@@ -12,7 +12,7 @@ from yarnflow.rpc.generated import (common_pb2, jobmaster_pb2, jobmaster_pb2_grp
                                     resourcemanager_pb2_grpc, taskexecutor_pb2,
                                     taskexecutor_pb2_grpc)
 from yarnflow.rpc.security import CLUSTER_NAME, generate_cluster_credentials
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 from yarnflow.taskexecutor.network.data_server import ticket_for
 
 

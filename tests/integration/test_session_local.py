@@ -10,14 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import FAST, wait_until
 from yarnflow.appmaster.dispatcher import JobArchive
 from yarnflow.core.errors import JobRejected
 from yarnflow.core.status import ExecutionState, JobStatus
 from yarnflow.conf import Configuration, options
 
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 TABLE = pa.table({"x": pa.array(range(2000), pa.int64())})
 SESSION = FAST + ["pipeline.batch-rows=100", "resourcemanager.taskmanager-timeout=3 s",

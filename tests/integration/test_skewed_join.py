@@ -14,8 +14,8 @@ from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration
 from yarnflow.core.messages import input_skew
 from yarnflow.core.jobgraph import ShipStrategy
-from yarnflow.planner import JoinStrategy
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.planner import JoinStrategy
+from yarnflow.client.targets.local import LocalCluster
 
 pytest.importorskip("pyspark", reason="the example runs Spark SQL: pip install 'yarnflow[spark]'")
 

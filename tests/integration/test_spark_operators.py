@@ -5,11 +5,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import FAST, NO_RESTART, executor_logs
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 pytest.importorskip("pyspark", reason="Spark operators need pip install 'yarnflow[spark]'")
 

@@ -14,12 +14,12 @@ import urllib.request
 
 import pyarrow as pa
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import FAST, ROOT, artifacts_dir, browse, wait_until
 from tests.rest_contract import ENDPOINTS, EXECUTOR_FIELDS, SUBTASK_FIELDS, VERTEX_FIELDS, metric
 from yarnflow.conf import Configuration
 from yarnflow.core.status import JobStatus
-from yarnflow.targets.local import LocalCluster
+from yarnflow.client.targets.local import LocalCluster
 
 WEB = ["local.web-ui=true", "web.refresh-interval=0.5 s", "pipeline.batch-rows=10"]
 
@@ -119,7 +119,7 @@ def test_run_with_ui_prints_the_pages_url(tmp_path):
         "p = yf.Pipeline('ui', parallelism=1)\n"
         "p.from_arrow(pa.table({'x': [1, 2, 3]})).write_parquet(sys.argv[1])\n"
         "p.execute()\n")
-    proc = subprocess.run([sys.executable, "-m", "yarnflow.cli", "run", "--ui", "-D",
+    proc = subprocess.run([sys.executable, "-m", "yarnflow.client.cli", "run", "--ui", "-D",
                            "heartbeat.interval=0.5 s", str(script), str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -18,8 +18,8 @@ for name in sys.argv[1:]:
         importlib.import_module(name)
     except Exception as err:
         failed[name] = f"{type(err).__name__}: {err}"
-import pandas, yarnflow
-print(json.dumps({"failed": failed, "yarnflow": yarnflow.__file__, "pandas": pandas.__version__}))
+import pandas, yarnflow.client
+print(json.dumps({"failed": failed, "yarnflow": yarnflow.client.__file__, "pandas": pandas.__version__}))
 """
 
 

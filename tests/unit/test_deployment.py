@@ -11,14 +11,15 @@ from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
 from yarnflow.rpc.codec import tdd_from_proto, tdd_to_bytes
 from yarnflow.rpc.generated import taskexecutor_pb2
 from yarnflow.taskexecutor.network.input_gate import channels_of
+from yarnflow.core.user_code import UserCode
 
 
 def _deployable() -> ExecutionGraph:
     """src(2) -FORWARD-> mid(2) -HASH-> dst(3), every subtask in a slot of its own host."""
     graph = JobGraph("g")
-    src = graph.add_vertex(JobVertex("src", b"src-op", 2, num_inputs=0))
-    mid = graph.add_vertex(JobVertex("mid", b"map-op", 2, num_inputs=1))
-    dst = graph.add_vertex(JobVertex("dst", b"map-op", 3, num_inputs=1))
+    src = graph.add_vertex(JobVertex("src", UserCode.received(b"src-op"), 2, num_inputs=0))
+    mid = graph.add_vertex(JobVertex("mid", UserCode.received(b"map-op"), 2, num_inputs=1))
+    dst = graph.add_vertex(JobVertex("dst", UserCode.received(b"map-op"), 3, num_inputs=1))
     graph.connect(src, mid, ShipStrategy.FORWARD)
     graph.connect(mid, dst, ShipStrategy.HASH, ["x"])
     eg = ExecutionGraph(graph.resolve(1))

@@ -7,12 +7,13 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, Executi
                                                          IllegalStateTransition)
 from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
 from yarnflow.core.operators import MapOperator, TableSource
+from yarnflow.core.user_code import UserCode
 
 
 def _graph(p: int) -> ExecutionGraph:
     graph = JobGraph("g")
-    src = graph.add_vertex(JobVertex("src", TableSource(pa.table({"x": [1]})), p, num_inputs=0))
-    dst = graph.add_vertex(JobVertex("dst", MapOperator(lambda b: b, "m"), p, num_inputs=1))
+    src = graph.add_vertex(JobVertex("src", UserCode.of(TableSource(pa.table({"x": [1]}))), p, num_inputs=0))
+    dst = graph.add_vertex(JobVertex("dst", UserCode.of(MapOperator(lambda b: b, "m")), p, num_inputs=1))
     graph.connect(src, dst, ShipStrategy.REBALANCE)
     return ExecutionGraph(graph.resolve(1))
 

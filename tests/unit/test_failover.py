@@ -351,7 +351,7 @@ def test_restarts_and_the_exception_history_cross_the_wire_and_show_in_the_displ
     from rich.console import Console
 
     from yarnflow.core.details import ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails
-    from yarnflow.display import print_summary, progress_table
+    from yarnflow.client.display import print_summary, progress_table
     from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
 
     lost = ExceptionEntry(1_700_000_000.0, "work (2/4)", 0, "container_e01_0002", "node-3",

@@ -98,7 +98,7 @@ def test_a_job_carries_no_configuration_so_its_d_cannot_switch_faults_on_in_a_se
     """A session's ApplicationMaster gets only the JobGraph of a submitted job; the
     job's -D shapes its plan in the client and goes no further."""
     import pyarrow as pa
-    import yarnflow as yf
+    import yarnflow.client as yf
     from yarnflow.conf import Configuration
     from yarnflow.rpc.codec import jobgraph_to_proto
     config = Configuration.load(overrides=["test.rpc.faults=*=drop:1"])

@@ -11,6 +11,7 @@ from yarnflow.conf import Configuration
 from yarnflow.core.messages import SlotOffer, TaskExecutionState
 from yarnflow.core.operators.sources import TableSource
 from yarnflow.core.resources import ResourceSpec as R
+from yarnflow.core.user_code import UserCode
 
 HEARTBEAT_TIMEOUT, SLOT_TIMEOUT, CANCEL_TIMEOUT = 50.0, 300.0, 30.0
 
@@ -225,7 +226,7 @@ def test_an_executor_silent_past_the_heartbeat_timeout_is_lost_only_if_the_job_d
 
 def test_a_source_that_cannot_list_its_input_fails_the_job_at_start_not_when_it_is_made():
     graph = chain(2)
-    next(v for v in graph.vertices.values() if v.num_inputs == 0).operator = MissingInput()
+    next(v for v in graph.vertices.values() if v.num_inputs == 0).operator = UserCode.of(MissingInput())
     h, scheduler = shell(graph)
     assert scheduler.calls == [], "making a JobMaster lists nothing"
     h.start()
@@ -252,7 +253,7 @@ class Unloadable:
 
 def test_a_committer_that_does_not_load_fails_the_job_at_start_naming_its_sink():
     graph = chain(2)
-    next(v for v in graph.vertices.values() if v.name == "sink").committer = Unloadable()
+    next(v for v in graph.vertices.values() if v.name == "sink").committer = UserCode.of(Unloadable())
     h = Harness(graph, Configuration.load(), main=ManualMainThread())
     h.start()
     result = h.jm.result.result(timeout=0)

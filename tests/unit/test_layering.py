@@ -3,27 +3,22 @@ new import that crosses a boundary fails here rather than in a newcomer's head."
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.packaging import roots
+from tests.packaging import ROOT, product
 
-ROOT = Path(__file__).resolve().parents[2]
-
-# folder -> the package it installs as, from setup.py (the one source of truth)
-PACKAGES = roots()
 RUNTIME = ("yarnflow.appmaster", "yarnflow.taskexecutor")
 # The one seam through which the client starts the runtime in its own process.
 LOCAL_SEAM = {"client/targets/local.py"}
 
 
 def folder_of(module: str) -> str:
-    """The top-level folder a ``yarnflow...`` module lives in."""
-    for folder, package in sorted(PACKAGES.items(), key=lambda kv: -len(kv[1])):
-        if module == package or module.startswith(package + "."):
-            return folder
-    return "client"
+    """The top-level folder a ``yarnflow...`` module lives in: its second name, by
+    setup.py's one rule (``yarnflow.<folder>...`` is ``<folder>/...``)."""
+    return module.split(".")[1] if "." in module else ""
 
 
 def imports(folder: str) -> list[tuple[str, str]]:
@@ -31,7 +26,7 @@ def imports(folder: str) -> list[tuple[str, str]]:
     ones inside functions and TYPE_CHECKING blocks."""
     found = []
     for path in sorted((ROOT / folder).rglob("*.py")):
-        if "generated" in path.parts:
+        if "generated" in path.parts or "__pycache__" in path.parts:
             continue
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
@@ -49,7 +44,7 @@ def imports(folder: str) -> list[tuple[str, str]]:
 def test_the_boundary_check_sees_imports():
     """The checks below would pass vacuously if the walk found nothing."""
     assert ("client/pipeline.py", "yarnflow.core.jobgraph") in imports("client")
-    assert folder_of("yarnflow.jobgraph") == "client"
+    assert folder_of("yarnflow.client.pipeline") == "client"
     assert folder_of("yarnflow.core.jobgraph") == "core"
 
 
@@ -74,3 +69,96 @@ def test_the_client_reaches_the_runtime_only_through_the_local_target():
 def test_the_wire_and_the_configuration_know_no_component(folder):
     crossing = [(f, m) for f, m in imports(folder) if m.startswith(RUNTIME)]
     assert not crossing, f"{folder}/ imports a runtime component: {crossing}"
+
+
+# --- every import resolves to its file by the one rule, with no map ------------------
+
+def _module_file(module: str) -> Path | None:
+    """``yarnflow.a.b`` -> ``a/b.py`` or ``a/b/__init__.py``; ``yarnflow`` itself is a
+    namespace (the repository root, no file)."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return None
+    base = ROOT.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    raise LookupError(module)
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """What a module binds outside its functions and classes (including under
+    ``if TYPE_CHECKING:`` and ``try:``), plus PEP 562's ``__getattr__`` exports."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            for field in ("body", "orelse", "finalbody"):     # if, try, with, for
+                visit(getattr(node, field, []))
+            for handler in getattr(node, "handlers", []):
+                visit(handler.body)
+
+    visit(ast.parse(path.read_text()).body)
+    return names
+
+
+def unresolved(folders: tuple[str, ...]) -> list[str]:
+    """Every ``yarnflow`` import in ``folders`` that the one rule does not lead to a
+    file (or, for ``from m import name``, to a submodule or a name ``m`` binds)."""
+    problems = []
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "generated" in path.parts or "__pycache__" in path.parts:
+                continue
+            where = path.relative_to(ROOT)
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    for alias in node.names:
+                        if alias.name.startswith("yarnflow."):
+                            try:
+                                _module_file(alias.name)
+                            except LookupError:
+                                problems.append(f"{where}: import {alias.name}")
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                        and (node.module == "yarnflow" or node.module.startswith("yarnflow.")):
+                    try:
+                        source = _module_file(node.module)
+                    except LookupError:
+                        problems.append(f"{where}: from {node.module}")
+                        continue
+                    bound = _top_level_names(source) if source else set()
+                    for alias in node.names:
+                        try:
+                            _module_file(f"{node.module}.{alias.name}")
+                        except LookupError:
+                            if alias.name not in bound:
+                                problems.append(f"{where}: from {node.module} import {alias.name}")
+    return problems
+
+
+def test_every_import_resolves_to_its_file_by_the_one_rule():
+    """What an import-graph tool knowing only "yarnflow is the repository root" does."""
+    assert _module_file("yarnflow.appmaster.jobmaster.slotpool") == \
+        ROOT / "appmaster" / "jobmaster" / "slotpool" / "__init__.py"
+    folders = (*product(), "bench", "examples", "tests")
+    problems = unresolved(folders)
+    assert not problems, "imports that do not resolve to a file:\n" + "\n".join(problems)
+
+
+def test_the_resolver_finds_a_stale_import(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "user.py").write_text(
+        "from yarnflow.pkg import X, Y\nimport yarnflow.pkg.gone\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert unresolved(("pkg",)) == ["pkg/user.py: from yarnflow.pkg import Y",
+                                    "pkg/user.py: import yarnflow.pkg.gone"]

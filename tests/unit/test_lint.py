@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.packaging import ROOT, roots
+from tests.packaging import ROOT, product
 
-PRODUCT = [*roots(), "bench", "examples", "setup.py"]
+PRODUCT = [*product(), "bench", "examples", "setup.py"]
 
 
 def test_the_product_passes_ruff():

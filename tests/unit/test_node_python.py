@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from yarnflow.conf import Configuration
-from yarnflow.targets import environments
-from yarnflow.targets.node_python import NodePython, interpreter_check, node_python, world_readable
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.targets import environments
+from yarnflow.client.targets.node_python import NodePython, interpreter_check, node_python, world_readable
+from yarnflow.client.targets.yarn_errors import YarnError
 
 
 def config(*overrides: str) -> Configuration:

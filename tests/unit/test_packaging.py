@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import zipfile
 
-from tests.packaging import ROOT, package_dir, roots, source_modules
+from tests.packaging import ROOT, folder_of, packages, product, source_modules
 
 
 def test_every_folder_with_python_under_a_top_level_folder_is_a_package():
     """Discovery finds folders with an __init__.py: one without it would be left out."""
-    packaged = set(package_dir().values())
-    for folder in roots():
+    packaged = {folder_of(package) for package in packages()}
+    for folder in product():
         for path in (ROOT / folder).rglob("*.py"):
-            parent = str(path.parent.relative_to(ROOT))
-            assert parent in packaged, f"{parent}/ has Python files but no __init__.py"
+            assert path.parent in packaged, \
+                f"{path.parent.relative_to(ROOT)}/ has Python files but no __init__.py"
 
 
 def test_the_wheel_holds_every_module_and_data_file(built_wheel):
@@ -23,6 +23,7 @@ def test_the_wheel_holds_every_module_and_data_file(built_wheel):
                and f"{m.replace('.', '/')}/__init__.py" not in names]
     assert not missing, f"the wheel lacks {missing}"
     assert "yarnflow/taskexecutor/spark/__init__.py" in names   # the one a hand-kept map lost
-    for data in ("yarnflow/py.typed", "yarnflow/conf/yarnflow.yaml", "yarnflow/rpc/proto/jobgraph.proto",
+    assert "yarnflow/__init__.py" not in names   # a namespace: importing a runtime package runs no client code
+    for data in ("yarnflow/client/py.typed", "yarnflow/core/py.typed", "yarnflow/conf/yarnflow.yaml", "yarnflow/rpc/proto/jobgraph.proto",
                  "yarnflow/appmaster/webmonitor/static/index.html"):
         assert data in names, f"the wheel lacks {data}"

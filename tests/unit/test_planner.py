@@ -5,10 +5,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import ShipStrategy
-from yarnflow.planner import Estimate, JoinStrategy, plan_join
+from yarnflow.client.planner import Estimate, JoinStrategy, plan_join
 
 SMALL = pa.table({"k": list(range(10)), "name": [f"n{i}" for i in range(10)]})
 
@@ -115,7 +115,7 @@ def test_auto_broadcasts_the_small_side_behind_an_operator_and_forwards_the_big_
     assert edge_into(graph, "join", 0).ship is ShipStrategy.FORWARD
     assert edge_into(graph, "join", 1).ship is ShipStrategy.BROADCAST
     join = next(v for v in graph.vertices.values() if v.name == "join")
-    assert join.parallelism == 3 and join.operator.build_input == 1
+    assert join.parallelism == 3 and join.operator.value.build_input == 1
     assert "codes" in plan.reason and "planner.broadcast-threshold" in plan.reason
 
 
@@ -175,12 +175,12 @@ def test_planning_leaves_the_users_pipeline_untouched(tmp_path):
     assert {v.parallelism for v in two.values()} == {2}
     assert {v.parallelism for v in four.values()} == {4}
     assert broadcast.broadcast_input == 1 and hashed.broadcast_input is None
-    assert two["j"].operator is not four["j"].operator
-    assert two["sink"].committer is not four["sink"].committer
+    assert two["j"].operator.value is not four["j"].operator.value
+    assert two["sink"].committer.value is not four["sink"].committer.value
     # the pipeline's own vertices are as the user left them
     assert all(v.parallelism is None and v.estimate is None for v in p._vertices)
-    assert all(v.operator is not two[v.name].operator for v in p._vertices)
-    assert p._vertices[-1].operator.committer.output.uris == []
+    assert all(v.operator.value is not two[v.name].operator.value for v in p._vertices)
+    assert p._vertices[-1].operator.value.committer.output.uris == []
 
 
 def test_a_selectivity_hint_corrects_the_estimate_and_auto_uses_it(tmp_path):

@@ -16,16 +16,17 @@ from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPreferences
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.operators import MapOperator, TableSource
+from yarnflow.core.user_code import UserCode
 
 PROFILE = ResourceSpec(1, 1024)
 
 
 def source(name: str, p: int, **kw: object) -> JobVertex:
-    return JobVertex(name, TableSource(pa.table({"x": [1, 2, 3]})), p, num_inputs=0, **kw)
+    return JobVertex(name, UserCode.of(TableSource(pa.table({"x": [1, 2, 3]}))), p, num_inputs=0, **kw)
 
 
 def op(name: str, p: int, **kw: object) -> JobVertex:
-    return JobVertex(name, MapOperator(lambda b: b, name), p, num_inputs=1, **kw)
+    return JobVertex(name, UserCode.of(MapOperator(lambda b: b, name)), p, num_inputs=1, **kw)
 
 
 def chain(p: int = 4, mode: ScheduleMode = ScheduleMode.EAGER,

@@ -11,11 +11,11 @@ from yarnflow.appmaster.dispatcher import JobArchive
 from yarnflow.core.details import JobDetails
 from yarnflow.core.status import JobStatus
 from yarnflow.rpc.generated import jobmaster_pb2
-from yarnflow.targets.app_store import ApplicationStore
-from yarnflow.targets.hadoop_conf import HadoopConf
-from yarnflow.targets.history import webhdfs_url
-from yarnflow.targets.session import resolve_session
-from yarnflow.targets.yarn_errors import YarnError
+from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.hadoop_conf import HadoopConf
+from yarnflow.client.targets.history import webhdfs_url
+from yarnflow.client.targets.session import resolve_session
+from yarnflow.client.targets.yarn_errors import YarnError
 
 
 def details(job_id: str, status: str, start: float) -> JobDetails:
@@ -91,7 +91,7 @@ class _Store:
 def test_a_call_cancelled_by_a_stopping_dispatcher_asks_yarn_instead_of_failing(monkeypatch):
     """A per-job ApplicationMaster stops its server as it ends: the attached client's
     poll in flight is CANCELLED, and must read the outcome, not report a failed job."""
-    from yarnflow.targets import dispatcher_client
+    from yarnflow.client.targets import dispatcher_client
     monkeypatch.setattr(dispatcher_client, "ChannelCache", lambda creds: type(
         "Channels", (), {"get": lambda self, a: a, "close": lambda self: None})())
     monkeypatch.setattr(dispatcher_client, "GrpcDispatcherGateway", _StoppingDispatcher)

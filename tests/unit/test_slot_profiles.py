@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.unit.fakes import Harness, ManualMainThread
 from yarnflow.conf import Configuration
 from yarnflow.core.resources import ResourceSpec as R
@@ -50,7 +50,7 @@ def test_the_job_master_asks_for_each_shared_slot_at_its_own_size():
 def test_explain_json_gives_each_shared_slot_and_the_executors_the_job_would_start():
     """`yarnflow explain --json` (issue 15, item 5), as data: one 3c/3g slot and one
     1c/1g slot, an executor of each, and every vertex with its inputs."""
-    from yarnflow.explain import plan_json
+    from yarnflow.client.explain import plan_json
     config = Configuration.load()
     plan = plan_json(narrow_heavy_map().job_graph(config), config)
     assert plan["shared_slots"] == {"default": [

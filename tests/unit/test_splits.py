@@ -10,6 +10,7 @@ import cloudpickle
 from yarnflow.appmaster.jobmaster.splits import AskAgain, Assigned, InputSplitAssigner, Locality
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.operators.sources import TableSource
+from yarnflow.core.user_code import UserCode
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def test_an_in_memory_table_travels_in_its_splits_not_in_every_deployment(tmp_pa
     its own rows, and together they are the table, once."""
     import pyarrow as pa
 
-    import yarnflow as yf
+    import yarnflow.client as yf
     from tests.unit.fakes import Harness, ManualMainThread
     from yarnflow.conf import Configuration
     from yarnflow.core.status import ExecutionState
@@ -158,8 +159,8 @@ def test_an_in_memory_table_travels_in_its_splits_not_in_every_deployment(tmp_pa
     sources = [tdd for tdd in h.deployed() if tdd.info.vertex_name == "src"]
     assert len(sources) == 2
     for tdd in sources:
-        assert cloudpickle.loads(tdd.info.operator).table is None
-        assert len(tdd.info.operator) < 10_000, "the table is not in the deployment"
+        assert tdd.info.operator.load().table is None
+        assert len(tdd.info.operator.serialized()) < 10_000, "the table is not in the deployment"
         h.report(tdd.attempt_id, ExecutionState.RUNNING)
     rows: list[int] = []
     requests = {tdd.attempt_id: 0 for tdd in sources}
@@ -212,7 +213,7 @@ class HostedSource(TableSource):
 def hosted_chain() -> JobGraph:
     from tests.unit.test_scheduler import chain
     graph = chain(2)
-    next(v for v in graph.vertices.values() if v.num_inputs == 0).operator = HostedSource()
+    next(v for v in graph.vertices.values() if v.num_inputs == 0).operator = UserCode.of(HostedSource())
     return graph
 
 

@@ -16,6 +16,7 @@ from yarnflow.taskexecutor.taskexecutor import Registration, TaskExecutor
 from tests.unit.fakes import (FakeJobMasterGateway, FakeResourceManagerForExecutor, FakeTask,
                               ManualMainThread)
 from yarnflow.core.messages import TaskExecutorLocation
+from yarnflow.core.user_code import UserCode
 
 SLOT = ResourceSpec(1, 1024)
 LOCATION = TaskExecutorLocation("te-1", "host-a", "te-1:1", "te-1:2")
@@ -76,7 +77,7 @@ class Setup:
 
 
 def tdd(allocation_id: str = "alloc-1", attempt_id: str = "attempt-1") -> TaskDeploymentDescriptor:
-    return TaskDeploymentDescriptor(TaskInformation("job-1", "jm-1", "am:1", "v", "map", 1, b"op"),
+    return TaskDeploymentDescriptor(TaskInformation("job-1", "jm-1", "am:1", "v", "map", 1, UserCode.received(b"op")),
                                     0, 0, attempt_id, allocation_id)
 
 
@@ -371,7 +372,7 @@ def test_calls_carrying_a_previous_attempts_fencing_tokens_are_refused():
 
     s.call(s.te.request_slot, SlotAllocation(0, "job-1", "alloc-2", SLOT, "jm-2", "am2:1"), "rm-2")
     current = TaskDeploymentDescriptor(
-        TaskInformation("job-1", "jm-2", "am2:1", "v", "map", 1, b"op"), 0, 0, "attempt-2",
+        TaskInformation("job-1", "jm-2", "am2:1", "v", "map", 1, UserCode.received(b"op")), 0, 0, "attempt-2",
         "alloc-2")
     s.call(s.te.submit_task, current)
     with pytest.raises(FencingError):

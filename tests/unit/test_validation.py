@@ -4,18 +4,19 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, JobVertex, ShipStrategy
 from yarnflow.core.operators import MapOperator
+from yarnflow.core.user_code import UserCode
 
 TABLE = pa.table({"k": [1, 2, 3], "v": [1.0, 2.0, 3.0]})
 
 
 def test_cycle_is_refused_naming_a_vertex_on_it():
     graph = JobGraph("cyclic")
-    a = graph.add_vertex(JobVertex("a", MapOperator(lambda b: b, "a"), 1, num_inputs=1))
-    b = graph.add_vertex(JobVertex("b", MapOperator(lambda b: b, "b"), 1, num_inputs=1))
+    a = graph.add_vertex(JobVertex("a", UserCode.of(MapOperator(lambda b: b, "a")), 1, num_inputs=1))
+    b = graph.add_vertex(JobVertex("b", UserCode.of(MapOperator(lambda b: b, "b")), 1, num_inputs=1))
     graph.connect(a, b, ShipStrategy.FORWARD)
     graph.connect(b, a, ShipStrategy.FORWARD)
     with pytest.raises(InvalidPipelineError, match=r"vertex '(a|b)'.*cycle.*Fix: remove the edge"):

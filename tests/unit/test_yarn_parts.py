@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-import yarnflow as yf
+import yarnflow.client as yf
 from tests.conftest import wait_until
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
 from yarnflow.core.contract import service_name
@@ -16,8 +16,8 @@ from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.targets.hadoop_conf import HadoopConf, HadoopConfigError
-from yarnflow.targets.yarn import initial_instances, plan_containers
+from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.targets.yarn import initial_instances, plan_containers
 from yarnflow.rpc.codec import jobgraph_from_proto
 
 R = ResourceSpec
@@ -213,7 +213,7 @@ def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_
     from yarnflow.rpc.generated import jobgraph_pb2
     from yarnflow.rpc.security import generate_application_credentials
     from yarnflow.core.contract import CONF_ENV, JOB_ENV
-    from yarnflow.targets.yarn import build_spec
+    from yarnflow.client.targets.yarn import build_spec
     import skein
     config = yarn_config()
     graph = two_profile_job().job_graph(config)
@@ -233,7 +233,7 @@ def test_a_small_job_and_the_configuration_travel_in_the_launch_environment(tmp_
 def test_a_job_too_big_for_the_environment_is_localized_as_a_file(tmp_path):
     import pyarrow as pa
     from yarnflow.core.contract import JOB_ENV, JOB_ENV_LIMIT
-    from yarnflow.targets.yarn import build_spec
+    from yarnflow.client.targets.yarn import build_spec
     config = yarn_config()
     p = yf.Pipeline("big")
     p.from_arrow(pa.table({"x": pa.array(range(JOB_ENV_LIMIT // 4), pa.int64())})) \
@@ -280,7 +280,7 @@ def test_a_slot_hosting_spark_operators_counts_the_spark_jvm_once():
 def test_local_runs_keep_the_logs_of_their_last_runs(tmp_path):
     import os
     from yarnflow.conf import Configuration
-    from yarnflow.targets.local import run_log_dir
+    from yarnflow.client.targets.local import run_log_dir
     config = Configuration.load(None, (f"local.log-dir={tmp_path}", "local.log-retention=2"))
     runs = []
     for n in range(3):
@@ -291,7 +291,7 @@ def test_local_runs_keep_the_logs_of_their_last_runs(tmp_path):
 
 
 def test_the_application_asks_yarn_for_the_configured_attempts(tmp_path):
-    from yarnflow.targets.yarn import build_spec
+    from yarnflow.client.targets.yarn import build_spec
     for attempts in ("1", "3"):
         config = yarn_config(f"yarn.application-attempts={attempts}")
         graph = two_profile_job().job_graph(config)
@@ -310,8 +310,8 @@ def test_the_client_caps_attempts_at_yarns_maximum(tmp_path, monkeypatch):
 
 
 def test_an_attempt_failures_validity_interval_skein_cannot_submit_is_refused_in_one_line():
-    from yarnflow.targets.yarn_client import prepare_config
-    from yarnflow.targets.yarn_errors import YarnError
+    from yarnflow.client.targets.yarn_client import prepare_config
+    from yarnflow.client.targets.yarn_errors import YarnError
     config = yarn_config("yarn.application-attempt-failures-validity-interval=10 min")
     with pytest.raises(YarnError, match="^yarn.application-attempt-failures-validity-interval "
                                         "cannot be applied: .* Fix: remove the option"):
@@ -332,7 +332,7 @@ def test_the_attempt_running_a_job_crosses_the_wire_and_is_shown():
     from rich.console import Console
     from yarnflow.core.details import JobDetails
     from yarnflow.core.status import JobStatus
-    from yarnflow.display import progress_table
+    from yarnflow.client.display import progress_table
     from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
     details = JobDetails("job-1", "long", JobStatus.RUNNING, 1.0, application_attempt=2)
     assert job_details_from_proto(job_details_to_proto(details)) == details
@@ -369,7 +369,7 @@ def test_a_job_that_ended_in_an_earlier_attempt_is_not_run_again(tmp_path):
 def test_each_container_size_gets_a_service_strictly_on_each_worker_host(tmp_path):
     from yarnflow.appmaster.yarn_entrypoint import load_worker_specs
     from yarnflow.core.contract import SERVICES_ENV, decode_env
-    from yarnflow.targets.yarn import build_spec
+    from yarnflow.client.targets.yarn import build_spec
     config = yarn_config()
     graph = two_profile_job().job_graph(config)
     specs = plan_containers(graph, config)

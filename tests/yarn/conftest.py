@@ -165,8 +165,8 @@ def executor_container(app_id: str, resource_id: str) -> str:
     """The YARN container of the executor ``resource_id`` (Skein's container id), as
     the application's Skein master tells it with the client's credentials."""
     import skein
-    from yarnflow.targets.app_store import ApplicationStore
-    from yarnflow.targets.yarn_client import skein_client
+    from yarnflow.client.targets.app_store import ApplicationStore
+    from yarnflow.client.targets.yarn_client import skein_client
     tls = ApplicationStore().credentials(app_id)
     client = skein_client(30)
     try:
@@ -269,7 +269,7 @@ def load_example() -> Any:
 
 
 def yarnflow(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "yarnflow.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "yarnflow.client.cli", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=ROOT)
 
 

@@ -15,7 +15,7 @@ from tests.conftest import wait_until
 from tests.yarn.conftest import FAST, ROOT, yarnflow
 from tests.yarn.pipelines.shapes import keyed
 from tests.yarn.test_cluster_data import SHAPES, numbers, sink_is_writing
-from yarnflow.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_apps import YarnApplication
 
 pytestmark = pytest.mark.usefixtures("yarn_cluster")
 
@@ -24,7 +24,7 @@ class AttachedRun:
     """`yarnflow run --attach` in the background, its output collected as it comes."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "yarnflow.cli", "run", "--attach",
+        self.proc = subprocess.Popen([sys.executable, "-m", "yarnflow.client.cli", "run", "--attach",
                                       *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, cwd=ROOT)
         self.lines: list[str] = []

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import wait_until
 from tests.yarn.conftest import FAST, PIPELINES, submitted_app_id, yarnflow
 from yarnflow.core.status import ExecutionState
-from yarnflow.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_apps import YarnApplication
 
 SHAPES = str(PIPELINES / "shapes.py")
 pytestmark = pytest.mark.usefixtures("yarn_cluster")

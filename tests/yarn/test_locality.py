@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import artifacts_dir
 from tests.yarn.conftest import FAST, HOSTS, PIPELINES, submitted_app_id, yarnflow
-from yarnflow.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_apps import YarnApplication
 
 SHAPES = str(PIPELINES / "shapes.py")
 ROWS_PER_FILE = 60_000

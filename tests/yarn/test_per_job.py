@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import wait_until
 from yarnflow.core.status import ExecutionState
-from yarnflow.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_apps import YarnApplication
 from tests.yarn.conftest import (FAST, PIPELINES, kill_and_watch_replacement, load_example,
                                  submitted_app_id, yarnflow)
 

@@ -12,7 +12,7 @@ from tests.conftest import wait_until
 from tests.yarn.conftest import (FAST, PIPELINES, executor_container, kill_and_watch_replacement,
                                  load_example, yarnflow)
 from yarnflow.core.status import ExecutionState
-from yarnflow.targets.dispatcher_client import DispatcherClient
+from yarnflow.client.targets.dispatcher_client import DispatcherClient
 
 SHAPES = str(PIPELINES / "shapes.py")
 NAME = f"test-session-{uuid.uuid4().hex[:6]}"
@@ -188,7 +188,7 @@ def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
     others ended; the next attempt runs the running one again, under the same job id,
     to an exact output; the ended ones stay in the history; the session takes the next
     job with no manual step."""
-    from yarnflow.targets.dispatcher_client import NotServingYet
+    from yarnflow.client.targets.dispatcher_client import NotServingYet
     app_id, client = session
     base = hdfs.scratch("session-am")
     proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "2",

@@ -15,8 +15,8 @@ from tests.rest_contract import (ENDPOINTS, EXECUTOR_FIELDS, SUBTASK_FIELDS, VER
                                  metric)
 from tests.yarn.conftest import FAST, PIPELINES, submitted_app_id, yarnflow
 from yarnflow.core.contract import WEB_PAGE_ROUTE, web_page_url
-from yarnflow.targets.yarn_apps import YarnApplication
-from yarnflow.targets.yarn_client import skein_client
+from yarnflow.client.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_client import skein_client
 
 SHAPES = str(PIPELINES / "shapes.py")
 pytestmark = pytest.mark.usefixtures("yarn_cluster")
@@ -100,7 +100,7 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
 
     # safe: on the ApplicationMaster's loopback, no key, certificate or launch environment
     import skein
-    from yarnflow.targets.app_store import ApplicationStore
+    from yarnflow.client.targets.app_store import ApplicationStore
     tls = ApplicationStore().credentials(app_id)      # the application's own, as the CLI's
     client = skein_client(30)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.messages import AskAgain, TaskMetrics
 from yarnflow.core.status import (
     EXECUTION_TRANSITIONS, ExecutionState, check_transition)
 
@@ -31,7 +31,7 @@ class Execution:
         self.splits_remote = 0
         # (request number, answer) of the attempt's latest split request, so a retried
         # request gets the same split instead of a second one
-        self.last_split_answer: tuple[int, Any] | None = None
+        self.last_split_answer: tuple[int, bytes | AskAgain | None] | None = None
 
     @classmethod
     def finished_earlier(cls, vertex: "ExecutionVertex", attempt_number: int,

@@ -5,13 +5,15 @@ so a P × P shuffle costs O(P) objects, not O(P²) (Flink 1.13's fix, FLINK-2111
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 from yarnflow.core.deployment import InputGateDescriptor, TaskInformation
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.operators.base import Operator
+from yarnflow.core.user_code import UserCode
 from yarnflow.core.status import (
     JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
 from yarnflow.core.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
@@ -88,13 +90,14 @@ class ConsumedPartitionGroup:
 
 
 class ExecutionJobVertex:
-    def __init__(self, graph: "ExecutionGraph", job_vertex: JobVertex, operator_bytes: bytes) -> None:
+    def __init__(self, graph: "ExecutionGraph", job_vertex: JobVertex) -> None:
         self.graph = graph
         self.job_vertex = job_vertex
         self.id = job_vertex.id
         self.name = job_vertex.name
         self.parallelism: int = job_vertex.parallelism or 1
-        self.operator_bytes = operator_bytes
+        # what its subtasks run; a source's becomes its readers once its splits are listed
+        self.operator: UserCode[Operator] = job_vertex.operator
         self.produced: list[IntermediateResult] = []
         self.inputs: list[IntermediateResult] = []
         # what every subtask is deployed with alike (built at the first deployment)
@@ -197,8 +200,7 @@ class ExecutionGraph:
 
     def _build(self, job_graph: JobGraph) -> None:
         for vertex in job_graph.topological_order():
-            operator: Any = vertex.operator
-            self.job_vertices[vertex.id] = ExecutionJobVertex(self, vertex, operator)
+            self.job_vertices[vertex.id] = ExecutionJobVertex(self, vertex)
         for edge in sorted(job_graph.edges, key=lambda e: e.target_input):
             producer = self.job_vertices[edge.source.id]
             consumer = self.job_vertices[edge.target.id]

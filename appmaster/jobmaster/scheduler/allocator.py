@@ -90,7 +90,7 @@ def _logical(group: ExecutionSlotSharingGroup) -> "Future[LogicalSlot]":
         if fut.cancelled():
             out.cancel()
         elif fut.exception() is not None:
-            out.set_exception(fut.exception())  # type: ignore[arg-type]
+            out.set_exception(fut.exception())
         else:
             out.set_result(LogicalSlot(fut.result(), group))
     source.add_done_callback(done)

@@ -68,7 +68,7 @@ def task_information(vertex: ExecutionJobVertex, job_master_id: str,
     if info is None or info.job_master_id != job_master_id:
         info = vertex.task_information = TaskInformation(
             vertex.graph.job_id, job_master_id, job_master_address, vertex.id, vertex.name,
-            vertex.parallelism, vertex.operator_bytes,
+            vertex.parallelism, vertex.operator,
             tuple(ResultPartitionDescriptor(result.id, result.num_subpartitions,
                                             result.partition_type, result.ship,
                                             tuple(result.keys), result.store)

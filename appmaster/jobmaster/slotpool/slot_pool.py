@@ -150,7 +150,7 @@ class SlotPool:
                      request.allocation_id[:8], describe_rpc_error(err), request.retry_pause)
             self._main.schedule(request.retry_pause, self._resend, request)
 
-        def done(fut: Future) -> None:
+        def done(fut: Future[Any]) -> None:
             if fut.exception() is not None:
                 self._main.execute(failed, fut.exception())
         reply.add_done_callback(done)
@@ -318,7 +318,8 @@ class SlotPool:
         held = self._held.pop(allocation_id)
         self._forget_slot(held)
         if held.slot.gateway is not None:
-            return held.slot.gateway.free_slot(allocation_id, cause)
+            freed: Future[Any] = held.slot.gateway.free_slot(allocation_id, cause)
+            return freed
         return None
 
     def release_task_manager(self, resource_id: str, cause: str) -> list[PhysicalSlot]:

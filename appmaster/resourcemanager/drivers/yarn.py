@@ -141,7 +141,7 @@ class YarnDriver(ResourceDriver):
                  container.id, service, spec.container.memory_mb, spec.vcores, spec.name,
                  f" on {host}" if host else
                  f" anywhere (no service on {', '.join(hosts)})" if hosts else "")
-        return container.id
+        return str(container.id)
 
     def _ask_anywhere_when_overdue(self) -> None:
         """Withdraw host requests YARN has not placed within yarn.locality.wait and ask

@@ -7,7 +7,7 @@ import time
 
 import pyarrow as pa
 
-import yarnflow as yf
+import yarnflow.client as yf
 
 
 def rows(n: int) -> pa.Table:
