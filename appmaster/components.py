@@ -5,6 +5,7 @@ driver inside the client's process; on YARN the ApplicationMaster builds it with
 YARN driver inside the Skein master container."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID, JobMasterId, ResourceManagerId
 import logging
 import threading
 from collections import OrderedDict
@@ -129,13 +130,13 @@ class ApplicationMasterComponents:
         self._remember(self.ended, jm.job_id, result.details)
         self.jobs.pop(jm.job_id, None)
 
-    def _remember(self, store: "OrderedDict[str, Any]", job_id: str, value: Any) -> None:
+    def _remember(self, store: "OrderedDict[str, Any]", job_id: JobID, value: Any) -> None:
         with self._memory_lock:
             store[job_id] = value
             while len(store) > self.config.get(options.JOBSTORE_MAX_CAPACITY):
                 store.popitem(last=False)
 
-    def plan(self, job_id: str) -> list[dict[str, Any]] | None:
+    def plan(self, job_id: JobID) -> list[dict[str, Any]] | None:
         """The job's plan (``yarnflow.core.plan.plan_vertices``), while remembered."""
         with self._memory_lock:
             return self.plans.get(job_id)
@@ -145,16 +146,16 @@ class ApplicationMasterComponents:
             return list(self.ended.values())
 
     def _te_gateway_factory(self, location: TaskExecutorLocation,
-                            job_master_id: str) -> GrpcTaskExecutorGateway:
+                            job_master_id: JobMasterId) -> GrpcTaskExecutorGateway:
         return GrpcTaskExecutorGateway(self.channels.get(location.rpc_address), job_master_id,
                                        self._timeout)
 
     def _rm_te_gateway(self, location: TaskExecutorLocation,
-                       resource_manager_id: str) -> GrpcTaskExecutorGateway:
-        return GrpcTaskExecutorGateway(self.channels.get(location.rpc_address), "",
+                       resource_manager_id: ResourceManagerId) -> GrpcTaskExecutorGateway:
+        return GrpcTaskExecutorGateway(self.channels.get(location.rpc_address), JobMasterId(""),
                                        self._timeout, resource_manager_id=resource_manager_id)
 
-    def _rm_jm_gateway(self, address: str, job_master_id: str) -> GrpcJobMasterGateway:
+    def _rm_jm_gateway(self, address: str, job_master_id: JobMasterId) -> GrpcJobMasterGateway:
         return GrpcJobMasterGateway(self.channels.get(address), job_master_id, self._timeout)
 
     def overview(self) -> ClusterOverview:

@@ -22,6 +22,7 @@ A job that already ended is not run again (``ended_in_an_earlier_attempt``).
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID, ResourceID
 import argparse
 import faulthandler
 import json
@@ -90,7 +91,7 @@ class ServicesPlan:
     specs: dict[ResourceSpec, WorkerSpec]
     services: dict[str, str]
     host_services: dict[tuple[str, str], str]
-    starting: list[tuple[str, WorkerSpec]]
+    starting: list[tuple[ResourceID, WorkerSpec]]
 
 
 def load_worker_specs(plan: bytes) -> ServicesPlan:
@@ -102,7 +103,7 @@ def load_worker_specs(plan: bytes) -> ServicesPlan:
         loaded.services[spec.name] = entry["service"]
         for host, service in entry.get("hosts", {}).items():
             loaded.host_services[(spec.name, host)] = service
-        loaded.starting += [(f"{entry['service']}_{i}", spec)
+        loaded.starting += [(ResourceID(f"{entry['service']}_{i}"), spec)
                             for i in range(entry.get("instances", 0))]
     return loaded
 
@@ -166,7 +167,7 @@ def serve_web_monitor(config: Configuration, components: ApplicationMasterCompon
     return server
 
 
-def ended_in_an_earlier_attempt(history: str, job_id: str,
+def ended_in_an_earlier_attempt(history: str, job_id: JobID,
                                 attempt: int | None = None) -> tuple[str, str] | None:
     """The final status and diagnostics of a job an earlier attempt already ran to its
     end (Flink's JobResultStore): such a job is never run again.

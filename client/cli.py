@@ -1,6 +1,7 @@
 """The ``yarnflow`` command line."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import atexit
 import functools
 import logging
@@ -154,7 +155,7 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
     session, that job's, live or from the history."""
     config = load_config(conf_file, dynamic)
     if not _is_application(app_id):
-        show_session_job(app_id, session, config, subtasks)
+        show_session_job(JobID(app_id), session, config, subtasks)
         return
     from yarnflow.client.targets.yarn_apps import YarnApplication
     with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
@@ -183,7 +184,7 @@ def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session
     of a session, that job alone."""
     config = load_config(conf_file, dynamic)
     if not _is_application(app_id):
-        cancel_session_job(app_id, session, config)
+        cancel_session_job(JobID(app_id), session, config)
         return
     from yarnflow.client.targets.yarn_apps import YarnApplication
     with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:

@@ -3,6 +3,7 @@ jobs of a session (``list``, and ``status``/``cancel`` of a job id), and ``histo
 of finished jobs, which outlives the session."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 from typing import Any
 
 import click
@@ -106,14 +107,14 @@ def list_jobs(session: str, dynamic: tuple[str, ...], conf_file: str | None) -> 
     Console().print(jobs_table(jobs, f"jobs of session {app_id}"))
 
 
-def _session_of(job_id: str, session: str, config: Configuration, store: Any) -> str:
+def _session_of(job_id: JobID, session: str, config: Configuration, store: Any) -> str:
     from yarnflow.client.targets.session import resolve_session
     return (None if session else store.app_of_job(job_id)) or \
         resolve_session(session, config.get(options.YARN_CLIENT_TIMEOUT), store)
 
 
 @user_errors
-def show_session_job(job_id: str, session: str, config: Configuration, subtasks: bool) -> None:
+def show_session_job(job_id: JobID, session: str, config: Configuration, subtasks: bool) -> None:
     """`yarnflow status JOB_ID`: live from the session's Dispatcher, or from the
     history archive once the session is gone."""
     from yarnflow.client.targets.app_store import ApplicationStore
@@ -145,7 +146,7 @@ def show_session_job(job_id: str, session: str, config: Configuration, subtasks:
 
 
 @user_errors
-def cancel_session_job(job_id: str, session: str, config: Configuration) -> None:
+def cancel_session_job(job_id: JobID, session: str, config: Configuration) -> None:
     from yarnflow.client.targets.app_store import ApplicationStore
     from yarnflow.client.targets.dispatcher_client import DispatcherClient
     store = ApplicationStore()
@@ -165,7 +166,7 @@ def cancel_session_job(job_id: str, session: str, config: Configuration) -> None
 @click.option("--subtasks", is_flag=True, help="Also list every subtask's figures.")
 @config_options
 @user_errors
-def history(job_id: str | None, session: str, location: str | None, subtasks: bool,
+def history(job_id: JobID | None, session: str, location: str | None, subtasks: bool,
             dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Finished session jobs from the history archive (during the session and after it
     stopped): all of them, or one job's summary, metrics and failure."""

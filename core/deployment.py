@@ -10,6 +10,7 @@ once for all of them.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,7 @@ class ShuffleDescriptors:
     """Where each producer partition of one consumed partition group lives."""
     result_id: str
     data_addresses: tuple[str, ...]       # distinct producer executors, or a stored result
-    resource_ids: tuple[str, ...]         # same order as data_addresses
+    resource_ids: tuple[ResourceID, ...]  # same order as data_addresses
     producer_location: tuple[int, ...]    # per producer partition: index into data_addresses
     producer_attempt: tuple[int, ...]     # per producer partition: its attempt number
 
@@ -77,8 +78,8 @@ class InputGateDescriptor:
 @dataclass(slots=True, eq=False)
 class TaskInformation:
     """What every subtask of a vertex is deployed with alike: one object per vertex."""
-    job_id: str
-    job_master_id: str
+    job_id: JobID
+    job_master_id: JobMasterId
     job_master_address: str
     vertex_id: str
     vertex_name: str
@@ -94,6 +95,6 @@ class TaskDeploymentDescriptor:
     info: TaskInformation
     subtask_index: int
     attempt_number: int
-    attempt_id: str
-    allocation_id: str
+    attempt_id: ExecutionAttemptID
+    allocation_id: AllocationID
     inputs: tuple[InputGateDescriptor, ...] = ()

@@ -4,6 +4,7 @@ Dispatcher keeps and archives them, every client shows them; the wire form is ma
 only by ``yarnflow.rpc.codec``."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, JobID, ResourceID
 from dataclasses import dataclass, field
 
 from yarnflow.core.messages import TaskMetrics
@@ -16,8 +17,8 @@ class SubtaskDetails:
     index: int
     state: ExecutionState
     attempt: int = 0
-    resource_id: str = ""
-    allocation_id: str = ""
+    resource_id: ResourceID = ResourceID("")
+    allocation_id: AllocationID = AllocationID("")
     metrics: TaskMetrics = field(default_factory=TaskMetrics)
     error: str = ""
     # when the current attempt entered each state it went through (ExecutionState name ->
@@ -55,14 +56,14 @@ class ExceptionEntry:
     timestamp: float            # epoch seconds, as the JobMaster saw it
     task: str                   # "vertex (i/p)", or "" for a failure of no single task
     attempt: int
-    resource_id: str            # the TaskExecutor: on YARN, its container
+    resource_id: ResourceID            # the TaskExecutor: on YARN, its container
     host: str
     cause: str
 
 
 @dataclass
 class JobDetails:
-    job_id: str
+    job_id: JobID
     name: str
     status: JobStatus
     start_time: float = 0.0
@@ -81,7 +82,7 @@ class JobDetails:
 class JobResult:
     """How a job ended (Flink's JobResult): what a JobMaster publishes and a client's
     ``wait`` returns."""
-    job_id: str
+    job_id: JobID
     status: JobStatus
     failure: str
     failure_detail: str
@@ -99,7 +100,7 @@ class ExecutorDetails:
     """A TaskExecutor as the ResourceManager sees it (Flink's TaskManagerInfo): STARTING
     from the container request until it registers, then REGISTERED. ``container_id`` and
     ``node`` are YARN's; empty on ``local``."""
-    resource_id: str
+    resource_id: ResourceID
     state: str
     worker_spec: str
     container: ResourceSpec | None

@@ -9,6 +9,7 @@ the runtime could not run.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import enum
 import uuid
 from dataclasses import dataclass, field
@@ -104,10 +105,10 @@ class JobEdge:
 class JobGraph:
     def __init__(self, name: str = "yarnflow job",
                  schedule_mode: ScheduleMode = ScheduleMode.EAGER,
-                 job_id: str | None = None) -> None:
+                 job_id: JobID | None = None) -> None:
         self.name = name
         self.schedule_mode = schedule_mode
-        self.job_id = job_id or uuid.uuid4().hex
+        self.job_id: JobID = job_id or JobID(uuid.uuid4().hex)
         self.vertices: dict[str, JobVertex] = {}
         self.edges: list[JobEdge] = []
         # The Spark JVM's non-heap memory (taskmanager.spark.jvm-overhead), which a slot

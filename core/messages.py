@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState
 
@@ -13,7 +13,7 @@ from yarnflow.core.status import ExecutionState
 @dataclass(frozen=True)
 class TaskExecutorLocation:
     """Where a TaskExecutor can be reached: control calls and the data plane."""
-    resource_id: str
+    resource_id: ResourceID
     host: str
     rpc_address: str = ""
     data_address: str = ""
@@ -24,8 +24,8 @@ class SlotStatus:
     """One slot as its executor sees it; ``allocation_id`` is empty when free."""
     slot_index: int
     profile: ResourceSpec
-    allocation_id: str = ""
-    job_id: str = ""
+    allocation_id: AllocationID = AllocationID("")
+    job_id: JobID = JobID("")
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class TaskExecutionState:
     """An attempt's state change, reported by its executor to the JobMaster.
     ``upstream_failure`` marks a failure caused by an input's producer, so the JobMaster
     prefers any other cause it hears of."""
-    attempt_id: str
+    attempt_id: ExecutionAttemptID
     state: ExecutionState
     error: str = ""
     error_detail: str = ""

@@ -8,6 +8,7 @@ the user's machine), locally a plain path.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import getpass
 import uuid
 from pathlib import Path
@@ -34,10 +35,10 @@ class JobFiles:
     def directory(self) -> str:
         return self.location
 
-    def _path(self, job_id: str) -> str:
+    def _path(self, job_id: JobID) -> str:
         return f"{self._dir.rstrip('/')}/{job_id}.pb"
 
-    def _write(self, job_id: str, data: bytes) -> str:
+    def _write(self, job_id: JobID, data: bytes) -> str:
         """Written to a hidden temporary name and renamed, so a reader never sees half a
         file (a rename is atomic on HDFS and on local file systems)."""
         self._fs.makedirs(self._dir, exist_ok=True)
@@ -49,24 +50,24 @@ class JobFiles:
         self._fs.mv(tmp, target)
         return target
 
-    def _read(self, job_id: str) -> bytes:
+    def _read(self, job_id: JobID) -> bytes:
         """FileNotFoundError when the job has no file here."""
         return bytes(self._fs.cat_file(self._path(job_id)))
 
-    def job_ids(self) -> list[str]:
+    def job_ids(self) -> list[JobID]:
         try:
             names = self._fs.ls(self._dir, detail=False)
         except FileNotFoundError:
             return []
         stems = (name.rstrip("/").rsplit("/", 1)[-1] for name in names)
-        return sorted(s[:-3] for s in stems if s.endswith(".pb") and not s.startswith("."))
+        return sorted(JobID(s[:-3]) for s in stems if s.endswith(".pb") and not s.startswith("."))
 
 
 class JobArchive(JobFiles):
     def store(self, details: JobDetails) -> str:
         return self._write(details.job_id, job_details_to_proto(details).SerializeToString())
 
-    def load(self, job_id: str) -> JobDetails:
+    def load(self, job_id: JobID) -> JobDetails:
         try:
             data = self._read(job_id)
         except FileNotFoundError:
@@ -80,7 +81,7 @@ class JobArchive(JobFiles):
                       key=lambda d: d.start_time)
 
 
-def archived_job(location: str, job_id: str) -> JobDetails | None:
+def archived_job(location: str, job_id: JobID) -> JobDetails | None:
     """The job as archived in ``location``; None when it is not there or cannot be read
     (a client then says what it knows otherwise)."""
     if not location:

@@ -3,6 +3,7 @@ from protobuf. The model (``yarnflow.core``) knows nothing of protobuf; this mod
 one place both meet, so the client and the ApplicationMaster cannot disagree on it."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID, JobMasterId
 from typing import TYPE_CHECKING, Any
 
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
@@ -74,7 +75,7 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
     """Rebuild the graph. Operators and committers stay cloudpickle bytes unless
     ``load_operators``: what the ApplicationMaster runs of them it loads in one place
     (``yarnflow.appmaster.jobmaster.user_code``)."""
-    graph = JobGraph(message.name, ScheduleMode(message.schedule_mode), message.job_id)
+    graph = JobGraph(message.name, ScheduleMode(message.schedule_mode), JobID(message.job_id))
     graph.spark_overhead_mb = message.spark_overhead_mb
     for v in message.vertices:
         operator: UserCode[Operator] = UserCode.received(v.operator)
@@ -188,7 +189,7 @@ def metrics_from_proto(m: Any) -> TaskMetrics:
                        tuple(m.records_in_per_input))
 
 
-def task_execution_state_to_proto(job_master_id: str, update: TaskExecutionState
+def task_execution_state_to_proto(job_master_id: JobMasterId, update: TaskExecutionState
                                   ) -> jobmaster_pb2.TaskExecutionState:
     message = jobmaster_pb2.TaskExecutionState(
         job_master_id=job_master_id, attempt_id=update.attempt_id, state=int(update.state),

@@ -5,6 +5,7 @@ implementation is ``yarnflow.rpc.gateways.taskexecutor.GrpcTaskExecutorGateway``
 in-memory ones. A refusal fails the future with ``yarnflow.core.errors.Refused``."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID
 from concurrent.futures import Future
 from typing import Any, Protocol
 
@@ -22,9 +23,9 @@ class TaskExecutorGateway(Protocol):
 
     # --- from a JobMaster --------------------------------------------------------------
     def submit_task(self, descriptor: TaskDeploymentDescriptor) -> "Future[Any]": ...
-    def cancel_task(self, attempt_id: str) -> "Future[bool]":
+    def cancel_task(self, attempt_id: ExecutionAttemptID) -> "Future[bool]":
         """Whether the executor knew the attempt; if not, it counts as cancelled."""
         ...
 
-    def free_slot(self, allocation_id: str, cause: str) -> "Future[Any]": ...
-    def release_job_partitions(self, job_id: str) -> "Future[Any]": ...
+    def free_slot(self, allocation_id: AllocationID, cause: str) -> "Future[Any]": ...
+    def release_job_partitions(self, job_id: JobID) -> "Future[Any]": ...

@@ -11,6 +11,7 @@ repairs a missed report from the next heartbeat too. Main thread only.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import ExecutionAttemptID, JobMasterId
 import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ RETRY_PAUSE_S = 1.0
 
 @dataclass(eq=False)
 class _Message:
-    job_master_id: str
+    job_master_id: JobMasterId
     address: str
     send: Callable[[JobMasterGateway], "Future[None]"]
     report: TaskExecutionState | None      # a state report (rides on heartbeats)
@@ -41,7 +42,7 @@ class _Message:
 
 class JobMasterOutbox:
     def __init__(self, main: MainThreadExecutor,
-                 gateway: Callable[[str, str], JobMasterGateway],
+                 gateway: Callable[[str, JobMasterId], JobMasterGateway],
                  retry_pause: float = RETRY_PAUSE_S) -> None:
         """``gateway(address, job_master_id)`` makes a fenced JobMaster handle."""
         self._main = main
@@ -51,13 +52,13 @@ class JobMasterOutbox:
         # newer state report of an attempt replaces the older one
         self._pending: dict[tuple[str, ...], _Message] = {}
 
-    def report_state(self, address: str, job_master_id: str, update: TaskExecutionState,
+    def report_state(self, address: str, job_master_id: JobMasterId, update: TaskExecutionState,
                      acknowledged: "Future[None]") -> None:
         self._add(("state", update.attempt_id), _Message(
             job_master_id, address, lambda jm: jm.update_task_execution_state(update), update,
             acknowledged))
 
-    def notify_data_available(self, address: str, job_master_id: str, attempt_id: str,
+    def notify_data_available(self, address: str, job_master_id: JobMasterId, attempt_id: ExecutionAttemptID,
                               result_id: str, acknowledged: "Future[None]") -> None:
         self._add(("data", attempt_id, result_id), _Message(
             job_master_id, address,
@@ -102,11 +103,11 @@ class JobMasterOutbox:
             message.acknowledged.set_result(None)
 
     # --- for the executor's heartbeats and its view of its JobMasters --------------------
-    def unacknowledged_reports(self, job_master_id: str) -> list[TaskExecutionState]:
+    def unacknowledged_reports(self, job_master_id: JobMasterId) -> list[TaskExecutionState]:
         return [m.report for m in self._pending.values()
                 if m.report is not None and m.job_master_id == job_master_id]
 
-    def heartbeat_acknowledged(self, job_master_id: str, reports: list[TaskExecutionState]) -> None:
+    def heartbeat_acknowledged(self, job_master_id: JobMasterId, reports: list[TaskExecutionState]) -> None:
         """The JobMaster took in a heartbeat carrying ``reports``: those still pending
         unchanged need no further send."""
         for report in reports:
@@ -116,16 +117,16 @@ class JobMasterOutbox:
                     message.job_master_id == job_master_id:
                 self._done(key, message)
 
-    def holds(self, attempt_id: str) -> bool:
+    def holds(self, attempt_id: ExecutionAttemptID) -> bool:
         """Whether a report of the attempt is still on its way (so the attempt is known
         here even when its task has left its slot)."""
         return ("state", attempt_id) in self._pending
 
-    def job_masters(self) -> dict[str, str]:
+    def job_masters(self) -> dict[JobMasterId, str]:
         """JobMasterId -> address of every JobMaster with a message pending."""
         return {m.job_master_id: m.address for m in self._pending.values()}
 
-    def forget(self, job_master_id: str) -> None:
+    def forget(self, job_master_id: JobMasterId) -> None:
         """The JobMaster is lost: what it never took in is no longer wanted."""
         for key, message in list(self._pending.items()):
             if message.job_master_id == job_master_id:
@@ -138,7 +139,7 @@ class TaskJobMasterGateway:
     JobMaster (the task retries those itself, with a request number)."""
 
     def __init__(self, outbox: JobMasterOutbox, main: MainThreadExecutor, address: str,
-                 job_master_id: str, direct: JobMasterGateway) -> None:
+                 job_master_id: JobMasterId, direct: JobMasterGateway) -> None:
         self._outbox = outbox
         self._main = main
         self._address = address
@@ -148,10 +149,10 @@ class TaskJobMasterGateway:
     def update_task_execution_state(self, update: TaskExecutionState) -> "Future[None]":
         return self._through_outbox(self._outbox.report_state, update)
 
-    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]":
+    def notify_partition_data_available(self, attempt_id: ExecutionAttemptID, result_id: str) -> "Future[None]":
         return self._through_outbox(self._outbox.notify_data_available, attempt_id, result_id)
 
-    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+    def request_next_input_split(self, vertex_id: str, attempt_id: ExecutionAttemptID,
                                  request: int) -> "Future[SplitAnswer]":
         return self._direct.request_next_input_split(vertex_id, attempt_id, request)
 

@@ -3,6 +3,7 @@ control server, the data server, the channels its gateways use, the tasks' share
 services (partitions, Spark), and an orderly stop."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID, JobMasterId, ResourceID
 import logging
 import os
 import shutil
@@ -47,13 +48,13 @@ class _Partitions:
     def jobs_with_blocking_partitions(self) -> set[str]:
         return self.manager.jobs_with_blocking_partitions()
 
-    def release_job(self, job_id: str) -> None:
+    def release_job(self, job_id: JobID) -> None:
         self.manager.release_job(job_id)
         shutil.rmtree(self.directory / job_id, ignore_errors=True)
 
 
 class TaskExecutorRunner:
-    def __init__(self, resource_id: str, rm_address: str, tls: TlsCredentials,
+    def __init__(self, resource_id: ResourceID, rm_address: str, tls: TlsCredentials,
                  config: Configuration, num_slots: int, slot_profile: ResourceSpec,
                  worker_spec: str, workdir: Path, host: str = "127.0.0.1") -> None:
         self.resource_id = resource_id
@@ -84,7 +85,7 @@ class TaskExecutorRunner:
             on_fatal=self.stop_async)
         self._server: Any = None
 
-    def _job_master(self, address: str, job_master_id: str) -> JobMasterGateway:
+    def _job_master(self, address: str, job_master_id: JobMasterId) -> JobMasterGateway:
         return GrpcJobMasterGateway(self._channels.get(address), job_master_id, self._timeout)
 
     def _new_task(self, tdd: TaskDeploymentDescriptor, job_master: TaskJobMasterGateway,

@@ -7,6 +7,7 @@ executor, and the full traceback as detail.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import ResourceID
 import dataclasses
 import enum
 import logging
@@ -70,7 +71,7 @@ _TASK_TRANSITIONS = {
 @dataclass
 class TaskServices:
     """What every task of one TaskExecutor shares."""
-    resource_id: str
+    resource_id: ResourceID
     partitions: ResultPartitionManager
     clients: DataClients
     rpc_timeout: float

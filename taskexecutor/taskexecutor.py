@@ -7,6 +7,7 @@ The process around it (servers, channels, Spark) is ``taskexecutor.runner``.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID, ResourceManagerId
 import enum
 import functools
 import logging
@@ -32,9 +33,9 @@ log = logging.getLogger(__name__)
 
 class RunningTask(Protocol):
     """What the executor needs of a task: ``taskexecutor.task.Task``, or a test's fake."""
-    attempt_id: str
-    allocation_id: str
-    job_id: str
+    attempt_id: ExecutionAttemptID
+    allocation_id: AllocationID
+    job_id: JobID
     name: str
 
     def start(self) -> None: ...
@@ -53,7 +54,7 @@ TaskFactory = Callable[[TaskDeploymentDescriptor, TaskJobMasterGateway,
 class PartitionHolder(Protocol):
     def holds_blocking_partitions(self) -> bool: ...
     def jobs_with_blocking_partitions(self) -> set[str]: ...
-    def release_job(self, job_id: str) -> None: ...
+    def release_job(self, job_id: JobID) -> None: ...
 
 
 class Registration(enum.Enum):
@@ -81,9 +82,9 @@ class _Attempt:
 
 
 class TaskExecutor:
-    def __init__(self, resource_id: str, config: Configuration, slots: TaskSlotTable,
+    def __init__(self, resource_id: ResourceID, config: Configuration, slots: TaskSlotTable,
                  worker_spec: str, resource_manager: ResourceManagerExecutorGateway,
-                 job_master_gateway: Callable[[str, str], JobMasterGateway],
+                 job_master_gateway: Callable[[str, JobMasterId], JobMasterGateway],
                  new_task: TaskFactory, partitions: PartitionHolder,
                  main: MainThreadExecutor, on_fatal: Callable[[str], None]) -> None:
         """``job_master_gateway(address, job_master_id)`` makes a fenced handle;
@@ -103,14 +104,14 @@ class TaskExecutor:
         self._partitions = partitions
         self._on_fatal = on_fatal
         self.location = TaskExecutorLocation(resource_id, "")
-        self.resource_manager_id = ""
+        self.resource_manager_id = ResourceManagerId("")
         self.registration = Registration.UNREGISTERED
         self._attempt: _Attempt | None = None
         self._last_rm_ack = self._clock.monotonic()
-        self._jm_last_ack: dict[str, float] = {}
+        self._jm_last_ack: dict[JobMasterId, float] = {}
         # job id -> (JobMaster address, JobMasterId), from its slot allocations: a job's
         # JobMaster hears from this executor while it has slots or results here
-        self._job_masters: dict[str, tuple[str, str]] = {}
+        self._job_masters: dict[JobID, tuple[str, JobMasterId]] = {}
         self._heartbeats: ScheduledTask | None = None
         self._outbox = JobMasterOutbox(main, job_master_gateway)
 
@@ -153,7 +154,7 @@ class TaskExecutor:
         self._rm.register_task_executor(registration).add_done_callback(
             lambda answer: self.main.execute(self._registration_answered, attempt, answer))
 
-    def _registration_answered(self, attempt: _Attempt, answer: "Future[str]") -> None:
+    def _registration_answered(self, attempt: _Attempt, answer: "Future[ResourceManagerId]") -> None:
         if attempt is not self._attempt or self.registration is not Registration.REGISTERING:
             return
         err = answer.exception()
@@ -172,7 +173,7 @@ class TaskExecutor:
         attempt.backoff = min(attempt.backoff * 2,
                               self.config.get(options.REGISTRATION_MAX_BACKOFF))
 
-    def _registered(self, resource_manager_id: str) -> None:
+    def _registered(self, resource_manager_id: ResourceManagerId) -> None:
         self._set_registration(Registration.REGISTERED)
         self._attempt = None
         self.resource_manager_id = resource_manager_id
@@ -211,7 +212,7 @@ class TaskExecutor:
             if now - self._jm_last_ack[jm_id] > timeout:
                 self._job_master_lost(jm_id, f"JobMaster silent for {timeout:g} s")
 
-    def _job_masters_to_heartbeat(self) -> dict[str, str]:
+    def _job_masters_to_heartbeat(self) -> dict[JobMasterId, str]:
         """JobMasterId -> address: those with a slot here, those whose job has results
         here that consumers will still read (a finished stage's executor must not be
         presumed dead by its JobMaster), and those a report is still on its way to."""
@@ -226,7 +227,7 @@ class TaskExecutor:
             targets.setdefault(jm_id, address)
         return targets
 
-    def _attempts_of(self, job_master_id: str) -> list[TaskExecutionState]:
+    def _attempts_of(self, job_master_id: JobMasterId) -> list[TaskExecutionState]:
         """What the heartbeat tells the JobMaster of its attempts here: each running
         one, and each ended one whose final report it has not acknowledged (an ended
         task still in its slot is left to its own report, which carries the cause)."""
@@ -260,17 +261,17 @@ class TaskExecutor:
             log.warning("the ResourceManager does not know this executor: registering again")
             self._register()
 
-    def _on_jm_heartbeat_done(self, jm_id: str, attempts: list[TaskExecutionState],
+    def _on_jm_heartbeat_done(self, jm_id: JobMasterId, attempts: list[TaskExecutionState],
                               answer: "Future[None]") -> None:
         if answer.exception() is None:
             self.main.execute(self._jm_heartbeat_answered, jm_id, attempts)
 
-    def _jm_heartbeat_answered(self, jm_id: str, attempts: list[TaskExecutionState]) -> None:
+    def _jm_heartbeat_answered(self, jm_id: JobMasterId, attempts: list[TaskExecutionState]) -> None:
         if jm_id in self._jm_last_ack:
             self._jm_last_ack[jm_id] = self._clock.monotonic()
         self._outbox.heartbeat_acknowledged(jm_id, attempts)
 
-    def _job_master_lost(self, job_master_id: str, reason: str) -> None:
+    def _job_master_lost(self, job_master_id: JobMasterId, reason: str) -> None:
         log.warning("%s: freeing its slots and releasing its results", reason)
         self._jm_last_ack.pop(job_master_id, None)
         self._outbox.forget(job_master_id)
@@ -283,7 +284,7 @@ class TaskExecutor:
                 self._partitions.release_job(job_id)
 
     # --- calls from the ResourceManager and JobMasters (main thread) --------------------
-    def request_slot(self, allocation: SlotAllocation, resource_manager_id: str) -> int:
+    def request_slot(self, allocation: SlotAllocation, resource_manager_id: ResourceManagerId) -> int:
         """Allocate and offer the slot; returns the slot table's version that holds it."""
         if resource_manager_id != self.resource_manager_id:
             if self.registration is Registration.REGISTERING:
@@ -354,7 +355,7 @@ class TaskExecutor:
                  task.attempt_id[:8], task.job_id[:8], tdd.allocation_id[:8])
         task.start()
 
-    def cancel_task(self, job_master_id: str, attempt_id: str) -> bool:
+    def cancel_task(self, job_master_id: JobMasterId, attempt_id: ExecutionAttemptID) -> bool:
         """Whether the attempt is known here: False (it never arrived, or ended and was
         reported long ago) lets the JobMaster count it cancelled at once."""
         task = self.slots.find_task(attempt_id)
@@ -392,8 +393,8 @@ class TaskExecutor:
                 else:
                     heard.add_done_callback(lambda _: waiting.set_result(None))
 
-    def free_slot(self, allocation_id: str, cause: str,
-                  job_master_id: str | None = None) -> "Future[None] | None":
+    def free_slot(self, allocation_id: AllocationID, cause: str,
+                  job_master_id: JobMasterId | None = None) -> "Future[None] | None":
         """Returns the ResourceManager's acknowledgement of the now free slot, which the
         caller may wait for so the slot is known free at once."""
         slot = self.slots.by_allocation(allocation_id)
@@ -413,13 +414,13 @@ class TaskExecutor:
             return self._freeing.setdefault(allocation_id, Future())
         return None
 
-    def _notify_slot_available(self, index: int, allocation_id: str) -> "Future[None] | None":
+    def _notify_slot_available(self, index: int, allocation_id: AllocationID) -> "Future[None] | None":
         if self.registration is not Registration.REGISTERED:
             return None      # the next registration's slot report says it
         return self._rm.notify_slot_available(self.resource_manager_id, self.resource_id,
                                               index, allocation_id)
 
-    def release_job_partitions(self, job_id: str, job_master_id: str) -> None:
+    def release_job_partitions(self, job_id: JobID, job_master_id: JobMasterId) -> None:
         """Fenced like every JobMaster call: only the job's current JobMaster may drop
         its results (a stale one, of an earlier attempt, must not)."""
         known = self._job_masters.get(job_id)
@@ -428,7 +429,7 @@ class TaskExecutor:
         self._partitions.release_job(job_id)
         self._job_masters.pop(job_id, None)
 
-    def shutdown_requested(self, resource_manager_id: str, reason: str) -> None:
+    def shutdown_requested(self, resource_manager_id: ResourceManagerId, reason: str) -> None:
         if resource_manager_id != self.resource_manager_id:
             raise FencingError("stale ResourceManagerId")
         self._on_fatal(reason)

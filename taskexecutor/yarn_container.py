@@ -4,6 +4,7 @@ application's credentials, and — from Skein's key-value store — where the
 ApplicationMaster is."""
 from __future__ import annotations
 
+from yarnflow.core.ids import ResourceID
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from yarnflow.rpc.skein_kv import wait_for_key
 
 @dataclass
 class ContainerEnvironment:
-    resource_id: str
+    resource_id: ResourceID
     host: str
     log_file: Path
     workdir: Path
@@ -31,7 +32,7 @@ class ContainerEnvironment:
             raise RuntimeError("SKEIN_CONTAINER_ID is not set: --yarn runs only inside a Skein "
                                "container of a yarnflow application")
         log_dir = Path((os.environ.get("LOG_DIRS") or ".").split(",")[0])
-        return cls(resource_id, os.environ.get("NM_HOST", "127.0.0.1"),
+        return cls(ResourceID(resource_id), os.environ.get("NM_HOST", "127.0.0.1"),
                    log_dir / "taskexecutor.log", Path.cwd() / "work",
                    read_skein_container_credentials("."),
                    int(os.environ.get("SKEIN_RESOURCE_MEMORY", "0")),

@@ -14,6 +14,7 @@ JobMaster's answer, waiting for a job) outside it, so nothing here needs a lock.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import logging
 from concurrent import futures
 from typing import TYPE_CHECKING
@@ -56,7 +57,7 @@ class Dispatcher:
         self._archiving: list[futures.Future[None]] = []
         self._closed = False
 
-    def submit(self, graph: JobGraph, serialized: bytes | None = None) -> str:
+    def submit(self, graph: JobGraph, serialized: bytes | None = None) -> JobID:
         """Start the job's JobMaster; returns its job id once the job is accepted.
         ``graph`` is as received: its operators stay bytes here. ``serialized`` (the
         JobGraph as it came) goes to the job graph store first, so an accepted job
@@ -80,7 +81,7 @@ class Dispatcher:
         log.info("accepted job %s (%s)", graph.name, client.job_id)
         return client.job_id
 
-    def _accept(self, job_id: str) -> None:
+    def _accept(self, job_id: JobID) -> None:
         if self._closed:
             raise JobRejected("this session is shutting down; start a new one with "
                               "`yarnflow session start`")
@@ -136,7 +137,7 @@ class Dispatcher:
             return
         self._forget_job_graph(details.job_id)
 
-    def _forget_job_graph(self, job_id: str) -> None:
+    def _forget_job_graph(self, job_id: JobID) -> None:
         """Once the job is in the history, no later attempt runs it again."""
         if self._job_graphs is None:
             return
@@ -145,7 +146,7 @@ class Dispatcher:
         except Exception:   # a later attempt finds it archived and skips it
             log.exception("removing job %s from %s failed", job_id, self._job_graphs.location)
 
-    def recover(self) -> list[str]:
+    def recover(self) -> list[JobID]:
         """A new ApplicationMaster attempt: run again, under their ids, the jobs an
         earlier attempt accepted and did not see end; those archived meanwhile are only
         dropped from the store. Returns the ids of the jobs run again."""
@@ -207,7 +208,7 @@ class Dispatcher:
         return sorted(live, key=lambda d: d.start_time) + \
             sorted(finished, key=lambda d: d.start_time)
 
-    def details(self, job_id: str) -> JobDetails:
+    def details(self, job_id: JobID) -> JobDetails:
         client, finished = self.main.call(
             lambda: (self._running.get(job_id), self._finished.get(job_id)))
         if finished is not None:
@@ -221,7 +222,7 @@ class Dispatcher:
                 pass
         raise UnknownJob(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
 
-    def cancel(self, job_id: str) -> None:
+    def cancel(self, job_id: JobID) -> None:
         client, done = self.main.call(
             lambda: (self._running.get(job_id), job_id in self._finished))
         if done:
@@ -230,7 +231,7 @@ class Dispatcher:
             raise UnknownJob(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
         client.cancel()
 
-    def wait(self, job_id: str, timeout: float | None) -> JobDetails:
+    def wait(self, job_id: JobID, timeout: float | None) -> JobDetails:
         """Block until the job ended (or ``timeout``), then its archived summary."""
         client = self.main.call(self._running.get, job_id)
         if client is not None:

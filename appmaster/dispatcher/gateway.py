@@ -4,6 +4,7 @@ future with the same ``yarnflow.core.errors`` kind the Dispatcher raised
 (``JobRejected``, ``UnknownJob``, ``Refused``)."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -12,7 +13,7 @@ from yarnflow.core.jobgraph import JobGraph
 
 
 class DispatcherGateway(Protocol):
-    def submit_job(self, graph: JobGraph) -> "Future[str]":
+    def submit_job(self, graph: JobGraph) -> "Future[JobID]":
         """The job id once the session accepted the job."""
         ...
 
@@ -20,8 +21,8 @@ class DispatcherGateway(Protocol):
         """Running jobs first, then ended ones, oldest first."""
         ...
 
-    def request_job_details(self, job_id: str) -> "Future[JobDetails]": ...
-    def cancel_job(self, job_id: str) -> "Future[None]": ...
+    def request_job_details(self, job_id: JobID) -> "Future[JobDetails]": ...
+    def cancel_job(self, job_id: JobID) -> "Future[None]": ...
     def request_overview(self) -> "Future[SessionOverview]": ...
 
     def shutdown(self, reason: str) -> "Future[None]":

@@ -12,6 +12,7 @@ which other applications share).
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import posixpath
 
 from yarnflow.rpc.archive import JobFiles, storage_options
@@ -29,7 +30,7 @@ class JobGraphStore(JobFiles):
         super().__init__(location, **storage_options(location))
         self._ended = JobFiles(f"{location.rstrip('/')}/ended", **storage_options(location))
 
-    def put(self, job_id: str, job_graph: bytes) -> None:
+    def put(self, job_id: JobID, job_graph: bytes) -> None:
         """Durable when it returns."""
         if not self._fs.exists(self._dir):
             self._fs.makedirs(self._dir, exist_ok=True)
@@ -38,10 +39,10 @@ class JobGraphStore(JobFiles):
             self._fs.chmod(self._dir, "700" if webhdfs else 0o700)
         self._write(job_id, job_graph)
 
-    def get(self, job_id: str) -> bytes:
+    def get(self, job_id: JobID) -> bytes:
         return self._read(job_id)
 
-    def remove(self, job_id: str) -> None:
+    def remove(self, job_id: JobID) -> None:
         """The job ended and is archived: it is not run again, and stays listed."""
         self._ended._write(job_id, b"")
         try:
@@ -49,7 +50,7 @@ class JobGraphStore(JobFiles):
         except FileNotFoundError:
             pass
 
-    def ended_job_ids(self) -> list[str]:
+    def ended_job_ids(self) -> list[JobID]:
         return self._ended.job_ids()
 
     def discard(self) -> None:

@@ -4,6 +4,7 @@ since been replaced is refused (``FencingError``), never applied to its successo
 The gRPC implementation is ``yarnflow.rpc.gateways.jobmaster.GrpcJobMasterGateway``."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, ResourceID
 from concurrent.futures import Future
 from typing import Protocol
 
@@ -12,11 +13,11 @@ from yarnflow.core.messages import SlotOffer, SplitAnswer, TaskExecutionState, T
 
 class JobMasterGateway(Protocol):
     # --- from the ResourceManager ------------------------------------------------------
-    def disconnect_task_executor(self, resource_id: str, reason: str) -> "Future[None]":
+    def disconnect_task_executor(self, resource_id: ResourceID, reason: str) -> "Future[None]":
         """The executor is gone: its slots and the tasks in them are lost."""
         ...
 
-    def notify_allocation_failure(self, allocation_id: str, cause: str) -> "Future[None]":
+    def notify_allocation_failure(self, allocation_id: AllocationID, cause: str) -> "Future[None]":
         """A slot request cannot be served (workers keep failing to start)."""
         ...
 
@@ -26,7 +27,7 @@ class JobMasterGateway(Protocol):
         """The AllocationIDs the JobMaster accepted; the executor frees the others."""
         ...
 
-    def heartbeat_from_task_executor(self, resource_id: str,
+    def heartbeat_from_task_executor(self, resource_id: ResourceID,
                                      attempts: list[TaskExecutionState]) -> "Future[None]":
         """``attempts``: the JobMaster's attempts on the executor, running or with a
         final report not yet acknowledged, which the JobMaster reconciles."""
@@ -36,9 +37,9 @@ class JobMasterGateway(Protocol):
         """Refused when the JobMaster no longer knows the attempt (it was replaced)."""
         ...
 
-    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]": ...
+    def notify_partition_data_available(self, attempt_id: ExecutionAttemptID, result_id: str) -> "Future[None]": ...
 
-    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+    def request_next_input_split(self, vertex_id: str, attempt_id: ExecutionAttemptID,
                                  request: int) -> "Future[SplitAnswer]":
         """``request`` numbers the attempt's requests: a retry repeats the number and
         gets the same answer."""

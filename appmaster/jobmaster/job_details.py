@@ -2,6 +2,7 @@
 ExecutionGraph."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ResourceID
 import dataclasses
 from typing import Sequence
 
@@ -32,7 +33,7 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
             physical = slot.physical if slot is not None else None
             vertex.subtasks.append(SubtaskDetails(
                 ev.subtask_index, execution.state, execution.attempt_number,
-                execution.resource_id or "", execution.allocation_id or "",
+                execution.resource_id or ResourceID(""), execution.allocation_id or AllocationID(""),
                 dataclasses.replace(execution.metrics) if execution.metrics is not None
                 else TaskMetrics(),
                 execution.failure,

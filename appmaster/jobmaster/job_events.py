@@ -19,6 +19,7 @@ the JobMaster's main thread: a slow NameNode delays recovery's bookkeeping, not 
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import dataclasses
 import json
 import logging
@@ -90,7 +91,7 @@ class JobStorage:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="job-events")
 
     @staticmethod
-    def of(config: Configuration, job_id: str) -> "JobStorage | None":
+    def of(config: Configuration, job_id: JobID) -> "JobStorage | None":
         """None when BLOCKING results stay on the producers' disks."""
         recovery = config.get(options.JOB_RECOVERY_ENABLED)
         store = config.get(options.PARTITION_STORE) or ("dfs" if recovery else "local")

@@ -8,6 +8,7 @@ the job's stored results and event log ``job_events.py``'s.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 import logging
 import uuid
 from concurrent.futures import Future
@@ -39,8 +40,8 @@ T = TypeVar("T")
 
 class JobMaster:
     def __init__(self, graph: JobGraph, config: Configuration, address: str,
-                 te_gateway_factory: Callable[[TaskExecutorLocation, str], TaskExecutorGateway],
-                 job_master_id: str | None = None,
+                 te_gateway_factory: Callable[[TaskExecutorLocation, JobMasterId], TaskExecutorGateway],
+                 job_master_id: JobMasterId | None = None,
                  main: MainThreadExecutor | None = None, application_attempt: int = 1,
                  scheduler_factory: SchedulerFactory = DefaultScheduler) -> None:
         """``graph`` as received: its operators are cloudpickle bytes, never unpickled
@@ -48,7 +49,7 @@ class JobMaster:
         listing the sources' splits and taking over stored results happen at start."""
         self.job_id = graph.job_id
         self.application_attempt = application_attempt
-        self.job_master_id = job_master_id or uuid.uuid4().hex
+        self.job_master_id = job_master_id or JobMasterId(uuid.uuid4().hex)
         self.address = address
         self.config = config
         self.main: MainThreadExecutor = main or MainThread(f"jobmaster-{self.job_id[:8]}")
@@ -56,7 +57,7 @@ class JobMaster:
         self.result: Future[JobResult] = Future()
         self._te_gateway_factory = te_gateway_factory
         self._gateways: dict[str, TaskExecutorGateway] = {}
-        self._last_heartbeat: dict[str, float] = {}
+        self._last_heartbeat: dict[ResourceID, float] = {}
         self._rm: ResourceManagerGateway | None = None
         self._on_terminated: list[Callable[[JobResult], None]] = []
         self._heartbeat_check: ScheduledTask | None = None
@@ -144,11 +145,11 @@ class JobMaster:
         """False when the attempt is not the vertex's current one (it was replaced)."""
         return self.scheduler.update_task_execution_state(report)
 
-    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> None:
+    def notify_partition_data_available(self, attempt_id: ExecutionAttemptID, result_id: str) -> None:
         self.scheduler.partition_has_data(attempt_id, result_id)
 
     # --- input splits ----------------------------------------------------------------
-    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+    def request_next_input_split(self, vertex_id: str, attempt_id: ExecutionAttemptID,
                                  request: int) -> bytes | AskAgain | None:
         execution = self.graph.attempts.get(attempt_id)
         if execution is None or execution.state.is_terminal:
@@ -191,7 +192,7 @@ class JobMaster:
         self._last_heartbeat[location.resource_id] = self._clock.monotonic()
         return self.slot_pool.offer_slots(location, gateway, offers)
 
-    def heartbeat_from_task_executor(self, resource_id: str,
+    def heartbeat_from_task_executor(self, resource_id: ResourceID,
                                      attempts: list[TaskExecutionState]) -> None:
         """Reconcile (Flink's ExecutionDeploymentReconciler, plus the reports): what
         the executor says of this job's attempts repairs any state report that was lost,
@@ -209,7 +210,7 @@ class JobMaster:
             elif not report.state.is_terminal:
                 self._cancel_unwanted(resource_id, report.attempt_id)
 
-    def _cancel_unwanted(self, resource_id: str, attempt_id: str) -> None:
+    def _cancel_unwanted(self, resource_id: ResourceID, attempt_id: ExecutionAttemptID) -> None:
         gateway = self._gateways.get(resource_id)
         if gateway is None:
             return
@@ -217,7 +218,7 @@ class JobMaster:
                  resource_id, attempt_id[:8], self.job_id[:8])
         gateway.cancel_task(attempt_id)
 
-    def disconnect_task_executor(self, resource_id: str, reason: str) -> None:
+    def disconnect_task_executor(self, resource_id: ResourceID, reason: str) -> None:
         """An executor is gone (its driver saw it end, the ResourceManager or this
         JobMaster missed its heartbeats): the scheduler fails over what it ran and held."""
         if self.scheduler.is_lost(resource_id):
@@ -226,7 +227,7 @@ class JobMaster:
         self._gateways.pop(resource_id, None)
         self.scheduler.executor_lost(resource_id, reason)
 
-    def notify_allocation_failure(self, allocation_id: str, cause: str) -> None:
+    def notify_allocation_failure(self, allocation_id: AllocationID, cause: str) -> None:
         self.slot_pool.fail_allocation(allocation_id, cause)
 
     def _check_heartbeats(self) -> None:

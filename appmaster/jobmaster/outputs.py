@@ -4,6 +4,7 @@ visible at once when the job finishes, and discarded when it does not. Tasks onl
 write into staging, so a restarted or abandoned attempt never shows in the output."""
 from __future__ import annotations
 
+from yarnflow.core.ids import ExecutionAttemptID
 import logging
 import traceback
 from typing import Mapping
@@ -40,7 +41,7 @@ class JobOutputs:
                 return f"sink '{name}' cannot write its output: {err}"
         return None
 
-    def commit(self, attempts: Mapping[str, dict[int, str]]) -> tuple[str, str] | None:
+    def commit(self, attempts: Mapping[str, dict[int, ExecutionAttemptID]]) -> tuple[str, str] | None:
         """``attempts``: per sink vertex, each subtask's attempt whose files count. The
         first sink that cannot be committed fails the job: (cause, detail)."""
         for vertex_id, name, committer in self._committers:

@@ -6,6 +6,7 @@ the ResourceManagerId the executor registered with, which changes when it regist
 again. The gRPC implementations are in ``yarnflow.rpc.gateways.resourcemanager``."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from concurrent.futures import Future
 from typing import Any, Protocol
 
@@ -15,20 +16,20 @@ from yarnflow.core.resources import ResourceSpec
 
 class ResourceManagerGateway(Protocol):
     """The ResourceManager as one JobMaster sees it."""
-    def request_slot(self, allocation_id: str, profile: ResourceSpec,
+    def request_slot(self, allocation_id: AllocationID, profile: ResourceSpec,
                      preferred_hosts: tuple[str, ...] = ()) -> "Future[Any]":
         """One slot of ``profile`` (idempotent per AllocationID); ``preferred_hosts``,
         best first, is where a worker started for it should run."""
         ...
-    def cancel_slot_request(self, allocation_id: str) -> "Future[Any]": ...
+    def cancel_slot_request(self, allocation_id: AllocationID) -> "Future[Any]": ...
     def disconnect_job_master(self, reason: str) -> "Future[Any]": ...
 
 
 class ResourceManagerRegistrationGateway(Protocol):
     """The ResourceManager as a JobMaster sees it before it registered."""
 
-    def register_job_master(self, job_id: str, job_master_id: str,
-                            address: str) -> "Future[str]":
+    def register_job_master(self, job_id: JobID, job_master_id: JobMasterId,
+                            address: str) -> "Future[ResourceManagerId]":
         """The ResourceManagerId that fences the JobMaster's later calls (its
         ``ResourceManagerGateway`` carries it)."""
         ...
@@ -42,10 +43,10 @@ class ResourceManagerExecutorGateway(Protocol):
         fails the future with ``Refused``."""
         ...
 
-    def heartbeat_from_task_executor(self, resource_manager_id: str, resource_id: str,
+    def heartbeat_from_task_executor(self, resource_manager_id: ResourceManagerId, resource_id: ResourceID,
                                      report: SlotReport, holds_partitions: bool) -> "Future[bool]":
         """Whether the ResourceManager knows this executor; False: register again."""
         ...
 
-    def notify_slot_available(self, resource_manager_id: str, resource_id: str,
-                              slot_index: int, allocation_id: str) -> "Future[None]": ...
+    def notify_slot_available(self, resource_manager_id: ResourceManagerId, resource_id: ResourceID,
+                              slot_index: int, allocation_id: AllocationID) -> "Future[None]": ...

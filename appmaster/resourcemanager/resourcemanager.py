@@ -21,7 +21,7 @@ from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.core.errors import (FencingError, NotRegisteredYet, Refused, UnknownExecutor,
                                   UnknownJob)
 from yarnflow.core.details import ExecutorDetails
-from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.core.messages import (ClusterOverview, SlotAllocation, SlotReport, SlotRequest,
                                     TaskExecutorLocation, TaskExecutorRegistration, WorkerInfo)
 from yarnflow.core.resources import ResourceSpec
@@ -35,9 +35,9 @@ log = logging.getLogger(__name__)
 NOT_REGISTERED_RETRY_S = 0.05
 
 # (location, this ResourceManager's id) -> a gateway fenced with that id
-TaskExecutorGatewayFactory = Callable[[TaskExecutorLocation, str], TaskExecutorGateway]
+TaskExecutorGatewayFactory = Callable[[TaskExecutorLocation, ResourceManagerId], TaskExecutorGateway]
 # (JobMaster address, JobMasterId) -> a gateway fenced with that id
-JobMasterGatewayFactory = Callable[[str, str], JobMasterGateway]
+JobMasterGatewayFactory = Callable[[str, JobMasterId], JobMasterGateway]
 
 
 @dataclass
@@ -50,8 +50,8 @@ class RegisteredExecutor:
 
 @dataclass
 class RegisteredJobMaster:
-    job_id: str
-    job_master_id: str
+    job_id: JobID
+    job_master_id: JobMasterId
     address: str
     gateway: JobMasterGateway
 
@@ -66,7 +66,7 @@ class ResourceManager:
                  main: MainThreadExecutor | None = None) -> None:
         self.config = config
         self.driver = driver
-        self.resource_manager_id = uuid.uuid4().hex
+        self.resource_manager_id = ResourceManagerId(uuid.uuid4().hex)
         self.main: MainThreadExecutor = main or MainThread("resourcemanager")
         self._clock = self.main.clock
         self._te_gateways = task_executor_gateways
@@ -76,10 +76,10 @@ class ResourceManager:
             self, config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
             config.get(options.MAX_WORKERS), config.get(options.TASKMANAGER_TIMEOUT),
             worker_specs, ladder, clock=self._clock)
-        self.executors: dict[str, RegisteredExecutor] = {}
-        self.job_masters: dict[str, RegisteredJobMaster] = {}
+        self.executors: dict[ResourceID, RegisteredExecutor] = {}
+        self.job_masters: dict[JobID, RegisteredJobMaster] = {}
         self._start_failures = 0
-        self._stopped: set[str] = set()
+        self._stopped: set[ResourceID] = set()
         self._checks: Any = None
         self.address = ""
 
@@ -142,7 +142,7 @@ class ResourceManager:
                  len(slots), profile, registration.worker_spec)
         return self.resource_manager_id
 
-    def heartbeat_from_task_executor(self, resource_id: str, resource_manager_id: str,
+    def heartbeat_from_task_executor(self, resource_id: ResourceID, resource_manager_id: ResourceManagerId,
                                      report: SlotReport, holds_partitions: bool) -> None:
         """Raises UnknownExecutor (or FencingError): the executor must register again."""
         self.check_fencing(resource_manager_id)
@@ -155,19 +155,19 @@ class ResourceManager:
             resource_id, [(s.slot_index, s.allocation_id, s.job_id) for s in report.slots],
             holds_partitions, report.version)
 
-    def notify_slot_available(self, resource_id: str, slot_index: int, allocation_id: str) -> None:
+    def notify_slot_available(self, resource_id: ResourceID, slot_index: int, allocation_id: AllocationID) -> None:
         self.slot_manager.free_slot(resource_id, slot_index, allocation_id)
 
-    def on_worker_terminated(self, resource_id: str, cause: str) -> None:
+    def on_worker_terminated(self, resource_id: ResourceID, cause: str) -> None:
         """Driver callback (any thread): a worker process or container ended."""
         self.main.execute(self._worker_terminated, resource_id, cause)
 
-    def on_worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+    def on_worker_moved(self, resource_id: ResourceID, new_resource_id: ResourceID) -> None:
         """Driver callback (any thread): a worker YARN did not place on its host in time
         is asked anywhere; the requests it was to serve wait for the new one."""
         self.main.execute(self.slot_manager.worker_moved, resource_id, new_resource_id)
 
-    def _worker_terminated(self, resource_id: str, cause: str) -> None:
+    def _worker_terminated(self, resource_id: ResourceID, cause: str) -> None:
         if resource_id in self.slot_manager.pending_workers:
             self._start_failures += 1
             give_up = self._start_failures > self.config.get(options.WORKER_MAX_START_FAILURES)
@@ -184,7 +184,7 @@ class ResourceManager:
             return
         self.close_task_executor(resource_id, f"TaskExecutor {resource_id} was lost: {cause}")
 
-    def close_task_executor(self, resource_id: str, reason: str) -> None:
+    def close_task_executor(self, resource_id: ResourceID, reason: str) -> None:
         """Every JobMaster hears of the loss, not only those with slots there: a job
         whose finished results the executor held must run their producers again."""
         executor = self.executors.pop(resource_id, None)
@@ -196,12 +196,12 @@ class ResourceManager:
             jm.gateway.disconnect_task_executor(resource_id, reason)
 
     # --- JobMasters ------------------------------------------------------------------
-    def register_job_master(self, job_id: str, job_master_id: str, address: str) -> str:
+    def register_job_master(self, job_id: JobID, job_master_id: JobMasterId, address: str) -> ResourceManagerId:
         self.job_masters[job_id] = RegisteredJobMaster(
             job_id, job_master_id, address, self._jm_gateways(address, job_master_id))
         return self.resource_manager_id
 
-    def disconnect_job_master(self, job_id: str, job_master_id: str) -> None:
+    def disconnect_job_master(self, job_id: JobID, job_master_id: JobMasterId) -> None:
         jm = self.job_masters.get(job_id)
         if jm is not None and jm.job_master_id == job_master_id:
             del self.job_masters[job_id]
@@ -230,14 +230,14 @@ class ResourceManager:
             request.allocation_id, request.job_id, request.job_master_id,
             request.job_master_address, request.profile, request.preferred_hosts))
 
-    def cancel_slot_request(self, allocation_id: str) -> None:
+    def cancel_slot_request(self, allocation_id: AllocationID) -> None:
         self.slot_manager.cancel_slot_request(allocation_id)
 
     # --- SlotManagerActions ----------------------------------------------------------
-    def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+    def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
         return self.driver.request_worker(spec, hosts)
 
-    def stop_worker(self, resource_id: str, reason: str) -> None:
+    def stop_worker(self, resource_id: ResourceID, reason: str) -> None:
         self._stopped.add(resource_id)
         executor = self.executors.pop(resource_id, None)
         self.slot_manager.unregister_worker(resource_id)
@@ -246,7 +246,7 @@ class ResourceManager:
             executor.gateway.shutdown(reason)
             self.driver.release_worker(resource_id)
 
-    def allocate_slot(self, resource_id: str, slot_index: int, request: PendingRequest) -> None:
+    def allocate_slot(self, resource_id: ResourceID, slot_index: int, request: PendingRequest) -> None:
         executor = self.executors[resource_id]
         allocation = SlotAllocation(slot_index, JobID(request.job_id),
                                     AllocationID(request.allocation_id), request.profile,
@@ -266,7 +266,7 @@ class ResourceManager:
                                   describe_rpc_error(err))
         executor.gateway.request_slot(allocation).add_done_callback(done)
 
-    def _allocate_again(self, resource_id: str, slot_index: int, request: PendingRequest) -> None:
+    def _allocate_again(self, resource_id: ResourceID, slot_index: int, request: PendingRequest) -> None:
         """The executor had not yet heard it is registered; the slot is still reserved
         for the request unless something changed meanwhile."""
         if resource_id in self.executors and request.assigned == (resource_id, slot_index) \

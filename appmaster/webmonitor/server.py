@@ -11,6 +11,7 @@ sensitive configuration value.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import json
 import logging
 import re
@@ -130,16 +131,16 @@ class WebMonitorServer:
     def _jobs_overview(self) -> dict[str, Any]:
         return views.jobs_overview(self.source.jobs(), self._clock())
 
-    def _job(self, job_id: str) -> dict[str, Any]:
+    def _job(self, job_id: JobID) -> dict[str, Any]:
         return views.job(self.source.job(job_id), self.source.plan(job_id), self._clock())
 
-    def _plan(self, job_id: str) -> dict[str, Any]:
+    def _plan(self, job_id: JobID) -> dict[str, Any]:
         return views.plan(self.source.job(job_id), self.source.plan(job_id))
 
-    def _exceptions(self, job_id: str) -> dict[str, Any]:
+    def _exceptions(self, job_id: JobID) -> dict[str, Any]:
         return views.exceptions(self.source.job(job_id))
 
-    def _vertex(self, job_id: str, vertex_id: str) -> dict[str, Any]:
+    def _vertex(self, job_id: JobID, vertex_id: str) -> dict[str, Any]:
         answer = views.vertex(self.source.job(job_id), vertex_id, self.source.executors(),
                               self._clock())
         if answer is None:

@@ -3,6 +3,7 @@ server and its views are tested against ``TestingWebMonitorSource`` and run agai
 the ApplicationMaster's components. Every method here only reads."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,9 +38,9 @@ class WebMonitorSource(Protocol):
     def application(self) -> ApplicationInfo: ...
     def jobs(self) -> list[JobDetails]:
         """Running jobs first, then ended ones, each group oldest first."""
-    def job(self, job_id: str) -> JobDetails:
+    def job(self, job_id: JobID) -> JobDetails:
         """Raises ``UnknownJob``."""
-    def plan(self, job_id: str) -> list[dict[str, Any]] | None:
+    def plan(self, job_id: JobID) -> list[dict[str, Any]] | None:
         """``yarnflow.core.plan.plan_vertices`` of the job; None when no longer known."""
     def executors(self) -> list[ExecutorDetails]: ...
     def cluster(self) -> ClusterOverview: ...
@@ -81,7 +82,7 @@ class ApplicationMasterSource:
         ended = [d for d in self._components.ended_jobs() if d.job_id not in running]
         return sorted(live, key=lambda d: d.start_time) + sorted(ended, key=lambda d: d.start_time)
 
-    def job(self, job_id: str) -> JobDetails:
+    def job(self, job_id: JobID) -> JobDetails:
         if self._dispatcher is not None:
             return self._dispatcher.details(job_id)
         jm = self._components.jobs.get(job_id)
@@ -92,7 +93,7 @@ class ApplicationMasterSource:
                 return details
         raise UnknownJob(f"no job {job_id} here")
 
-    def plan(self, job_id: str) -> list[dict[str, Any]] | None:
+    def plan(self, job_id: JobID) -> list[dict[str, Any]] | None:
         return self._components.plan(job_id)
 
     def executors(self) -> list[ExecutorDetails]:

@@ -6,6 +6,7 @@ and ``yarnflow status`` cannot disagree. Pure functions: no I/O, no clock of the
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import ResourceID
 from typing import Any
 
 from yarnflow.core.details import ExecutorDetails, JobDetails, SubtaskDetails, VertexDetails
@@ -153,7 +154,7 @@ def plan(job: JobDetails, vertices: list[dict[str, Any]] | None) -> dict[str, An
     return {"plan": {"jid": job.job_id, "name": job.name, "nodes": nodes}}
 
 
-def _subtask(subtask: SubtaskDetails, placements: dict[str, ExecutorDetails],
+def _subtask(subtask: SubtaskDetails, placements: dict[ResourceID, ExecutorDetails],
              now: float) -> dict[str, Any]:
     executor = placements.get(subtask.resource_id)
     started = subtask.state_timestamps.get(ExecutionState.RUNNING.name) or \

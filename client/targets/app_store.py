@@ -5,6 +5,7 @@ only); for a session also its name, Dispatcher address and history directory, an
 for every job submitted to a session, which session took it (``jobs/<job id>``)."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import json
 import os
 from pathlib import Path
@@ -51,11 +52,11 @@ class ApplicationStore:
         return sorted(((app_id, info) for app_id, info in found if info.get("kind") == "session"),
                       key=lambda item: item[1].get("submitted", 0), reverse=True)
 
-    def remember_job(self, job_id: str, app_id: str) -> None:
+    def remember_job(self, job_id: JobID, app_id: str) -> None:
         path = self.root / "jobs" / job_id
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(app_id)
 
-    def app_of_job(self, job_id: str) -> str | None:
+    def app_of_job(self, job_id: JobID) -> str | None:
         path = self.root / "jobs" / job_id
         return path.read_text().strip() if path.exists() else None

@@ -6,6 +6,7 @@ as a ``JobStatus``, its details, ``wait`` for its ``JobResult``, and ``cancel``.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import abc
 
 from yarnflow.conf import ConfigError, Configuration, options
@@ -18,7 +19,7 @@ from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
 
 
 class JobHandle(abc.ABC):
-    job_id: str
+    job_id: JobID
     application_id: str = ""     # the YARN application that runs the job; "" locally
     tracking_url: str = ""
     log_location: str = ""       # where the executors' logs stay after the job (local)

@@ -8,6 +8,7 @@ known and otherwise read from Skein's key-value store. Every failure becomes a
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
@@ -99,16 +100,16 @@ class DispatcherClient:
                                     f"answer ({what}) within {wait:g} s (yarn.client.timeout)") from None
             raise YarnError(f"application {self.app_id}: {what} failed: {err.details()}") from None
 
-    def submit(self, graph: JobGraph) -> str:
+    def submit(self, graph: JobGraph) -> JobID:
         return self._call("submitting the job", lambda g: g.submit_job(graph))
 
     def list_jobs(self) -> list[JobDetails]:
         return self._call("listing jobs", lambda g: g.list_jobs())
 
-    def details(self, job_id: str) -> JobDetails:
+    def details(self, job_id: JobID) -> JobDetails:
         return self._call(f"details of job {job_id}", lambda g: g.request_job_details(job_id))
 
-    def cancel(self, job_id: str) -> None:
+    def cancel(self, job_id: JobID) -> None:
         self._call(f"cancelling job {job_id}", lambda g: g.cancel_job(job_id))
 
     def overview(self, timeout: float | None = None) -> SessionOverview:

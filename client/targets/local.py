@@ -3,6 +3,7 @@ TaskExecutor a subprocess; no Hadoop needed. ``LocalCluster`` is also what tests
 benchmarks keep up across jobs."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import logging
 import shutil
 import tempfile
@@ -194,7 +195,7 @@ class LocalTarget(Target):
         return [f"web UI: {handle.web_url}"] if handle.web_url else []
 
 
-def run_log_dir(config: Configuration, job_id: str) -> Path:
+def run_log_dir(config: Configuration, job_id: JobID) -> Path:
     """A new directory for one local run's executor logs under ``local.log-dir``, after
     removing the oldest runs' beyond ``local.log-retention``: a failure message names
     an executor's log, and the user reads it after the client exited."""

@@ -6,6 +6,7 @@ mutual TLS (``DispatcherClient``); once it ended, YARN's application report hold
 outcome (final status and the job's failure summary as diagnostics)."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +46,7 @@ class YarnApplication:
         self.store = store or ApplicationStore()
         self._client = skein_client(timeout)
         self._dispatcher: DispatcherClient | None = None
-        self.job_id: str = self.store.info(app_id).get("job_id", "")
+        self.job_id: JobID = self.store.info(app_id).get("job_id", "")
 
     def close(self) -> None:
         if self._dispatcher is not None:
@@ -112,7 +113,7 @@ class YarnApplication:
             address = app.kv.get(APPMASTER_ADDRESS_KEY)
             if address is None:
                 return None
-            self.job_id = self.job_id or (app.kv.get(JOB_ID_KEY) or b"").decode()
+            self.job_id = self.job_id or JobID((app.kv.get(JOB_ID_KEY) or b"").decode())
         except (skein.exceptions.ConnectionError, TimeoutError):
             # between two ApplicationMaster attempts YARN's report still names the dead
             # one for a moment, and the next one's store is empty until it publishes
@@ -137,7 +138,7 @@ class YarnApplication:
             self._dispatcher = DispatcherClient(self.app_id, self.timeout, self.store)
         return self._dispatcher
 
-    def _job_id_from_kv(self) -> str:
+    def _job_id_from_kv(self) -> JobID:
         self.appmaster_address()
         return self.job_id
 

@@ -4,6 +4,7 @@ the job's archived details (in the job history) say how it ended, and failing th
 YARN's final status and diagnostics."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.status import JobStatus
 from yarnflow.client.targets.app_store import ApplicationStore
@@ -17,7 +18,7 @@ _FINAL = {"SUCCEEDED": JobStatus.FINISHED, "KILLED": JobStatus.CANCELED}
 
 
 class YarnJobHandle(JobHandle):
-    def __init__(self, app_id: str, job_id: str, timeout: float, tracking_url: str = "",
+    def __init__(self, app_id: str, job_id: JobID, timeout: float, tracking_url: str = "",
                  owns_application: bool = False, history_dir: str = "",
                  store: ApplicationStore | None = None) -> None:
         """``owns_application``: a per-job application, which ends with its job (and

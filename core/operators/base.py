@@ -1,6 +1,7 @@
 """The operator contract and the conversions every operator shares."""
 from __future__ import annotations
 
+from yarnflow.core.ids import ExecutionAttemptID, JobID
 import copy
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Mapping, Protocol
@@ -16,8 +17,8 @@ class OperatorContext(Protocol):
     subtask_index: int
     parallelism: int
     vertex_name: str
-    job_id: str
-    attempt_id: str
+    job_id: JobID
+    attempt_id: ExecutionAttemptID
     batch_rows: int
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]: ...
@@ -35,13 +36,13 @@ class OutputCommitter(Protocol):
     def check_submittable(self) -> None:
         """On the client: refuse an output that exists or cannot be written."""
 
-    def setup(self, job_id: str) -> None:
+    def setup(self, job_id: JobID) -> None:
         """Before any task writes: the staging the tasks write into."""
 
-    def commit(self, job_id: str, attempts: Mapping[int, str]) -> None:
+    def commit(self, job_id: JobID, attempts: Mapping[int, ExecutionAttemptID]) -> None:
         """The job finished: each subtask's chosen attempt's files become the output."""
 
-    def abort(self, job_id: str) -> None:
+    def abort(self, job_id: JobID) -> None:
         """The job did not finish: staging is discarded."""
 
 

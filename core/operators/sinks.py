@@ -24,6 +24,7 @@ whose replacement did not complete.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import ExecutionAttemptID, JobID
 import copy
 import logging
 import posixpath
@@ -65,17 +66,17 @@ class DirectoryCommitter:
         return self.output.filesystem(self.uri)
 
     # --- names -----------------------------------------------------------------------
-    def _sibling(self, kind: str, job_id: str) -> str:
+    def _sibling(self, kind: str, job_id: JobID) -> str:
         parent, base = posixpath.split(self.fs.path(self.uri).rstrip("/"))
         return self.fs.uri(f"{parent}/.{base}.yarnflow-{kind}-{job_id}")
 
-    def staging(self, job_id: str) -> str:
+    def staging(self, job_id: JobID) -> str:
         return self._sibling("staging", job_id)
 
-    def attempt_file(self, job_id: str, subtask: int, attempt_id: str) -> str:
+    def attempt_file(self, job_id: JobID, subtask: int, attempt_id: ExecutionAttemptID) -> str:
         return f"{self.staging(job_id)}/_temporary/part-{subtask:05d}-{attempt_id}.parquet"
 
-    def task_file(self, job_id: str, subtask: int) -> str:
+    def task_file(self, job_id: JobID, subtask: int) -> str:
         return f"{self.staging(job_id)}/part-{subtask:05d}.parquet"
 
     # --- the client, before submission -------------------------------------------------
@@ -99,7 +100,7 @@ class DirectoryCommitter:
                 "write_parquet(path, mode='overwrite') to replace it")
 
     # --- the JobMaster -----------------------------------------------------------------
-    def setup(self, job_id: str) -> None:
+    def setup(self, job_id: JobID) -> None:
         self.recover()
         if self.mode == "errorifexists" and self.fs.exists(self.uri):
             raise DataPathError(self._exists_message())
@@ -124,7 +125,7 @@ class DirectoryCommitter:
                 log.warning("removing %s, left by job %s that did not end", leftover, job_id)
                 fs.delete(leftover)
 
-    def commit(self, job_id: str, attempts: Mapping[int, str]) -> None:
+    def commit(self, job_id: JobID, attempts: Mapping[int, ExecutionAttemptID]) -> None:
         """``attempts``: subtask index -> the attempt whose output counts (the one that
         finished in the job's successful run); other attempts' files are discarded."""
         fs, staging = self.fs, self.staging(job_id)
@@ -148,7 +149,7 @@ class DirectoryCommitter:
         else:
             fs.rename(staging, self.uri)
 
-    def abort(self, job_id: str) -> None:
+    def abort(self, job_id: JobID) -> None:
         self.fs.delete(self.staging(job_id))
 
 

@@ -2,6 +2,7 @@
 client loads to reach an ApplicationMaster, and no other peer's stubs."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 from concurrent.futures import Future
 
 import grpc
@@ -21,19 +22,19 @@ class GrpcDispatcherGateway:
         self._stub = dispatcher_pb2_grpc.DispatcherStub(channel)
         self._timeout = timeout
 
-    def submit_job(self, graph: JobGraph) -> "Future[str]":
+    def submit_job(self, graph: JobGraph) -> "Future[JobID]":
         return then(call_future(self._stub.SubmitJob, jobgraph_to_proto(graph), self._timeout),
-                     lambda reply: str(reply.job_id))
+                     lambda reply: JobID(reply.job_id))
 
     def list_jobs(self) -> "Future[list[JobDetails]]":
         return then(call_future(self._stub.ListJobs, common_pb2.Empty(), self._timeout),
                      lambda reply: [job_details_from_proto(d) for d in reply.jobs])
 
-    def request_job_details(self, job_id: str) -> "Future[JobDetails]":
+    def request_job_details(self, job_id: JobID) -> "Future[JobDetails]":
         return then(call_future(self._stub.GetJobDetails, jobmaster_pb2.JobId(job_id=job_id),
                                  self._timeout), job_details_from_proto)
 
-    def cancel_job(self, job_id: str) -> "Future[None]":
+    def cancel_job(self, job_id: JobID) -> "Future[None]":
         return then(call_future(self._stub.CancelJob, jobmaster_pb2.JobId(job_id=job_id),
                                  self._timeout), lambda _: None)
 

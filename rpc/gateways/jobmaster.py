@@ -1,6 +1,7 @@
 """The gRPC JobMasterGateway (``yarnflow.appmaster.jobmaster.gateway``)."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 from concurrent.futures import Future
 from typing import Any
 
@@ -17,18 +18,18 @@ class GrpcJobMasterGateway:
     """A handle on one JobMaster, fenced with its JobMasterId: the ResourceManager's,
     or an executor's and its tasks'."""
 
-    def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float) -> None:
+    def __init__(self, channel: grpc.Channel, job_master_id: JobMasterId, timeout: float) -> None:
         self._stub = jobmaster_pb2_grpc.JobMasterStub(channel)
         self._jm_id = job_master_id
         self._timeout = timeout
 
-    def disconnect_task_executor(self, resource_id: str, reason: str) -> "Future[None]":
+    def disconnect_task_executor(self, resource_id: ResourceID, reason: str) -> "Future[None]":
         return then(call_future(self._stub.DisconnectTaskExecutor,
                                  jobmaster_pb2.TaskExecutorDisconnect(
                                      job_master_id=self._jm_id, resource_id=resource_id,
                                      reason=reason), self._timeout), lambda _: None)
 
-    def notify_allocation_failure(self, allocation_id: str, cause: str) -> "Future[None]":
+    def notify_allocation_failure(self, allocation_id: AllocationID, cause: str) -> "Future[None]":
         return then(call_future(self._stub.NotifyAllocationFailure,
                                  jobmaster_pb2.AllocationFailure(
                                      job_master_id=self._jm_id, allocation_id=allocation_id,
@@ -45,11 +46,11 @@ class GrpcJobMasterGateway:
         return then(call_future(self._stub.OfferSlots, message, self._timeout),
                      lambda reply: list(reply.accepted))
 
-    def heartbeat_from_task_executor(self, resource_id: str,
+    def heartbeat_from_task_executor(self, resource_id: ResourceID,
                                      attempts: list[TaskExecutionState]) -> "Future[None]":
         message = jobmaster_pb2.JobMasterHeartbeat(job_master_id=self._jm_id,
                                                    resource_id=resource_id)
-        message.running_attempts.extend(task_execution_state_to_proto("", a) for a in attempts)
+        message.running_attempts.extend(task_execution_state_to_proto(JobMasterId(""), a) for a in attempts)
         return then(call_future(self._stub.HeartbeatFromTaskExecutor, message, self._timeout),
                     lambda _: None)
 
@@ -58,13 +59,13 @@ class GrpcJobMasterGateway:
                                  task_execution_state_to_proto(self._jm_id, update),
                                  self._timeout), lambda _: None)
 
-    def notify_partition_data_available(self, attempt_id: str, result_id: str) -> "Future[None]":
+    def notify_partition_data_available(self, attempt_id: ExecutionAttemptID, result_id: str) -> "Future[None]":
         return then(call_future(self._stub.NotifyPartitionDataAvailable,
                                  jobmaster_pb2.PartitionDataAvailable(
                                      job_master_id=self._jm_id, attempt_id=attempt_id,
                                      result_id=result_id), self._timeout), lambda _: None)
 
-    def request_next_input_split(self, vertex_id: str, attempt_id: str,
+    def request_next_input_split(self, vertex_id: str, attempt_id: ExecutionAttemptID,
                                  request: int) -> "Future[SplitAnswer]":
         def answer(reply: Any) -> SplitAnswer:
             if reply.retry_after_s > 0:

@@ -2,6 +2,7 @@
 a JobMaster's (to register, then registered), and a TaskExecutor's."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from concurrent.futures import Future
 from typing import Any
 
@@ -18,8 +19,8 @@ from yarnflow.rpc.generated import resourcemanager_pb2, resourcemanager_pb2_grpc
 class GrpcResourceManagerGateway:
     """A JobMaster's handle on the ResourceManager, fenced both ways."""
 
-    def __init__(self, channel: grpc.Channel, resource_manager_id: str, job_id: str,
-                 job_master_id: str, job_master_address: str, timeout: float) -> None:
+    def __init__(self, channel: grpc.Channel, resource_manager_id: ResourceManagerId, job_id: JobID,
+                 job_master_id: JobMasterId, job_master_address: str, timeout: float) -> None:
         self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
         self._rm_id = resource_manager_id
         self._job_id = job_id
@@ -27,7 +28,7 @@ class GrpcResourceManagerGateway:
         self._jm_address = job_master_address
         self._timeout = timeout
 
-    def request_slot(self, allocation_id: str, profile: ResourceSpec,
+    def request_slot(self, allocation_id: AllocationID, profile: ResourceSpec,
                      preferred_hosts: tuple[str, ...] = ()) -> "Future[Any]":
         request = resourcemanager_pb2.SlotRequest(
             resource_manager_id=self._rm_id, job_id=self._job_id, job_master_id=self._jm_id,
@@ -36,7 +37,7 @@ class GrpcResourceManagerGateway:
         fill_resource_spec(profile, request.profile)
         return call_future(self._stub.RequestSlot, request, self._timeout)
 
-    def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":
+    def cancel_slot_request(self, allocation_id: AllocationID) -> "Future[Any]":
         return call_future(self._stub.CancelSlotRequest, resourcemanager_pb2.CancelSlotRequestMessage(
             resource_manager_id=self._rm_id, job_master_id=self._jm_id,
             allocation_id=allocation_id), self._timeout)
@@ -62,7 +63,7 @@ class GrpcResourceManagerExecutorGateway:
         return then(call_future(self._stub.RegisterTaskExecutor,
                                  registration_to_proto(registration), self._timeout), accepted)
 
-    def heartbeat_from_task_executor(self, resource_manager_id: str, resource_id: str,
+    def heartbeat_from_task_executor(self, resource_manager_id: ResourceManagerId, resource_id: ResourceID,
                                      report: SlotReport, holds_partitions: bool) -> "Future[bool]":
         message = resourcemanager_pb2.TaskExecutorHeartbeat(
             resource_manager_id=resource_manager_id, resource_id=resource_id,
@@ -71,8 +72,8 @@ class GrpcResourceManagerExecutorGateway:
         return then(call_future(self._stub.HeartbeatFromTaskExecutor, message, self._timeout),
                      lambda reply: bool(reply.known))
 
-    def notify_slot_available(self, resource_manager_id: str, resource_id: str,
-                              slot_index: int, allocation_id: str) -> "Future[None]":
+    def notify_slot_available(self, resource_manager_id: ResourceManagerId, resource_id: ResourceID,
+                              slot_index: int, allocation_id: AllocationID) -> "Future[None]":
         return then(call_future(self._stub.NotifySlotAvailable, resourcemanager_pb2.SlotAvailable(
             resource_manager_id=resource_manager_id, resource_id=resource_id,
             slot_index=slot_index, allocation_id=allocation_id), self._timeout), lambda _: None)
@@ -85,8 +86,8 @@ class GrpcResourceManagerRegistrationGateway:
         self._stub = resourcemanager_pb2_grpc.ResourceManagerStub(channel)
         self._timeout = timeout
 
-    def register_job_master(self, job_id: str, job_master_id: str,
-                            address: str) -> "Future[str]":
+    def register_job_master(self, job_id: JobID, job_master_id: JobMasterId,
+                            address: str) -> "Future[ResourceManagerId]":
         return then(call_future(self._stub.RegisterJobMaster, resourcemanager_pb2.RegisterJobMasterRequest(
             job_id=job_id, job_master_id=job_master_id, address=address), self._timeout),
-            lambda reply: str(reply.resource_manager_id))
+            lambda reply: ResourceManagerId(reply.resource_manager_id))

@@ -1,6 +1,7 @@
 """The gRPC TaskExecutorGateway (``yarnflow.taskexecutor.gateway``)."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceManagerId
 from concurrent.futures import Future
 from typing import Any
 
@@ -17,8 +18,8 @@ class GrpcTaskExecutorGateway:
     """A handle on one TaskExecutor, fenced with its caller's token: a JobMaster's
     JobMasterId, or the ResourceManager's ResourceManagerId."""
 
-    def __init__(self, channel: grpc.Channel, job_master_id: str, timeout: float,
-                 resource_manager_id: str = "") -> None:
+    def __init__(self, channel: grpc.Channel, job_master_id: JobMasterId, timeout: float,
+                 resource_manager_id: ResourceManagerId = ResourceManagerId("")) -> None:
         self._stub = taskexecutor_pb2_grpc.TaskExecutorStub(channel)
         # deployment descriptors are put in wire form by the codec (shared parts once for
         # all subtasks), so this call takes them as bytes
@@ -46,15 +47,15 @@ class GrpcTaskExecutorGateway:
     def submit_task(self, descriptor: TaskDeploymentDescriptor) -> "Future[Any]":
         return call_future(self._submit_task, tdd_to_bytes(descriptor), self._timeout)
 
-    def cancel_task(self, attempt_id: str) -> "Future[bool]":
+    def cancel_task(self, attempt_id: ExecutionAttemptID) -> "Future[bool]":
         return then(call_future(self._stub.CancelTask, taskexecutor_pb2.CancelTaskMessage(
             job_master_id=self._jm_id, attempt_id=attempt_id), self._timeout),
             lambda reply: bool(reply.known))
 
-    def free_slot(self, allocation_id: str, cause: str) -> "Future[Any]":
+    def free_slot(self, allocation_id: AllocationID, cause: str) -> "Future[Any]":
         return call_future(self._stub.FreeSlot, taskexecutor_pb2.FreeSlotMessage(
             job_master_id=self._jm_id, allocation_id=allocation_id, cause=cause), self._timeout)
 
-    def release_job_partitions(self, job_id: str) -> "Future[Any]":
+    def release_job_partitions(self, job_id: JobID) -> "Future[Any]":
         return call_future(self._stub.ReleaseJobPartitions, taskexecutor_pb2.ReleasePartitionsMessage(
             job_master_id=self._jm_id, job_id=job_id), self._timeout)

@@ -8,6 +8,7 @@ and memory stays bounded.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import ResourceID
 import queue
 import threading
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from yarnflow.taskexecutor.network.partition_store import read_stored, subpartit
 class Channel:
     partition_id: str
     data_address: str
-    resource_id: str
+    resource_id: ResourceID
     subpartition: int
 
 

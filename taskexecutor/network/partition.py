@@ -9,6 +9,7 @@ read without this executor.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import os
 import threading
 from collections import deque
@@ -159,7 +160,7 @@ class Subpartition(Protocol):
 class ResultPartition:
     """What one subtask produces for one output edge."""
 
-    def __init__(self, partition_id: str, job_id: str, result_id: str,
+    def __init__(self, partition_id: str, job_id: JobID, result_id: str,
                  partition_type: PartitionType, ship: ShipStrategy, keys: tuple[str, ...],
                  num_subpartitions: int, subtask_index: int, capacity: int, spill_dir: Path,
                  on_first_data: Callable[[], None],

@@ -1,6 +1,7 @@
 """The partitions this TaskExecutor holds, found by id for local and remote readers."""
 from __future__ import annotations
 
+from yarnflow.core.ids import JobID
 import threading
 from typing import Callable
 
@@ -43,7 +44,7 @@ class ResultPartitionManager:
         if partition is not None:
             partition.release()
 
-    def release_job(self, job_id: str) -> None:
+    def release_job(self, job_id: JobID) -> None:
         with self._cond:
             doomed = [p for p in self._partitions.values() if p.job_id == job_id]
             for partition in doomed:

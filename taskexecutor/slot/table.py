@@ -3,6 +3,7 @@ which job and AllocationID, and which tasks run in it. Its report is the truth t
 ResourceManager's slot manager follows."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId
 import enum
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +35,9 @@ class TaskSlot:
     index: int
     profile: ResourceSpec
     state: TaskSlotState = TaskSlotState.FREE
-    allocation_id: str = ""
-    job_id: str = ""
-    job_master_id: str = ""
+    allocation_id: AllocationID = AllocationID("")
+    job_id: JobID = JobID("")
+    job_master_id: JobMasterId = JobMasterId("")
     job_master_address: str = ""
     tasks: dict[str, Any] = field(default_factory=dict)
 
@@ -46,7 +47,8 @@ class TaskSlot:
                                  "is not allowed")
         self.state = target
         if target is TaskSlotState.FREE:
-            self.allocation_id = self.job_id = self.job_master_id = self.job_master_address = ""
+            self.allocation_id, self.job_id = AllocationID(""), JobID("")
+            self.job_master_id, self.job_master_address = JobMasterId(""), ""
 
 
 class TaskSlotTable:
@@ -55,7 +57,7 @@ class TaskSlotTable:
         self._by_allocation: dict[str, TaskSlot] = {}
         self.version = 0   # bumped on every allocation change (see SlotReport.version)
 
-    def allocate(self, index: int, job_id: str, allocation_id: str, job_master_id: str,
+    def allocate(self, index: int, job_id: JobID, allocation_id: AllocationID, job_master_id: JobMasterId,
                  job_master_address: str) -> TaskSlot:
         if not 0 <= index < len(self.slots):
             raise SlotStateError(f"no slot {index}: this executor has {len(self.slots)}")
@@ -71,15 +73,15 @@ class TaskSlotTable:
         self.version += 1
         return slot
 
-    def by_allocation(self, allocation_id: str) -> TaskSlot | None:
+    def by_allocation(self, allocation_id: AllocationID) -> TaskSlot | None:
         return self._by_allocation.get(allocation_id)
 
-    def activate(self, allocation_id: str) -> None:
+    def activate(self, allocation_id: AllocationID) -> None:
         slot = self._by_allocation[allocation_id]
         if slot.state is TaskSlotState.ALLOCATED:
             slot.transition(TaskSlotState.ACTIVE)
 
-    def free(self, allocation_id: str) -> TaskSlot | None:
+    def free(self, allocation_id: AllocationID) -> TaskSlot | None:
         """Free the slot, or mark it RELEASING while its tasks still run."""
         slot = self._by_allocation.get(allocation_id)
         if slot is None:
@@ -93,7 +95,8 @@ class TaskSlotTable:
         self.version += 1
         return slot
 
-    def add_task(self, allocation_id: str, job_master_id: str, attempt_id: str, task: Any) -> None:
+    def add_task(self, allocation_id: AllocationID, job_master_id: JobMasterId,
+                 attempt_id: ExecutionAttemptID, task: Any) -> None:
         slot = self._by_allocation.get(allocation_id)
         if slot is None:
             raise SlotStateError(f"no slot is allocated for {allocation_id}")
@@ -105,7 +108,7 @@ class TaskSlotTable:
             raise SlotStateError(f"slot {slot.index} is {slot.state.name}, not ACTIVE")
         slot.tasks[attempt_id] = task
 
-    def remove_task(self, allocation_id: str, attempt_id: str) -> TaskSlot | None:
+    def remove_task(self, allocation_id: AllocationID, attempt_id: ExecutionAttemptID) -> TaskSlot | None:
         """Forget a finished task; returns the slot if that freed a RELEASING slot."""
         slot = self._by_allocation.get(allocation_id)
         if slot is None:
@@ -121,13 +124,13 @@ class TaskSlotTable:
     def tasks(self) -> list[Any]:
         return [task for slot in self.slots for task in slot.tasks.values()]
 
-    def find_task(self, attempt_id: str) -> Any | None:
+    def find_task(self, attempt_id: ExecutionAttemptID) -> Any | None:
         for slot in self.slots:
             if attempt_id in slot.tasks:
                 return slot.tasks[attempt_id]
         return None
 
-    def job_masters(self) -> dict[str, tuple[str, str]]:
+    def job_masters(self) -> dict[JobMasterId, tuple[str, JobID]]:
         """job_master_id -> (address, job_id) for every JobMaster holding a slot here."""
         return {s.job_master_id: (s.job_master_address, s.job_id)
                 for s in self.slots if s.state is not TaskSlotState.FREE}

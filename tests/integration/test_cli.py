@@ -93,7 +93,7 @@ def test_explain_json_is_the_plan_as_data(main_run):
 def test_failing_job_exits_1_and_names_the_error(tmp_path):
     script = tmp_path / "boom.py"
     script.write_text(textwrap.dedent(f"""
-        import pyarrow as pa, yarnflow as yf
+        import pyarrow as pa, yarnflow.client as yf
         def explode(batch):
             raise KeyError("no column 'price'")
         p = yf.Pipeline("boom")
@@ -108,7 +108,7 @@ def test_failing_job_exits_1_and_names_the_error(tmp_path):
 def test_invalid_pipeline_and_bad_option_exit_2_with_the_fix(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text(textwrap.dedent("""
-        import pyarrow as pa, yarnflow as yf
+        import pyarrow as pa, yarnflow.client as yf
         p = yf.Pipeline("bad", parallelism=2)
         p.from_arrow(pa.table({"x": [1]})).forward().map(lambda b: b, name="m").set_parallelism(3)
         p.execute()
@@ -176,7 +176,7 @@ def test_a_lost_executors_log_named_in_the_failure_is_still_there_after_the_clie
     import re
     script = tmp_path / "die.py"
     script.write_text(textwrap.dedent(f"""
-        import os, pyarrow as pa, yarnflow as yf
+        import os, pyarrow as pa, yarnflow.client as yf
         def die(batch):
             print("about to die", flush=True)
             os._exit(3)

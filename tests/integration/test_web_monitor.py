@@ -115,7 +115,7 @@ def test_a_local_session_lists_its_running_and_ended_jobs(tmp_path):
 def test_run_with_ui_prints_the_pages_url(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(
-        "import pyarrow as pa, sys, yarnflow as yf\n"
+        "import pyarrow as pa, sys, yarnflow.client as yf\n"
         "p = yf.Pipeline('ui', parallelism=1)\n"
         "p.from_arrow(pa.table({'x': [1, 2, 3]})).write_parquet(sys.argv[1])\n"
         "p.execute()\n")

@@ -1,6 +1,7 @@
 """One attempt to run one subtask."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, ResourceID
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ class Execution:
     def __init__(self, vertex: "ExecutionVertex", attempt_number: int) -> None:
         self.vertex = vertex
         self.attempt_number = attempt_number
-        self.attempt_id = uuid.uuid4().hex
+        self.attempt_id = ExecutionAttemptID(uuid.uuid4().hex)
         self.state = ExecutionState.CREATED
         self.slot: Any = None          # the LogicalSlot it was assigned
         self.failure: str = ""
@@ -51,11 +52,11 @@ class Execution:
         self.state_timestamps[target] = self.vertex.job_vertex.graph.clock.time()
 
     @property
-    def resource_id(self) -> str | None:
+    def resource_id(self) -> ResourceID | None:
         return self.slot.location.resource_id if self.slot is not None else None
 
     @property
-    def allocation_id(self) -> str | None:
+    def allocation_id(self) -> AllocationID | None:
         return self.slot.allocation_id if self.slot is not None else None
 
     def __repr__(self) -> str:

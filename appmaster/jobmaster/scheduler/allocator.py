@@ -9,6 +9,7 @@ there.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -75,7 +76,7 @@ class SlotSharingSlotAllocator:
         else:
             future.cancel()
 
-    def vertices_in_slot(self, allocation_id: str) -> list[ExecutionVertex]:
+    def vertices_in_slot(self, allocation_id: AllocationID) -> list[ExecutionVertex]:
         return [v for v, g in self._groups.items()
                 if v in g.assigned and g.slot_future is not None and g.slot_future.done()
                 and g.slot_future.exception() is None

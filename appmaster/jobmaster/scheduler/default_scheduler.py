@@ -15,6 +15,7 @@ once, as does a failure the restart strategy allows no more restarts for.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import ExecutionAttemptID, ResourceID
 import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -191,7 +192,7 @@ class DefaultScheduler:
         else:
             self._check_termination()
 
-    def partition_has_data(self, attempt_id: str, result_id: str) -> None:
+    def partition_has_data(self, attempt_id: ExecutionAttemptID, result_id: str) -> None:
         execution = self.graph.attempts.get(attempt_id)
         result = self.graph.results.get(result_id)
         if execution is None or result is None or execution is not execution.vertex.current:
@@ -200,10 +201,10 @@ class DefaultScheduler:
         self._strategy.on_partition_consumable(result)
 
     # --- lost executors and slots ----------------------------------------------------
-    def is_lost(self, resource_id: str) -> bool:
+    def is_lost(self, resource_id: ResourceID) -> bool:
         return resource_id in self._lost_executors
 
-    def executor_lost(self, resource_id: str, reason: str) -> None:
+    def executor_lost(self, resource_id: ResourceID, reason: str) -> None:
         """Its running subtasks failed, and the finished results it held are lost. All
         of it is one failure."""
         if resource_id in self._lost_executors:
@@ -231,7 +232,7 @@ class DefaultScheduler:
         if failed or needed:
             self._handle_failure(failed, reason, also=needed)
 
-    def _lost_results_still_needed(self, resource_id: str) -> list[ExecutionVertex]:
+    def _lost_results_still_needed(self, resource_id: ResourceID) -> list[ExecutionVertex]:
         """Producers of finished BLOCKING results stored on ``resource_id`` that a
         subtask which has not finished will read: they must run again."""
         producers: list[ExecutionVertex] = []
@@ -245,7 +246,7 @@ class DefaultScheduler:
                                  if p.finished and p.producer.current.resource_id == resource_id)
         return producers
 
-    def depends_on(self, resource_id: str) -> bool:
+    def depends_on(self, resource_id: ResourceID) -> bool:
         """Whether the job holds a slot on the executor or will read a result there."""
         return any(slot.location.resource_id == resource_id
                    for slot in self._slot_pool.held_slots()) or \
@@ -354,10 +355,10 @@ class DefaultScheduler:
     def _record_exceptions(self, failed: list[Execution], cause: str) -> None:
         at = self._clock.time()
         entries = [ExceptionEntry(at, e.vertex.name_with_index, e.attempt_number,
-                                  e.resource_id or "",
+                                  e.resource_id or ResourceID(""),
                                   e.slot.location.host if e.slot is not None else "",
                                   e.failure or cause) for e in failed] \
-            or [ExceptionEntry(at, "", 0, "", "", cause)]
+            or [ExceptionEntry(at, "", 0, ResourceID(""), "", cause)]
         self.exceptions = (self.exceptions + entries)[-EXCEPTION_HISTORY_SIZE:]
 
     def _stop_for_restart(self, execution: Execution) -> None:
@@ -481,7 +482,7 @@ class DefaultScheduler:
         self._strategy.stop()
         self._on_ended()
 
-    def _sink_attempts(self) -> dict[str, dict[int, str]]:
+    def _sink_attempts(self) -> dict[str, dict[int, ExecutionAttemptID]]:
         """Per sink, the attempt of each subtask whose files are the output."""
         return {vertex_id: {v.subtask_index: v.current.attempt_id
                             for v in self.graph.job_vertices[vertex_id].task_vertices}

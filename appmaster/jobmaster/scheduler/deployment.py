@@ -8,6 +8,7 @@ one object, so it is also put in wire form once, not once per subtask.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, Execution,
                                                          ExecutionJobVertex, IntermediateResult)
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
@@ -24,12 +25,12 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> bytes:
     result = group.result
     if result.store:       # on the cluster file system: read there, whoever wrote it
         data = shuffle_descriptors_to_bytes(ShuffleDescriptors(
-            result.id, (stored_address(result.store),), ("",), (0,) * len(group),
+            result.id, (stored_address(result.store),), (ResourceID(""),), (0,) * len(group),
             tuple(p.producer.current.attempt_number for p in group.partitions())))
         group.cached_descriptors = data
         return data
     addresses: dict[str, int] = {}
-    resource_ids: list[str] = []
+    resource_ids: list[ResourceID] = []
     locations: list[int] = []
     attempts: list[int] = []
     for partition in group.partitions():
@@ -61,7 +62,7 @@ def invalidate_descriptors(result: IntermediateResult) -> None:
                 group.cached_descriptors = None
 
 
-def task_information(vertex: ExecutionJobVertex, job_master_id: str,
+def task_information(vertex: ExecutionJobVertex, job_master_id: JobMasterId,
                      job_master_address: str) -> TaskInformation:
     """The vertex's TaskInformation, built once per JobMaster and shared by its subtasks."""
     info = vertex.task_information
@@ -91,11 +92,11 @@ def input_gate(input_index: int, group: ConsumedPartitionGroup) -> InputGateDesc
     return gate
 
 
-def build_descriptor(execution: Execution, job_master_id: str,
+def build_descriptor(execution: Execution, job_master_id: JobMasterId,
                      job_master_address: str) -> TaskDeploymentDescriptor:
     vertex = execution.vertex
     return TaskDeploymentDescriptor(
         task_information(vertex.job_vertex, job_master_id, job_master_address),
         vertex.subtask_index, execution.attempt_number, execution.attempt_id,
-        execution.slot.allocation_id if execution.slot else "",
+        execution.slot.allocation_id if execution.slot else AllocationID(""),
         tuple(input_gate(i, group) for i, group in enumerate(vertex.consumed)))

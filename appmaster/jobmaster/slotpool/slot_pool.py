@@ -8,6 +8,7 @@ JobMaster's main thread.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, JobID, ResourceID
 import enum
 import heapq
 import itertools
@@ -35,7 +36,7 @@ class NoResourceAvailableError(Exception):
 
 @dataclass(eq=False)
 class PendingRequest:
-    allocation_id: str
+    allocation_id: AllocationID
     profile: ResourceSpec
     future: "Future[PhysicalSlot]"
     hosts: tuple[str, ...] = ()    # where a worker started for it should run, best first
@@ -78,7 +79,7 @@ class _Held:
 
 
 class SlotPool:
-    def __init__(self, main: MainThreadExecutor, job_id: str, idle_timeout: float,
+    def __init__(self, main: MainThreadExecutor, job_id: JobID, idle_timeout: float,
                  request_timeout: float,
                  on_allocated_slot_lost: Callable[[PhysicalSlot, str], None]) -> None:
         self._main = main
@@ -87,8 +88,8 @@ class SlotPool:
         self._request_timeout = request_timeout
         self._on_lost = on_allocated_slot_lost
         self._rm: ResourceManagerGateway | None = None
-        self._held: dict[str, _Held] = {}
-        self._pending: dict[str, PendingRequest] = {}
+        self._held: dict[AllocationID, _Held] = {}
+        self._pending: dict[AllocationID, PendingRequest] = {}
         self._slots_per_executor: dict[str, int] = {}
         self._allocated_per_executor: dict[str, int] = {}
         # Free slots by exact profile and executor, and a lazily updated heap of
@@ -123,7 +124,7 @@ class SlotPool:
             self._mark_allocated(free)
             future.set_result(free)
             return future
-        request = PendingRequest(uuid.uuid4().hex, profile, future, preferences.ranked_hosts())
+        request = PendingRequest(AllocationID(uuid.uuid4().hex), profile, future, preferences.ranked_hosts())
         request.timeout = self._main.schedule(self._request_timeout, self._timeout_request,
                                               request.allocation_id)
         self._pending[request.allocation_id] = request
@@ -160,7 +161,7 @@ class SlotPool:
                 and not self._closed:
             self._send_request(request)
 
-    def _timeout_request(self, allocation_id: str) -> None:
+    def _timeout_request(self, allocation_id: AllocationID) -> None:
         request = self._pending.get(allocation_id)
         if request is None:
             return
@@ -172,7 +173,7 @@ class SlotPool:
         if self._rm is not None:
             self._rm.cancel_slot_request(allocation_id)
 
-    def _fail_pending(self, allocation_id: str, cause: str) -> None:
+    def _fail_pending(self, allocation_id: AllocationID, cause: str) -> None:
         request = self._pending.pop(allocation_id, None)
         if request is None:
             return
@@ -181,7 +182,7 @@ class SlotPool:
         if not request.future.done():
             request.future.set_exception(NoResourceAvailableError(cause))
 
-    def fail_allocation(self, allocation_id: str, cause: str) -> None:
+    def fail_allocation(self, allocation_id: AllocationID, cause: str) -> None:
         """The ResourceManager or an executor reports an allocation cannot be served."""
         if allocation_id in self._pending:
             self._fail_pending(allocation_id, cause)
@@ -289,7 +290,7 @@ class SlotPool:
                 for rid, total in self._slots_per_executor.items() if total}
 
     # --- returning slots -------------------------------------------------------------
-    def release_slot(self, allocation_id: str) -> None:
+    def release_slot(self, allocation_id: AllocationID) -> None:
         """The job is done with a slot: serve a waiting request with it, or keep it idle."""
         held = self._held.get(allocation_id)
         if held is None or held.state is HeldSlotState.FREE:
@@ -314,7 +315,7 @@ class SlotPool:
             if held.state is HeldSlotState.FREE and now - held.since >= self._idle_timeout:
                 self._give_back(allocation_id, "idle longer than slot.idle.timeout")
 
-    def _give_back(self, allocation_id: str, cause: str) -> "Future[Any] | None":
+    def _give_back(self, allocation_id: AllocationID, cause: str) -> "Future[Any] | None":
         held = self._held.pop(allocation_id)
         self._forget_slot(held)
         if held.slot.gateway is not None:
@@ -322,7 +323,7 @@ class SlotPool:
             return freed
         return None
 
-    def release_task_manager(self, resource_id: str, cause: str) -> list[PhysicalSlot]:
+    def release_task_manager(self, resource_id: ResourceID, cause: str) -> list[PhysicalSlot]:
         """An executor is gone: drop its slots and tell the owners of allocated ones."""
         lost: list[PhysicalSlot] = []
         for allocation_id, held in list(self._held.items()):
@@ -355,6 +356,6 @@ class SlotPool:
     def held_slots(self) -> list[PhysicalSlot]:
         return [h.slot for h in self._held.values()]
 
-    def is_idle(self, allocation_id: str) -> bool:
+    def is_idle(self, allocation_id: AllocationID) -> bool:
         held = self._held.get(allocation_id)
         return held is not None and held.state is HeldSlotState.FREE

@@ -1,6 +1,7 @@
 """A slot a TaskExecutor offered to this job, and where that executor is."""
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ __all__ = ["PhysicalSlot", "TaskExecutorLocation"]
 @dataclass(eq=False)
 class PhysicalSlot:
     """A slot the SlotPool holds, keyed by AllocationID."""
-    allocation_id: str
+    allocation_id: AllocationID
     location: TaskExecutorLocation
     slot_index: int
     profile: ResourceSpec

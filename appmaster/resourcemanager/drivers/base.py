@@ -1,6 +1,7 @@
 """The resource driver interface (Flink's ResourceManagerDriver)."""
 from __future__ import annotations
 
+from yarnflow.core.ids import ResourceID
 import abc
 from typing import Protocol
 
@@ -10,9 +11,9 @@ from yarnflow.core.resources import ResourceSpec
 
 class WorkerEvents(Protocol):
     """What a driver reports back; called from any thread."""
-    def on_worker_terminated(self, resource_id: str, cause: str) -> None: ...
+    def on_worker_terminated(self, resource_id: ResourceID, cause: str) -> None: ...
 
-    def on_worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+    def on_worker_moved(self, resource_id: ResourceID, new_resource_id: ResourceID) -> None:
         """A starting worker asked on a host is asked again anywhere, under a new id."""
         ...
 
@@ -29,12 +30,12 @@ class ResourceDriver(abc.ABC):
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None: ...
 
     @abc.abstractmethod
-    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
         """``hosts``, best first, is where the worker should run; a driver that cannot
         place workers (``local``) or has no way to ask for those hosts ignores it."""
 
     @abc.abstractmethod
-    def release_worker(self, resource_id: str) -> None: ...
+    def release_worker(self, resource_id: ResourceID) -> None: ...
 
     @abc.abstractmethod
     def max_worker_resources(self) -> ResourceSpec: ...

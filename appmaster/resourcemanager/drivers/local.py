@@ -1,6 +1,7 @@
 """The ``local`` driver: TaskExecutors as subprocesses of this machine."""
 from __future__ import annotations
 
+from yarnflow.core.ids import ResourceID
 import logging
 import os
 import signal
@@ -37,8 +38,8 @@ class LocalDriver(ResourceDriver):
         self._workdir = workdir
         self._log_dir = log_dir or workdir
         self._tls_dir = tls_dir
-        self._procs: dict[str, subprocess.Popen[bytes]] = {}
-        self._released: set[str] = set()
+        self._procs: dict[ResourceID, subprocess.Popen[bytes]] = {}
+        self._released: set[ResourceID] = set()
         self._events: WorkerEvents | None = None
         self._rm_address = ""
         self._lock = threading.Lock()
@@ -51,8 +52,8 @@ class LocalDriver(ResourceDriver):
         self._log_dir.mkdir(parents=True, exist_ok=True)
         self._conf_file.write_text(self._config.to_json())
 
-    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
-        resource_id = f"local-te-{uuid.uuid4().hex[:8]}"
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
+        resource_id = ResourceID(f"local-te-{uuid.uuid4().hex[:8]}")
         python = self._config.get(options.LOCAL_PYTHON) or sys.executable
         log_file = self._log_file(resource_id)
         command = [python, "-m", "yarnflow.taskexecutor",
@@ -74,7 +75,7 @@ class LocalDriver(ResourceDriver):
                  resource_id, proc.pid, spec.name, log_file)
         return resource_id
 
-    def _watch(self, resource_id: str, proc: subprocess.Popen[bytes]) -> None:
+    def _watch(self, resource_id: ResourceID, proc: subprocess.Popen[bytes]) -> None:
         code = proc.wait()
         with self._lock:
             self._procs.pop(resource_id, None)
@@ -83,10 +84,10 @@ class LocalDriver(ResourceDriver):
             self._events.on_worker_terminated(
                 resource_id, f"{describe_exit(code)} (log: {self._log_file(resource_id)})")
 
-    def _log_file(self, resource_id: str) -> Path:
+    def _log_file(self, resource_id: ResourceID) -> Path:
         return self._log_dir / f"{resource_id}.log"
 
-    def release_worker(self, resource_id: str) -> None:
+    def release_worker(self, resource_id: ResourceID) -> None:
         with self._lock:
             self._released.add(resource_id)
             proc = self._procs.get(resource_id)
@@ -94,7 +95,7 @@ class LocalDriver(ResourceDriver):
             proc.terminate()
             threading.Thread(target=_kill_after, args=(proc, 10.0), daemon=True).start()
 
-    def pid_of(self, resource_id: str) -> int | None:
+    def pid_of(self, resource_id: ResourceID) -> int | None:
         with self._lock:
             proc = self._procs.get(resource_id)
         return proc.pid if proc else None

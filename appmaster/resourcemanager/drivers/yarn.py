@@ -24,6 +24,7 @@ container that a late answer made after all is released at once.
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import ResourceID
 import logging
 import threading
 from typing import Any, Callable, TypeVar
@@ -73,10 +74,10 @@ class YarnDriver(ResourceDriver):
         self._clock = clock
         self._max_container = max_container
         self._events: WorkerEvents | None = None
-        self._requested: set[str] = set()
-        self._released: set[str] = set()
-        self._reported: set[str] = set()
-        self._on_host: dict[str, tuple[float, str]] = {}   # asked on a host: since, fallback service
+        self._requested: set[ResourceID] = set()
+        self._released: set[ResourceID] = set()
+        self._reported: set[ResourceID] = set()
+        self._on_host: dict[ResourceID, tuple[float, str]] = {}   # asked on a host: since, fallback service
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -115,7 +116,7 @@ class YarnDriver(ResourceDriver):
                                         daemon=True)
         self._poller.start()
 
-    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
         service = self._services.get(spec.name)
         if service is None:
             raise RuntimeError(
@@ -127,21 +128,22 @@ class YarnDriver(ResourceDriver):
         except Exception as err:     # noqa: BLE001 - a failed start, whatever Skein raised
             with self._lock:
                 self._unasked += 1
-                resource_id = f"{service}_not-asked-{self._unasked}"
+                resource_id = ResourceID(f"{service}_not-asked-{self._unasked}")
             cause = self._not_taken(err)
             log.warning("no container for worker spec %s: %s", spec.name, cause)
             if self._events is not None:     # after the ResourceManager counts it as starting
                 self._events.on_worker_terminated(resource_id, cause)
             return resource_id
+        started = ResourceID(container.id)
         with self._lock:
-            self._requested.add(container.id)
+            self._requested.add(started)
             if host:
-                self._on_host[container.id] = (self._clock.monotonic(), service)
+                self._on_host[started] = (self._clock.monotonic(), service)
         log.info("requested container %s (%s: %d MB, %d vcores) for worker spec %s%s",
                  container.id, service, spec.container.memory_mb, spec.vcores, spec.name,
                  f" on {host}" if host else
                  f" anywhere (no service on {', '.join(hosts)})" if hosts else "")
-        return str(container.id)
+        return started
 
     def _ask_anywhere_when_overdue(self) -> None:
         """Withdraw host requests YARN has not placed within yarn.locality.wait and ask
@@ -176,13 +178,13 @@ class YarnDriver(ResourceDriver):
             if self._events is not None:
                 self._events.on_worker_moved(resource_id, container.id)
 
-    def adopt(self, resource_ids: list[str]) -> None:
+    def adopt(self, resource_ids: list[ResourceID]) -> None:
         """Containers Skein requested at application start (services declared with
         instances): watched like requested ones."""
         with self._lock:
             self._requested.update(resource_ids)
 
-    def release_worker(self, resource_id: str) -> None:
+    def release_worker(self, resource_id: ResourceID) -> None:
         with self._lock:
             self._on_host.pop(resource_id, None)
             if resource_id in self._released:

@@ -15,6 +15,7 @@ it elsewhere (relaxed locality).
 """
 from __future__ import annotations
 
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
 import enum
 import logging
 from dataclasses import dataclass, field
@@ -67,15 +68,15 @@ _REQUEST_TRANSITIONS = {
 
 @dataclass
 class SlotRequest:
-    allocation_id: str
-    job_id: str
-    job_master_id: str
+    allocation_id: AllocationID
+    job_id: JobID
+    job_master_id: JobMasterId
     job_master_address: str
     profile: ResourceSpec
     preferred_hosts: tuple[str, ...] = ()       # best first; where a worker for it should run
     state: RequestState = RequestState.WAITING
     assigned: tuple[str, int] | None = None     # (resource id, slot index) while PENDING
-    worker: str | None = None                   # the starting worker, while WAITING_FOR_WORKER
+    worker: ResourceID | None = None            # the starting worker, while WAITING_FOR_WORKER
 
     def transition(self, target: RequestState) -> None:
         check_transition(_REQUEST_TRANSITIONS, self.state, target,
@@ -89,12 +90,12 @@ class SlotRequest:
 
 @dataclass
 class TaskManagerSlot:
-    resource_id: str
+    resource_id: ResourceID
     index: int
     profile: ResourceSpec
     state: SlotState = SlotState.FREE
-    allocation_id: str = ""
-    job_id: str = ""
+    allocation_id: AllocationID = AllocationID("")
+    job_id: JobID = JobID("")
 
     def transition(self, target: SlotState) -> None:
         check_transition(_SLOT_TRANSITIONS, self.state, target,
@@ -104,7 +105,7 @@ class TaskManagerSlot:
 
 @dataclass
 class Worker:
-    resource_id: str
+    resource_id: ResourceID
     spec: WorkerSpec | None
     slots: list[TaskManagerSlot]
     idle_since: float | None       # None while it has busy slots or holds partitions
@@ -117,21 +118,21 @@ class Worker:
 
 @dataclass
 class PendingWorker:
-    resource_id: str
+    resource_id: ResourceID
     spec: WorkerSpec
     requested_at: float
-    reserved: set[str] = field(default_factory=set)   # allocation ids it will serve
+    reserved: set[AllocationID] = field(default_factory=set)   # allocation ids it will serve
     replaces: str = ""     # the lost executor it replaces, if it was started as a replacement
     host: str = ""         # the host it was asked on ("" anywhere)
 
 
 class SlotManagerActions(Protocol):
     """What the slot manager asks of the ResourceManager around it."""
-    def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+    def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
         """The new worker's resource id; asked on ``hosts[0]`` where the driver can."""
         ...
-    def stop_worker(self, resource_id: str, reason: str) -> None: ...
-    def allocate_slot(self, resource_id: str, slot_index: int, request: SlotRequest) -> None: ...
+    def stop_worker(self, resource_id: ResourceID, reason: str) -> None: ...
+    def allocate_slot(self, resource_id: ResourceID, slot_index: int, request: SlotRequest) -> None: ...
     def notify_allocation_failure(self, request: SlotRequest, cause: str) -> None: ...
 
 
@@ -147,9 +148,9 @@ class SlotManager:
         self._overhead_mb = overhead_mb
         self._max_workers = max_workers
         self._taskmanager_timeout = taskmanager_timeout
-        self.workers: dict[str, Worker] = {}
-        self.pending_workers: dict[str, PendingWorker] = {}
-        self.requests: dict[str, SlotRequest] = {}
+        self.workers: dict[ResourceID, Worker] = {}
+        self.pending_workers: dict[ResourceID, PendingWorker] = {}
+        self.requests: dict[AllocationID, SlotRequest] = {}
         self.started_per_spec: dict[str, int] = {}
         self._worker_specs = dict(worker_specs or {})
         # lost busy executors not yet replaced: (resource id, spec, when it was lost)
@@ -173,7 +174,7 @@ class SlotManager:
         self.requests[request.allocation_id] = request
         self._try_fulfill(request)
 
-    def cancel_slot_request(self, allocation_id: str) -> None:
+    def cancel_slot_request(self, allocation_id: AllocationID) -> None:
         request = self.requests.pop(allocation_id, None)
         if request is not None and request.worker in self.pending_workers:
             self.pending_workers[request.worker].reserved.discard(allocation_id)
@@ -237,7 +238,7 @@ class SlotManager:
                 return lost, spec
         return "", fallback
 
-    def add_starting_worker(self, resource_id: str, spec: WorkerSpec) -> None:
+    def add_starting_worker(self, resource_id: ResourceID, spec: WorkerSpec) -> None:
         """A worker the driver started without being asked (per-job containers YARN
         allocates with the application): requests reserve it like one they started."""
         self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
@@ -259,7 +260,7 @@ class SlotManager:
                         best, best_key = slot, key
         return best
 
-    def allocation_confirmed(self, allocation_id: str, report_version: int) -> None:
+    def allocation_confirmed(self, allocation_id: AllocationID, report_version: int) -> None:
         """The executor accepted the allocation: the request is done."""
         request = self.requests.pop(allocation_id, None)
         slot = self._slot_of(allocation_id)
@@ -271,13 +272,13 @@ class SlotManager:
         if request is None and slot is not None:
             log.debug("allocation %s confirmed after its request was cancelled", allocation_id)
 
-    def allocation_refused(self, allocation_id: str, cause: str) -> None:
+    def allocation_refused(self, allocation_id: AllocationID, cause: str) -> None:
         """The executor could not allocate (busy, gone): try elsewhere."""
         slot = self._slot_of(allocation_id)
         refused = None
         if slot is not None and slot.state is SlotState.PENDING:
             slot.transition(SlotState.FREE)
-            slot.allocation_id = slot.job_id = ""
+            slot.allocation_id, slot.job_id = AllocationID(""), JobID("")
             refused = (slot.resource_id, slot.index)
         request = self.requests.get(allocation_id)
         if request is not None and request.state is RequestState.PENDING:
@@ -286,8 +287,8 @@ class SlotManager:
             self._try_fulfill(request, avoid=refused)
 
     # --- executors -------------------------------------------------------------------
-    def register_worker(self, resource_id: str, slot_profile: ResourceSpec, num_slots: int,
-                        reported: list[tuple[int, str, str]], version: int = 0) -> None:
+    def register_worker(self, resource_id: ResourceID, slot_profile: ResourceSpec, num_slots: int,
+                        reported: list[tuple[int, AllocationID, JobID]], version: int = 0) -> None:
         pending = self.pending_workers.pop(resource_id, None)
         spec = pending.spec if pending else self.worker_spec_for(slot_profile)
         slots = [TaskManagerSlot(resource_id, i, slot_profile) for i in range(num_slots)]
@@ -300,7 +301,7 @@ class SlotManager:
                 request.transition(RequestState.WAITING)
         self.match_waiting_requests()
 
-    def report_slot_status(self, resource_id: str, reported: list[tuple[int, str, str]],
+    def report_slot_status(self, resource_id: ResourceID, reported: list[tuple[int, AllocationID, JobID]],
                            holds_partitions: bool, version: int = 0) -> None:
         """``reported``: (slot index, allocation id or '', job id) — the executor's truth,
         unless it was sent before an allocation we already saw confirmed."""
@@ -321,24 +322,24 @@ class SlotManager:
                     self.requests.pop(allocation_id, None)
             elif slot.state is SlotState.ALLOCATED:
                 slot.transition(SlotState.FREE)
-                slot.allocation_id = slot.job_id = ""
+                slot.allocation_id, slot.job_id = AllocationID(""), JobID("")
                 freed = True
         self._touch(resource_id)
         if freed:
             self.match_waiting_requests()
 
-    def free_slot(self, resource_id: str, slot_index: int, allocation_id: str) -> None:
+    def free_slot(self, resource_id: ResourceID, slot_index: int, allocation_id: AllocationID) -> None:
         worker = self.workers.get(resource_id)
         if worker is None or slot_index >= len(worker.slots):
             return
         slot = worker.slots[slot_index]
         if slot.allocation_id == allocation_id and slot.state is not SlotState.FREE:
             slot.transition(SlotState.FREE)
-            slot.allocation_id = slot.job_id = ""
+            slot.allocation_id, slot.job_id = AllocationID(""), JobID("")
             self._touch(resource_id)
             self.match_waiting_requests()
 
-    def unregister_worker(self, resource_id: str) -> Worker | None:
+    def unregister_worker(self, resource_id: ResourceID) -> Worker | None:
         """The executor is gone; requests that were placed on it are placed anew."""
         self.pending_workers.pop(resource_id, None)
         worker = self.workers.pop(resource_id, None)
@@ -351,7 +352,7 @@ class SlotManager:
         self.match_waiting_requests()
         return worker
 
-    def worker_start_failed(self, resource_id: str, cause: str, give_up: bool) -> None:
+    def worker_start_failed(self, resource_id: ResourceID, cause: str, give_up: bool) -> None:
         pending = self.pending_workers.pop(resource_id, None)
         if pending is None:
             return
@@ -364,7 +365,7 @@ class SlotManager:
                 del self.requests[allocation_id]
                 self._actions.notify_allocation_failure(request, cause)
 
-    def worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+    def worker_moved(self, resource_id: ResourceID, new_resource_id: ResourceID) -> None:
         """A starting worker is now known by another id (asked again anywhere after its
         host did not take it): its reservations follow it. A worker that registered in
         the meantime is not starting any more, and a lost one is someone else's news."""
@@ -386,7 +387,7 @@ class SlotManager:
                 self._try_fulfill(request)
 
     # --- idleness --------------------------------------------------------------------
-    def _touch(self, resource_id: str) -> None:
+    def _touch(self, resource_id: ResourceID) -> None:
         worker = self.workers.get(resource_id)
         if worker is None:
             return
@@ -395,7 +396,7 @@ class SlotManager:
         elif worker.idle_since is None:
             worker.idle_since = self._clock.monotonic()
 
-    def idle_workers(self, keep: int = 0) -> list[str]:
+    def idle_workers(self, keep: int = 0) -> list[ResourceID]:
         """Executors idle past resourcemanager.taskmanager-timeout (beyond ``keep`` warm ones)."""
         now = self._clock.monotonic()
         idle = [w for w in self.workers.values()
@@ -405,13 +406,13 @@ class SlotManager:
         spare = max(0, keep - busy_or_young)
         return [w.resource_id for w in idle[spare:]]
 
-    def _slot_of(self, allocation_id: str) -> TaskManagerSlot | None:
+    def _slot_of(self, allocation_id: AllocationID) -> TaskManagerSlot | None:
         for worker in self.workers.values():
             for slot in worker.slots:
                 if slot.allocation_id == allocation_id:
                     return slot
         return None
 
-    def jobs_on(self, resource_id: str) -> set[str]:
+    def jobs_on(self, resource_id: ResourceID) -> set[JobID]:
         worker = self.workers.get(resource_id)
         return {s.job_id for s in worker.slots if s.job_id} if worker else set()
