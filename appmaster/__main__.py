@@ -1,5 +1,5 @@
 """``python -m yarnflow.appmaster``: the ApplicationMaster on YARN."""
-from yarnflow.rpc.core_logs import grpc_core_logs_to_stderr
+from yarnflow.conf.logs import grpc_core_logs_to_stderr
 
 grpc_core_logs_to_stderr()     # before grpc loads: this process's stderr is its log
 

@@ -5,13 +5,13 @@ driver inside the client's process; on YARN the ApplicationMaster builds it with
 YARN driver inside the Skein master container."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID, JobMasterId, ResourceManagerId
 import logging
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from yarnflow.core.ids import JobID, JobMasterId, ResourceManagerId
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.service import JobMasterService
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
@@ -27,7 +27,7 @@ from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.plan import plan_vertices
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
-from yarnflow.rpc.faults import fault_injector
+from yarnflow.rpc.testing import fault_injector
 from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
 from yarnflow.rpc.gateways.resourcemanager import (GrpcResourceManagerGateway,
                                                    GrpcResourceManagerRegistrationGateway)

@@ -22,7 +22,6 @@ A job that already ended is not run again (``ended_in_an_earlier_attempt``).
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID, ResourceID
 import argparse
 import faulthandler
 import json
@@ -35,8 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from yarnflow.core.ids import JobID, ResourceID
 from yarnflow.appmaster.components import ApplicationMasterComponents
-from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
+from yarnflow.appmaster.dispatcher import Dispatcher
+from yarnflow.core.history import archived_job, open_archive
+from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.core.details import JobDetails
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
@@ -179,8 +181,7 @@ def ended_in_an_earlier_attempt(history: str, job_id: JobID,
     attempt = application_attempt() if attempt is None else attempt
     if attempt == 1 or not history:
         return None
-    from yarnflow.rpc.archive import archived_job
-    details = archived_job(history, job_id)
+    details = archived_job(history, job_id, JOB_DETAILS)
     if details is None or not details.status.is_globally_terminal:
         return None
     log.info("job %s ended %s in an earlier attempt: the application ends with that outcome",
@@ -202,7 +203,7 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     dispatchers: list[Dispatcher] = []
 
     def serve_dispatcher(components: ApplicationMasterComponents, server: Any) -> None:
-        dispatcher = Dispatcher(components, None, open_archive(history) if history else None)
+        dispatcher = Dispatcher(components, None, open_archive(history, JOB_DETAILS) if history else None)
         add_dispatcher_service(server, dispatcher, lambda reason: dispatcher.cancel_all())
         dispatchers.append(dispatcher)
     components = start_components(config, app, register_more=serve_dispatcher)

@@ -16,7 +16,9 @@ import signal
 import threading
 from typing import Any
 
-from yarnflow.appmaster.dispatcher import Dispatcher, open_archive
+from yarnflow.appmaster.dispatcher import Dispatcher
+from yarnflow.core.history import open_archive
+from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.appmaster.dispatcher.job_graph_store import JobGraphStore, job_graph_store_location
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
@@ -58,7 +60,7 @@ class Session:
             self.history_dir, os.environ.get("SKEIN_APPLICATION_ID", "session"))) \
             if self.history_dir else None
         self.dispatcher = Dispatcher(components, self.ladder,
-                                     open_archive(self.history_dir) if self.history_dir else None,
+                                     open_archive(self.history_dir, JOB_DETAILS) if self.history_dir else None,
                                      self.job_graphs)
         add_dispatcher_service(server, self.dispatcher, self.stop)
 

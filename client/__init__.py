@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from yarnflow.rpc.core_logs import quiet_grpc_core
+from yarnflow.conf.logs import quiet_grpc_core
 
-quiet_grpc_core()       # before anything imports grpc; see rpc/core_logs.py
+quiet_grpc_core()       # before anything imports grpc; see conf/logs.py
 
 _EXPORTS = {
     "ResourceSpec": "yarnflow.core.resources",

@@ -1,7 +1,6 @@
 """The ``yarnflow`` command line."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import atexit
 import functools
 import logging
@@ -14,6 +13,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
+from yarnflow.core.ids import JobID
 from yarnflow.client.display import exceptions_table, progress_table, subtask_table, summary_table
 
 from yarnflow.conf import ConfigError, options

@@ -275,10 +275,10 @@ LOCAL_LOG_RETENTION = _option("local.log-retention", _pos_int, 10,
 ATTACHED = _option("execution.attached", parse_bool, False,
                    "Whether `yarnflow run` on YARN follows the job to its end (local always does).")
 
-# --- test only: fault injection (yarnflow.rpc.faults) ---------------------------------------
+# --- test only: fault injection (yarnflow.rpc.testing.faults) ---------------------------------------
 TEST_RPC_FAULTS = _option(
     "test.rpc.faults", _str, "",
-    "Test only: calls between components to drop, duplicate or delay ('<method>=<action>[:<probability>[:<times>]]; ...', see rpc/faults.py); empty, the default, injects nothing.")
+    "Test only: calls between components to drop, duplicate or delay ('<method>=<action>[:<probability>[:<times>]]; ...', see rpc/testing/faults.py); empty, the default, injects nothing.")
 TEST_RPC_FAULTS_SEED = _option("test.rpc.faults.seed", _nonneg_int, 0,
                                "Test only: the seed of test.rpc.faults' random draws.")
 

@@ -10,10 +10,10 @@ once for all of them.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 from yarnflow.core.user_code import UserCode
 

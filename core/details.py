@@ -4,9 +4,9 @@ Dispatcher keeps and archives them, every client shows them; the wire form is ma
 only by ``yarnflow.rpc.codec``."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, JobID, ResourceID
 from dataclasses import dataclass, field
 
+from yarnflow.core.ids import AllocationID, JobID, ResourceID
 from yarnflow.core.messages import TaskMetrics
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus

@@ -4,7 +4,6 @@ edge carries each kind as a gRPC status and turns it back into the same exceptio
 the caller's side (``yarnflow.rpc.errors``)."""
 from __future__ import annotations
 
-
 class Refused(Exception):
     """The peer refused the call; the message says why and, where it can, what to do."""
 

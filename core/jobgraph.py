@@ -9,12 +9,12 @@ the runtime could not run.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import enum
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.user_code import UserCode

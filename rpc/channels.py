@@ -35,7 +35,7 @@ def start_server(tls: TlsCredentials, register: Callable[[grpc.Server], None],
 
 class ChannelCache:
     """One mutual-TLS channel per address, shared by every stub that dials it.
-    ``interceptor``: the test-only fault injector (``yarnflow.rpc.faults``), on every
+    ``interceptor``: the test-only fault injector (``yarnflow.rpc.testing.faults``), on every
     call through these channels."""
 
     def __init__(self, tls: TlsCredentials, interceptor: grpc.UnaryUnaryClientInterceptor | None = None

@@ -3,13 +3,14 @@ from protobuf. The model (``yarnflow.core``) knows nothing of protobuf; this mod
 one place both meet, so the client and the ApplicationMaster cannot disagree on it."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID, JobMasterId
 from typing import TYPE_CHECKING, Any
 
+from yarnflow.core.ids import JobID, JobMasterId
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
                                      ShuffleDescriptors, TaskDeploymentDescriptor,
                                      TaskInformation)
 from yarnflow.core.estimates import Estimate
+from yarnflow.core.history import JobDetailsCodec
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
@@ -337,3 +338,15 @@ def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.Sessi
 def session_overview_from_proto(m: Any) -> SessionOverview:
     return SessionOverview(m.history_dir, m.container_sizes, m.executors, m.free_slots,
                            m.total_slots, m.running_jobs, m.finished_jobs)
+
+
+def _job_details_to_bytes(details: JobDetails) -> bytes:
+    return bytes(job_details_to_proto(details).SerializeToString())
+
+
+def _job_details_from_bytes(data: bytes) -> JobDetails:
+    return job_details_from_proto(jobmaster_pb2.JobDetails.FromString(data))
+
+
+# what a job's details are in the history archive (yarnflow.core.history)
+JOB_DETAILS = JobDetailsCodec(_job_details_to_bytes, _job_details_from_bytes)

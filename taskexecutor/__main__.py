@@ -18,7 +18,7 @@ from pathlib import Path
 # before pyarrow loads; an explicit setting in the environment wins.
 os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")
 
-from yarnflow.rpc.core_logs import grpc_core_logs_to_stderr
+from yarnflow.conf.logs import grpc_core_logs_to_stderr
 
 grpc_core_logs_to_stderr()     # this process's stderr is its log
 

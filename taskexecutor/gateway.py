@@ -5,10 +5,10 @@ implementation is ``yarnflow.rpc.gateways.taskexecutor.GrpcTaskExecutorGateway``
 in-memory ones. A refusal fails the future with ``yarnflow.core.errors.Refused``."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.messages import SlotAllocation
 

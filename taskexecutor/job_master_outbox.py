@@ -11,12 +11,12 @@ repairs a missed report from the next heartbeat too. Main thread only.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import ExecutionAttemptID, JobMasterId
 import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
+from yarnflow.core.ids import ExecutionAttemptID, JobMasterId
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.core.errors import Refused
 from yarnflow.core.messages import SplitAnswer, TaskExecutionState

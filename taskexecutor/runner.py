@@ -3,7 +3,6 @@ control server, the data server, the channels its gateways use, the tasks' share
 services (partitions, Spark), and an orderly stop."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID, JobMasterId, ResourceID
 import logging
 import os
 import shutil
@@ -11,12 +10,13 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from yarnflow.core.ids import JobID, JobMasterId, ResourceID
 from yarnflow.conf import Configuration, options
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.messages import TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
-from yarnflow.rpc.faults import fault_injector
+from yarnflow.rpc.testing import fault_injector
 from yarnflow.rpc.endpoint import MainThread
 from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
 from yarnflow.rpc.gateways.resourcemanager import GrpcResourceManagerExecutorGateway

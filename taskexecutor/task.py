@@ -7,7 +7,6 @@ executor, and the full traceback as detail.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import ResourceID
 import dataclasses
 import enum
 import logging
@@ -20,6 +19,7 @@ from typing import Any, Callable, Iterator
 import cloudpickle
 import pyarrow as pa
 
+from yarnflow.core.ids import ResourceID
 from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType

@@ -7,7 +7,6 @@ The process around it (servers, channels, Spark) is ``taskexecutor.runner``.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID, ResourceManagerId
 import enum
 import functools
 import logging
@@ -15,6 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerExecutorGateway
 from yarnflow.conf import Configuration, options

@@ -4,11 +4,11 @@ application's credentials, and — from Skein's key-value store — where the
 ApplicationMaster is."""
 from __future__ import annotations
 
-from yarnflow.core.ids import ResourceID
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from yarnflow.core.ids import ResourceID
 from yarnflow.conf import Configuration
 from yarnflow.rpc.security import TlsCredentials, read_skein_container_credentials
 from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, CONF_ENV, decode_env

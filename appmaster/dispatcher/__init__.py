@@ -1,7 +1,7 @@
 """Session mode's Dispatcher (FLIP-6): accepts jobs, runs a JobMaster for each on the
 session's shared ResourceManager, and keeps every finished job queryable."""
-from yarnflow.rpc.archive import JobArchive, open_archive
+from yarnflow.core.history import JobArchive
 from yarnflow.appmaster.dispatcher.dispatcher import Dispatcher
 from yarnflow.appmaster.dispatcher.gateway import DispatcherGateway
 
-__all__ = ["Dispatcher", "DispatcherGateway", "JobArchive", "open_archive"]
+__all__ = ["Dispatcher", "DispatcherGateway", "JobArchive"]

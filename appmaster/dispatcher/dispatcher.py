@@ -14,12 +14,12 @@ JobMaster's answer, waiting for a job) outside it, so nothing here needs a lock.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import logging
 from concurrent import futures
 from typing import TYPE_CHECKING
 
-from yarnflow.rpc.archive import JobArchive
+from yarnflow.core.ids import JobID
+from yarnflow.core.history import JobArchive
 from yarnflow.core.clock import Deadline
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.conf import options

@@ -4,10 +4,10 @@ future with the same ``yarnflow.core.errors`` kind the Dispatcher raised
 (``JobRejected``, ``UnknownJob``, ``Refused``)."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 from concurrent.futures import Future
 from typing import Protocol
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.details import JobDetails, SessionOverview
 from yarnflow.core.jobgraph import JobGraph
 

@@ -12,10 +12,10 @@ which other applications share).
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import posixpath
 
-from yarnflow.rpc.archive import JobFiles, storage_options
+from yarnflow.core.ids import JobID
+from yarnflow.core.history import JobFiles, storage_options
 
 
 def job_graph_store_location(history_dir: str, application_id: str) -> str:

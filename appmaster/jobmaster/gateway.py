@@ -4,10 +4,10 @@ since been replaced is refused (``FencingError``), never applied to its successo
 The gRPC implementation is ``yarnflow.rpc.gateways.jobmaster.GrpcJobMasterGateway``."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, ResourceID
 from concurrent.futures import Future
 from typing import Protocol
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, ResourceID
 from yarnflow.core.messages import SlotOffer, SplitAnswer, TaskExecutionState, TaskExecutorLocation
 
 

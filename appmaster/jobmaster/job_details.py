@@ -2,10 +2,10 @@
 ExecutionGraph."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ResourceID
 import dataclasses
 from typing import Sequence
 
+from yarnflow.core.ids import AllocationID, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
 from yarnflow.core.details import (ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails,
                                    VertexInput)

@@ -19,7 +19,6 @@ the JobMaster's main thread: a slow NameNode delays recovery's bookkeeping, not 
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import dataclasses
 import json
 import logging
@@ -31,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any
 
+from yarnflow.core.ids import JobID
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          ExecutionVertex)
 from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion, pipelined_regions

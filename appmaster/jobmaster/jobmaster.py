@@ -8,12 +8,12 @@ the job's stored results and event log ``job_events.py``'s.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 import logging
 import uuid
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex, Execution
 from yarnflow.appmaster.jobmaster.job_details import job_details
 from yarnflow.appmaster.jobmaster.job_events import JobStorage, StoredResults

@@ -4,11 +4,11 @@ visible at once when the job finishes, and discarded when it does not. Tasks onl
 write into staging, so a restarted or abandoned attempt never shows in the output."""
 from __future__ import annotations
 
-from yarnflow.core.ids import ExecutionAttemptID
 import logging
 import traceback
 from typing import Mapping
 
+from yarnflow.core.ids import ExecutionAttemptID
 from yarnflow.appmaster.jobmaster.user_code import load_committer
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.operators.base import OutputCommitter

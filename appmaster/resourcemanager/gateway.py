@@ -6,10 +6,10 @@ the ResourceManagerId the executor registered with, which changes when it regist
 again. The gRPC implementations are in ``yarnflow.rpc.gateways.resourcemanager``."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.core.messages import SlotReport, TaskExecutorRegistration
 from yarnflow.core.resources import ResourceSpec
 

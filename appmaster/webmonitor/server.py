@@ -11,7 +11,6 @@ sensitive configuration value.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import json
 import logging
 import re
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.appmaster.webmonitor import views
 from yarnflow.appmaster.webmonitor.metrics import metrics_registry

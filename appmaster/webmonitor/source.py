@@ -3,11 +3,11 @@ server and its views are tested against ``TestingWebMonitorSource`` and run agai
 the ApplicationMaster's components. Every method here only reads."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.conf import options
 from yarnflow.core.details import ExecutorDetails, JobDetails

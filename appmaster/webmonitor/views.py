@@ -6,9 +6,9 @@ and ``yarnflow status`` cannot disagree. Pure functions: no I/O, no clock of the
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import ResourceID
 from typing import Any
 
+from yarnflow.core.ids import ResourceID
 from yarnflow.core.details import ExecutorDetails, JobDetails, SubtaskDetails, VertexDetails
 from yarnflow.core.messages import ClusterOverview, input_skew
 from yarnflow.core.plan import spec_json

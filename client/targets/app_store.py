@@ -5,12 +5,12 @@ only); for a session also its name, Dispatcher address and history directory, an
 for every job submitted to a session, which session took it (``jobs/<job id>``)."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from yarnflow.core.ids import JobID
 from yarnflow.rpc.security import TlsCredentials
 
 

@@ -6,9 +6,9 @@ as a ``JobStatus``, its details, ``wait`` for its ``JobResult``, and ``cancel``.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import abc
 
+from yarnflow.core.ids import JobID
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.core.clock import poll_until
 from yarnflow.core.details import JobDetails, JobResult

@@ -8,12 +8,12 @@ known and otherwise read from Skein's key-value store. Every failure becomes a
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
 import grpc
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.details import JobDetails, SessionOverview
 from yarnflow.core.errors import JobRejected, Refused, UnknownJob
 from yarnflow.core.jobgraph import JobGraph

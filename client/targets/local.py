@@ -3,13 +3,13 @@ TaskExecutor a subprocess; no Hadoop needed. ``LocalCluster`` is also what tests
 benchmarks keep up across jobs."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import logging
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
+from yarnflow.core.ids import JobID
 from yarnflow.appmaster.components import ApplicationMasterComponents, JobClient
 from yarnflow.appmaster.dispatcher import Dispatcher, JobArchive
 from yarnflow.appmaster.resourcemanager.drivers.local import LocalDriver
@@ -23,6 +23,7 @@ from yarnflow.core.messages import ClusterOverview
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.rpc.channels import ChannelCache
+from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.rpc.security import generate_cluster_credentials
 from yarnflow.client.targets.app_store import yarnflow_home
 from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
@@ -54,7 +55,7 @@ class LocalCluster:
                                                       worker_specs=worker_specs, ladder=ladder,
                                                       min_workers=min_executors)
         self.dispatcher = Dispatcher(self.components, ladder, JobArchive(
-            self.config.get(options.SESSION_HISTORY_DIR) or self.workdir / "history")) \
+            self.config.get(options.SESSION_HISTORY_DIR) or self.workdir / "history", JOB_DETAILS)) \
             if session else None
         self._log = ComponentLog(log_dir / "appmaster.log") if log_dir is not None else None
         self.web: WebMonitorServer | None = None

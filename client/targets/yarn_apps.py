@@ -6,11 +6,11 @@ mutual TLS (``DispatcherClient``); once it ended, YARN's application report hold
 outcome (final status and the job's failure summary as diagnostics)."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import subprocess
 from dataclasses import dataclass
 from typing import Any
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.clock import SYSTEM_CLOCK, Deadline, poll_until
 from yarnflow.core.contract import APPMASTER_ADDRESS_KEY, JOB_ID_KEY
 from yarnflow.core.details import JobDetails
@@ -85,8 +85,9 @@ class YarnApplication:
         info = self.store.info(self.app_id)
         if not info.get("job_id"):
             return None
-        from yarnflow.rpc.archive import archived_job   # fsspec: only for ended applications
-        return archived_job(info.get("history", ""), info["job_id"])
+        from yarnflow.core.history import archived_job   # fsspec: only for ended applications
+        from yarnflow.rpc.codec import JOB_DETAILS
+        return archived_job(info.get("history", ""), info["job_id"], JOB_DETAILS)
 
     def wait_finished(self, timeout: float, poll: float = 0.5) -> ApplicationStatus:
         seen: list[ApplicationStatus] = []

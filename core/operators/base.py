@@ -1,13 +1,13 @@
 """The operator contract and the conversions every operator shares."""
 from __future__ import annotations
 
-from yarnflow.core.ids import ExecutionAttemptID, JobID
 import copy
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 import pyarrow as pa
 
+from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import FileSystemSettings
 

@@ -24,7 +24,6 @@ whose replacement did not complete.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import ExecutionAttemptID, JobID
 import copy
 import logging
 import posixpath
@@ -32,6 +31,7 @@ from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
+from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.fs import FileSystem, FileSystemSettings
 from yarnflow.core.operators.base import Operator, OperatorContext
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable

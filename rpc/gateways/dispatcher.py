@@ -2,11 +2,11 @@
 client loads to reach an ApplicationMaster, and no other peer's stubs."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 from concurrent.futures import Future
 
 import grpc
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.details import JobDetails, SessionOverview
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.rpc.codec import job_details_from_proto, jobgraph_to_proto, session_overview_from_proto

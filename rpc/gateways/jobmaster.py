@@ -1,12 +1,12 @@
 """The gRPC JobMasterGateway (``yarnflow.appmaster.jobmaster.gateway``)."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 from concurrent.futures import Future
 from typing import Any
 
 import grpc
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.core.messages import (AskAgain, SlotOffer, SplitAnswer, TaskExecutionState,
                                     TaskExecutorLocation)
 from yarnflow.rpc.codec import fill_location, fill_resource_spec, task_execution_state_to_proto

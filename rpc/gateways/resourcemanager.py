@@ -2,12 +2,12 @@
 a JobMaster's (to register, then registered), and a TaskExecutor's."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from concurrent.futures import Future
 from typing import Any
 
 import grpc
 
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.core.errors import Refused
 from yarnflow.core.messages import SlotReport, TaskExecutorRegistration
 from yarnflow.core.resources import ResourceSpec

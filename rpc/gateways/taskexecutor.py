@@ -1,12 +1,12 @@
 """The gRPC TaskExecutorGateway (``yarnflow.taskexecutor.gateway``)."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceManagerId
 from concurrent.futures import Future
 from typing import Any
 
 import grpc
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceManagerId
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.rpc.codec import fill_resource_spec, tdd_to_bytes

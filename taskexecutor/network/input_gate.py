@@ -8,7 +8,6 @@ and memory stays bounded.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import ResourceID
 import queue
 import threading
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
+from yarnflow.core.ids import ResourceID
 from yarnflow.core.deployment import InputGateDescriptor, stored_result_dir
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
 from yarnflow.rpc.codec import shuffle_descriptors_from_bytes

@@ -9,7 +9,6 @@ read without this executor.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import os
 import threading
 from collections import deque
@@ -18,6 +17,7 @@ from typing import Callable, Iterator, Protocol
 
 import pyarrow as pa
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 from yarnflow.taskexecutor.network.partitioner import Partitioner
 

@@ -1,10 +1,10 @@
 """The partitions this TaskExecutor holds, found by id for local and remote readers."""
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import threading
 from typing import Callable
 
+from yarnflow.core.ids import JobID
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock, Deadline
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.taskexecutor.network.partition import PartitionTimeout, ResultPartition, TaskCancelled

@@ -3,11 +3,11 @@ which job and AllocationID, and which tasks run in it. Its report is the truth t
 ResourceManager's slot manager follows."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId
 import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId
 from yarnflow.core.resources import ResourceSpec
 
 

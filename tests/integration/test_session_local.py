@@ -12,7 +12,8 @@ import pytest
 
 import yarnflow.client as yf
 from tests.conftest import FAST, wait_until
-from yarnflow.appmaster.dispatcher import JobArchive
+from yarnflow.core.history import JobArchive
+from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.core.errors import JobRejected
 from yarnflow.core.status import ExecutionState, JobStatus
 from yarnflow.conf import Configuration, options
@@ -90,7 +91,7 @@ def test_jobs_share_the_session_and_finished_ones_stay_queryable(tmp_path, confi
         assert dict(session.overview().workers_started_per_spec) == started
 
     # the history outlives the session
-    archive = JobArchive(history)
+    archive = JobArchive(history, JOB_DETAILS)
     assert archive.job_ids() == sorted([a, b, c, d])
     summary = archive.load(b)
     assert summary.status is JobStatus.FINISHED and summary.name == "b"
@@ -169,7 +170,7 @@ def test_a_new_attempt_runs_again_the_accepted_jobs_that_had_not_ended(tmp_path,
     unended, ended = job("unended", tmp_path / "a", config), job("ended", tmp_path / "b", config)
     for graph in (unended, ended):     # what attempt 1's Dispatcher stored on acceptance
         store.put(graph.job_id, jobgraph_to_proto(graph).SerializeToString())
-    archive = JobArchive(history)
+    archive = JobArchive(history, JOB_DETAILS)
     archive.store(JobDetails(ended.job_id, "ended", JobStatus.FINISHED, 1.0, 2.0))
     assert oct((tmp_path / "jobgraphs" / "application_1_0001").stat().st_mode)[-3:] == "700"
 

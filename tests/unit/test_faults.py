@@ -1,4 +1,4 @@
-"""The test-only RPC fault injector (``yarnflow.rpc.faults``) on its own: its rules,
+"""The test-only RPC fault injector (``yarnflow.rpc.testing.faults``) on its own: its rules,
 what each action does to a call, its seeded draws, and that a job cannot carry it."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import grpc
 import pytest
 
-from yarnflow.rpc.faults import FaultInjector, fault_injector, parse_rules
+from yarnflow.rpc.testing.faults import FaultInjector, fault_injector, parse_rules
 
 
 class Call:

@@ -3,6 +3,7 @@ new import that crosses a boundary fails here rather than in a newcomer's head."
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -162,3 +163,14 @@ def test_the_resolver_finds_a_stale_import(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert unresolved(("pkg",)) == ["pkg/user.py: from yarnflow.pkg import Y",
                                     "pkg/user.py: import yarnflow.pkg.gone"]
+
+
+def test_a_runtime_process_imports_neither_the_client_nor_test_only_code():
+    """``yarnflow`` is a namespace: a TaskExecutor or an ApplicationMaster loads its own
+    packages, not the pipeline API, and not the fault injector unless a test asks."""
+    probe = ("import sys, yarnflow.taskexecutor.runner, yarnflow.appmaster.components; "
+             "print(sorted({m.rsplit('.', 1)[0] for m in sys.modules if m.startswith("
+             "('yarnflow.client', 'yarnflow.rpc.testing.faults'))}))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout

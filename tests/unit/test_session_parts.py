@@ -7,7 +7,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from yarnflow.appmaster.dispatcher import JobArchive
+from yarnflow.core.history import JobArchive
+from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.core.details import JobDetails
 from yarnflow.core.status import JobStatus
 from yarnflow.rpc.generated import jobmaster_pb2
@@ -23,7 +24,7 @@ def details(job_id: str, status: str, start: float) -> JobDetails:
 
 
 def test_archive_keeps_every_job_and_a_rewrite_replaces_it(tmp_path):
-    archive = JobArchive(tmp_path / "history")
+    archive = JobArchive(tmp_path / "history", JOB_DETAILS)
     assert archive.job_ids() == []                     # no directory yet: empty, not an error
     archive.store(details("b", "FAILED", 2.0))
     archive.store(details("a", "RUNNING", 1.0))
@@ -39,7 +40,7 @@ def test_an_archive_from_before_the_status_enum_still_reads(tmp_path):
     """Histories outlive upgrades: a job archived when the status travelled as a name."""
     (tmp_path / "old.pb").write_bytes(jobmaster_pb2.JobDetails(
         job_id="old", name="j", legacy_status="CANCELED", start_time=1.0).SerializeToString())
-    old = JobArchive(tmp_path).load("old")
+    old = JobArchive(tmp_path, JOB_DETAILS).load("old")
     assert (old.job_id, old.status, old.start_time) == ("old", JobStatus.CANCELED, 1.0)
 
 

@@ -350,9 +350,10 @@ def test_a_job_that_ended_in_an_earlier_attempt_is_not_run_again(tmp_path):
     from yarnflow.appmaster.yarn_entrypoint import ended_in_an_earlier_attempt
     from yarnflow.core.details import JobDetails
     from yarnflow.core.status import JobStatus
-    from yarnflow.rpc.archive import open_archive
+    from yarnflow.core.history import open_archive
+    from yarnflow.rpc.codec import JOB_DETAILS
     history = str(tmp_path / "history")
-    archive = open_archive(history)
+    archive = open_archive(history, JOB_DETAILS)
     archive.store(JobDetails("failed-job", "j", JobStatus.FAILED, 1.0, 2.0,
                              failure="explode (1/1): ValueError: bad input"))
     archive.store(JobDetails("cancelled-job", "j", JobStatus.CANCELED, 1.0, 2.0))

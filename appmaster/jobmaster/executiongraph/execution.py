@@ -1,10 +1,10 @@
 """One attempt to run one subtask."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, ResourceID
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, ResourceID
 from yarnflow.core.messages import AskAgain, TaskMetrics
 from yarnflow.core.status import (
     EXECUTION_TRANSITIONS, ExecutionState, check_transition)

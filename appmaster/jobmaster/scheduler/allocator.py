@@ -9,11 +9,11 @@ there.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from yarnflow.core.ids import AllocationID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionVertex
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import merge, preferred_locations
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup

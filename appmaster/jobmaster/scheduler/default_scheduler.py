@@ -15,12 +15,12 @@ once, as does a failure the restart strategy allows no more restarts for.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import ExecutionAttemptID, ResourceID
 import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
+from yarnflow.core.ids import ExecutionAttemptID, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
                                                          ExecutionState, ExecutionVertex,
                                                          IntermediateResultPartition, JobStatus)

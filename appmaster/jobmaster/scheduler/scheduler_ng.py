@@ -3,10 +3,10 @@ JobMaster takes messages in and hands what they mean for subtasks over; the sche
 calls back only to say a subtask finished and that the job ended."""
 from __future__ import annotations
 
-from yarnflow.core.ids import ExecutionAttemptID, JobMasterId, ResourceID
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from yarnflow.core.ids import ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot
 from yarnflow.core.details import ExceptionEntry
 from yarnflow.core.messages import TaskExecutionState

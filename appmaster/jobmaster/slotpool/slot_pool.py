@@ -8,7 +8,6 @@ JobMaster's main thread.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, JobID, ResourceID
 import enum
 import heapq
 import itertools
@@ -18,6 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from yarnflow.core.ids import AllocationID, JobID, ResourceID
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
 from yarnflow.appmaster.jobmaster.slotpool.selection import SlotPreferences, select_slot
 from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecutorLocation

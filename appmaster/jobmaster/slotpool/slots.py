@@ -1,10 +1,10 @@
 """A slot a TaskExecutor offered to this job, and where that executor is."""
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID
 from dataclasses import dataclass, field
 from typing import Any
 
+from yarnflow.core.ids import AllocationID
 from yarnflow.core.messages import TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
 

@@ -1,10 +1,10 @@
 """The resource driver interface (Flink's ResourceManagerDriver)."""
 from __future__ import annotations
 
-from yarnflow.core.ids import ResourceID
 import abc
 from typing import Protocol
 
+from yarnflow.core.ids import ResourceID
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.core.resources import ResourceSpec
 

@@ -1,7 +1,6 @@
 """The ``local`` driver: TaskExecutors as subprocesses of this machine."""
 from __future__ import annotations
 
-from yarnflow.core.ids import ResourceID
 import logging
 import os
 import signal
@@ -11,6 +10,7 @@ import threading
 import uuid
 from pathlib import Path
 
+from yarnflow.core.ids import ResourceID
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options

@@ -24,11 +24,11 @@ container that a late answer made after all is released at once.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import ResourceID
 import logging
 import threading
 from typing import Any, Callable, TypeVar
 
+from yarnflow.core.ids import ResourceID
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
 from yarnflow.core.bounded import CallTimedOut, call_within
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock

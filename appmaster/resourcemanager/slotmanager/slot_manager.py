@@ -15,12 +15,12 @@ it elsewhere (relaxed locality).
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
 import enum
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import check_transition

@@ -4,8 +4,11 @@ process's stderr, beneath Python's logging, from the moment grpc is imported.
 A runtime process's stderr is its log (the container's, or a local executor's log
 file), where a refused handshake is evidence worth keeping. On a user's terminal the
 same lines are noise: the client already reports a connection it could not make in
-one line. So importing ``yarnflow`` quiets the core to errors, unless the user chose a
-verbosity, and a runtime process undoes that for itself before it imports grpc."""
+one line. So importing ``yarnflow.client`` quiets the core to errors, unless the user
+chose a verbosity, and a runtime process undoes that for itself before it imports grpc.
+
+It is process configuration, through the environment (gRPC reads ``GRPC_VERBOSITY``
+once, when it loads), so it lives with the configuration and imports nothing."""
 from __future__ import annotations
 
 import os

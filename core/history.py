@@ -1,24 +1,29 @@
 """Finished jobs' summaries, archived where they outlive the session (Flink's
 HistoryServer archive, ``jobmanager.archive.fs.dir``): one ``<job_id>.pb`` JobDetails
-message per job in a history directory.
+per job in a history directory.
 
 The directory is any fsspec location: on YARN a ``webhdfs://`` URL on the cluster's
 file system (WebHDFS needs no Hadoop client libraries in the ApplicationMaster or on
-the user's machine), locally a plain path.
+the user's machine), locally a plain path. The archive knows files, not formats: what
+a JobDetails is as bytes is the wire's (``yarnflow.rpc.codec.JOB_DETAILS``), which
+whoever opens an archive passes in, so the model imports no protobuf.
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import JobID
 import getpass
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 import fsspec
 
 from yarnflow.core.details import JobDetails
-from yarnflow.rpc.codec import job_details_from_proto, job_details_to_proto
-from yarnflow.rpc.generated import jobmaster_pb2
+from yarnflow.core.ids import JobID
+
+
+class JobDetailsCodec(NamedTuple):
+    encode: Callable[[JobDetails], bytes]
+    decode: Callable[[bytes], JobDetails]
 
 
 class JobFiles:
@@ -64,8 +69,12 @@ class JobFiles:
 
 
 class JobArchive(JobFiles):
+    def __init__(self, location: str | Path, codec: JobDetailsCodec, **storage_options: Any) -> None:
+        super().__init__(location, **storage_options)
+        self._codec = codec
+
     def store(self, details: JobDetails) -> str:
-        return self._write(details.job_id, job_details_to_proto(details).SerializeToString())
+        return self._write(details.job_id, self._codec.encode(details))
 
     def load(self, job_id: JobID) -> JobDetails:
         try:
@@ -74,20 +83,20 @@ class JobArchive(JobFiles):
             known = ", ".join(self.job_ids()) or "none"
             raise KeyError(f"no archived job {job_id} in {self.location} "
                            f"(archived: {known})") from None
-        return job_details_from_proto(jobmaster_pb2.JobDetails.FromString(data))
+        return self._codec.decode(data)
 
     def all(self) -> list[JobDetails]:
         return sorted((self.load(job_id) for job_id in self.job_ids()),
                       key=lambda d: d.start_time)
 
 
-def archived_job(location: str, job_id: JobID) -> JobDetails | None:
+def archived_job(location: str, job_id: JobID, codec: JobDetailsCodec) -> JobDetails | None:
     """The job as archived in ``location``; None when it is not there or cannot be read
     (a client then says what it knows otherwise)."""
     if not location:
         return None
     try:
-        return open_archive(location).load(job_id)
+        return open_archive(location, codec).load(job_id)
     except (KeyError, OSError, ValueError):
         return None
 
@@ -98,5 +107,5 @@ def storage_options(location: str | Path) -> dict[str, Any]:
     return {"user": getpass.getuser()} if str(location).startswith("webhdfs://") else {}
 
 
-def open_archive(location: str | Path) -> JobArchive:
-    return JobArchive(location, **storage_options(location))
+def open_archive(location: str | Path, codec: JobDetailsCodec) -> JobArchive:
+    return JobArchive(location, codec, **storage_options(location))
