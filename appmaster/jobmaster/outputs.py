@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import logging
 import traceback
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from yarnflow.core.ids import ExecutionAttemptID
 from yarnflow.appmaster.jobmaster.user_code import load_committer
 from yarnflow.core.jobgraph import JobGraph
-from yarnflow.core.operators.base import OutputCommitter
 from yarnflow.core.user_code import UserCode
+
+if TYPE_CHECKING:
+    from yarnflow.core.operators.base import OutputCommitter
 
 log = logging.getLogger(__name__)
 

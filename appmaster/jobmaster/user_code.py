@@ -11,13 +11,18 @@ is made, so a bad one fails the job with its cause instead of rejecting it unrea
 """
 from __future__ import annotations
 
-from yarnflow.core.operators.base import Operator, OutputCommitter
-from yarnflow.core.operators.sources import Source
+from typing import TYPE_CHECKING
+
 from yarnflow.core.user_code import UserCode
+
+if TYPE_CHECKING:     # the operators import pyarrow: loaded once a job lists its splits
+    from yarnflow.core.operators.base import Operator, OutputCommitter
+    from yarnflow.core.operators.sources import Source
 
 
 def load_source(code: UserCode[Operator]) -> Source:
     """A source operator, for its splits (``create_input_splits``, ``for_readers``)."""
+    from yarnflow.core.operators.sources import Source
     operator = code.load()
     if not isinstance(operator, Source):
         raise TypeError(f"a source vertex holds {type(operator).__name__}, not a Source")

@@ -5,15 +5,17 @@ so a P × P shuffle costs O(P) objects, not O(P²) (Flink 1.13's fix, FLINK-2111
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from yarnflow.core.deployment import InputGateDescriptor, TaskInformation
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.messages import TaskMetrics
-from yarnflow.core.operators.base import Operator
 from yarnflow.core.user_code import UserCode
+
+if TYPE_CHECKING:     # the operators import pyarrow, which scheduling does not need
+    from yarnflow.core.operators.base import Operator
 from yarnflow.core.status import (
     JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
 from yarnflow.core.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
