@@ -67,7 +67,7 @@ class Session:
     def recover(self) -> None:
         """Attempt 2 or later: the jobs the dead attempt accepted and did not finish run
         again, under their ids (the store is empty in attempt 1)."""
-        recovered = self.dispatcher.recover()   # type: ignore[union-attr]
+        recovered = self._dispatcher().recover()
         if recovered:
             log.info("ApplicationMaster attempt %d runs again %d job(s) an earlier attempt "
                      "had accepted: %s", self.components.application_attempt, len(recovered),
@@ -81,11 +81,12 @@ class Session:
     def serve(self) -> tuple[str, str]:
         self._stopped.wait()
         log.info("stopping the session: %s", self.reason)
-        self.dispatcher.close(self.config.get(options.JOB_CANCEL_TIMEOUT))   # type: ignore[union-attr]
-        running, finished = self.dispatcher.counts()   # type: ignore[union-attr]
+        dispatcher = self._dispatcher()
+        dispatcher.close(self.config.get(options.JOB_CANCEL_TIMEOUT))
+        running, finished = dispatcher.counts()
         self.web.stop()
         self.components.stop()
-        self.dispatcher.stop()   # type: ignore[union-attr]
+        dispatcher.stop()
         if self.job_graphs is not None:
             self.job_graphs.discard()   # every job ended and is archived: nothing to run again
         status = "KILLED" if self.reason.startswith("SIGTERM") else "SUCCEEDED"

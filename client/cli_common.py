@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import Any, Callable, NoReturn, TypeVar, cast
 
 import click
 from rich.console import Console
@@ -42,7 +42,7 @@ def user_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except USER_ERRORS as err:
             fail(err)
-    return run  # type: ignore[return-value]
+    return cast(F, run)
 
 
 def config_options(fn: F) -> F:

@@ -54,14 +54,14 @@ def _nonneg_int(value: object) -> int:
 
 
 def _fraction(value: object) -> float:
-    number = float(value)  # type: ignore[arg-type]
+    number = float(str(value))
     if not 0 < number <= 1:
         raise ValueError(f"{value!r} must be a fraction in (0, 1]")
     return number
 
 
 def _pos_float(value: object) -> float:
-    number = float(value)  # type: ignore[arg-type]
+    number = float(str(value))
     if number <= 0:
         raise ValueError(f"{value!r} must be a positive number")
     return number
@@ -120,14 +120,14 @@ def _failover_strategy(value: object) -> str:
 
 
 def _multiplier(value: object) -> float:
-    number = float(value)  # type: ignore[arg-type]
+    number = float(str(value))
     if number < 1:
         raise ValueError(f"{value!r} must be at least 1")
     return number
 
 
 def _jitter(value: object) -> float:
-    number = float(value)  # type: ignore[arg-type]
+    number = float(str(value))
     if not 0 <= number <= 1:
         raise ValueError(f"{value!r} must be a fraction in [0, 1]")
     return number

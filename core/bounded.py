@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, TimeoutError as FutureTimeout
-from typing import Callable, TypeVar
+from typing import Callable, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -34,4 +34,4 @@ def call_within(call: Callable[[], T], timeout: float, what: str) -> T:
     try:
         return future.result(timeout)
     except FutureTimeout:
-        raise CallTimedOut(what, timeout, future) from None   # type: ignore[arg-type]
+        raise CallTimedOut(what, timeout, cast("Future[object]", future)) from None

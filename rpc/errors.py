@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from concurrent.futures import CancelledError
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import Any, Callable, NoReturn, TypeVar, cast
 
 import grpc
 
@@ -48,7 +48,7 @@ def errors_as_status(method: F) -> F:
         except TimeoutError:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                           f"{method.__name__}: the component's main thread did not answer in time")
-    return serve  # type: ignore[return-value]
+    return cast(F, serve)
 
 
 def refusal_of(err: BaseException) -> Refused | None:

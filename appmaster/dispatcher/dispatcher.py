@@ -128,12 +128,13 @@ class Dispatcher:
             self._archiving.append(self._archiver.submit(self._store, details))
 
     def _store(self, details: JobDetails) -> None:
+        archive = self._archive
+        assert archive is not None          # only scheduled with an archive
         try:
-            where = self._archive.store(details)   # type: ignore[union-attr]
+            where = archive.store(details)
             log.info("archived job %s to %s", details.job_id, where)
         except Exception:   # the job's outcome stays in memory meanwhile
-            log.exception("archiving job %s to %s failed", details.job_id,
-                          self._archive.directory)   # type: ignore[union-attr]
+            log.exception("archiving job %s to %s failed", details.job_id, archive.directory)
             return
         self._forget_job_graph(details.job_id)
 

@@ -17,7 +17,9 @@ from yarnflow.core.ids import AllocationID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionVertex
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import merge, preferred_locations
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup
-from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, SlotPreferences
+from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPool, SlotPreferences,
+                                                   TaskExecutorLocation)
+from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 
 
 @dataclass(eq=False)
@@ -27,15 +29,15 @@ class LogicalSlot:
     group: ExecutionSlotSharingGroup
 
     @property
-    def location(self):  # type: ignore[no-untyped-def]
+    def location(self) -> TaskExecutorLocation:
         return self.physical.location
 
     @property
-    def allocation_id(self) -> str:
+    def allocation_id(self) -> AllocationID:
         return self.physical.allocation_id
 
     @property
-    def gateway(self):  # type: ignore[no-untyped-def]
+    def gateway(self) -> TaskExecutorGateway | None:
         return self.physical.gateway
 
 

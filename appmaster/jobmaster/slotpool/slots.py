@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from yarnflow.core.ids import AllocationID
 from yarnflow.core.messages import TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
+
+if TYPE_CHECKING:
+    from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 
 __all__ = ["PhysicalSlot", "TaskExecutorLocation"]
 
@@ -18,7 +21,7 @@ class PhysicalSlot:
     location: TaskExecutorLocation
     slot_index: int
     profile: ResourceSpec
-    gateway: Any = field(repr=False, default=None)
+    gateway: TaskExecutorGateway | None = field(repr=False, default=None)
     worker_spec: str = ""     # the executor's worker spec, e.g. 2x1c1024m
 
     def __repr__(self) -> str:
