@@ -12,7 +12,7 @@ class ResourceSpec:
     operator gets many cores and a memory-heavy one much memory.
     """
 
-    __slots__ = ("cpu", "memory_mb", "gpus")
+    __slots__ = ("cpu", "memory_mb", "gpus", "_identity")
 
     def __init__(self, cpu: float, memory: int | str, gpus: int = 0) -> None:
         if cpu <= 0:
@@ -22,6 +22,9 @@ class ResourceSpec:
         if self.memory_mb <= 0:
             raise ValueError(f"ResourceSpec memory must be positive, got {memory!r}")
         self.gpus = int(gpus)
+        # what equality and hashing compare, made once: the SlotPool's indexes hash a
+        # profile for every slot request
+        self._identity = (round(self.cpu, 6), self.memory_mb, self.gpus)
 
     def __add__(self, other: "ResourceSpec") -> "ResourceSpec":
         return ResourceSpec(self.cpu + other.cpu, self.memory_mb + other.memory_mb,
@@ -34,14 +37,11 @@ class ResourceSpec:
         return (self.cpu <= other.cpu + 1e-9 and self.memory_mb <= other.memory_mb
                 and self.gpus <= other.gpus)
 
-    def _key(self) -> tuple[float, int, int]:
-        return (round(self.cpu, 6), self.memory_mb, self.gpus)
-
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ResourceSpec) and self._key() == other._key()
+        return isinstance(other, ResourceSpec) and self._identity == other._identity
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return hash(self._identity)
 
     def __repr__(self) -> str:
         gpus = f", gpus={self.gpus}" if self.gpus else ""

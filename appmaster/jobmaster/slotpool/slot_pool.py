@@ -97,6 +97,9 @@ class SlotPool:
         # the least-utilized executor in O(log n) instead of scanning every free slot.
         self._free: dict[ResourceSpec, dict[str, dict[str, PhysicalSlot]]] = {}
         self._heaps: dict[ResourceSpec, list[tuple[float, int, str]]] = {}
+        # the executors with slots here on each host: a request that prefers hosts looks
+        # at their executors' free slots only
+        self._executors_on_host: dict[str, set[str]] = {}
         self._seq = itertools.count()
         self._closed = False
         self._idle_check = main.schedule_periodic(max(0.05, idle_timeout / 4), self.check_idle_slots)
@@ -115,11 +118,7 @@ class SlotPool:
         if self._closed:
             future.set_exception(NoResourceAvailableError("the SlotPool is closed: the job ended"))
             return future
-        free = self._least_utilized(profile) if preferences.empty else None
-        if free is None:
-            free = select_slot((h.slot for h in self._held.values()
-                                if h.state is HeldSlotState.FREE),
-                               profile, preferences, self._utilization())
+        free = self._select(profile, preferences)
         if free is not None:
             self._mark_allocated(free)
             future.set_result(free)
@@ -232,11 +231,14 @@ class SlotPool:
         self._held[slot.allocation_id] = _Held(slot, self._main.clock.monotonic())
         rid = slot.location.resource_id
         self._slots_per_executor[rid] = self._slots_per_executor.get(rid, 0) + 1
+        self._executors_on_host.setdefault(slot.location.host, set()).add(rid)
         self._index_free(slot)
 
     def _forget_slot(self, held: _Held) -> None:
         rid = held.slot.location.resource_id
         self._slots_per_executor[rid] -= 1
+        if not self._slots_per_executor[rid]:
+            self._executors_on_host.get(held.slot.location.host, set()).discard(rid)
         if held.state is HeldSlotState.ALLOCATED:
             self._allocated_per_executor[rid] -= 1
         else:
@@ -285,9 +287,49 @@ class SlotPool:
             return next(iter(by_executor[rid].values()))
         return None
 
-    def _utilization(self) -> dict[str, float]:
-        return {rid: self._allocated_per_executor.get(rid, 0) / total
-                for rid, total in self._slots_per_executor.items() if total}
+    def _executor_utilization(self, rid: str) -> float:
+        total = self._slots_per_executor.get(rid, 0)
+        return self._allocated_per_executor.get(rid, 0) / total if total else 1.0
+
+    def _select(self, profile: ResourceSpec, preferences: SlotPreferences) -> PhysicalSlot | None:
+        """``select_slot``'s choice among the free slots, through the indexes: a prior
+        allocation by its id, the preferred executors' and hosts' slots by executor, and
+        otherwise the least-utilized executor from the heaps. No request scans every
+        slot (10,000 requests would make that quadratic)."""
+        if preferences.empty:
+            return self._least_utilized(profile) or self._least_utilized_fitting(profile)
+        for allocation_id in preferences.prior_allocations:
+            held = self._held.get(AllocationID(allocation_id))
+            if held is not None and held.state is HeldSlotState.FREE \
+                    and profile.fits_in(held.slot.profile):
+                return held.slot
+        executors = set(preferences.resource_ids)
+        for host in set(preferences.hosts):
+            executors |= self._executors_on_host.get(host, set())
+        # an executor's free slots of one profile score alike: one of them stands for all
+        candidates = [next(iter(slots.values())) for fitting, by_executor in self._free.items()
+                      if profile.fits_in(fitting) for rid in executors
+                      if (slots := by_executor.get(rid))]
+        if candidates:       # every one scores above a slot elsewhere
+            return select_slot(candidates, profile, preferences,
+                               {rid: self._executor_utilization(rid) for rid in executors})
+        return self._least_utilized_fitting(profile)
+
+    def _least_utilized_fitting(self, profile: ResourceSpec) -> PhysicalSlot | None:
+        """The free slot of any profile that fits on the least-utilized executor, an exact
+        profile first among equals (``select_slot``'s order for slots it scores 0)."""
+        best: PhysicalSlot | None = None
+        best_key: tuple[float, int] | None = None
+        for fitting in list(self._free):
+            if not profile.fits_in(fitting):
+                continue
+            slot = self._least_utilized(fitting)
+            if slot is None:
+                continue
+            key = (self._executor_utilization(slot.location.resource_id), 0 if fitting == profile else 1)
+            if best_key is None or key < best_key:
+                best, best_key = slot, key
+        return best
 
     # --- returning slots -------------------------------------------------------------
     def release_slot(self, allocation_id: AllocationID) -> None:
