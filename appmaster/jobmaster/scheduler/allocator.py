@@ -61,10 +61,9 @@ class SlotSharingSlotAllocator:
                                  if (h := self._input_hosts(v))])
                 group.slot_future = self._pool.request_slot(group.profile, prefs)
             group.assigned.update(members)
-        result: dict[ExecutionVertex, Future[LogicalSlot]] = {}
-        for vertex in vertices:
-            result[vertex] = _logical(self._groups[vertex])
-        return result
+        # one logical slot per shared slot: its members scheduled together share it
+        logical = {group: _logical(group) for group in by_group}
+        return {vertex: logical[self._groups[vertex]] for vertex in vertices}
 
     def release(self, vertex: ExecutionVertex) -> None:
         """``vertex`` ended; give the physical slot back once no member needs it."""
@@ -96,5 +95,8 @@ def _logical(group: ExecutionSlotSharingGroup) -> "Future[LogicalSlot]":
             out.set_exception(fut.exception())
         else:
             out.set_result(LogicalSlot(fut.result(), group))
-    source.add_done_callback(done)
+    if source.done():        # a warm pool answers at once
+        done(source)
+    else:
+        source.add_done_callback(done)
     return out

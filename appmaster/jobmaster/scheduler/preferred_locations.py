@@ -11,6 +11,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import ExecutionVertex
 from yarnflow.appmaster.jobmaster.slotpool import SlotPreferences
 
 MAX_PRODUCERS_FOR_LOCALITY = 8
+NO_PREFERENCES = SlotPreferences()
 
 
 def preferred_locations(vertex: ExecutionVertex) -> SlotPreferences:
@@ -30,10 +31,15 @@ def preferred_locations(vertex: ExecutionVertex) -> SlotPreferences:
             if slot is not None:
                 resource_ids.append(slot.location.resource_id)
                 hosts.append(slot.location.host)
+    if not resource_ids:
+        return NO_PREFERENCES
     return SlotPreferences(resource_ids=tuple(resource_ids), hosts=tuple(hosts))
 
 
 def merge(preferences: list[SlotPreferences]) -> SlotPreferences:
+    preferences = [p for p in preferences if p is not NO_PREFERENCES]
+    if not preferences:          # most members of most jobs: nothing to build
+        return NO_PREFERENCES
     resource_ids: list[str] = []
     hosts: list[str] = []
     prior: set[str] = set()
