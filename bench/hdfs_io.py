@@ -47,11 +47,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.yarn.conftest import HOSTS, Hdfs  # noqa: E402  (the test cluster's HDFS helpers)
 
-from yarnflow.core.history import open_archive  # noqa: E402
-from yarnflow.rpc.codec import JOB_DETAILS  # noqa: E402
 from yarnflow.conf import Configuration  # noqa: E402
 from yarnflow.core.fs.webhdfs import WRITE_BUFFER  # noqa: E402
-from yarnflow.client.targets.history import history_location  # noqa: E402
+from yarnflow.client.targets.history import history_location, open_history  # noqa: E402
 
 COLUMNS = 4                                   # int64: 32 bytes a row
 
@@ -108,7 +106,7 @@ def run_job(script: Path, kind: str, path: str) -> Any:
     if proc.returncode != 0:
         raise SystemExit(f"the {kind} job failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     job_id = re.search(r"submitted job (\w+)", proc.stdout).group(1)
-    return open_archive(history_location(Configuration.load()), JOB_DETAILS).load(job_id)
+    return open_history(history_location(Configuration.load())).load(job_id)
 
 
 def span(details: Any, vertex: str, end: str = "FINISHED") -> float:

@@ -118,8 +118,7 @@ def show_session_job(job_id: JobID, session: str, config: Configuration, subtask
     """`yarnflow status JOB_ID`: live from the session's Dispatcher, or from the
     history archive once the session is gone."""
     from yarnflow.client.targets.app_store import ApplicationStore
-    from yarnflow.core.history import archived_job
-    from yarnflow.rpc.codec import JOB_DETAILS
+    from yarnflow.client.targets.history import archived_job
     from yarnflow.client.targets.dispatcher_client import DispatcherClient, JobNotFound
     from yarnflow.client.targets.session import resolve_session
     console = table_console()
@@ -132,7 +131,7 @@ def show_session_job(job_id: JobID, session: str, config: Configuration, subtask
     except JobNotFound:
         raise
     except (YarnError, KeyError) as err:
-        archived = archived_job(store.info(app_id).get("history_dir", ""), job_id, JOB_DETAILS) \
+        archived = archived_job(store.info(app_id).get("history_dir", ""), job_id) \
             if app_id else None
         if archived is None:
             fail(err)
@@ -171,10 +170,8 @@ def history(job_id: JobID | None, session: str, location: str | None, subtasks: 
             dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Finished session jobs from the history archive (during the session and after it
     stopped): all of them, or one job's summary, metrics and failure."""
-    from yarnflow.core.history import open_archive
-    from yarnflow.rpc.codec import JOB_DETAILS
     from yarnflow.client.targets.app_store import ApplicationStore
-    from yarnflow.client.targets.history import history_location
+    from yarnflow.client.targets.history import history_location, open_history
     console = Console()
     config = load_config(conf_file, dynamic)
     store = ApplicationStore()
@@ -185,7 +182,7 @@ def history(job_id: JobID | None, session: str, location: str | None, subtasks: 
             fail(f"no session {session} was started from this account; name the directory "
                  "with --dir")
     try:
-        archive = open_archive(location or history_location(config), JOB_DETAILS)
+        archive = open_history(location or history_location(config))
         if job_id is None:
             console.print(jobs_table(archive.all(), f"job history in {archive.directory}"))
             return

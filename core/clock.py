@@ -71,7 +71,7 @@ class Deadline:
 
 
 def poll_until(condition: Callable[[], T | None], timeout: float | None, interval: float,
-         clock: Clock = SYSTEM_CLOCK) -> T | None:
+               clock: Clock = SYSTEM_CLOCK) -> T | None:
     """The first answer of ``condition()`` that is not None, asked every ``interval``
     seconds; None once ``timeout`` has passed (never, for None). The one poll loop:
     each caller says in its own words what it waited for."""

@@ -26,29 +26,27 @@ class NotLoaded(RuntimeError):
 class UserCode(Generic[T]):
     __slots__ = ("_data", "_loaded", "_value")
 
-    def __init__(self, value: T | None, data: bytes | None) -> None:
-        """Use ``of`` or ``received``."""
+    def __init__(self, value: T | None, data: bytes | None, loaded: bool) -> None:
+        """Use ``of``, ``pickled`` or ``received``."""
         self._value = value
         self._data = data
-        self._loaded = data is None
+        self._loaded = loaded
 
     @classmethod
     def of(cls, value: T) -> UserCode[T]:
         """The user's object, where the pipeline built it."""
-        return cls(value, None)
+        return cls(value, None, loaded=True)
 
     @classmethod
     def pickled(cls, value: T) -> UserCode[T]:
         """The object and its bytes, pickled once now: for one that no longer changes
         and is sent many times (a source's readers, once per subtask)."""
-        code = cls(value, cloudpickle.dumps(value))
-        code._loaded = True
-        return code
+        return cls(value, cloudpickle.dumps(value), loaded=True)
 
     @classmethod
     def received(cls, data: bytes) -> UserCode[T]:
         """Bytes as they arrived; nothing of them runs until ``load``."""
-        return cls(None, bytes(data))
+        return cls(None, bytes(data), loaded=False)
 
     @property
     def loaded(self) -> bool:

@@ -9,11 +9,17 @@ ApplicationMaster needs Hadoop's native client libraries.
 from __future__ import annotations
 
 import getpass
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from yarnflow.conf import Configuration, options
 from yarnflow.client.targets.app_store import yarnflow_home
 from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.core.ids import JobID
+
+if TYPE_CHECKING:
+    from yarnflow.core.details import JobDetails
+    from yarnflow.core.history import JobArchive
 
 
 def webhdfs_url(hdfs_url: str, hadoop: HadoopConf) -> str:
@@ -42,3 +48,18 @@ def history_location(config: Configuration) -> str:
                                     "configuration names the NameNode; export HADOOP_CONF_DIR")
         return webhdfs_url(configured, hadoop)
     return configured
+
+
+def open_history(location: str) -> JobArchive:
+    """The job history at ``location`` (fsspec is loaded only here: reading history is
+    never on the submit path)."""
+    from yarnflow.core.history import open_archive
+    from yarnflow.rpc.codec import JOB_DETAILS
+    return open_archive(location, JOB_DETAILS)
+
+
+def archived_job(location: str, job_id: JobID) -> JobDetails | None:
+    """The job as archived at ``location``; None when it is not there or unreadable."""
+    from yarnflow.core.history import archived_job as archived
+    from yarnflow.rpc.codec import JOB_DETAILS
+    return archived(location, job_id, JOB_DETAILS)

@@ -85,9 +85,8 @@ class YarnApplication:
         info = self.store.info(self.app_id)
         if not info.get("job_id"):
             return None
-        from yarnflow.core.history import archived_job   # fsspec: only for ended applications
-        from yarnflow.rpc.codec import JOB_DETAILS
-        return archived_job(info.get("history", ""), info["job_id"], JOB_DETAILS)
+        from yarnflow.client.targets.history import archived_job   # only for ended applications
+        return archived_job(info.get("history", ""), info["job_id"])
 
     def wait_finished(self, timeout: float, poll: float = 0.5) -> ApplicationStatus:
         seen: list[ApplicationStatus] = []

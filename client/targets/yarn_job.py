@@ -85,9 +85,8 @@ class YarnJobHandle(JobHandle):
         return result
 
     def _outcome_after_the_application(self) -> JobResult:
-        from yarnflow.core.history import archived_job   # fsspec: not on the submit path
-        from yarnflow.rpc.codec import JOB_DETAILS
-        archived = archived_job(self._history, self.job_id, JOB_DETAILS)
+        from yarnflow.client.targets.history import archived_job   # not on the submit path
+        archived = archived_job(self._history, self.job_id)
         if archived is not None and archived.status.is_globally_terminal:
             return JobResult.of(archived)
         from yarnflow.client.targets.yarn_apps import YarnApplication

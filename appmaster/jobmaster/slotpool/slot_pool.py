@@ -267,8 +267,7 @@ class SlotPool:
     def _push(self, profile: ResourceSpec, rid: str) -> None:
         """Re-key ``rid`` in every profile's heap where it has free slots (its utilization
         just changed, which made its older entries stale)."""
-        total = self._slots_per_executor.get(rid, 0)
-        utilization = self._allocated_per_executor.get(rid, 0) / total if total else 1.0
+        utilization = self._executor_utilization(rid)
         for other, by_executor in self._free.items():
             if rid in by_executor or other == profile:
                 heapq.heappush(self._heaps.setdefault(other, []),
@@ -279,9 +278,7 @@ class SlotPool:
         by_executor = self._free.get(profile, {})
         while heap:
             utilization, _, rid = heap[0]
-            total = self._slots_per_executor.get(rid, 0)
-            current = self._allocated_per_executor.get(rid, 0) / total if total else 1.0
-            if rid not in by_executor or utilization != current:
+            if rid not in by_executor or utilization != self._executor_utilization(rid):
                 heapq.heappop(heap)          # stale entry
                 continue
             return next(iter(by_executor[rid].values()))
@@ -320,7 +317,7 @@ class SlotPool:
         profile first among equals (``select_slot``'s order for slots it scores 0)."""
         best: PhysicalSlot | None = None
         best_key: tuple[float, int] | None = None
-        for fitting in list(self._free):
+        for fitting in self._free:
             if not profile.fits_in(fitting):
                 continue
             slot = self._least_utilized(fitting)
