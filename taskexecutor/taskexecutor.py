@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -29,6 +30,8 @@ from yarnflow.taskexecutor.job_master_outbox import JobMasterOutbox, TaskJobMast
 from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotTable
 
 log = logging.getLogger(__name__)
+# how many ended attempts an executor remembers, to run none of them again
+_REMEMBERED_ATTEMPTS = 10_000
 
 
 class RunningTask(Protocol):
@@ -114,6 +117,9 @@ class TaskExecutor:
         self._job_masters: dict[JobID, tuple[str, JobMasterId]] = {}
         self._heartbeats: ScheduledTask | None = None
         self._outbox = JobMasterOutbox(main, job_master_gateway)
+        # attempts that ran here and left their slot, the latest _REMEMBERED_ATTEMPTS: a
+        # SubmitTask delivered again (a retry, a duplicate, a late copy) must not run one twice
+        self._ran: OrderedDict[ExecutionAttemptID, None] = OrderedDict()
 
     # --- lifecycle (main thread) -----------------------------------------------------
     def start(self, location: TaskExecutorLocation) -> None:
@@ -341,6 +347,14 @@ class TaskExecutor:
             self._offer(allocation, offer, pause)
 
     def submit_task(self, tdd: TaskDeploymentDescriptor) -> None:
+        """Runs each attempt once: the same deployment delivered again is answered as
+        the first was (two runs of one attempt would split its inputs between them and
+        write its output twice)."""
+        if self.slots.find_task(tdd.attempt_id) is not None or tdd.attempt_id in self._ran:
+            log.info("attempt %s of %s was delivered again: it runs once", tdd.attempt_id[:8],
+                     tdd.info.vertex_name)
+            return
+
         def on_done(finished: RunningTask) -> None:
             self.main.execute(self._task_done, finished)
         address, jm_id = tdd.info.job_master_address, tdd.info.job_master_id
@@ -383,6 +397,9 @@ class TaskExecutor:
             self._on_fatal(f"{task.name} ignored cancellation")
 
     def _task_done(self, task: RunningTask) -> None:
+        self._ran[task.attempt_id] = None
+        if len(self._ran) > _REMEMBERED_ATTEMPTS:
+            self._ran.popitem(last=False)
         freed = self.slots.remove_task(task.allocation_id, task.attempt_id)
         waiting = self._freeing.pop(task.allocation_id, None) if freed is not None else None
         if freed is not None:

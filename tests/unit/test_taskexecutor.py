@@ -386,3 +386,16 @@ def test_calls_carrying_a_previous_attempts_fencing_tokens_are_refused():
     running = next(t for t in s.tasks if t.attempt_id == "attempt-2")
     assert not running.cancelled
     assert s.call(s.te.cancel_task, "jm-2", "attempt-2") and running.cancelled
+
+
+def test_a_deployment_delivered_again_runs_its_attempt_once():
+    """A duplicated or retried SubmitTask: two runs of one attempt would share its input
+    subpartitions (each reading part) and write its output file twice."""
+    s = Setup()
+    s.allocate()
+    s.call(s.te.submit_task, tdd())
+    s.call(s.te.submit_task, tdd())              # while it runs
+    assert len(s.tasks) == 1 and s.tasks[0].started
+    s.call(s.tasks[0].finish)
+    s.call(s.te.submit_task, tdd())              # a late copy, after it ended
+    assert len(s.tasks) == 1
