@@ -156,12 +156,25 @@ def yarnflow_processes(cluster: DockerCluster, host: str) -> list[str]:
 
 
 def assert_nothing_left(cluster: DockerCluster, app_id: str) -> None:
-    """YARN lists no container of the application, and no host runs a yarnflow process."""
+    """YARN lists no container of the application, and no host runs a yarnflow process.
+
+    YARN forgets a finished application's containers only as their NodeManagers report
+    them ended (a dead host's after its liveness expiry, 45 s here), so both are polled."""
     attempts = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
-    for attempt in attempts:
-        listed = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts/"
-                              f"{attempt['appAttemptId']}/containers") or {}
-        assert not listed.get("container"), listed
+
+    left: list[str] = []
+
+    def none_listed() -> bool:
+        left.clear()
+        for attempt in attempts:
+            page = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts/"
+                                f"{attempt['appAttemptId']}/containers") or {}
+            left.extend(f"{c['containerId']} on {c.get('assignedNodeId')}" for c in page.get("container") or [])
+        return not left
+    try:
+        wait_until(none_listed, 120, f"YARN to list no container of {app_id}", interval=1.0)
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; still listed: {', '.join(left)}") from None
     live = [h for h in WORKERS if cluster.docker("inspect", "--format", "{{.State.Running}}",
                                                 h).stdout.strip() == "true"]
     wait_until(lambda: not any(yarnflow_processes(cluster, h) for h in live), 120,
