@@ -51,7 +51,7 @@ def main() -> None:
             .resources(spec(2, "1536m")).slot_sharing_group("heavy")
         light = heavy.rebalance().map(working(args.work), name="light").set_parallelism(n) \
             .resources(spec(1, "512m")).slot_sharing_group("light")
-        light.write_parquet(args.out).set_parallelism(n).slot_sharing_group("light")
+        light.write_parquet(args.out, "overwrite").set_parallelism(n).slot_sharing_group("light")
     else:
         big, small = spec(1, "3g"), spec(1, "512m")
         p = yf.Pipeline("bench-alloc")
@@ -59,7 +59,7 @@ def main() -> None:
             .slot_sharing_group("heavy")
         light = heavy.rebalance().map(working(args.work), name="light").set_parallelism(6) \
             .resources(big if args.fixed else small).slot_sharing_group("light")
-        light.write_parquet(args.out).set_parallelism(6).slot_sharing_group("light")
+        light.write_parquet(args.out, "overwrite").set_parallelism(6).slot_sharing_group("light")
     p.execute()
 
 

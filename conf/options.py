@@ -181,6 +181,9 @@ PARTITION_STORE = _option(
 PARTITION_STORE_DIR = _option(
     "execution.batch.partition-store.dir", _str, "",
     "The directory of dfs results and job event logs (a path or URL); empty: 'partitions' beside session.history-dir.")
+BLOB_OFFLOAD_MINSIZE = _option(
+    "blob.offload.minsize", parse_bytes, 1 << 20,
+    "A deployment part many subtasks share (a vertex's task information, an ALL_TO_ALL input's shuffle descriptors) of at least this size is written once beside the partition store on the cluster file system and read there by each executor, instead of being sent to each.")
 
 # --- slots and workers (fine-grained resource profiles) -------------------------------
 NUM_TASK_SLOTS = _option("taskmanager.numberOfTaskSlots", _pos_int, 1,

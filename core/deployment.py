@@ -1,15 +1,19 @@
 """What a TaskExecutor needs to run one attempt (Flink's TaskDeploymentDescriptor).
 
-An ALL_TO_ALL input's producer locations are the same for every consumer, so they
-travel serialized (``InputGateDescriptor.shuffle_descriptors``, the wire form of
-``ShuffleDescriptors`` made by ``yarnflow.rpc.codec``) and one serialization serves
-all P consumers: deploying a P x P shuffle stays O(P) work, as with Flink's cached
-shuffle descriptors. Likewise everything a vertex's subtasks are deployed with alike
-is one ``TaskInformation`` (Flink's JobInformation and TaskInformation), put in wire form
-once for all of them.
+What the subtasks of a vertex are deployed with alike is one ``TaskInformation``
+(Flink's JobInformation and TaskInformation), and an ALL_TO_ALL input's producer
+locations are the same for every consumer (``ShuffleDescriptors``). Each is put in wire
+form once for all of them, as a ``SharedPart`` named by a digest of its bytes, and is
+sent to each executor once: a deployment names its shared parts by key and carries only
+those its executor was not sent yet (Flink's cached shuffle descriptors, FLINK-21110, and
+offloading to the blob server, FLINK-23005). Deploying a P x P shuffle on E executors
+sends O(P + E x producers) bytes instead of O(P x producers). A digest of the content
+names it, so a producer that moved makes new bytes and a new key: no consumer can read
+a stale location from a cache.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +39,22 @@ def stored_result_dir(data_address: str) -> str | None:
     if data_address.startswith(STORED_ADDRESS_PREFIX):
         return data_address[len(STORED_ADDRESS_PREFIX):]
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class SharedPart:
+    """Serialized bytes that the deployments of many subtasks share, named by their digest."""
+    key: str
+    data: bytes = field(default=b"", repr=False)
+    offloaded: str = ""    # sent instead of ``data``: the cluster file system's file of them
+
+    @staticmethod
+    def of(data: bytes) -> "SharedPart":
+        return SharedPart(digest(data), data)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @dataclass(slots=True)
@@ -64,11 +84,17 @@ class InputGateDescriptor:
     """One input of a task. An ALL_TO_ALL input's descriptor is one object shared by
     every consumer subtask; each reads its own subpartition of every producer."""
     input_index: int
-    shuffle_descriptors: bytes            # a serialized ShuffleDescriptors, shared
+    # serialized ShuffleDescriptors: ALL_TO_ALL's shared by key, POINTWISE's (key "") inline
+    shuffle_descriptors: SharedPart
     consumed_partitions: tuple[int, ...]  # POINTWISE: the partitions read; empty: all
     partition_type: PartitionType
     # its wire form, made by yarnflow.rpc.codec at the first deployment that sends it
     wire: bytes | None = field(default=None, repr=False)
+
+    @property
+    def shared(self) -> bool:
+        """ALL_TO_ALL: every consumer reads the same descriptors, sent once per executor."""
+        return not self.consumed_partitions
 
     def subpartition_index(self, subtask_index: int) -> int:
         """ALL_TO_ALL: the consumer's own subpartition; POINTWISE: the only one."""
@@ -86,8 +112,8 @@ class TaskInformation:
     parallelism: int
     operator: UserCode[Operator]          # only the executor loads it
     produced: tuple[ResultPartitionDescriptor, ...] = ()
-    # its wire form, made by yarnflow.rpc.codec at the first deployment that sends it
-    wire: bytes | None = field(default=None, repr=False)
+    # its wire form, made by the JobMaster once for all the vertex's deployments
+    part: SharedPart | None = field(default=None, repr=False)
 
 
 @dataclass(slots=True, eq=False)
@@ -98,3 +124,12 @@ class TaskDeploymentDescriptor:
     attempt_id: ExecutionAttemptID
     allocation_id: AllocationID
     inputs: tuple[InputGateDescriptor, ...] = ()
+    # the shared parts this deployment carries because its executor was not sent them yet
+    carried: tuple[SharedPart, ...] = ()
+
+    def shared_parts(self) -> list[SharedPart]:
+        """The parts it names by key: its TaskInformation's and its ALL_TO_ALL inputs'."""
+        parts = [g.shuffle_descriptors for g in self.inputs if g.shared]
+        if self.info.part is not None:
+            parts.insert(0, self.info.part)
+        return parts

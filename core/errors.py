@@ -36,6 +36,12 @@ class JobRejected(Refused):
     """A job the session cannot run; the message names the problem and the fix."""
 
 
+class MissingSharedParts(Refused):
+    """A deployment named shared parts (``core/deployment.py``) the TaskExecutor does not
+    hold: their carrier was overtaken or lost, or the executor let them go. The JobMaster
+    sends the deployment again with every part it names."""
+
+
 class EndpointStopped(RuntimeError):
     """A call reached a component whose main thread was shut down: the component is
     gone for its peers (its service answers UNAVAILABLE), not broken. Not a refusal:
@@ -44,4 +50,4 @@ class EndpointStopped(RuntimeError):
 
 REFUSALS: dict[str, type[Refused]] = {cls.__name__: cls for cls in (
     Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor, NotRegisteredYet,
-    JobRejected)}
+    JobRejected, MissingSharedParts)}

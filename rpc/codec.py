@@ -3,11 +3,12 @@ from protobuf. The model (``yarnflow.core``) knows nothing of protobuf; this mod
 one place both meet, so the client and the ApplicationMaster cannot disagree on it."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import zlib
+from typing import TYPE_CHECKING, Any, Callable
 
 from yarnflow.core.ids import JobID, JobMasterId
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
-                                     ShuffleDescriptors, TaskDeploymentDescriptor,
+                                     SharedPart, ShuffleDescriptors, TaskDeploymentDescriptor,
                                      TaskInformation)
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.history import JobDetailsCodec
@@ -209,67 +210,106 @@ def task_execution_state_from_proto(message: Any) -> TaskExecutionState:
                               message.error_detail, message.upstream_failure, metrics)
 
 
+# Shuffle descriptors above this many bytes are compressed (Flink compresses them too):
+# a P-producer group is mostly runs of equal locations and attempt numbers.
+_COMPRESS_ABOVE = 512
+_PLAIN, _ZLIB = b"\x00", b"\x01"
+
+
 def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
     data: bytes = taskexecutor_pb2.ShuffleDescriptors(
         result_id=descriptors.result_id, data_addresses=descriptors.data_addresses,
         resource_ids=descriptors.resource_ids, producer_location=descriptors.producer_location,
         producer_attempt=descriptors.producer_attempt).SerializeToString()
-    return data
+    if len(data) > _COMPRESS_ABOVE:
+        return _ZLIB + zlib.compress(data)
+    return _PLAIN + data
 
 
 def shuffle_descriptors_from_bytes(data: bytes) -> ShuffleDescriptors:
-    m = taskexecutor_pb2.ShuffleDescriptors.FromString(data)
+    body = zlib.decompress(data[1:]) if data[:1] == _ZLIB else data[1:]
+    m = taskexecutor_pb2.ShuffleDescriptors.FromString(body)
     return ShuffleDescriptors(m.result_id, tuple(m.data_addresses), tuple(m.resource_ids),
                               tuple(m.producer_location), tuple(m.producer_attempt))
+
+
+def task_information_to_bytes(info: TaskInformation) -> bytes:
+    """The vertex's fields of a ``TaskDeploymentDescriptor`` message, which an executor
+    merges with each subtask's own (a concatenation of messages parses as one)."""
+    message = taskexecutor_pb2.TaskDeploymentDescriptor(
+        job_id=info.job_id, job_master_id=info.job_master_id,
+        job_master_address=info.job_master_address, vertex_id=info.vertex_id,
+        vertex_name=info.vertex_name, parallelism=info.parallelism,
+        operator=info.operator.serialized())
+    for p in info.produced:
+        message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
+                             partition_type=p.partition_type.value, ship=p.ship.value,
+                             keys=p.keys, store=p.store)
+    data: bytes = message.SerializeToString()
+    return data
 
 
 def tdd_to_bytes(tdd: TaskDeploymentDescriptor) -> bytes:
     """The descriptor's wire form, a serialized ``TaskDeploymentDescriptor`` message.
 
-    Runs once per subtask of a deployment (10,000 times at parallelism 10,000). What
-    subtasks share (their TaskInformation, an ALL_TO_ALL gate and its shuffle descriptors)
-    is serialized once and kept on the shared object; a subtask only adds its own fields.
-    Concatenated protobuf messages parse as one message with the fields of all of them,
-    and repeated fields keep their order, so the executor parses the whole as usual.
+    Runs once per subtask of a deployment (10,000 times at parallelism 10,000). Shared
+    parts go by key, and in full only as ``tdd.carried``; a gate's fields are serialized
+    once and kept on the gate, which the consumers of an ALL_TO_ALL input share. A
+    concatenation of protobuf messages parses as one message with the fields of all of
+    them, repeated fields in order, so the executor parses the whole as usual.
     """
     info = tdd.info
-    if info.wire is None:
-        message = taskexecutor_pb2.TaskDeploymentDescriptor(
-            job_id=info.job_id, job_master_id=info.job_master_id,
-            job_master_address=info.job_master_address, vertex_id=info.vertex_id,
-            vertex_name=info.vertex_name, parallelism=info.parallelism,
-            operator=info.operator.serialized())
-        for p in info.produced:
-            message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
-                                 partition_type=p.partition_type.value, ship=p.ship.value,
-                                 keys=p.keys, store=p.store)
-        info.wire = message.SerializeToString()
-    parts = [info.wire, taskexecutor_pb2.TaskDeploymentDescriptor(
+    if info.part is None:
+        info.part = SharedPart.of(task_information_to_bytes(info))
+    parts = [taskexecutor_pb2.TaskDeploymentDescriptor(
         subtask_index=tdd.subtask_index, attempt_number=tdd.attempt_number,
-        attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id).SerializeToString()]
+        attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id,
+        task_information_key=info.part.key).SerializeToString()]
     for g in tdd.inputs:
         if g.wire is None:
             message = taskexecutor_pb2.TaskDeploymentDescriptor()
-            message.inputs.add(input_index=g.input_index,
-                               shuffle_descriptors=g.shuffle_descriptors,
-                               consumed_partitions=g.consumed_partitions,
-                               partition_type=g.partition_type.value)
+            if g.shared:
+                message.inputs.add(input_index=g.input_index,
+                                   shuffle_descriptors_key=g.shuffle_descriptors.key,
+                                   partition_type=g.partition_type.value)
+            else:
+                message.inputs.add(input_index=g.input_index,
+                                   shuffle_descriptors=g.shuffle_descriptors.data,
+                                   consumed_partitions=g.consumed_partitions,
+                                   partition_type=g.partition_type.value)
             g.wire = message.SerializeToString()
         parts.append(g.wire)
+    if tdd.carried:
+        message = taskexecutor_pb2.TaskDeploymentDescriptor()
+        for part in tdd.carried:
+            message.shared.add(key=part.key, data=part.data if not part.offloaded else b"",
+                               offloaded=part.offloaded)
+        parts.append(message.SerializeToString())
     return b"".join(parts)
 
 
-def tdd_from_proto(m: Any) -> TaskDeploymentDescriptor:
+def shared_parts_from_proto(m: Any) -> list[SharedPart]:
+    """The shared parts a deployment carries."""
+    return [SharedPart(p.key, p.data, p.offloaded) for p in m.shared]
+
+
+def tdd_from_proto(m: Any, shared: Callable[[str], bytes]) -> TaskDeploymentDescriptor:
+    """``shared`` gives the bytes of a shared part by key (the executor's cache of them)."""
+    info_key = m.task_information_key
+    v = taskexecutor_pb2.TaskDeploymentDescriptor.FromString(shared(info_key))
     info = TaskInformation(
-        m.job_id, m.job_master_id, m.job_master_address, m.vertex_id, m.vertex_name,
-        m.parallelism, UserCode.received(m.operator),
+        v.job_id, v.job_master_id, v.job_master_address, v.vertex_id, v.vertex_name,
+        v.parallelism, UserCode.received(v.operator),
         tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
-                                        tuple(p.keys), p.store) for p in m.produced))
+                                        tuple(p.keys), p.store) for p in v.produced))
     return TaskDeploymentDescriptor(
         info, m.subtask_index, m.attempt_number, m.attempt_id, m.allocation_id,
-        tuple(InputGateDescriptor(g.input_index, g.shuffle_descriptors,
-                                  tuple(g.consumed_partitions), PartitionType(g.partition_type))
+        tuple(InputGateDescriptor(
+            g.input_index,
+            SharedPart(g.shuffle_descriptors_key, shared(g.shuffle_descriptors_key))
+            if g.shuffle_descriptors_key else SharedPart("", g.shuffle_descriptors),
+            tuple(g.consumed_partitions), PartitionType(g.partition_type))
               for g in m.inputs))
 
 

@@ -14,8 +14,8 @@ from typing import Any, Callable, NoReturn, TypeVar, cast
 
 import grpc
 
-from yarnflow.core.errors import (REFUSALS, EndpointStopped, FencingError, Refused,
-                                  UnknownAllocation, UnknownExecutor, UnknownJob)
+from yarnflow.core.errors import (REFUSALS, EndpointStopped, FencingError, MissingSharedParts,
+                                  Refused, UnknownAllocation, UnknownExecutor, UnknownJob)
 
 REFUSAL_KEY = "yarnflow-refusal"
 _STATUS: dict[type[Refused], grpc.StatusCode] = {
@@ -23,6 +23,7 @@ _STATUS: dict[type[Refused], grpc.StatusCode] = {
     UnknownJob: grpc.StatusCode.NOT_FOUND,
     UnknownAllocation: grpc.StatusCode.NOT_FOUND,
     UnknownExecutor: grpc.StatusCode.NOT_FOUND,
+    MissingSharedParts: grpc.StatusCode.NOT_FOUND,
     Refused: grpc.StatusCode.FAILED_PRECONDITION,
 }
 F = TypeVar("F", bound=Callable[..., Any])

@@ -27,6 +27,7 @@ from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
 from yarnflow.taskexecutor.network.data_server import DataClients, DataServer
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.service import TaskExecutorService
+from yarnflow.taskexecutor.shared_parts import SharedParts
 from yarnflow.taskexecutor.slot import TaskSlotTable
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 from yarnflow.taskexecutor.task import Task, TaskServices
@@ -77,6 +78,7 @@ class TaskExecutorRunner:
             config.get(options.BATCH_ROWS), workdir / "partitions",
             SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),
             options.filesystem_settings(config))
+        self._shared_parts = SharedParts(options.filesystem_settings(config))
         self.main = MainThread(f"taskexecutor-{resource_id}")
         self.endpoint = TaskExecutor(
             resource_id, config, TaskSlotTable(num_slots, slot_profile), worker_spec,
@@ -97,7 +99,8 @@ class TaskExecutorRunner:
         threading.Thread(target=self.data_server.serve, name="data-server", daemon=True).start()
         self._server, rpc_address = start_server(
             self._tls, lambda s: taskexecutor_pb2_grpc.add_TaskExecutorServicer_to_server(
-                TaskExecutorService(self.endpoint, self._timeout), s), host=self.host)
+                TaskExecutorService(self.endpoint, self._timeout, self._shared_parts), s),
+            host=self.host)
         log.info("TaskExecutor %s serving control on %s, data on %s", self.resource_id,
                  rpc_address, self.data_server.address)
         self.main.call(self.endpoint.start, TaskExecutorLocation(

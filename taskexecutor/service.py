@@ -7,19 +7,21 @@ from concurrent.futures import wait
 import grpc
 from typing import Any, Callable
 
-from yarnflow.rpc.codec import resource_spec_from_proto, tdd_from_proto
+from yarnflow.rpc.codec import resource_spec_from_proto, shared_parts_from_proto, tdd_from_proto
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
+from yarnflow.taskexecutor.shared_parts import SharedParts
 from yarnflow.taskexecutor.taskexecutor import TaskExecutor
 
 _OK = common_pb2.Ack(ok=True)
 
 
 class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
-    def __init__(self, te: TaskExecutor, timeout: float) -> None:
+    def __init__(self, te: TaskExecutor, timeout: float, parts: SharedParts) -> None:
         self._te = te
         self._timeout = timeout
+        self._parts = parts
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return self._te.main.call(fn, *args, timeout=self._timeout)
@@ -34,7 +36,9 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
 
     @errors_as_status
     def SubmitTask(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        self._call(self._te.submit_task, tdd_from_proto(request))
+        # decoded here, off the main thread, with the shared parts it names
+        self._parts.accept(shared_parts_from_proto(request))
+        self._call(self._te.submit_task, tdd_from_proto(request, self._parts.get))
         return _OK
 
     @errors_as_status

@@ -246,12 +246,13 @@ class JobMaster:
     # --- the end ---------------------------------------------------------------------
     def _terminate(self) -> None:
         """The scheduler says the job is globally terminal: let go of everything."""
-        self.scheduler.stop()
+        discarded = self.scheduler.stop()
         if self._heartbeat_check is not None:
             self._heartbeat_check.cancel()
         for gateway in self._gateways.values():
             gateway.release_job_partitions(self.job_id)
         freed = self.slot_pool.close(f"job {self.job_id} is {self.graph.status.value}")
+        freed.append(discarded)
         if self._stored is not None:     # its results and event log: the job is over
             freed.append(self._stored.storage.discard())
         if self._rm is not None:

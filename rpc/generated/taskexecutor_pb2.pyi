@@ -66,20 +66,32 @@ class ShuffleDescriptors(_message.Message):
     producer_attempt: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, result_id: _Optional[str] = ..., data_addresses: _Optional[_Iterable[str]] = ..., resource_ids: _Optional[_Iterable[str]] = ..., producer_location: _Optional[_Iterable[int]] = ..., producer_attempt: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class SharedPart(_message.Message):
+    __slots__ = ("key", "data", "offloaded")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    OFFLOADED_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    data: bytes
+    offloaded: str
+    def __init__(self, key: _Optional[str] = ..., data: _Optional[bytes] = ..., offloaded: _Optional[str] = ...) -> None: ...
+
 class InputGateDescriptor(_message.Message):
-    __slots__ = ("input_index", "shuffle_descriptors", "consumed_partitions", "partition_type")
+    __slots__ = ("input_index", "shuffle_descriptors", "consumed_partitions", "partition_type", "shuffle_descriptors_key")
     INPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
     SHUFFLE_DESCRIPTORS_FIELD_NUMBER: _ClassVar[int]
     CONSUMED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SHUFFLE_DESCRIPTORS_KEY_FIELD_NUMBER: _ClassVar[int]
     input_index: int
     shuffle_descriptors: bytes
     consumed_partitions: _containers.RepeatedScalarFieldContainer[int]
     partition_type: _jobgraph_pb2.PartitionType
-    def __init__(self, input_index: _Optional[int] = ..., shuffle_descriptors: _Optional[bytes] = ..., consumed_partitions: _Optional[_Iterable[int]] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ...) -> None: ...
+    shuffle_descriptors_key: str
+    def __init__(self, input_index: _Optional[int] = ..., shuffle_descriptors: _Optional[bytes] = ..., consumed_partitions: _Optional[_Iterable[int]] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., shuffle_descriptors_key: _Optional[str] = ...) -> None: ...
 
 class TaskDeploymentDescriptor(_message.Message):
-    __slots__ = ("job_id", "job_master_id", "job_master_address", "vertex_id", "vertex_name", "subtask_index", "parallelism", "attempt_number", "attempt_id", "allocation_id", "operator", "produced", "inputs")
+    __slots__ = ("job_id", "job_master_id", "job_master_address", "vertex_id", "vertex_name", "subtask_index", "parallelism", "attempt_number", "attempt_id", "allocation_id", "operator", "produced", "inputs", "task_information_key", "shared")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +105,8 @@ class TaskDeploymentDescriptor(_message.Message):
     OPERATOR_FIELD_NUMBER: _ClassVar[int]
     PRODUCED_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
+    TASK_INFORMATION_KEY_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     job_master_id: str
     job_master_address: str
@@ -106,7 +120,9 @@ class TaskDeploymentDescriptor(_message.Message):
     operator: bytes
     produced: _containers.RepeatedCompositeFieldContainer[ResultPartitionDescriptor]
     inputs: _containers.RepeatedCompositeFieldContainer[InputGateDescriptor]
-    def __init__(self, job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., job_master_address: _Optional[str] = ..., vertex_id: _Optional[str] = ..., vertex_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., parallelism: _Optional[int] = ..., attempt_number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., operator: _Optional[bytes] = ..., produced: _Optional[_Iterable[_Union[ResultPartitionDescriptor, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[InputGateDescriptor, _Mapping]]] = ...) -> None: ...
+    task_information_key: str
+    shared: _containers.RepeatedCompositeFieldContainer[SharedPart]
+    def __init__(self, job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., job_master_address: _Optional[str] = ..., vertex_id: _Optional[str] = ..., vertex_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., parallelism: _Optional[int] = ..., attempt_number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., operator: _Optional[bytes] = ..., produced: _Optional[_Iterable[_Union[ResultPartitionDescriptor, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[InputGateDescriptor, _Mapping]]] = ..., task_information_key: _Optional[str] = ..., shared: _Optional[_Iterable[_Union[SharedPart, _Mapping]]] = ...) -> None: ...
 
 class CancelTaskMessage(_message.Message):
     __slots__ = ("job_master_id", "attempt_id")

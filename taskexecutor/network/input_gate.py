@@ -38,7 +38,7 @@ def partition_id(result_id: str, index: int, attempt: int) -> str:
 
 
 def channels_of(gate: InputGateDescriptor, subtask_index: int) -> list[Channel]:
-    shuffle = shuffle_descriptors_from_bytes(gate.shuffle_descriptors)
+    shuffle = shuffle_descriptors_from_bytes(gate.shuffle_descriptors.data)
     indexes = list(gate.consumed_partitions) or range(len(shuffle.producer_location))
     subpartition = gate.subpartition_index(subtask_index)
     out = []

@@ -3,6 +3,7 @@ TaskExecutor processes killed, frozen and failing, and the output checked row by
 against pyarrow's."""
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -166,13 +167,13 @@ def kill_in_stage_two(tmp_path: Path, *overrides: str, victim_vertex: str = "two
 
 
 def test_region_failover_reruns_only_stage_two_and_full_failover_reruns_everything(tmp_path):
-    details, rows_one, _, _ = kill_in_stage_two(tmp_path / "region")
+    details, rows_one, *_ = kill_in_stage_two(tmp_path / "region")
     assert rows_one == ROWS, "stage one read its input once: its results were reused"
     assert {s.attempt for s in stage(details, "arrow-source", "one")} == {0}
     assert {s.attempt for s in stage(details, "two")} == {1}
     assert details.restarts == 1
 
-    details, rows_one, _, _ = kill_in_stage_two(tmp_path / "full",
+    details, rows_one, *_ = kill_in_stage_two(tmp_path / "full",
                                              "jobmanager.execution.failover-strategy=full")
     assert rows_one == 2 * ROWS
     assert {s.attempt for v in details.vertices for s in v.subtasks} == {1}
@@ -186,11 +187,31 @@ def test_losing_the_executor_that_holds_a_finished_result_reruns_its_producer(tm
     assert any(victim == x.resource_id or victim in x.cause for x in details.exceptions)
 
 
+def test_a_rerun_producers_new_location_reaches_its_consumers_through_offloaded_parts(
+        tmp_path, caplog):
+    """Every shared deployment part offloaded (blob.offload.minsize: 1 byte): executors
+    read the task information and shuffle descriptors from the file system, and the
+    producer that ran again elsewhere is read at its new location."""
+    store = tmp_path / "store"
+    caplog.set_level(logging.INFO, "yarnflow.appmaster.jobmaster.scheduler.deployment_parts")
+    details, rows_one, rows_lost, _ = kill_in_stage_two(
+        tmp_path, "blob.offload.minsize=1", f"execution.batch.partition-store.dir={store}",
+        victim_vertex="one")
+    assert len([s for s in stage(details, "one") if s.attempt == 1]) == 1
+    assert rows_one == ROWS + rows_lost
+    offloaded = [r.getMessage() for r in caplog.records
+                 if r.getMessage().startswith("offloaded a deployment part")]
+    # each vertex's task information, the shuffle's descriptors, and new ones once the
+    # lost producer ran again elsewhere
+    assert len(offloaded) >= len(details.vertices) + 2, offloaded
+    assert not any((store / "deployment-parts").iterdir()), "removed when the job ended"
+
+
 def test_results_on_the_cluster_file_system_outlive_the_executor_that_wrote_them(tmp_path):
     """execution.batch.partition-store: dfs: consumers read the files, not the executor,
     so losing the executor that wrote a finished result costs nothing."""
     store = tmp_path / "store"
-    details, rows_one, _, _ = kill_in_stage_two(
+    details, rows_one, *_ = kill_in_stage_two(
         tmp_path, "execution.batch.partition-store=dfs",
         f"execution.batch.partition-store.dir={store}",
         "resourcemanager.taskmanager-timeout=600 s",    # not idle-released before the kill

@@ -14,7 +14,7 @@ from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import SchedulerFactory
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.core.messages import SlotOffer, TaskExecutionState
 from yarnflow.core.status import ExecutionState
-from yarnflow.core.errors import EndpointStopped
+from yarnflow.core.errors import EndpointStopped, MissingSharedParts
 from yarnflow.conf import Configuration
 from yarnflow.core.clock import ManualClock
 from yarnflow.core.jobgraph import JobGraph
@@ -112,10 +112,25 @@ class FakeTaskExecutor:
         self.freed: list[str] = []
         self.has_attempts = True     # what cancel_task answers: the attempt is here
         self.submit_error: BaseException | None = None   # every deployment fails so
+        # shared deployment parts held, as a real executor's cache holds them; one that
+        # ``forgets_parts`` keeps none beyond the deployment that carries them
+        self.parts: set[str] = set()
+        self.forgets_parts = False
+        self.refused: list[Any] = []
 
     def submit_task(self, descriptor: Any) -> "Future[Any]":
+        if self.submit_error is not None:
+            self.submitted.append(descriptor)
+            return failed(self.submit_error)
+        carried = {p.key for p in descriptor.carried}
+        missing = [p.key for p in descriptor.shared_parts() if p.key not in self.parts | carried]
+        if not self.forgets_parts:
+            self.parts |= carried
+        if missing:
+            self.refused.append(descriptor)
+            return failed(MissingSharedParts(f"this TaskExecutor holds no deployment part {missing[0]}"))
         self.submitted.append(descriptor)
-        return failed(self.submit_error) if self.submit_error is not None else done()
+        return done()
 
     def cancel_task(self, attempt_id: str) -> "Future[bool]":
         self.cancelled.append(attempt_id)
@@ -179,8 +194,8 @@ class TestingScheduler:
     def cancel(self) -> None:
         self.calls.append(("cancel",))
 
-    def stop(self) -> None:
-        pass
+    def stop(self) -> "Future[None]":
+        return done()
 
     def update_task_execution_state(self, report: TaskExecutionState) -> bool:
         self.calls.append(("update", report.attempt_id, report.state))

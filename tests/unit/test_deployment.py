@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph
 from yarnflow.appmaster.jobmaster.scheduler.deployment import (build_descriptor,
                                                                invalidate_descriptors)
 from yarnflow.core.jobgraph import JobGraph, JobVertex, ShipStrategy
-from yarnflow.rpc.codec import tdd_from_proto, tdd_to_bytes
+from yarnflow.appmaster.jobmaster.scheduler.deployment_parts import DeploymentParts
+from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.errors import MissingSharedParts
+from yarnflow.core.fs import FileSystemSettings
+from yarnflow.rpc.codec import shared_parts_from_proto, tdd_from_proto, tdd_to_bytes
 from yarnflow.rpc.generated import taskexecutor_pb2
 from yarnflow.taskexecutor.network.input_gate import channels_of
+from yarnflow.taskexecutor.shared_parts import SharedParts
 from yarnflow.core.user_code import UserCode
 
 
@@ -30,12 +37,32 @@ def _deployable() -> ExecutionGraph:
     return eg
 
 
-def _over_the_wire(eg: ExecutionGraph, name: str) -> list:
+class Executors:
+    """The deployments' way to executors: a JobMaster's record of what each was sent,
+    the wire, and each executor's cache of shared parts."""
+
+    def __init__(self) -> None:
+        self.parts = DeploymentParts(offload_min_size=1 << 20)
+        self.caches: dict[str, SharedParts] = {}
+        self.wire_bytes: list[int] = []
+
+    def deploy(self, tdd: TaskDeploymentDescriptor, resource_id: str) -> TaskDeploymentDescriptor:
+        sent = self.parts.prepare(resource_id, tdd).result(timeout=0)
+        wire = tdd_to_bytes(sent)
+        self.wire_bytes.append(len(wire))
+        cache = self.caches.setdefault(resource_id, SharedParts(FileSystemSettings()))
+        message = taskexecutor_pb2.TaskDeploymentDescriptor.FromString(wire)
+        cache.accept(shared_parts_from_proto(message))
+        return tdd_from_proto(message, cache.get)
+
+
+def _over_the_wire(eg: ExecutionGraph, name: str, executors: Executors | None = None) -> list:
     vertex = next(v for v in eg.job_vertices.values() if v.name == name)
     sent = [build_descriptor(v.current, "jm-1", "am:1") for v in vertex.task_vertices]
-    wires = [tdd_to_bytes(tdd) for tdd in sent]
-    assert len({id(tdd.info.wire) for tdd in sent}) == 1, "the vertex part is serialized once"
-    return [tdd_from_proto(taskexecutor_pb2.TaskDeploymentDescriptor.FromString(w)) for w in wires]
+    assert len({id(tdd.info.part) for tdd in sent}) == 1, "the vertex part is serialized once"
+    executors = executors or Executors()
+    return [executors.deploy(tdd, v.current.slot.location.resource_id)
+            for tdd, v in zip(sent, vertex.task_vertices)]
 
 
 def test_each_subtask_reads_its_own_subpartition_of_every_producer():
@@ -75,3 +102,93 @@ def test_a_moved_producer_changes_what_later_consumers_are_sent():
 def eg_attempt(eg: ExecutionGraph, name: str, index: int) -> str:
     vertex = next(v for v in eg.job_vertices.values() if v.name == name)
     return str(vertex.task_vertices[index].current.attempt_id)
+
+
+# --- shared parts: sent to each executor once ---------------------------------------------
+def _shuffle(producers: int, consumers: int) -> ExecutionGraph:
+    """src(producers) -HASH-> dst(consumers); producers on 50 executors, every consumer on
+    the one executor ``te-dst``."""
+    graph = JobGraph("g")
+    src = graph.add_vertex(JobVertex("src", UserCode.received(b"src-op"), producers, num_inputs=0))
+    dst = graph.add_vertex(JobVertex("dst", UserCode.received(b"dst-op"), consumers, num_inputs=1))
+    graph.connect(src, dst, ShipStrategy.HASH, ["x"])
+    eg = ExecutionGraph(graph.resolve(1))
+    for execution in eg.current_executions():
+        vertex = execution.vertex
+        where = f"te-src-{vertex.subtask_index % 50}" if vertex.job_vertex.name == "src" else "te-dst"
+        execution.slot = SimpleNamespace(
+            allocation_id=f"alloc-{vertex.job_vertex.name}-{vertex.subtask_index}",
+            location=SimpleNamespace(data_address=f"{where}:9", resource_id=where))
+    return eg
+
+
+def test_an_all_to_all_consumers_descriptor_does_not_grow_with_the_producer_parallelism():
+    sizes = {}
+    for producers in (10, 100, 2000):
+        executors = Executors()
+        received = _over_the_wire(_shuffle(producers, 4), "dst", executors)
+        first, *rest = executors.wire_bytes
+        assert len(set(rest)) == 1 and first > rest[0], executors.wire_bytes
+        sizes[producers] = rest[0]
+        # ... and yet each consumer reads every producer, from where it is
+        for tdd in received:
+            channels = channels_of(tdd.inputs[0], tdd.subtask_index)
+            assert len(channels) == producers
+            assert channels[producers - 1].data_address == f"te-src-{(producers - 1) % 50}:9"
+            assert {c.subpartition for c in channels} == {tdd.subtask_index}
+    assert sizes[10] == sizes[100] == sizes[2000], sizes
+
+
+def test_shared_parts_reach_each_executor_once_and_a_moved_producer_sends_the_new_ones():
+    eg = _shuffle(8, 3)
+    executors = Executors()
+    _over_the_wire(eg, "dst", executors)
+    assert executors.wire_bytes[0] > max(executors.wire_bytes[1:])
+    held = set(executors.parts.sent_to("te-dst"))
+    assert len(held) == 2 and len(executors.caches["te-dst"]) == 2   # task information, shuffle
+    # a producer restarts elsewhere: consumers deployed after it read its new location
+    src = next(v for v in eg.job_vertices.values() if v.name == "src")
+    moved = src.task_vertices[5].current
+    moved.slot = SimpleNamespace(allocation_id="alloc-new",
+                                 location=SimpleNamespace(data_address="elsewhere:9", resource_id="te-new"))
+    invalidate_descriptors(src.produced[0])
+    received = _over_the_wire(eg, "dst", executors)
+    now_held = set(executors.parts.sent_to("te-dst"))
+    assert len(now_held - held) == 1, "the new shuffle descriptors, once; the task information is kept"
+    assert executors.wire_bytes[3] > max(executors.wire_bytes[4:])
+    for tdd in received:
+        assert channels_of(tdd.inputs[0], tdd.subtask_index)[5].data_address == "elsewhere:9"
+
+
+def test_an_executor_without_a_named_part_refuses_the_deployment():
+    eg = _shuffle(4, 1)
+    dst = next(v for v in eg.job_vertices.values() if v.name == "dst")
+    tdd = build_descriptor(dst.task_vertices[0].current, "jm-1", "am:1")
+    message = taskexecutor_pb2.TaskDeploymentDescriptor.FromString(tdd_to_bytes(tdd))
+    with pytest.raises(MissingSharedParts, match="holds no deployment part"):
+        tdd_from_proto(message, SharedParts(FileSystemSettings()).get)
+
+
+def test_a_part_above_the_offload_size_is_read_from_the_cluster_file_system_once(tmp_path):
+    eg = _shuffle(3000, 2)
+    parts = DeploymentParts(offload_min_size=256, offload_dir=str(tmp_path / "parts"),
+                            filesystem=FileSystemSettings())
+    dst = next(v for v in eg.job_vertices.values() if v.name == "dst")
+    tdd = build_descriptor(dst.task_vertices[0].current, "jm-1", "am:1")
+    sent = parts.prepare("te-dst", tdd).result(timeout=30)
+    shuffle = tdd.inputs[0].shuffle_descriptors
+    assert len(shuffle.data) >= 256
+    offloaded = [p for p in sent.carried if p.offloaded]
+    assert [p.key for p in offloaded] == [shuffle.key] and offloaded[0].data == b""
+    wire = tdd_to_bytes(sent)
+    assert shuffle.data not in wire and offloaded[0].offloaded.encode() in wire, \
+        "the deployment names the file, not the bytes"
+    cache = SharedParts(FileSystemSettings())
+    message = taskexecutor_pb2.TaskDeploymentDescriptor.FromString(wire)
+    cache.accept(shared_parts_from_proto(message))
+    received = tdd_from_proto(message, cache.get)
+    assert len(channels_of(received.inputs[0], 0)) == 3000
+    parts.discard().result(timeout=30)
+    assert not (tmp_path / "parts").exists()
+    # read once: the executor holds it now, the file being gone
+    assert tdd_from_proto(message, cache.get).inputs[0].shuffle_descriptors.data == shuffle.data

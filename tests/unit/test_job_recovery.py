@@ -83,7 +83,7 @@ def test_results_go_to_the_store_and_consumers_are_sent_there(graph, tmp_path):
         h.report(tdd.attempt_id, FINISHED)
     h.offer_pending(["te-2"])
     reduce = by_vertex(h, "reduce")
-    shuffle = shuffle_descriptors_from_bytes(reduce[0].inputs[0].shuffle_descriptors)
+    shuffle = shuffle_descriptors_from_bytes(reduce[0].inputs[0].shuffle_descriptors.data)
     assert [stored_result_dir(a) for a in shuffle.data_addresses] == [produced.store]
     assert shuffle.producer_attempt == (0, 0)
     h.close()
@@ -115,7 +115,7 @@ def test_a_new_attempt_runs_only_the_regions_that_had_not_finished(graph, tmp_pa
     assert by_vertex(second, "source") == [], "no stage-1 subtask runs again"
     reduce = by_vertex(second, "reduce")
     assert len(reduce) == 2
-    shuffle = shuffle_descriptors_from_bytes(reduce[0].inputs[0].shuffle_descriptors)
+    shuffle = shuffle_descriptors_from_bytes(reduce[0].inputs[0].shuffle_descriptors.data)
     assert stored_result_dir(shuffle.data_addresses[0]).startswith(f"file://{tmp_path}/")
     finish_everything(second, "te-3")
     assert jm.result.result(timeout=5).status is JobStatus.FINISHED

@@ -2,12 +2,15 @@
 and ResourceManager: every timeout is reached by advancing the clock, never by waiting."""
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread, TestingScheduler
 from tests.unit.test_scheduler import chain
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState, JobStatus
 from yarnflow.conf import Configuration
+from yarnflow.core.jobgraph import ShipStrategy
 from yarnflow.core.messages import SlotOffer, TaskExecutionState
 from yarnflow.core.operators.sources import TableSource
 from yarnflow.core.resources import ResourceSpec as R
@@ -26,13 +29,24 @@ class MissingInput(TableSource):
         raise FileNotFoundError("/data/missing")
 
 
-@pytest.fixture
-def harness():
-    config = Configuration.load(overrides=[
+def config() -> Configuration:
+    return Configuration.load(overrides=[
         f"heartbeat.timeout={HEARTBEAT_TIMEOUT}", "heartbeat.interval=10",
         f"slot.request.timeout={SLOT_TIMEOUT}", f"job.cancel.timeout={CANCEL_TIMEOUT}",
         "restart-strategy.type=none"])
-    h = Harness(chain(2), config, main=ManualMainThread())
+
+
+@pytest.fixture
+def harness():
+    h = Harness(chain(2), config(), main=ManualMainThread())
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def shuffle_harness():
+    """source(4) -HASH-> map(4) -> sink(4), on two executors."""
+    h = Harness(chain(4, ship=ShipStrategy.HASH), config(), main=ManualMainThread())
     yield h
     h.close()
 
@@ -171,6 +185,32 @@ def test_an_unexplained_failed_deployment_fails_the_job_after_the_grace(harness)
     h.jm.main.advance(CANCEL_TIMEOUT)
     result = h.jm.result.result(timeout=0)
     assert result.status is JobStatus.FAILED and "could not deploy" in result.failure
+
+
+def test_a_deployment_naming_parts_its_executor_does_not_hold_is_sent_again_with_them(
+        shuffle_harness):
+    """The shared parts (task information, shuffle descriptors) go to each executor once;
+    one that let them go refuses the next deployment that only names them, and gets it
+    again with the parts."""
+    h = shuffle_harness
+    h.start()
+    h.executor("te-2").forgets_parts = True
+    h.offer_pending(["te-1", "te-2"])
+    kept, forgot = h.executor("te-1"), h.executor("te-2")
+    assert len(h.deployed()) == 12
+    carried = Counter(p.key for tdd in kept.submitted for p in tdd.carried)
+    assert kept.refused == [] and set(carried.values()) == {1}, \
+        "an executor that keeps the parts is sent each once"
+    assert forgot.refused, "te-2 was sent deployments that named parts it let go"
+    refused = [tdd.attempt_id for tdd in forgot.refused]
+    assert len(set(refused)) == len(refused), "sent again once, with its parts"
+    resent = {tdd.attempt_id: tdd for tdd in forgot.submitted}
+    for attempt_id in refused:
+        tdd = resent[attempt_id]
+        assert {p.key for p in tdd.carried} == {p.key for p in tdd.shared_parts()}
+    run_all(h, RUNNING)
+    run_all(h, FINISHED)
+    assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
 
 
 # --- the JobMaster as a shell around its scheduler ---------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from yarnflow.core.deployment import InputGateDescriptor, TaskInformation
+from yarnflow.core.deployment import InputGateDescriptor, SharedPart, TaskInformation
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
@@ -80,7 +80,7 @@ class ConsumedPartitionGroup:
     def __init__(self, result: IntermediateResult, partition_indexes: range) -> None:
         self.result = result
         self.partition_indexes = partition_indexes
-        self.cached_descriptors: bytes | None = None
+        self.cached_descriptors: SharedPart | None = None
         self.cached_gate: InputGateDescriptor | None = None
 
     def partitions(self) -> Iterator[IntermediateResultPartition]:

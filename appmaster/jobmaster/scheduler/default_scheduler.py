@@ -28,13 +28,15 @@ from yarnflow.appmaster.jobmaster.failover import failover_strategy, restart_str
 from yarnflow.appmaster.jobmaster.outputs import JobOutputs
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, invalidate_descriptors
+from yarnflow.appmaster.jobmaster.scheduler.deployment_parts import DeploymentParts
 from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import JobMasterAddress
 from yarnflow.appmaster.jobmaster.scheduler.scheduling_strategy import SchedulingStrategy
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
 from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
 from yarnflow.conf import Configuration, options
 from yarnflow.core.details import ExceptionEntry
-from yarnflow.core.errors import Refused
+from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.errors import MissingSharedParts, Refused
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.messages import TaskExecutionState
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, describe_rpc_error
@@ -77,6 +79,7 @@ class DefaultScheduler:
         self._job_master = job_master
         self._on_subtask_finished = on_subtask_finished
         self._on_ended = on_ended
+        self.deployment_parts = DeploymentParts.of(config, graph.job_id)
         self._strategy = SchedulingStrategy(main, graph, allocator, self._deploy, self._fail_vertex)
         self._restart_strategy = restart_strategy(config)
         self._failover = failover_strategy(config.get(options.FAILOVER_STRATEGY), graph)
@@ -112,8 +115,9 @@ class DefaultScheduler:
         self._transition(JobStatus.CANCELLING)
         self._cancel_all_executions()
 
-    def stop(self) -> None:
+    def stop(self) -> "Future[None]":
         self._strategy.stop()
+        return self.deployment_parts.discard()
 
     # --- deployment ------------------------------------------------------------------
     def _deploy(self, vertex: ExecutionVertex) -> None:
@@ -129,6 +133,25 @@ class DefaultScheduler:
             self._task_failed(execution, f"could not build the deployment of {vertex}: {err}",
                               recoverable=False)
             return
+        self._send(execution, descriptor)
+
+    def _send(self, execution: Execution, descriptor: TaskDeploymentDescriptor,
+              everything: bool = False) -> None:
+        """Send with the shared parts the executor lacks (``everything``: all it names),
+        once the big ones among them are offloaded."""
+        assert execution.slot is not None
+        ready = self.deployment_parts.prepare(execution.slot.location.resource_id, descriptor,
+                                              everything)
+        if ready.done():
+            self._submit(execution, ready.result(), everything)
+        else:
+            ready.add_done_callback(
+                lambda f: self.main.execute(self._submit, execution, f.result(), everything))
+
+    def _submit(self, execution: Execution, descriptor: TaskDeploymentDescriptor,
+                resent: bool) -> None:
+        if execution.state is not ExecutionState.DEPLOYING:
+            return
         assert execution.slot is not None and execution.slot.gateway is not None
         gateway = execution.slot.gateway
         location = execution.slot.location
@@ -137,10 +160,17 @@ class DefaultScheduler:
             # An executor that cannot be reached is most likely dying, and its loss (the
             # real cause, with its exit code and log) is on its way: like an upstream
             # failure, this waits the grace period for it. A refusal is the cause itself.
-            if execution.state is ExecutionState.DEPLOYING:
-                self._task_failed(execution, f"could not deploy {vertex} to TaskExecutor "
-                                  f"{location.resource_id}: {describe_rpc_error(err)}",
-                                  upstream=not isinstance(err, Refused))
+            if execution.state is not ExecutionState.DEPLOYING:
+                return
+            if isinstance(err, MissingSharedParts) and not resent:
+                log.info("%s: %s; sending it again with its shared parts", execution.vertex, err)
+                self._send(execution, descriptor, everything=True)
+                return
+            if not isinstance(err, Refused):
+                self.deployment_parts.not_delivered(location.resource_id, descriptor.carried)
+            self._task_failed(execution, f"could not deploy {execution.vertex} to TaskExecutor "
+                              f"{location.resource_id}: {describe_rpc_error(err)}",
+                              upstream=not isinstance(err, Refused))
         gateway.submit_task(descriptor).add_done_callback(
             lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
 
@@ -210,6 +240,7 @@ class DefaultScheduler:
         if resource_id in self._lost_executors:
             return
         self._lost_executors.add(resource_id)
+        self.deployment_parts.executor_gone(resource_id)
         lost = [e for e in self.graph.current_executions()
                 if e.resource_id == resource_id and not e.state.is_terminal]
         # attempts that failed there a moment ago (a deployment the dying executor did not

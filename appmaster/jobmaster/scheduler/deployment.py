@@ -1,10 +1,10 @@
 """Task deployment descriptors: everything a TaskExecutor needs to run one attempt.
 
 The producer locations of an ALL_TO_ALL input are serialized once per consumed
-partition group and the same bytes go into every consumer's descriptor (Flink 1.14's
-cached shuffle descriptors), so deploying a P × P shuffle is O(P) work, not O(P²).
-What the subtasks of a vertex share (its TaskInformation, an ALL_TO_ALL input gate) is
-one object, so it is also put in wire form once, not once per subtask.
+partition group (Flink 1.14's cached shuffle descriptors), and a vertex's TaskInformation
+once per vertex: both are ``SharedPart``s, which every consumer's descriptor names by
+key and ``deployment_parts.DeploymentParts`` sends to each executor once. Deploying a
+P × P shuffle is O(P) work, not O(P²).
 """
 from __future__ import annotations
 
@@ -12,23 +12,22 @@ from yarnflow.core.ids import AllocationID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, Execution,
                                                          ExecutionJobVertex, IntermediateResult)
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
-                                     ShuffleDescriptors, TaskDeploymentDescriptor,
+                                     SharedPart, ShuffleDescriptors, TaskDeploymentDescriptor,
                                      TaskInformation, stored_address)
 from yarnflow.core.jobgraph import DistributionPattern
-from yarnflow.rpc.codec import shuffle_descriptors_to_bytes
+from yarnflow.rpc.codec import shuffle_descriptors_to_bytes, task_information_to_bytes
 
 
-def shuffle_descriptors(group: ConsumedPartitionGroup) -> bytes:
+def shuffle_descriptors(group: ConsumedPartitionGroup) -> SharedPart:
     """Where each producer partition of ``group`` lives; cached on the group."""
     if group.cached_descriptors is not None:
         return group.cached_descriptors
     result = group.result
     if result.store:       # on the cluster file system: read there, whoever wrote it
-        data = shuffle_descriptors_to_bytes(ShuffleDescriptors(
+        part = group.cached_descriptors = _part(group, ShuffleDescriptors(
             result.id, (stored_address(result.store),), (ResourceID(""),), (0,) * len(group),
             tuple(p.producer.current.attempt_number for p in group.partitions())))
-        group.cached_descriptors = data
-        return data
+        return part
     addresses: dict[str, int] = {}
     resource_ids: list[ResourceID] = []
     locations: list[int] = []
@@ -46,10 +45,17 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> bytes:
             resource_ids.append(location.resource_id)
         locations.append(index)
         attempts.append(execution.attempt_number)
-    data = shuffle_descriptors_to_bytes(ShuffleDescriptors(
+    part = group.cached_descriptors = _part(group, ShuffleDescriptors(
         result.id, tuple(addresses), tuple(resource_ids), tuple(locations), tuple(attempts)))
-    group.cached_descriptors = data
-    return data
+    return part
+
+
+def _part(group: ConsumedPartitionGroup, descriptors: ShuffleDescriptors) -> SharedPart:
+    """ALL_TO_ALL descriptors are shared by key; a POINTWISE consumer's own go inline."""
+    data = shuffle_descriptors_to_bytes(descriptors)
+    if group.result.distribution is DistributionPattern.ALL_TO_ALL:
+        return SharedPart.of(data)
+    return SharedPart("", data)
 
 
 def invalidate_descriptors(result: IntermediateResult) -> None:
@@ -74,6 +80,7 @@ def task_information(vertex: ExecutionJobVertex, job_master_id: JobMasterId,
                                             result.partition_type, result.ship,
                                             tuple(result.keys), result.store)
                   for result in vertex.produced))
+        info.part = SharedPart.of(task_information_to_bytes(info))
     return info
 
 
