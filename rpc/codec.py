@@ -260,7 +260,8 @@ def tdd_to_bytes(tdd: TaskDeploymentDescriptor) -> bytes:
     """
     info = tdd.info
     if info.part is None:
-        info.part = SharedPart.of(task_information_to_bytes(info))
+        raise ValueError(f"the TaskInformation of {info.vertex_name} has no wire form: it is "
+                         "made once per vertex (scheduler.deployment.task_information)")
     parts = [taskexecutor_pb2.TaskDeploymentDescriptor(
         subtask_index=tdd.subtask_index, attempt_number=tdd.attempt_number,
         attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id,

@@ -25,7 +25,6 @@ import logging
 import os
 import posixpath
 import tempfile
-import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any
@@ -122,10 +121,7 @@ class JobStorage:
     def _write(self, name: str, data: bytes) -> None:
         try:
             self.fs.mkdirs(self._events_dir)
-            tmp = f"{self._events_dir}/.{name}.{uuid.uuid4().hex[:8]}"
-            with self.fs.open_output(tmp) as out:
-                out.write(data)
-            self.fs.rename(tmp, f"{self._events_dir}/{name}")
+            self.fs.write_whole(f"{self._events_dir}/{name}", data)
         except Exception as err:   # noqa: BLE001 - recovery degrades, the job goes on
             log.warning("could not log a finished region in %s (a new ApplicationMaster "
                         "attempt would run it again): %s: %s", self._events_dir,

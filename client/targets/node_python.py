@@ -101,15 +101,8 @@ def publish(archive: Path, config: Configuration) -> tuple[str, str]:
     uri = f"{directory.rstrip('/')}/{digest}.tar.gz"
     if not fs.exists(uri):
         fs.mkdirs(directory)
-        partial = f"{uri}.{digest[:8]}.uploading"
-        fs.delete(partial)
-        with open(archive, "rb") as src, fs.open_output(partial) as out:
-            while chunk := src.read(8 << 20):
-                out.write(chunk)
-        try:
-            fs.rename(partial, uri)
-        except FileExistsError:          # another client uploaded the same environment
-            fs.delete(partial)
+        with open(archive, "rb") as src:     # False: another client uploaded it meanwhile
+            fs.write_whole(uri, iter(lambda: src.read(8 << 20), b""))
     return uri, "public" if world_readable(fs, uri) else "application"
 
 

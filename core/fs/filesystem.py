@@ -12,12 +12,14 @@ What yarnflow needs beyond plain reads and writes, every implementation gives:
 """
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import posixpath
 import threading
+import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
@@ -129,6 +131,26 @@ class FileSystem:
     # --- changes -----------------------------------------------------------------------
     def mkdirs(self, uri: str) -> None:
         self.arrow.create_dir(self.path(uri), recursive=True)
+
+    def write_whole(self, uri: str, data: bytes | Iterable[bytes]) -> bool:
+        """Write a new file whole or not at all: under a hidden name beside ``uri``, then
+        renamed, so no reader sees half of it. False, and nothing left behind, when
+        ``uri`` exists already (another writer of the same name was first)."""
+        directory, name = uri.rsplit("/", 1)
+        partial = f"{directory}/.{name}.{uuid.uuid4().hex[:8]}"
+        try:
+            with self.open_output(partial) as out:
+                for chunk in [data] if isinstance(data, bytes) else data:
+                    out.write(chunk)
+            self.rename(partial, uri)
+        except FileExistsError:
+            self.delete(partial)
+            return False
+        except BaseException:
+            with contextlib.suppress(Exception):   # the write's own error is the one to see
+                self.delete(partial)
+            raise
+        return True
 
     def mkdirs_private(self, uri: str) -> None:
         """A directory only its owner may enter (a job's data no other user of a shared

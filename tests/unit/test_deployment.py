@@ -2,6 +2,7 @@
 serialized once, and each executor still reads exactly its own subtask's channels."""
 from __future__ import annotations
 
+from concurrent.futures import Future
 from types import SimpleNamespace
 
 import pytest
@@ -37,6 +38,11 @@ def _deployable() -> ExecutionGraph:
     return eg
 
 
+def ready(prepared: TaskDeploymentDescriptor | Future) -> TaskDeploymentDescriptor:
+    """A prepared deployment, once its big parts are offloaded."""
+    return prepared.result(timeout=30) if isinstance(prepared, Future) else prepared
+
+
 class Executors:
     """The deployments' way to executors: a JobMaster's record of what each was sent,
     the wire, and each executor's cache of shared parts."""
@@ -47,7 +53,7 @@ class Executors:
         self.wire_bytes: list[int] = []
 
     def deploy(self, tdd: TaskDeploymentDescriptor, resource_id: str) -> TaskDeploymentDescriptor:
-        sent = self.parts.prepare(resource_id, tdd).result(timeout=0)
+        sent = ready(self.parts.prepare(resource_id, tdd))
         wire = tdd_to_bytes(sent)
         self.wire_bytes.append(len(wire))
         cache = self.caches.setdefault(resource_id, SharedParts(FileSystemSettings()))
@@ -175,7 +181,7 @@ def test_a_part_above_the_offload_size_is_read_from_the_cluster_file_system_once
                             filesystem=FileSystemSettings())
     dst = next(v for v in eg.job_vertices.values() if v.name == "dst")
     tdd = build_descriptor(dst.task_vertices[0].current, "jm-1", "am:1")
-    sent = parts.prepare("te-dst", tdd).result(timeout=30)
+    sent = ready(parts.prepare("te-dst", tdd))
     shuffle = tdd.inputs[0].shuffle_descriptors
     assert len(shuffle.data) >= 256
     offloaded = [p for p in sent.carried if p.offloaded]

@@ -142,11 +142,11 @@ class DefaultScheduler:
         assert execution.slot is not None
         ready = self.deployment_parts.prepare(execution.slot.location.resource_id, descriptor,
                                               everything)
-        if ready.done():
-            self._submit(execution, ready.result(), everything)
-        else:
+        if isinstance(ready, Future):
             ready.add_done_callback(
                 lambda f: self.main.execute(self._submit, execution, f.result(), everything))
+        else:
+            self._submit(execution, ready, everything)
 
     def _submit(self, execution: Execution, descriptor: TaskDeploymentDescriptor,
                 resent: bool) -> None:

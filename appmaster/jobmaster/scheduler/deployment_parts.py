@@ -32,10 +32,8 @@ from yarnflow.core.ids import JobID, ResourceID
 log = logging.getLogger(__name__)
 
 
-def _done(value: SharedPart) -> "Future[SharedPart]":
-    future: Future[SharedPart] = Future()
-    future.set_result(value)
-    return future
+def _value(part: "SharedPart | Future[SharedPart]") -> SharedPart:
+    return part.result() if isinstance(part, Future) else part
 
 
 class DeploymentParts:
@@ -60,23 +58,26 @@ class DeploymentParts:
                                f"{root}/deployment-parts/{job_id}", settings)
 
     def prepare(self, resource_id: ResourceID, descriptor: TaskDeploymentDescriptor,
-                everything: bool = False) -> "Future[TaskDeploymentDescriptor]":
+                everything: bool = False
+                ) -> "TaskDeploymentDescriptor | Future[TaskDeploymentDescriptor]":
         """``descriptor`` with the parts its executor was not sent (``everything``: all it
-        names) carried; done at once unless a part is still being offloaded."""
+        names) carried: at once (on the hot path of every deployment, so without a
+        Future or a copy when it carries nothing), or as a Future while a big part among
+        them is being offloaded."""
         sent = self._sent.setdefault(resource_id, set())
-        carried: list[Future[SharedPart]] = []
+        carried: list[SharedPart | Future[SharedPart]] = []
         for part in descriptor.shared_parts():
             if everything or part.key not in sent:
                 sent.add(part.key)
                 carried.append(self._as_sent(part))
-        if all(f.done() for f in carried):
-            ready: Future[TaskDeploymentDescriptor] = Future()
-            ready.set_result(dataclasses.replace(descriptor, carried=tuple(f.result() for f in carried)))
-            return ready
+        if not carried:
+            return descriptor
+        if not any(isinstance(p, Future) and not p.done() for p in carried):
+            return dataclasses.replace(descriptor, carried=tuple(_value(p) for p in carried))
         assert self._writer is not None
         # the writer runs in order: the offloads this waits for are done by then
         return self._writer.submit(lambda: dataclasses.replace(
-            descriptor, carried=tuple(f.result() for f in carried)))
+            descriptor, carried=tuple(_value(p) for p in carried)))
 
     def not_delivered(self, resource_id: ResourceID, parts: Iterable[SharedPart]) -> None:
         """The deployment that carried ``parts`` did not reach the executor."""
@@ -91,9 +92,9 @@ class DeploymentParts:
         return frozenset(self._sent.get(resource_id, ()))
 
     # --- offloading --------------------------------------------------------------------
-    def _as_sent(self, part: SharedPart) -> "Future[SharedPart]":
+    def _as_sent(self, part: SharedPart) -> "SharedPart | Future[SharedPart]":
         if self._settings is None or len(part.data) < self._min_size:
-            return _done(part)
+            return part
         offloaded = self._offloaded.get(part.key)
         if offloaded is None:
             if self._writer is None:
@@ -108,11 +109,7 @@ class DeploymentParts:
             if self._fs is None:
                 self._fs = open_filesystem(self._dir, self._settings)
             self._fs.mkdirs_private(self._dir)
-            if not self._fs.exists(path):      # the same content from an earlier attempt
-                tmp = f"{self._dir}/.{part.key}.writing"
-                with self._fs.open_output(tmp) as out:
-                    out.write(part.data)
-                self._fs.rename(tmp, path)
+            self._fs.write_whole(path, part.data)   # False: the same bytes, from an earlier attempt
         except Exception as err:   # noqa: BLE001 - sent inline instead: slower, not wrong
             log.warning("could not offload a deployment part of %d bytes to %s (%s: %s): "
                         "sending it with the deployments instead", len(part.data), self._dir,
