@@ -27,7 +27,8 @@ from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGra
 from yarnflow.appmaster.jobmaster.failover import failover_strategy, restart_strategy
 from yarnflow.appmaster.jobmaster.outputs import JobOutputs
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
-from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor, invalidate_descriptors
+from yarnflow.appmaster.jobmaster.scheduler.deployer import ExecutionDeployer
+from yarnflow.appmaster.jobmaster.scheduler.deployment import invalidate_descriptors
 from yarnflow.appmaster.jobmaster.scheduler.deployment_parts import DeploymentParts
 from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import JobMasterAddress
 from yarnflow.appmaster.jobmaster.scheduler.scheduling_strategy import SchedulingStrategy
@@ -35,11 +36,9 @@ from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
 from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
 from yarnflow.conf import Configuration, options
 from yarnflow.core.details import ExceptionEntry
-from yarnflow.core.deployment import TaskDeploymentDescriptor
-from yarnflow.core.errors import MissingSharedParts, Refused
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.messages import TaskExecutionState
-from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, describe_rpc_error
+from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +75,13 @@ class DefaultScheduler:
         self._allocator = allocator
         self._outputs = outputs
         self._splits = splits
-        self._job_master = job_master
         self._on_subtask_finished = on_subtask_finished
         self._on_ended = on_ended
-        self.deployment_parts = DeploymentParts.of(config, graph.job_id)
-        self._strategy = SchedulingStrategy(main, graph, allocator, self._deploy, self._fail_vertex)
+        self._deployer = ExecutionDeployer(main, job_master, DeploymentParts.of(config, graph.job_id),
+                                           self._task_failed)
+        self._strategy = SchedulingStrategy(main, graph, allocator,
+                                            lambda vertex: self._deployer.deploy(vertex.current),
+                                            self._fail_vertex)
         self._restart_strategy = restart_strategy(config)
         self._failover = failover_strategy(config.get(options.FAILOVER_STRATEGY), graph)
         self._restart: PendingRestart | None = None
@@ -117,62 +118,7 @@ class DefaultScheduler:
 
     def stop(self) -> "Future[None]":
         self._strategy.stop()
-        return self.deployment_parts.discard()
-
-    # --- deployment ------------------------------------------------------------------
-    def _deploy(self, vertex: ExecutionVertex) -> None:
-        execution = vertex.current
-        execution.transition(ExecutionState.DEPLOYING)
-        for result in vertex.job_vertex.produced:
-            if execution.attempt_number > 0:
-                invalidate_descriptors(result)
-        try:
-            descriptor = build_descriptor(execution, self._job_master.job_master_id,
-                                          self._job_master.address)
-        except Exception as err:  # noqa: BLE001 - a deployment that cannot be built fails the job, named
-            self._task_failed(execution, f"could not build the deployment of {vertex}: {err}",
-                              recoverable=False)
-            return
-        self._send(execution, descriptor)
-
-    def _send(self, execution: Execution, descriptor: TaskDeploymentDescriptor,
-              everything: bool = False) -> None:
-        """Send with the shared parts the executor lacks (``everything``: all it names),
-        once the big ones among them are offloaded."""
-        assert execution.slot is not None
-        ready = self.deployment_parts.prepare(execution.slot.location.resource_id, descriptor,
-                                              everything)
-        if isinstance(ready, Future):
-            ready.add_done_callback(
-                lambda f: self.main.execute(self._submit, execution, f.result(), everything))
-        else:
-            self._submit(execution, ready, everything)
-
-    def _submit(self, execution: Execution, descriptor: TaskDeploymentDescriptor,
-                resent: bool) -> None:
-        if execution.state is not ExecutionState.DEPLOYING:
-            return
-        assert execution.slot is not None and execution.slot.gateway is not None
-        gateway = execution.slot.gateway
-        location = execution.slot.location
-
-        def failed(err: Exception) -> None:
-            # An executor that cannot be reached is most likely dying, and its loss (the
-            # real cause, with its exit code and log) is on its way: like an upstream
-            # failure, this waits the grace period for it. A refusal is the cause itself.
-            if execution.state is not ExecutionState.DEPLOYING:
-                return
-            if isinstance(err, MissingSharedParts) and not resent:
-                log.info("%s: %s; sending it again with its shared parts", execution.vertex, err)
-                self._send(execution, descriptor, everything=True)
-                return
-            if not isinstance(err, Refused):
-                self.deployment_parts.not_delivered(location.resource_id, descriptor.carried)
-            self._task_failed(execution, f"could not deploy {execution.vertex} to TaskExecutor "
-                              f"{location.resource_id}: {describe_rpc_error(err)}",
-                              upstream=not isinstance(err, Refused))
-        gateway.submit_task(descriptor).add_done_callback(
-            lambda f: f.exception() is not None and self.main.execute(failed, f.exception()))
+        return self._deployer.parts.discard()
 
     # --- state reports ---------------------------------------------------------------
     def update_task_execution_state(self, report: TaskExecutionState) -> bool:
@@ -240,7 +186,7 @@ class DefaultScheduler:
         if resource_id in self._lost_executors:
             return
         self._lost_executors.add(resource_id)
-        self.deployment_parts.executor_gone(resource_id)
+        self._deployer.parts.executor_gone(resource_id)
         lost = [e for e in self.graph.current_executions()
                 if e.resource_id == resource_id and not e.state.is_terminal]
         # attempts that failed there a moment ago (a deployment the dying executor did not
