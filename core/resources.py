@@ -12,7 +12,7 @@ class ResourceSpec:
     operator gets many cores and a memory-heavy one much memory.
     """
 
-    __slots__ = ("cpu", "memory_mb", "gpus", "_identity")
+    __slots__ = ("cpu", "memory_mb", "gpus", "_identity", "_hash")
 
     def __init__(self, cpu: float, memory: int | str, gpus: int = 0) -> None:
         if cpu <= 0:
@@ -25,6 +25,7 @@ class ResourceSpec:
         # what equality and hashing compare, made once: the SlotPool's indexes hash a
         # profile for every slot request
         self._identity = (round(self.cpu, 6), self.memory_mb, self.gpus)
+        self._hash = hash(self._identity)
 
     def __add__(self, other: "ResourceSpec") -> "ResourceSpec":
         return ResourceSpec(self.cpu + other.cpu, self.memory_mb + other.memory_mb,
@@ -41,7 +42,7 @@ class ResourceSpec:
         return isinstance(other, ResourceSpec) and self._identity == other._identity
 
     def __hash__(self) -> int:
-        return hash(self._identity)
+        return self._hash
 
     def __repr__(self) -> str:
         gpus = f", gpus={self.gpus}" if self.gpus else ""

@@ -41,6 +41,14 @@ class LogicalSlot:
         return self.physical.gateway
 
 
+@dataclass
+class Allocation:
+    """Slots for the subtasks scheduled together: ``ready`` now (a warm pool held a slot
+    for their shared slot), the rest ``waiting`` for one the ResourceManager starts."""
+    ready: dict[ExecutionVertex, LogicalSlot]
+    waiting: dict[ExecutionVertex, "Future[LogicalSlot]"]
+
+
 class SlotSharingSlotAllocator:
     def __init__(self, pool: SlotPool,
                  groups: dict[ExecutionVertex, ExecutionSlotSharingGroup],
@@ -49,54 +57,64 @@ class SlotSharingSlotAllocator:
         self._groups = groups
         self._input_hosts = input_hosts
 
-    def allocate(self, vertices: Iterable[ExecutionVertex]) -> dict[ExecutionVertex, "Future[LogicalSlot]"]:
-        vertices = list(vertices)
+    def allocate(self, vertices: Iterable[ExecutionVertex]) -> Allocation:
         by_group: dict[ExecutionSlotSharingGroup, list[ExecutionVertex]] = {}
         for vertex in vertices:
             by_group.setdefault(self._groups[vertex], []).append(vertex)
+        allocation = Allocation({}, {})
+        ready = allocation.ready
         for group, members in by_group.items():
-            if group.slot_future is None:
+            if group.slot is None and group.slot_future is None:
                 prefs = merge([preferred_locations(v) for v in members]
                               + [SlotPreferences(hosts=(h,), input_hosts=(h,)) for v in members
                                  if (h := self._input_hosts(v))])
-                group.slot_future = self._pool.request_slot(group.profile, prefs)
+                group.slot = self._pool.allocate_available(group.profile, prefs)
+                if group.slot is None:
+                    group.slot_future = self._pool.request_new_slot(group.profile, prefs)
             group.assigned.update(members)
-        # one logical slot per shared slot: its members scheduled together share it
-        logical = {group: _logical(group) for group in by_group}
-        return {vertex: logical[self._groups[vertex]] for vertex in vertices}
+            # one logical slot per shared slot: its members scheduled together share it
+            if group.slot is not None:
+                logical = LogicalSlot(group.slot, group)
+                for vertex in members:
+                    ready[vertex] = logical
+            else:
+                waiting = _logical(group)
+                for vertex in members:
+                    allocation.waiting[vertex] = waiting
+        return allocation
 
     def release(self, vertex: ExecutionVertex) -> None:
         """``vertex`` ended; give the physical slot back once no member needs it."""
         group = self._groups[vertex]
         group.assigned.discard(vertex)
-        if group.assigned or group.slot_future is None:
+        if group.assigned:
             return
-        future, group.slot_future = group.slot_future, None
-        if future.done() and future.exception() is None:
-            self._pool.release_slot(future.result().allocation_id)
-        else:
-            future.cancel()
+        if group.slot is not None:
+            self._pool.release_slot(group.slot.allocation_id)
+        elif group.slot_future is not None:
+            group.slot_future.cancel()
+        group.slot, group.slot_future = None, None
 
     def vertices_in_slot(self, allocation_id: AllocationID) -> list[ExecutionVertex]:
         return [v for v, g in self._groups.items()
-                if v in g.assigned and g.slot_future is not None and g.slot_future.done()
-                and g.slot_future.exception() is None
-                and g.slot_future.result().allocation_id == allocation_id]
+                if v in g.assigned and g.slot is not None and g.slot.allocation_id == allocation_id]
 
 
 def _logical(group: ExecutionSlotSharingGroup) -> "Future[LogicalSlot]":
+    """The shared slot's LogicalSlot once its requested slot arrives; the group holds
+    that slot from then on."""
     out: Future[LogicalSlot] = Future()
-    source = group.slot_future
+    requested = group.slot_future
+    assert requested is not None
 
     def done(fut: "Future[PhysicalSlot]") -> None:
         if fut.cancelled():
             out.cancel()
-        elif fut.exception() is not None:
-            out.set_exception(fut.exception())
+        elif (err := fut.exception()) is not None:
+            out.set_exception(err)
         else:
+            if group.slot_future is fut:
+                group.slot, group.slot_future = fut.result(), None
             out.set_result(LogicalSlot(fut.result(), group))
-    if source.done():        # a warm pool answers at once
-        done(source)
-    else:
-        source.add_done_callback(done)
+    requested.add_done_callback(done)
     return out

@@ -23,7 +23,8 @@ from typing import Callable
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionJobVertex,
                                                          ExecutionState, ExecutionVertex,
                                                          IntermediateResult)
-from yarnflow.appmaster.jobmaster.scheduler.allocator import LogicalSlot, SlotSharingSlotAllocator
+from yarnflow.appmaster.jobmaster.scheduler.allocator import (Allocation, LogicalSlot,
+                                                              SlotSharingSlotAllocator)
 from yarnflow.core.jobgraph import ScheduleMode
 from yarnflow.rpc.endpoint import MainThreadExecutor
 
@@ -63,9 +64,14 @@ class SchedulingStrategy:
     def _schedule_eager(self, vertices: list[ExecutionVertex]) -> None:
         for ejv in self._graph.vertices_topologically():
             self._scheduled_vertices.add(ejv.id)
-        futures = self._allocate(vertices)
-        remaining = {"n": len(futures)}
+        allocation = self._allocate(vertices)
+        remaining = {"n": len(allocation.waiting)}
         attempts = {vertex: vertex.current for vertex in vertices}
+
+        def deploy_all() -> None:      # all slots are there: deploy everything at once
+            for v in vertices:
+                if v.current.state is ExecutionState.SCHEDULED:
+                    self._deploy(v)
 
         def one_done(vertex: ExecutionVertex, fut: "Future[LogicalSlot]") -> None:
             if self._stopped or fut.cancelled() or vertex.current is not attempts[vertex]:
@@ -75,11 +81,13 @@ class SchedulingStrategy:
                 return
             vertex.current.slot = fut.result()
             remaining["n"] -= 1
-            if remaining["n"] == 0:       # all slots are there: deploy everything at once
-                for v in vertices:
-                    if v.current.state is ExecutionState.SCHEDULED:
-                        self._deploy(v)
-        for vertex, fut in futures.items():
+            if remaining["n"] == 0:
+                deploy_all()
+        for vertex, slot in allocation.ready.items():
+            vertex.current.slot = slot
+        if not allocation.waiting:
+            deploy_all()
+        for vertex, fut in allocation.waiting.items():
             fut.add_done_callback(functools.partial(self._on_main, one_done, vertex))
 
     # --- LAZY_FROM_SOURCES -----------------------------------------------------------
@@ -89,7 +97,7 @@ class SchedulingStrategy:
         self._scheduled_vertices.add(ejv.id)
         waiting = [v for v in ejv.task_vertices if v.current.state is ExecutionState.CREATED]
         attempts = {vertex: vertex.current for vertex in waiting}
-        futures = self._allocate(waiting)
+        allocation = self._allocate(waiting)
 
         def done(vertex: ExecutionVertex, fut: "Future[LogicalSlot]") -> None:
             if self._stopped or fut.cancelled() or vertex.current is not attempts[vertex]:
@@ -100,7 +108,11 @@ class SchedulingStrategy:
             if vertex.current.state is ExecutionState.SCHEDULED:
                 vertex.current.slot = fut.result()
                 self._deploy(vertex)
-        for vertex, fut in futures.items():
+        for vertex, slot in allocation.ready.items():
+            if vertex.current.state is ExecutionState.SCHEDULED and not self._stopped:
+                vertex.current.slot = slot
+                self._deploy(vertex)
+        for vertex, fut in allocation.waiting.items():
             fut.add_done_callback(functools.partial(self._on_main, done, vertex))
 
     def restart(self, vertices: list[ExecutionVertex]) -> None:
@@ -127,7 +139,7 @@ class SchedulingStrategy:
             self._schedule_job_vertex(consumer)
 
     # --- common ----------------------------------------------------------------------
-    def _allocate(self, vertices: list[ExecutionVertex]) -> dict[ExecutionVertex, "Future[LogicalSlot]"]:
+    def _allocate(self, vertices: list[ExecutionVertex]) -> Allocation:
         for vertex in vertices:
             vertex.current.transition(ExecutionState.SCHEDULED)
         return self._allocator.allocate(vertices)

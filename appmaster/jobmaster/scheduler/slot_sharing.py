@@ -8,9 +8,10 @@ group — so one shared slot never holds two subtasks of the same vertex.
 """
 from __future__ import annotations
 
-from typing import Any
+from concurrent.futures import Future
 
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex
+from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot
 from yarnflow.core.jobgraph import DistributionPattern
 from yarnflow.core.resources import ResourceSpec
 
@@ -18,7 +19,7 @@ from yarnflow.core.resources import ResourceSpec
 class ExecutionSlotSharingGroup:
     """The subtasks that share one slot, and (at run time) that slot."""
 
-    __slots__ = ("slot_sharing_group", "index", "members", "profile", "slot_future",
+    __slots__ = ("slot_sharing_group", "index", "members", "profile", "slot", "slot_future",
                  "assigned", "_vertex_ids")
 
     def __init__(self, slot_sharing_group: str, index: int, profile: ResourceSpec) -> None:
@@ -26,7 +27,8 @@ class ExecutionSlotSharingGroup:
         self.index = index
         self.members: list[ExecutionVertex] = []
         self.profile = profile
-        self.slot_future: Any = None          # Future[PhysicalSlot] while requested or held
+        self.slot: PhysicalSlot | None = None                   # the slot it holds
+        self.slot_future: Future[PhysicalSlot] | None = None    # while requested
         self.assigned: set[ExecutionVertex] = set()
         self._vertex_ids: set[str] = set()
 

@@ -71,8 +71,9 @@ class _Held:
 
     def transition(self, target: HeldSlotState, now: float = 0.0) -> None:
         """``now`` (for FREE) is when the slot's idle time starts."""
-        check_transition(_HELD_TRANSITIONS, self.state, target,
-                         lambda: f"slot {self.slot.allocation_id[:8]}")
+        if target not in _HELD_TRANSITIONS[self.state]:   # checked inline: once per request
+            check_transition(_HELD_TRANSITIONS, self.state, target,
+                             lambda: f"slot {self.slot.allocation_id[:8]}")
         self.state = target
         if target is HeldSlotState.FREE:
             self.since = now
@@ -114,14 +115,32 @@ class SlotPool:
     # --- requests --------------------------------------------------------------------
     def request_slot(self, profile: ResourceSpec,
                      preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
-        future: Future[PhysicalSlot] = Future()
-        if self._closed:
-            future.set_exception(NoResourceAvailableError("the SlotPool is closed: the job ended"))
+        free = self.allocate_available(profile, preferences)
+        if free is not None:
+            future: Future[PhysicalSlot] = Future()
+            future.set_result(free)
             return future
+        return self.request_new_slot(profile, preferences)
+
+    def allocate_available(self, profile: ResourceSpec,
+                           preferences: SlotPreferences = SlotPreferences()) -> PhysicalSlot | None:
+        """A free slot the pool holds, allocated at once; None when none fits. A warm
+        pool serves most requests this way, and the scheduler then needs no Future per
+        subtask (20,000 of them were a third of assigning 10,000 slots)."""
+        if self._closed:
+            return None
         free = self._select(profile, preferences)
         if free is not None:
             self._mark_allocated(free)
-            future.set_result(free)
+        return free
+
+    def request_new_slot(self, profile: ResourceSpec,
+                         preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
+        """A slot the pool does not hold yet: asked of the ResourceManager, done when an
+        executor offers it."""
+        future: Future[PhysicalSlot] = Future()
+        if self._closed:
+            future.set_exception(NoResourceAvailableError("the SlotPool is closed: the job ended"))
             return future
         request = PendingRequest(AllocationID(uuid.uuid4().hex), profile, future, preferences.ranked_hosts())
         request.timeout = self._main.schedule(self._request_timeout, self._timeout_request,
