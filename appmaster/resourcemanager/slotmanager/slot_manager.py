@@ -25,6 +25,8 @@ from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import check_transition
 from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.appmaster.resourcemanager.slotmanager.slot_index import SlotIndex
+from yarnflow.appmaster.resourcemanager.slotmanager.slots import SlotState, TaskManagerSlot, Worker
 
 if TYPE_CHECKING:
     from yarnflow.core.container_ladder import ContainerLadder
@@ -35,19 +37,6 @@ log = logging.getLogger(__name__)
 # tasks ask for slots (FLIP-6), so a session gets back the warm executor it had rather
 # than the smallest size that would do; after this long its spec is no longer owed.
 REPLACEMENT_WINDOW_S = 300.0
-
-
-class SlotState(enum.Enum):
-    FREE = "FREE"
-    PENDING = "PENDING"        # asked the executor to allocate it, no answer yet
-    ALLOCATED = "ALLOCATED"
-
-
-_SLOT_TRANSITIONS = {
-    SlotState.FREE: frozenset({SlotState.PENDING, SlotState.ALLOCATED}),
-    SlotState.PENDING: frozenset({SlotState.FREE, SlotState.ALLOCATED}),
-    SlotState.ALLOCATED: frozenset({SlotState.FREE, SlotState.ALLOCATED}),
-}
 
 
 class RequestState(enum.Enum):
@@ -89,34 +78,6 @@ class SlotRequest:
 
 
 @dataclass
-class TaskManagerSlot:
-    resource_id: ResourceID
-    index: int
-    profile: ResourceSpec
-    state: SlotState = SlotState.FREE
-    allocation_id: AllocationID = AllocationID("")
-    job_id: JobID = JobID("")
-
-    def transition(self, target: SlotState) -> None:
-        check_transition(_SLOT_TRANSITIONS, self.state, target,
-                         lambda: f"slot {self.resource_id}/{self.index}")
-        self.state = target
-
-
-@dataclass
-class Worker:
-    resource_id: ResourceID
-    spec: WorkerSpec | None
-    slots: list[TaskManagerSlot]
-    idle_since: float | None       # None while it has busy slots or holds partitions
-    holds_partitions: bool = False
-    min_report_version: int = 0     # reports older than this predate an allocation we know of
-
-    def busy_slots(self) -> int:
-        return sum(1 for s in self.slots if s.state is not SlotState.FREE)
-
-
-@dataclass
 class PendingWorker:
     resource_id: ResourceID
     spec: WorkerSpec
@@ -155,6 +116,7 @@ class SlotManager:
         self._worker_specs = dict(worker_specs or {})
         # lost busy executors not yet replaced: (resource id, spec, when it was lost)
         self._owed: list[tuple[str, WorkerSpec, float]] = []
+        self._index = SlotIndex(self.workers)
 
     def worker_spec_for(self, profile: ResourceSpec) -> WorkerSpec:
         """The planned spec (per-job mode knows its job's profiles up front), else the
@@ -186,7 +148,7 @@ class SlotManager:
         slot = self._find_free_slot(request.profile, avoid)
         if slot is not None:
             slot.transition(SlotState.PENDING)
-            slot.allocation_id, slot.job_id = request.allocation_id, request.job_id
+            slot.assign(request.allocation_id, request.job_id)
             self._touch(slot.resource_id)
             if request.worker in self.pending_workers:
                 self.pending_workers[request.worker].reserved.discard(request.allocation_id)
@@ -247,10 +209,19 @@ class SlotManager:
 
     def _find_free_slot(self, profile: ResourceSpec,
                         avoid: tuple[str, int] | None = None) -> TaskManagerSlot | None:
+        """A free slot that fits, of the exact profile first, on the least-loaded
+        executor: from the heaps, or by a scan after a refusal (rare) to put the
+        refusing slot last."""
+        if avoid is not None:
+            return self._scan_free_slots(profile, avoid)
+        return self._index.free_slot(profile)
+
+    def _scan_free_slots(self, profile: ResourceSpec,
+                         avoid: tuple[str, int] | None) -> TaskManagerSlot | None:
         best: TaskManagerSlot | None = None
         best_key: tuple[int, int, float] | None = None
         for worker in self.workers.values():
-            load = worker.busy_slots() / max(1, len(worker.slots))
+            load = worker.load()
             for slot in worker.slots:
                 if slot.state is SlotState.FREE and profile.fits_in(slot.profile):
                     # a slot that just refused comes last, but still before a new worker
@@ -278,7 +249,7 @@ class SlotManager:
         refused = None
         if slot is not None and slot.state is SlotState.PENDING:
             slot.transition(SlotState.FREE)
-            slot.allocation_id, slot.job_id = AllocationID(""), JobID("")
+            slot.assign(AllocationID(""), JobID(""))
             refused = (slot.resource_id, slot.index)
         request = self.requests.get(allocation_id)
         if request is not None and request.state is RequestState.PENDING:
@@ -291,9 +262,11 @@ class SlotManager:
                         reported: list[tuple[int, AllocationID, JobID]], version: int = 0) -> None:
         pending = self.pending_workers.pop(resource_id, None)
         spec = pending.spec if pending else self.worker_spec_for(slot_profile)
-        slots = [TaskManagerSlot(resource_id, i, slot_profile) for i in range(num_slots)]
+        slots = [TaskManagerSlot(resource_id, i, slot_profile, on_change=self._index.slot_changed)
+                 for i in range(num_slots)]
         self.workers[resource_id] = Worker(resource_id, spec, slots,
                                            idle_since=self._clock.monotonic())
+        self._index.executor_changed(resource_id)
         self.report_slot_status(resource_id, reported, holds_partitions=False, version=version)
         for allocation_id in list(pending.reserved if pending else ()):
             request = self.requests.get(allocation_id)
@@ -318,11 +291,11 @@ class SlotManager:
             if allocation_id:
                 if slot.state is not SlotState.ALLOCATED or slot.allocation_id != allocation_id:
                     slot.state = SlotState.ALLOCATED
-                    slot.allocation_id, slot.job_id = allocation_id, job_id
+                    slot.assign(allocation_id, job_id)
                     self.requests.pop(allocation_id, None)
             elif slot.state is SlotState.ALLOCATED:
                 slot.transition(SlotState.FREE)
-                slot.allocation_id, slot.job_id = AllocationID(""), JobID("")
+                slot.assign(AllocationID(""), JobID(""))
                 freed = True
         self._touch(resource_id)
         if freed:
@@ -335,7 +308,7 @@ class SlotManager:
         slot = worker.slots[slot_index]
         if slot.allocation_id == allocation_id and slot.state is not SlotState.FREE:
             slot.transition(SlotState.FREE)
-            slot.allocation_id, slot.job_id = AllocationID(""), JobID("")
+            slot.assign(AllocationID(""), JobID(""))
             self._touch(resource_id)
             self.match_waiting_requests()
 
@@ -343,6 +316,8 @@ class SlotManager:
         """The executor is gone; requests that were placed on it are placed anew."""
         self.pending_workers.pop(resource_id, None)
         worker = self.workers.pop(resource_id, None)
+        if worker is not None:
+            self._index.forget(worker)
         if worker is not None and worker.spec is not None and worker.busy_slots():
             self._owed.append((resource_id, worker.spec, self._clock.monotonic()))
         for request in self.requests.values():
@@ -407,11 +382,7 @@ class SlotManager:
         return [w.resource_id for w in idle[spare:]]
 
     def _slot_of(self, allocation_id: AllocationID) -> TaskManagerSlot | None:
-        for worker in self.workers.values():
-            for slot in worker.slots:
-                if slot.allocation_id == allocation_id:
-                    return slot
-        return None
+        return self._index.slot_of(allocation_id)
 
     def jobs_on(self, resource_id: ResourceID) -> set[JobID]:
         worker = self.workers.get(resource_id)
