@@ -33,9 +33,9 @@ def pool(monkeypatch):
 
 
 def take(pool: SlotPool, profile: ResourceSpec, prefs: SlotPreferences = SlotPreferences()):
-    future = pool.request_slot(profile, prefs)
-    assert future.done(), "a free slot fits: the request is served at once"
-    return future.result()
+    slot = pool.allocate_available(profile, prefs)
+    assert slot is not None, "a free slot fits: the request is served at once"
+    return slot
 
 
 def test_a_host_preference_looks_at_that_hosts_executors_only(pool):
@@ -71,4 +71,4 @@ def test_a_larger_slot_serves_when_no_exact_one_is_free(pool):
     for _ in range(HOSTS * PER_HOST * SLOTS):
         take(pool, SMALL)
     assert take(pool, SMALL).allocation_id == "big-0"
-    assert not pool.request_slot(SMALL).done(), "then a request waits for a new slot"
+    assert pool.allocate_available(SMALL) is None, "then a request waits for a new slot"

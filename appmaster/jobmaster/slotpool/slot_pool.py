@@ -113,15 +113,6 @@ class SlotPool:
                 self._send_request(request)
 
     # --- requests --------------------------------------------------------------------
-    def request_slot(self, profile: ResourceSpec,
-                     preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
-        free = self.allocate_available(profile, preferences)
-        if free is not None:
-            future: Future[PhysicalSlot] = Future()
-            future.set_result(free)
-            return future
-        return self.request_new_slot(profile, preferences)
-
     def allocate_available(self, profile: ResourceSpec,
                            preferences: SlotPreferences = SlotPreferences()) -> PhysicalSlot | None:
         """A free slot the pool holds, allocated at once; None when none fits. A warm
