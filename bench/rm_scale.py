@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import logging
 import os
 import signal
@@ -309,6 +310,7 @@ def run(executors: int, heartbeat_interval: float, measure: float) -> dict[str, 
             executor.server.stop(None)
             executor.channel.close()
         pool.shutdown(wait=False, cancel_futures=True)
+        shutil.rmtree(directory, ignore_errors=True)     # the throw-away CA's keys too
 
 
 def main() -> None:
