@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psutil
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.clock import poll_until
@@ -210,16 +211,6 @@ class Executor(taskexecutor_pb2_grpc.TaskExecutorServicer):
             timed(self.jm.heartbeat_from_task_executor(self.resource_id, attempts), "heartbeat_jm")
 
 
-def cpu_seconds(pid: int) -> float:
-    """The process's CPU seconds so far (user + system)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mb(pid: int) -> float:
-    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def run(executors: int, heartbeat_interval: float, measure: float) -> dict[str, Any]:
     directory = Path(tempfile.mkdtemp(prefix="rm-scale-"))
     tls = generate_cluster_credentials()
@@ -239,7 +230,8 @@ def run(executors: int, heartbeat_interval: float, measure: float) -> dict[str, 
         running: list[ExecutionAttemptID] = []
         fleet = [Executor(i, tls, address, pool, latencies, slot_requested, running)
                  for i in range(executors)]
-        cpu0, wall0 = cpu_seconds(master.pid), time.perf_counter()
+        am = psutil.Process(master.pid)
+        cpu0, wall0 = sum(am.cpu_times()[:2]), time.perf_counter()
 
         t0 = time.perf_counter()
         registrations = [e.register() for e in fleet]
@@ -297,8 +289,8 @@ def run(executors: int, heartbeat_interval: float, measure: float) -> dict[str, 
             "heartbeat_steady_p99_ms": latencies.p99("heartbeat_steady"),
             "heartbeats": len(latencies.values["heartbeat"]),
             "slot_request_p99_ms": latencies.p99("slot_request"),
-            "rm_cpu_percent": round(100 * (cpu_seconds(master.pid) - cpu0) / wall, 1),
-            "am_rss_mb": round(rss_mb(master.pid), 1),
+            "rm_cpu_percent": round(100 * (sum(am.cpu_times()[:2]) - cpu0) / wall, 1),
+            "am_rss_mb": round(am.memory_info().rss / 2**20, 1),
         }
     finally:
         master.send_signal(signal.SIGTERM)

@@ -27,12 +27,15 @@ class SlotIndex:
         self._seq = itertools.count()
 
     def slot_changed(self, slot: TaskManagerSlot, former: AllocationID) -> None:
-        """Every change of a slot's state or allocation comes here."""
-        if former and former != slot.allocation_id and self._by_allocation.get(former) is slot:
+        """Every change of a slot comes here: of its allocation (``former`` differs), or
+        of its state, which is what its executor's load and free slots depend on."""
+        if former == slot.allocation_id:
+            self.executor_changed(slot.resource_id)
+            return
+        if former and self._by_allocation.get(former) is slot:
             del self._by_allocation[former]
         if slot.allocation_id:
             self._by_allocation[slot.allocation_id] = slot
-        self.executor_changed(slot.resource_id)
 
     def executor_changed(self, resource_id: ResourceID) -> None:
         """Re-key the executor in its profile's heap: its load just changed."""

@@ -290,7 +290,7 @@ class SlotManager:
             slot = worker.slots[index]
             if allocation_id:
                 if slot.state is not SlotState.ALLOCATED or slot.allocation_id != allocation_id:
-                    slot.state = SlotState.ALLOCATED
+                    slot.transition(SlotState.ALLOCATED)
                     slot.assign(allocation_id, job_id)
                     self.requests.pop(allocation_id, None)
             elif slot.state is SlotState.ALLOCATED:
