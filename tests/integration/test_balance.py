@@ -139,3 +139,22 @@ def test_job_details_give_each_subtask_its_slot_profile_and_worker_spec(fast_con
     assert placed == {("src", 0): ("3c-3072m", "1x3c-3072m"),
                       ("heavy", 0): ("3c-3072m", "1x3c-3072m"),
                       ("src", 1): ("1c-1024m", "1x1c-1024m")}, placed
+
+
+def test_executors_pack_only_the_slots_each_profile_uses_at_once(fast_config, tmp_path):
+    """Issue 32, item 6, on the local target: with taskmanager.numberOfTaskSlots 4, a
+    profile used 4-wide runs on one 4-slot executor, one used 2-wide on one 2-slot
+    executor (not 4 slots of which 2 are never used)."""
+    config = fast_config.copy().set(options.NUM_TASK_SLOTS, 4)
+    p = yf.Pipeline("four-and-two", parallelism=4)
+    wide = p.from_arrow(pa.table({"x": list(range(1000))}), name="wide") \
+        .resources(yf.ResourceSpec(1, "512m")).slot_sharing_group("wide")
+    wide.rebalance().map(lambda b: b, name="narrow").set_parallelism(2) \
+        .resources(yf.ResourceSpec(1, "768m")).slot_sharing_group("narrow") \
+        .write_parquet(str(tmp_path / "out")).set_parallelism(2).slot_sharing_group("narrow")
+    result = p.execute("local", config).wait(0)
+    assert result.status is JobStatus.FINISHED, result.failure
+    executors = {(s.worker_spec, s.resource_id) for v in result.details.vertices
+                 for s in v.subtasks}
+    assert sorted(spec for spec, _ in executors) == ["2x1c-768m", "4x1c-512m"], executors
+    assert pq.read_table(tmp_path / "out").num_rows == 1000

@@ -81,6 +81,21 @@ def test_each_shared_slot_gets_a_container_of_its_own_size(yarn_cluster, hdfs):
     assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
 
 
+def test_executors_pack_only_the_slots_each_profile_uses_at_once(yarn_cluster, hdfs):
+    """Issue 32, item 6: with taskmanager.numberOfTaskSlots 4, a profile used 4-wide gets
+    one 4-slot executor and a profile used 2-wide one 2-slot executor, not 4 slots of
+    which 2 are never used (slots + the TaskExecutor's 256 MB, vcores one per slot)."""
+    out = f"{hdfs.scratch('out')}/out"
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "taskmanager.numberOfTaskSlots=4",
+                    SHAPES, "--", "four-and-two", "--work", "3", "--out", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    app_id = submitted_app_id(proc)
+    _, executors = container_sizes(yarn_cluster, app_id, 2)
+    assert executors == [(1792, 2), (2304, 4)]
+    assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
+    assert hdfs.read_table(out).num_rows == 2000
+
+
 def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster, hdfs):
     """LAZY_FROM_SOURCES: stage 2 runs on executors of its own profile; stage 1's
     container must go within slot.idle.timeout + taskmanager-timeout + 2 s of its

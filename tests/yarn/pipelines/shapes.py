@@ -34,7 +34,7 @@ def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
-                                          "copy", "narrow-heavy", "two-stage"])
+                                          "copy", "narrow-heavy", "two-stage", "four-and-two"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -53,6 +53,13 @@ def main() -> None:
         light = heavy.map(working(args.work), name="light").resources(R(1, "512m")) \
             .slot_sharing_group("light")
         light.write_parquet(args.out, mode).slot_sharing_group("light")
+    elif args.shape == "four-and-two":   # 4 slots of (1 core, 512 MB), then 2 of (1 core, 768 MB)
+        p = yf.Pipeline("four-and-two", parallelism=4)
+        wide = p.from_arrow(rows(2000)).map(working(args.work), name="wide") \
+            .resources(R(1, "512m")).slot_sharing_group("wide")
+        narrow = wide.rebalance().map(working(args.work), name="narrow").set_parallelism(2) \
+            .resources(R(1, "768m")).slot_sharing_group("narrow")
+        narrow.write_parquet(args.out, mode).set_parallelism(2).slot_sharing_group("narrow")
     elif args.shape == "narrow-heavy":   # shared slots of 3c/3g (source + map) and 1c/1g (source)
         p = yf.Pipeline("narrow-heavy", parallelism=2)
         src = p.from_arrow(rows(2000)).resources(R(1, "1g"))
