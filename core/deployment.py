@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID
+from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 from yarnflow.core.user_code import UserCode
 
@@ -61,8 +61,9 @@ def digest(data: bytes) -> str:
 class ShuffleDescriptors:
     """Where each producer partition of one consumed partition group lives."""
     result_id: str
-    data_addresses: tuple[str, ...]       # distinct producer executors, or a stored result
-    resource_ids: tuple[ResourceID, ...]  # same order as data_addresses
+    # distinct producer executors' data servers (a consumer on the same executor knows
+    # its own, and reads those partitions in memory), or a stored result
+    data_addresses: tuple[str, ...]
     producer_location: tuple[int, ...]    # per producer partition: index into data_addresses
     producer_attempt: tuple[int, ...]     # per producer partition: its attempt number
 

@@ -3,6 +3,7 @@ from protobuf. The model (``yarnflow.core``) knows nothing of protobuf; this mod
 one place both meet, so the client and the ApplicationMaster cannot disagree on it."""
 from __future__ import annotations
 
+import itertools
 import zlib
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -217,9 +218,10 @@ _PLAIN, _ZLIB = b"\x00", b"\x01"
 
 
 def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
+    locations = descriptors.producer_location
     data: bytes = taskexecutor_pb2.ShuffleDescriptors(
         result_id=descriptors.result_id, data_addresses=descriptors.data_addresses,
-        resource_ids=descriptors.resource_ids, producer_location=descriptors.producer_location,
+        producer_location_delta=[b - a for a, b in zip((0, *locations), locations)],
         producer_attempt=descriptors.producer_attempt).SerializeToString()
     if len(data) > _COMPRESS_ABOVE:
         return _ZLIB + zlib.compress(data)
@@ -229,8 +231,9 @@ def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
 def shuffle_descriptors_from_bytes(data: bytes) -> ShuffleDescriptors:
     body = zlib.decompress(data[1:]) if data[:1] == _ZLIB else data[1:]
     m = taskexecutor_pb2.ShuffleDescriptors.FromString(body)
-    return ShuffleDescriptors(m.result_id, tuple(m.data_addresses), tuple(m.resource_ids),
-                              tuple(m.producer_location), tuple(m.producer_attempt))
+    return ShuffleDescriptors(m.result_id, tuple(m.data_addresses),
+                              tuple(itertools.accumulate(m.producer_location_delta)),
+                              tuple(m.producer_attempt))
 
 
 def task_information_to_bytes(info: TaskInformation) -> bytes:

@@ -73,7 +73,7 @@ class TaskExecutorRunner:
         self.data_server = DataServer(partitions, tls, host,
                                       config.get(options.PARTITION_REQUEST_TIMEOUT))
         self._services = TaskServices(
-            resource_id, partitions, DataClients(tls), self._timeout,
+            resource_id, self.data_server.address, partitions, DataClients(tls), self._timeout,
             config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
             config.get(options.BATCH_ROWS), workdir / "partitions",
             SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),

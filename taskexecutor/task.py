@@ -72,6 +72,7 @@ _TASK_TRANSITIONS = {
 class TaskServices:
     """What every task of one TaskExecutor shares."""
     resource_id: ResourceID
+    data_address: str       # its data server's: a channel from there is read in memory
     partitions: ResultPartitionManager
     clients: DataClients
     rpc_timeout: float
@@ -251,7 +252,7 @@ class Task:
         gates = [g for g in self.tdd.inputs if g.input_index == index]
         if not gates:
             raise IndexError(f"{self.name} has no input {index}")
-        gate = InputGate(channels_of(gates[0], self.tdd.subtask_index), self._services.resource_id,
+        gate = InputGate(channels_of(gates[0], self.tdd.subtask_index), self._services.data_address,
                          self._services.partitions, self._services.clients, self.is_cancelled,
                          self._services.partition_timeout, self._services.filesystem)
         batches = iter(gate)

@@ -53,18 +53,16 @@ class ResultPartitionDescriptor(_message.Message):
     def __init__(self, result_id: _Optional[str] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., store: _Optional[str] = ...) -> None: ...
 
 class ShuffleDescriptors(_message.Message):
-    __slots__ = ("result_id", "data_addresses", "resource_ids", "producer_location", "producer_attempt")
+    __slots__ = ("result_id", "data_addresses", "producer_attempt", "producer_location_delta")
     RESULT_ID_FIELD_NUMBER: _ClassVar[int]
     DATA_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
-    RESOURCE_IDS_FIELD_NUMBER: _ClassVar[int]
-    PRODUCER_LOCATION_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_LOCATION_DELTA_FIELD_NUMBER: _ClassVar[int]
     result_id: str
     data_addresses: _containers.RepeatedScalarFieldContainer[str]
-    resource_ids: _containers.RepeatedScalarFieldContainer[str]
-    producer_location: _containers.RepeatedScalarFieldContainer[int]
     producer_attempt: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, result_id: _Optional[str] = ..., data_addresses: _Optional[_Iterable[str]] = ..., resource_ids: _Optional[_Iterable[str]] = ..., producer_location: _Optional[_Iterable[int]] = ..., producer_attempt: _Optional[_Iterable[int]] = ...) -> None: ...
+    producer_location_delta: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, result_id: _Optional[str] = ..., data_addresses: _Optional[_Iterable[str]] = ..., producer_attempt: _Optional[_Iterable[int]] = ..., producer_location_delta: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SharedPart(_message.Message):
     __slots__ = ("key", "data", "offloaded")

@@ -15,7 +15,6 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from yarnflow.core.ids import ResourceID
 from yarnflow.core.deployment import InputGateDescriptor, stored_result_dir
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
 from yarnflow.rpc.codec import shuffle_descriptors_from_bytes
@@ -29,7 +28,6 @@ from yarnflow.taskexecutor.network.partition_store import read_stored, subpartit
 class Channel:
     partition_id: str
     data_address: str
-    resource_id: ResourceID
     subpartition: int
 
 
@@ -45,18 +43,17 @@ def channels_of(gate: InputGateDescriptor, subtask_index: int) -> list[Channel]:
     for k, index in enumerate(indexes):
         where = shuffle.producer_location[k]
         out.append(Channel(partition_id(shuffle.result_id, index, shuffle.producer_attempt[k]),
-                           shuffle.data_addresses[where], shuffle.resource_ids[where],
-                           subpartition))
+                           shuffle.data_addresses[where], subpartition))
     return out
 
 
 class InputGate:
-    def __init__(self, channels: list[Channel], local_resource_id: str,
+    def __init__(self, channels: list[Channel], local_data_address: str,
                  partitions: ResultPartitionManager, clients: DataClients,
                  cancelled: Callable[[], bool], request_timeout: float,
                  filesystem: FileSystemSettings = FileSystemSettings()) -> None:
         self._channels = channels
-        self._local = local_resource_id
+        self._local = local_data_address
         self._partitions = partitions
         self._clients = clients
         self._cancelled = cancelled
@@ -70,7 +67,7 @@ class InputGate:
             uri = subpartition_uri(stored, int(index), int(attempt), channel.subpartition)
             yield from read_stored(open_filesystem(uri, self._filesystem), uri, self._cancelled)
             return
-        if channel.resource_id == self._local:
+        if channel.data_address == self._local:
             partition = self._partitions.get(channel.partition_id, self._timeout, self._cancelled)
             yield from partition.subpartitions[channel.subpartition].read(self._cancelled)
             return

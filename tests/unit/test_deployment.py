@@ -177,13 +177,13 @@ def test_an_executor_without_a_named_part_refuses_the_deployment():
 
 def test_a_part_above_the_offload_size_is_read_from_the_cluster_file_system_once(tmp_path):
     eg = _shuffle(3000, 2)
-    parts = DeploymentParts(offload_min_size=256, offload_dir=str(tmp_path / "parts"),
+    parts = DeploymentParts(offload_min_size=128, offload_dir=str(tmp_path / "parts"),
                             filesystem=FileSystemSettings())
     dst = next(v for v in eg.job_vertices.values() if v.name == "dst")
     tdd = build_descriptor(dst.task_vertices[0].current, "jm-1", "am:1")
     sent = ready(parts.prepare("te-dst", tdd))
     shuffle = tdd.inputs[0].shuffle_descriptors
-    assert len(shuffle.data) >= 256
+    assert len(shuffle.data) >= 128
     offloaded = [p for p in sent.carried if p.offloaded]
     assert [p.key for p in offloaded] == [shuffle.key] and offloaded[0].data == b""
     wire = tdd_to_bytes(sent)

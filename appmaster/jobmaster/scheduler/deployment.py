@@ -8,7 +8,7 @@ P × P shuffle is O(P) work, not O(P²).
 """
 from __future__ import annotations
 
-from yarnflow.core.ids import AllocationID, JobMasterId, ResourceID
+from yarnflow.core.ids import AllocationID, JobMasterId
 from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, Execution,
                                                          ExecutionJobVertex, IntermediateResult)
 from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
@@ -25,11 +25,10 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> SharedPart:
     result = group.result
     if result.store:       # on the cluster file system: read there, whoever wrote it
         part = group.cached_descriptors = _part(group, ShuffleDescriptors(
-            result.id, (stored_address(result.store),), (ResourceID(""),), (0,) * len(group),
+            result.id, (stored_address(result.store),), (0,) * len(group),
             tuple(p.producer.current.attempt_number for p in group.partitions())))
         return part
     addresses: dict[str, int] = {}
-    resource_ids: list[ResourceID] = []
     locations: list[int] = []
     attempts: list[int] = []
     for partition in group.partitions():
@@ -42,11 +41,10 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> SharedPart:
         index = addresses.get(location.data_address)
         if index is None:
             index = addresses[location.data_address] = len(addresses)
-            resource_ids.append(location.resource_id)
         locations.append(index)
         attempts.append(execution.attempt_number)
     part = group.cached_descriptors = _part(group, ShuffleDescriptors(
-        result.id, tuple(addresses), tuple(resource_ids), tuple(locations), tuple(attempts)))
+        result.id, tuple(addresses), tuple(locations), tuple(attempts)))
     return part
 
 
