@@ -103,9 +103,17 @@ class ResourceManager:
                                "ResourceManager")
 
     # --- TaskExecutors ---------------------------------------------------------------
-    def register_task_executor(self, registration: TaskExecutorRegistration) -> str:
+    def task_executor_gateway(self, location: TaskExecutorLocation) -> TaskExecutorGateway:
+        """Any thread: the gateway a registration will use, made before the registration
+        reaches the main thread. Making it dials a mutual-TLS channel, and a thousand
+        executors registering at once made that most of the main thread's work."""
+        return self._te_gateways(location, self.resource_manager_id)
+
+    def register_task_executor(self, registration: TaskExecutorRegistration,
+                               gateway: TaskExecutorGateway | None = None) -> str:
         """Returns this ResourceManager's id, the token its calls to the executor carry."""
         location = registration.location
+        gateway = gateway or self.task_executor_gateway(location)
         resource_id = location.resource_id
         if resource_id in self._stopped:
             raise Refused(f"TaskExecutor {resource_id} was stopped by this ResourceManager "
@@ -120,7 +128,7 @@ class ResourceManager:
             # worker for them that nobody needs.
             self.executors[resource_id] = RegisteredExecutor(
                 location, registration.worker_spec,
-                self._te_gateways(location, self.resource_manager_id), self._clock.monotonic())
+                gateway, self._clock.monotonic())
             self.slot_manager.report_slot_status(
                 resource_id, [(s.slot_index, s.allocation_id, s.job_id) for s in slots],
                 self.slot_manager.workers[resource_id].holds_partitions,
@@ -132,7 +140,7 @@ class ResourceManager:
             raise Refused(f"TaskExecutor {resource_id} reported neither slots nor resources")
         self.executors[resource_id] = RegisteredExecutor(
             location, registration.worker_spec,
-            self._te_gateways(location, self.resource_manager_id), self._clock.monotonic())
+            gateway, self._clock.monotonic())
         self._start_failures = 0
         self.slot_manager.register_worker(
             resource_id, profile, len(slots),
@@ -141,6 +149,29 @@ class ResourceManager:
         log.info("TaskExecutor %s registered (%d slots of %s, worker spec %s)", resource_id,
                  len(slots), profile, registration.worker_spec)
         return self.resource_manager_id
+
+    def receive_heartbeat(self, resource_id: ResourceID, resource_manager_id: ResourceManagerId,
+                          report: SlotReport, holds_partitions: bool) -> None:
+        """Any thread: answer a heartbeat at once and reconcile its slot report on the
+        main thread later (FLINK-13184: a thousand executors' heartbeats queued behind a
+        deployment were answered seconds late). Raises UnknownExecutor (or
+        FencingError): the executor must register again. ``executors`` changes only on
+        the main thread; reading it here sees it before or after a change, and a report
+        of an executor gone by the time it is reconciled is dropped there."""
+        self.check_fencing(resource_manager_id)
+        if resource_id not in self.executors:
+            raise UnknownExecutor(f"TaskExecutor {resource_id} is not registered with this "
+                                  "ResourceManager")
+        self.main.execute(self._reconcile_heartbeat, resource_id, resource_manager_id, report,
+                          holds_partitions)
+
+    def _reconcile_heartbeat(self, resource_id: ResourceID, resource_manager_id: ResourceManagerId,
+                             report: SlotReport, holds_partitions: bool) -> None:
+        try:
+            self.heartbeat_from_task_executor(resource_id, resource_manager_id, report,
+                                              holds_partitions)
+        except (UnknownExecutor, FencingError) as gone:
+            log.debug("a heartbeat's slot report is not reconciled: %s", gone)
 
     def heartbeat_from_task_executor(self, resource_id: ResourceID, resource_manager_id: ResourceManagerId,
                                      report: SlotReport, holds_partitions: bool) -> None:

@@ -29,15 +29,17 @@ class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
 
     @errors_as_status
     def RegisterTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
-        rm_id = self._call(self._rm.register_task_executor, registration_from_proto(request))
+        registration = registration_from_proto(request)
+        gateway = self._rm.task_executor_gateway(registration.location)   # off the main thread
+        rm_id = self._call(self._rm.register_task_executor, registration, gateway)
         return resourcemanager_pb2.RegistrationResponse(accepted=True, resource_manager_id=rm_id)
 
     @errors_as_status
     def HeartbeatFromTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         try:
-            self._call(self._rm.heartbeat_from_task_executor, request.resource_id,
-                       request.resource_manager_id, slot_report_from_proto(request.slot_report),
-                       request.holds_partitions)
+            self._rm.receive_heartbeat(request.resource_id, request.resource_manager_id,
+                                       slot_report_from_proto(request.slot_report),
+                                       request.holds_partitions)
         except (UnknownExecutor, FencingError):
             return resourcemanager_pb2.HeartbeatResponse(known=False)   # register again
         return resourcemanager_pb2.HeartbeatResponse(known=True)

@@ -174,6 +174,31 @@ def test_a_heartbeat_from_an_unknown_executor_or_with_a_stale_token_is_refused(c
                           SlotReport(), False)
 
 
+def test_a_heartbeat_is_answered_while_the_main_thread_is_busy_and_reconciled_after(cluster):
+    """Issue 32, item 3: a heartbeat is answered on the gRPC thread, and its slot report
+    is reconciled when the main thread is free (a thousand executors' heartbeats waited
+    seconds behind a deployment). An unknown executor or a stale token is still told
+    at once to register again."""
+    cluster.request("a1")
+    cluster.register("container-0")
+    cluster.executors["container-0"].accept_all()
+    registered_at = cluster.rm.executors["container-0"].last_heartbeat
+    cluster.main.advance(10)
+    report = SlotReport((SlotStatus(0, SLOT, "a1", "job-1"),), 1)
+    seen: list[float] = []
+
+    def deploying() -> None:     # the main thread busy with something long
+        cluster.rm.receive_heartbeat("container-0", cluster.rm.resource_manager_id, report, False)
+        seen.append(cluster.rm.executors["container-0"].last_heartbeat)
+        with pytest.raises(UnknownExecutor):
+            cluster.rm.receive_heartbeat("nobody", cluster.rm.resource_manager_id, report, False)
+        with pytest.raises(FencingError):
+            cluster.rm.receive_heartbeat("container-0", "stale-id", report, False)
+    cluster.main.call(deploying)
+    assert seen == [registered_at], "answered without the main thread: nothing reconciled yet"
+    assert cluster.rm.executors["container-0"].last_heartbeat == registered_at + 10
+
+
 def test_an_executor_silent_past_the_heartbeat_timeout_is_lost_and_its_job_told(cluster):
     cluster.request("a1")
     cluster.register("container-0")
