@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TypeVar
 
-from yarnflow.conf.options import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, REGISTRY, Option
+from yarnflow.conf.options import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, REGISTRY, RENAMED, Option
 
 T = TypeVar("T")
 DEFAULT_FILE = Path(__file__).with_name("yarnflow.yaml")
@@ -90,6 +90,8 @@ class Configuration:
 
     def set_raw(self, key: str, value: Any) -> None:
         option = REGISTRY.get(key)
+        if option is None and key in RENAMED:
+            raise ConfigError(f"configuration option {key!r} is now {RENAMED[key]!r}: rename it")
         if option is None:
             close = difflib.get_close_matches(key, REGISTRY, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else "; see conf/options.py for the options"

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 REGISTRY: dict[str, "Option[Any]"] = {}
+# options that were renamed: a configuration that still names the old key is told the new
+RENAMED = {"yarn.appmaster.memory": "jobmanager.memory.process.size"}
 
 
 @dataclass(frozen=True)
@@ -290,8 +292,8 @@ YARN_APP_NAME = _option("yarn.application.name", _str, "",
                         "YARN application name; empty means the job's name.")
 YARN_QUEUE = _option("yarn.application.queue", _str, "default",
                      "YARN queue the application is submitted to.")
-YARN_AM_MEMORY = _option("yarn.appmaster.memory", parse_memory_mb, 1024,
-                         "ApplicationMaster container memory (MB): Skein's JVM (-Xmx128m, ~350 MB) plus ours.")
+JOBMANAGER_PROCESS_MEMORY = _option("jobmanager.memory.process.size", parse_memory_mb, 0,
+                         "ApplicationMaster container memory (MB); 0: per-job sized from the job, a session 1024.")
 YARN_AM_VCORES = _option("yarn.appmaster.vcores", _pos_int, 1,
                          "ApplicationMaster container vcores.")
 YARN_PYTHON = _option("yarn.python", _str, "",

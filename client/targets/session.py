@@ -16,6 +16,7 @@ from typing import Any
 
 from yarnflow.core.clock import poll_until
 from yarnflow.conf import ConfigError, Configuration, options
+from yarnflow.core.appmaster_size import MINIMUM_MB
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, SERVICES_ENV, encode)
 from yarnflow.core.jobgraph import JobGraph
@@ -74,7 +75,7 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     instances = {ladder.specs[0].name: min_executors}
     services, plan = container_services(ladder.specs, instances, node, env, hosts)
     master = skein.Master(
-        resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
+        resources=skein.Resources(memory=config.get(options.JOBMANAGER_PROCESS_MEMORY) or MINIMUM_MB,
                                   vcores=config.get(options.YARN_AM_VCORES)),
         files=dict(node.files), env={**env, SERVICES_ENV: plan},
         security=security, script=node.script("yarnflow.appmaster --session"))

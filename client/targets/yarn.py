@@ -21,6 +21,7 @@ from yarnflow.core.contract import (CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_E
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.operators.sources import FileSource
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.appmaster_size import appmaster_memory_mb
 from yarnflow.core.worker_spec import WorkerSpec, slots_needed
 from yarnflow.rpc.codec import jobgraph_to_proto
 from yarnflow.rpc.security import generate_application_credentials
@@ -94,8 +95,10 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
         (staging / "job.pb").write_bytes(job)
         master_files["job.pb"] = skein.File(source=str(staging / "job.pb"))
         master_script = node.script("yarnflow.appmaster --job job.pb")
+    memory = config.get(options.JOBMANAGER_PROCESS_MEMORY) or appmaster_memory_mb(
+        graph, specs, options.default_slot_profile(config), options.largest_worker(config).memory_mb)
     master = skein.Master(
-        resources=skein.Resources(memory=config.get(options.YARN_AM_MEMORY),
+        resources=skein.Resources(memory=memory,
                                   vcores=config.get(options.YARN_AM_VCORES)),
         files=master_files, env=master_env, security=tls, script=master_script)
     return skein.ApplicationSpec(
