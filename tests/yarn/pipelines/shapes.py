@@ -55,8 +55,8 @@ def main() -> None:
         light.write_parquet(args.out, mode).slot_sharing_group("light")
     elif args.shape == "four-and-two":   # 4 slots of (1 core, 512 MB), then 2 of (1 core, 768 MB)
         p = yf.Pipeline("four-and-two", parallelism=4)
-        wide = p.from_arrow(rows(2000)).map(working(args.work), name="wide") \
-            .resources(R(1, "512m")).slot_sharing_group("wide")
+        wide = p.from_arrow(rows(2000)).slot_sharing_group("wide") \
+            .map(working(args.work), name="wide").resources(R(1, "512m")).slot_sharing_group("wide")
         narrow = wide.rebalance().map(working(args.work), name="narrow").set_parallelism(2) \
             .resources(R(1, "768m")).slot_sharing_group("narrow")
         narrow.write_parquet(args.out, mode).set_parallelism(2).slot_sharing_group("narrow")
