@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from yarnflow.core.worker_spec import WorkerSpec, slots_needed
+from yarnflow.core.worker_spec import WorkerSpec, executors_needed
 
 if TYPE_CHECKING:
     from yarnflow.core.jobgraph import JobGraph
@@ -39,8 +39,7 @@ STEP_MB = 256
 def planned_executors(graph: "JobGraph", specs: dict["ResourceSpec", WorkerSpec],
                       default_slot: "ResourceSpec") -> int:
     """The most executors the job holds at once: all its slots, packed as planned."""
-    return sum(math.ceil(count / specs[profile].num_slots)
-               for profile, count in slots_needed(graph, default_slot).items())
+    return sum(executors_needed(graph, specs, default_slot).values())
 
 
 def appmaster_memory_mb(graph: "JobGraph", specs: dict["ResourceSpec", WorkerSpec],

@@ -49,6 +49,13 @@ def plan_worker_specs(graph: "JobGraph", default_slot: ResourceSpec, max_slots: 
     return specs
 
 
+def executors_needed(graph: "JobGraph", specs: dict[ResourceSpec, WorkerSpec],
+                     default_slot: ResourceSpec) -> dict[ResourceSpec, int]:
+    """Executors of each profile's spec the job holds when all of it runs at once."""
+    return {profile: -(-count // specs[profile].num_slots)
+            for profile, count in slots_needed(graph, default_slot).items()}
+
+
 def slots_needed(graph: "JobGraph", default_slot: ResourceSpec) -> dict[ResourceSpec, int]:
     """Slots of each profile the job holds when all of it runs at once (EAGER)."""
     needed: dict[ResourceSpec, int] = {}

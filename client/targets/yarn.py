@@ -22,7 +22,7 @@ from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.operators.sources import FileSource
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.appmaster_size import appmaster_memory_mb
-from yarnflow.core.worker_spec import WorkerSpec, slots_needed
+from yarnflow.core.worker_spec import WorkerSpec, executors_needed
 from yarnflow.rpc.codec import jobgraph_to_proto
 from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.client.targets.app_store import ApplicationStore
@@ -69,9 +69,9 @@ def initial_instances(graph: JobGraph, config: Configuration,
     if hosts and any(isinstance(v.operator.value, FileSource) for v in graph.sources()):
         return counts
     if graph.schedule_mode is ScheduleMode.EAGER:
-        for profile, slots in slots_needed(graph, options.default_slot_profile(config)).items():
-            spec = specs[profile]
-            counts[spec.name] = -(-slots // spec.num_slots)
+        for profile, executors in executors_needed(
+                graph, specs, options.default_slot_profile(config)).items():
+            counts[specs[profile].name] = executors
     return counts
 
 
