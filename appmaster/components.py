@@ -106,11 +106,12 @@ class ApplicationMasterComponents:
         self.resource_manager.start(self.address)
         return self
 
-    def submit(self, job_graph: JobGraph) -> JobClient:
-        """Start a JobMaster for the job; returns at once."""
+    def submit(self, job_graph: JobGraph, admitted: "Future[None] | None" = None) -> JobClient:
+        """Start a JobMaster for the job; returns at once. ``admitted``: see JobMaster."""
         received = as_received(job_graph)
         jm = JobMaster(received, self.config, self.address,
-                       self._te_gateway_factory, application_attempt=self.application_attempt)
+                       self._te_gateway_factory, application_attempt=self.application_attempt,
+                       admitted=admitted)
         jm_id = jm.job_master_id
         self.job_masters.register(jm)
         channel = self.channels.get(self.address)

@@ -346,6 +346,9 @@ SESSION_HISTORY_DIR = _option(
     "Where ended jobs are archived, by a session and by a per-job application (a path or URL; hdfs:// goes through WebHDFS); empty: /user/<user>/.yarnflow/history on HDFS, else ~/.yarnflow/history.")
 JOBSTORE_MAX_CAPACITY = _option("jobstore.max-capacity", _pos_int, 1000,
                                 "Finished jobs a session keeps in memory; older ones are read back from the history.")
+JOB_GRAPH_STORE_WRITE_TIMEOUT = _option(
+    "session.job-graph-store.write-timeout", parse_duration, 10.0,
+    "How long a session waits for the cluster file system to keep a submitted job before it rejects the job.")
 SESSION_MIN_EXECUTORS = _option("session.min-executors", _nonneg_int, 0,
                                 "TaskExecutors a session starts at once and keeps warm however long they idle.")
 SESSION_START_TIMEOUT = _option("session.start-timeout", parse_duration, 180.0,

@@ -55,31 +55,62 @@ class Dispatcher:
         # Archiving may talk to a remote file system: never on a JobMaster's thread.
         self._archiver = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="archive")
         self._archiving: list[futures.Future[None]] = []
+        # writes to the job graph store, which submissions wait for in parallel
+        self._keeper = futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="job-graph-store")
         self._closed = False
 
     def submit(self, graph: JobGraph, serialized: bytes | None = None) -> JobID:
         """Start the job's JobMaster; returns its job id once the job is accepted.
         ``graph`` is as received: its operators stay bytes here. ``serialized`` (the
-        JobGraph as it came) goes to the job graph store first, so an accepted job
-        outlives this ApplicationMaster."""
+        JobGraph as it came) goes to the job graph store, so an accepted job outlives
+        this ApplicationMaster: the job starts while it is being written, commits its
+        output only once it is written, and is acknowledged only then."""
         self.main.call(self._accept, graph.job_id)
+        kept: futures.Future[None] | None = None
         try:
             self._check_fits(graph)
             if self._job_graphs is not None and serialized is not None:
-                try:
-                    self._job_graphs.put(graph.job_id, serialized)
-                except Exception as err:   # noqa: BLE001 - a file system error, named below
-                    raise JobRejected(f"the session could not keep job {graph.name} on the "
-                                      f"cluster file system ({self._job_graphs.location}): "
-                                      f"{err}") from None
-            client = self._components.submit(graph)
+                kept = self._keeper.submit(self._job_graphs.put, graph.job_id, serialized)
+            client = self._components.submit(graph, admitted=kept)
         except BaseException:
             self.main.execute(self._accepting.discard, graph.job_id)
+            if kept is not None:
+                kept.add_done_callback(lambda _: self._unkeep(graph.job_id))
             raise
         self.main.call(self._started, client)
+        if kept is not None:
+            self._await_kept(graph, kept, client)
         client.job_master.add_termination_listener(self._job_ended)
         log.info("accepted job %s (%s)", graph.name, client.job_id)
         return client.job_id
+
+    def _await_kept(self, graph: JobGraph, kept: "futures.Future[None]", client: "JobClient") -> None:
+        """The job is acknowledged once its graph is durable; if it cannot be, the job
+        (already running) is cancelled and its submission rejected."""
+        assert self._job_graphs is not None
+        timeout = self._components.config.get(options.JOB_GRAPH_STORE_WRITE_TIMEOUT)
+        try:
+            kept.result(timeout=timeout)
+            return
+        except futures.TimeoutError:
+            cause = f"the write did not end within {timeout:g} s " \
+                    "(session.job-graph-store.write-timeout)"
+            # it may end later: a job that was rejected must not be run again
+            kept.add_done_callback(lambda _: self._unkeep(graph.job_id))
+        except Exception as err:   # noqa: BLE001 - a file system error, named below
+            cause = str(err) or type(err).__name__
+        client.job_master.cancel()
+        client.job_master.add_termination_listener(self._job_ended)
+        raise JobRejected(f"the session could not keep job {graph.name} on the cluster file "
+                          f"system ({self._job_graphs.location}): {cause}")
+
+    def _unkeep(self, job_id: JobID) -> None:
+        """A job that was not accepted leaves the store (it was written all the same)."""
+        assert self._job_graphs is not None
+        try:
+            self._job_graphs.discard_job(job_id)
+        except Exception:   # a later attempt would run it: say so
+            log.exception("job %s was rejected but stays in %s", job_id, self._job_graphs.location)
 
     def _accept(self, job_id: JobID) -> None:
         if self._closed:
@@ -276,6 +307,7 @@ class Dispatcher:
         if not_done:
             log.warning("%d job archives were still being written at shutdown", len(not_done))
         self._archiver.shutdown(wait=False)
+        self._keeper.shutdown(wait=False)
 
     def stop(self) -> None:
         """After ``close``, once nothing asks any more (the server is stopped): its

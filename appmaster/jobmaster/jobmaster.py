@@ -43,9 +43,11 @@ class JobMaster:
                  te_gateway_factory: Callable[[TaskExecutorLocation, JobMasterId], TaskExecutorGateway],
                  job_master_id: JobMasterId | None = None,
                  main: MainThreadExecutor | None = None, application_attempt: int = 1,
-                 scheduler_factory: SchedulerFactory = DefaultScheduler) -> None:
+                 scheduler_factory: SchedulerFactory = DefaultScheduler,
+                 admitted: "Future[None] | None" = None) -> None:
         """``graph`` as received: its operators are cloudpickle bytes, never unpickled
-        here (``yarnflow.rpc.codec.as_received``). Nothing here reads a file system:
+        here (``yarnflow.rpc.codec.as_received``). ``admitted``: the job runs at once
+        but commits its output only once this is done (``outputs.py``). Nothing here reads a file system:
         listing the sources' splits and taking over stored results happen at start."""
         self.job_id = graph.job_id
         self.application_attempt = application_attempt
@@ -63,7 +65,7 @@ class JobMaster:
         self._heartbeat_check: ScheduledTask | None = None
 
         self.graph = ExecutionGraph(graph, self._clock)
-        self.outputs = JobOutputs(graph)
+        self.outputs = JobOutputs(graph, admitted)
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}

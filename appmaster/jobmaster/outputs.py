@@ -1,12 +1,18 @@
 """The sinks' outputs as the JobMaster sees them (Flink's InitializeOnMaster and
 FinalizeOnMaster): each sink's staging made before any task writes, every output made
 visible at once when the job finishes, and discarded when it does not. Tasks only ever
-write into staging, so a restarted or abandoned attempt never shows in the output."""
+write into staging, so a restarted or abandoned attempt never shows in the output.
+
+A session runs a job while the job graph store still writes it (the write and the
+job's start overlap): its outputs are committed only once the job is admitted, that
+is once the client can be told it was accepted, so a job whose admission failed
+leaves no output behind."""
 from __future__ import annotations
 
 import logging
 import traceback
-from typing import TYPE_CHECKING, Mapping
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from yarnflow.core.ids import ExecutionAttemptID
 from yarnflow.appmaster.jobmaster.user_code import load_committer
@@ -20,8 +26,11 @@ log = logging.getLogger(__name__)
 
 
 class JobOutputs:
-    def __init__(self, graph: JobGraph) -> None:
+    def __init__(self, graph: JobGraph, admitted: "Future[None] | None" = None) -> None:
+        """``admitted``: done once the job may leave output (None: it may at once);
+        failed when it was not admitted."""
         self.job_id = graph.job_id
+        self._admitted = admitted
         self._received: list[tuple[str, str, UserCode[OutputCommitter]]] = [
             (v.id, v.name, v.committer) for v in graph.vertices.values() if v.committer]
         self._committers: list[tuple[str, str, OutputCommitter]] = []   # loaded by setup
@@ -43,9 +52,20 @@ class JobOutputs:
                 return f"sink '{name}' cannot write its output: {err}"
         return None
 
+    def when_admitted(self, then: Callable[[], None]) -> bool:
+        """True when the job's admission is settled; else False, and ``then()`` (on the
+        thread that settles it) once it is."""
+        if self._admitted is None or self._admitted.done():
+            return True
+        self._admitted.add_done_callback(lambda _: then())
+        return False
+
     def commit(self, attempts: Mapping[str, dict[int, ExecutionAttemptID]]) -> tuple[str, str] | None:
         """``attempts``: per sink vertex, each subtask's attempt whose files count. The
-        first sink that cannot be committed fails the job: (cause, detail)."""
+        first sink that cannot be committed fails the job: (cause, detail). A job that
+        was not admitted commits nothing (``when_admitted`` first)."""
+        if self._admitted is not None and self._admitted.exception() is not None:
+            return (f"the job was not accepted: {self._admitted.exception()}", "")
         for vertex_id, name, committer in self._committers:
             try:
                 committer.commit(self.job_id, attempts[vertex_id])

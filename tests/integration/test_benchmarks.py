@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.benchmarks import (DOCKER_NOT_YET_RUN, LOCAL, NOT_BENCHMARKS, ROOT, YARN_NOT_YET_RUN,
+from tests.benchmarks import (DOCKER_NOT_YET_RUN, LOCAL, NOT_BENCHMARKS, ROOT, YARN, YARN_NOT_YET_RUN,
                               run_benchmark)
 
 
 def test_every_benchmark_is_named_with_its_tier():
-    named = set(LOCAL) | set(YARN_NOT_YET_RUN) | NOT_BENCHMARKS | DOCKER_NOT_YET_RUN
+    named = set(LOCAL) | set(YARN) | set(YARN_NOT_YET_RUN) | NOT_BENCHMARKS | DOCKER_NOT_YET_RUN
     present = {path.name for path in (ROOT / "bench").glob("*.py")}
     assert present - named == set(), "a benchmark not named in tests/benchmarks.py"
     assert named - present == set(), "a benchmark named here is gone"

@@ -190,3 +190,90 @@ def test_a_new_attempt_runs_again_the_accepted_jobs_that_had_not_ended(tmp_path,
         assert {d.job_id: d.status for d in dispatcher.list_jobs()} == \
             {unended.job_id: JobStatus.FINISHED, ended.job_id: JobStatus.FINISHED}
         assert dispatcher.counts() == (0, 2)
+
+
+class _HeldStore:
+    """The session's job graph store (a real one, on the local disk) whose writes wait
+    for the test: a slow cluster file system, or one that refuses."""
+
+    def __init__(self, location: str, error: Exception | None = None) -> None:
+        from yarnflow.appmaster.dispatcher.job_graph_store import JobGraphStore
+        self.store = JobGraphStore(location)
+        self.location = location
+        self.release = threading.Event()
+        self.writing = threading.Event()
+        self.error = error
+
+    def put(self, job_id, job_graph: bytes) -> None:
+        self.writing.set()
+        assert self.release.wait(60), "the test never let the write end"
+        if self.error is not None:
+            raise self.error
+        self.store.put(job_id, job_graph)
+
+    def __getattr__(self, name: str):
+        return getattr(self.store, name)
+
+
+def _submit_in_background(dispatcher, graph):
+    from concurrent.futures import ThreadPoolExecutor
+    from yarnflow.rpc.codec import jobgraph_to_proto
+    pool = ThreadPoolExecutor(max_workers=1)
+    submitted = pool.submit(dispatcher.submit, graph, jobgraph_to_proto(graph).SerializeToString())
+    pool.shutdown(wait=False)
+    return submitted
+
+
+def test_a_job_runs_while_its_graph_is_written_and_is_acknowledged_and_committed_only_once_kept(
+        tmp_path, config):
+    """Issue 32, item 4: the write to the job graph store overlaps the job's start; the
+    submission is acknowledged, and the output committed, only once the graph is kept."""
+    from yarnflow.appmaster.dispatcher import Dispatcher
+    store = _HeldStore(str(tmp_path / "jobgraphs" / "app"))
+    graph = job("kept", tmp_path / "out", config, parallelism=1)
+    with LocalCluster(config) as cluster:
+        dispatcher = Dispatcher(cluster.components, None, None, store)
+        submitted = _submit_in_background(dispatcher, graph)
+        assert store.writing.wait(30), "the job graph store was never written"
+        # the job runs to its end while the write is held: nothing is committed yet
+        wait_until(lambda: _subtasks_in(cluster, graph.job_id, ExecutionState.FINISHED), 120,
+                   "every subtask to finish while the job graph is being written")
+        assert not submitted.done(), "acknowledged before the job graph was kept"
+        assert not (tmp_path / "out").exists(), "output committed before the job was accepted"
+        assert store.job_ids() == []
+        store.release.set()
+        assert submitted.result(30) == graph.job_id
+        assert store.job_ids() == [graph.job_id]
+        assert dispatcher.wait(graph.job_id, 60).status is JobStatus.FINISHED
+    assert pq.read_table(tmp_path / "out").sort_by("x").equals(TABLE)
+
+
+def test_a_job_whose_graph_cannot_be_kept_is_rejected_and_leaves_no_output(tmp_path, config):
+    from yarnflow.appmaster.dispatcher import Dispatcher
+    store = _HeldStore(str(tmp_path / "jobgraphs" / "app"),
+                       error=PermissionError("Permission denied: user=etl, access=WRITE"))
+    graph = job("refused", tmp_path / "out", config, parallelism=1)
+    with LocalCluster(config) as cluster:
+        dispatcher = Dispatcher(cluster.components, None, None, store)
+        submitted = _submit_in_background(dispatcher, graph)
+        wait_until(lambda: _subtasks_in(cluster, graph.job_id, ExecutionState.FINISHED), 120,
+                   "every subtask to finish while the job graph is being written")
+        store.release.set()
+        with pytest.raises(JobRejected) as rejected:
+            submitted.result(30)
+        assert "could not keep job refused" in str(rejected.value)
+        assert "Permission denied: user=etl" in str(rejected.value)
+        ended = dispatcher.wait(graph.job_id, 60)
+        assert ended.status in (JobStatus.CANCELED, JobStatus.FAILED), ended.status
+        # it is not there, and no later attempt runs it
+        assert store.job_ids() == [] and not (tmp_path / "out").exists()
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], \
+            "the rejected job's staged output was left behind"
+
+
+def _subtasks_in(cluster, job_id, state: ExecutionState) -> bool:
+    jm = cluster.components.jobs.get(job_id)
+    if jm is None:
+        return False
+    details = jm.main.call(jm.details)
+    return all(s.state is state for v in details.vertices for s in v.subtasks)

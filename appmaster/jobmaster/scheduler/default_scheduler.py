@@ -36,6 +36,7 @@ from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
 from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
 from yarnflow.conf import Configuration, options
 from yarnflow.core.details import ExceptionEntry
+from yarnflow.core.errors import EndpointStopped
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.messages import TaskExecutionState
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
@@ -440,6 +441,8 @@ class DefaultScheduler:
     def _check_termination(self) -> None:
         status = self.graph.status
         if status is JobStatus.RUNNING and self.graph.all_finished():
+            if not self._outputs.when_admitted(self._check_termination_when_admitted):
+                return
             failure = self._outputs.commit(self._sink_attempts())
             if failure:
                 self.graph.failure, self.graph.failure_detail = failure
@@ -458,6 +461,12 @@ class DefaultScheduler:
             self._outputs.abort()
         self._strategy.stop()
         self._on_ended()
+
+    def _check_termination_when_admitted(self) -> None:
+        try:
+            self.main.execute(self._check_termination)
+        except EndpointStopped:    # the job was ended meanwhile (cancelled as not admitted)
+            pass
 
     def _sink_attempts(self) -> dict[str, dict[int, ExecutionAttemptID]]:
         """Per sink, the attempt of each subtask whose files are the output."""
