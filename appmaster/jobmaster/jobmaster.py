@@ -46,9 +46,10 @@ class JobMaster:
                  scheduler_factory: SchedulerFactory = DefaultScheduler,
                  admitted: "Future[None] | None" = None) -> None:
         """``graph`` as received: its operators are cloudpickle bytes, never unpickled
-        here (``yarnflow.rpc.codec.as_received``). ``admitted``: the job runs at once
-        but commits its output only once this is done (``outputs.py``). Nothing here reads a file system:
-        listing the sources' splits and taking over stored results happen at start."""
+        here (``yarnflow.rpc.codec.as_received``). Nothing here reads a file system:
+        listing the sources' splits and taking over stored results happen at start.
+        ``admitted``: the job runs at once but commits its output only once this is
+        done (``outputs.py``)."""
         self.job_id = graph.job_id
         self.application_attempt = application_attempt
         self.job_master_id = job_master_id or JobMasterId(uuid.uuid4().hex)
