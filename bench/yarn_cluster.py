@@ -17,11 +17,6 @@ def python_options() -> list[str]:
     return [f"yarn.python={sys.executable}"]
 
 
-def cli_options(*options: str) -> list[str]:
-    """``options`` plus ``python_options()``, each after a ``-D``."""
-    return [arg for option in (*python_options(), *options) for arg in ("-D", option)]
-
-
 class ClusterScratch:
     """A fresh directory on the cluster's default file system (HDFS on the test
     clusters), where the executors of every host can write, removed on exit: the

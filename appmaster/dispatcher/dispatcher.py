@@ -95,10 +95,10 @@ class Dispatcher:
         except futures.TimeoutError:
             cause = f"the write did not end within {timeout:g} s " \
                     "(session.job-graph-store.write-timeout)"
-            # it may end later: a job that was rejected must not be run again
-            kept.add_done_callback(lambda _: self._unkeep(graph.job_id))
         except Exception as err:   # noqa: BLE001 - a file system error, named below
             cause = str(err) or type(err).__name__
+        # whatever the write left (it may yet end): a rejected job is not run again
+        kept.add_done_callback(lambda _: self._unkeep(graph.job_id))
         client.job_master.cancel()
         client.job_master.add_termination_listener(self._job_ended)
         raise JobRejected(f"the session could not keep job {graph.name} on the cluster file "
