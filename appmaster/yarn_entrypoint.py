@@ -40,6 +40,7 @@ from yarnflow.appmaster.dispatcher import Dispatcher
 from yarnflow.core.history import archived_job, open_archive
 from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
+from yarnflow.appmaster.gc_tuning import tune_garbage_collector
 from yarnflow.core.details import JobDetails
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
 from yarnflow.core.container_ladder import ContainerLadder
@@ -240,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"yarnflow ApplicationMaster, attempt {attempt}; log: {log_file}", flush=True)
     import skein
     app = skein.ApplicationClient.from_current()
+    tune_garbage_collector()
     try:
         if args.session:
             from yarnflow.appmaster.yarn_session import run_session

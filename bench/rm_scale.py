@@ -92,6 +92,8 @@ def serve(directory: Path, executors: int, heartbeat_interval: float) -> None:
             return ResourceSpec(64, 1 << 20)
         def stop(self) -> None: ...
 
+    from yarnflow.appmaster.gc_tuning import tune_garbage_collector
+    tune_garbage_collector()      # as the ApplicationMaster's process does
     logging.basicConfig(level=os.environ.get("RM_SCALE_LOG", "WARNING"),
                         format="am %(levelname)s %(name)s: %(message)s")
     config = Configuration(settings(heartbeat_interval))

@@ -10,6 +10,8 @@ request with preferences must not look at every free slot);
 (task information, shuffle descriptors) its executor was not sent yet;
 ``total_ms``: build + assign + descriptors; ``am_rss_mb``: the process's resident memory
 once all of it is done and the job's state is held, as an ApplicationMaster holds it.
+The process's garbage collector is tuned as the ApplicationMaster's is
+(``appmaster/gc_tuning.py``).
 
 Anchor (seed material): Flink 1.14 builds this ExecutionGraph at P=10000 in 627 ms
 (11.4 s in 1.12) and deploys it in 17 s.
@@ -24,6 +26,7 @@ import resource
 import time
 
 
+from yarnflow.appmaster.gc_tuning import tune_garbage_collector
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionState
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.deployment import build_descriptor
@@ -92,6 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parallelism", type=int, default=10000)
     p = parser.parse_args().parallelism
+    tune_garbage_collector()      # as the ApplicationMaster's process does
     graph = job(p)
     profile = ResourceSpec(1, 1024)
     gc.collect()

@@ -72,3 +72,21 @@ def test_a_larger_slot_serves_when_no_exact_one_is_free(pool):
         take(pool, SMALL)
     assert take(pool, SMALL).allocation_id == "big-0"
     assert pool.allocate_available(SMALL) is None, "then a request waits for a new slot"
+
+
+def test_requests_without_preferences_spread_over_every_executor_before_doubling_up(pool):
+    executors = HOSTS * PER_HOST
+    first_round = [take(pool, SMALL).location.resource_id for _ in range(executors)]
+    assert len(set(first_round)) == executors, "one slot of each executor before a second"
+    second_round = [take(pool, SMALL).location.resource_id for _ in range(executors)]
+    assert sorted(second_round) == sorted(first_round)
+    assert pool.allocate_available(SMALL) is None, "every slot is taken once, none twice"
+
+
+def test_a_released_slot_puts_its_executor_first_again(pool):
+    taken = [take(pool, SMALL) for _ in range(HOSTS * PER_HOST + 1)]   # te-0 is half used
+    freed = taken[5]
+    pool.release_slot(freed.allocation_id)
+    again = take(pool, SMALL)
+    assert again.location.resource_id == freed.location.resource_id, \
+        "its executor is empty again: the least utilized, ahead of every half-used one"

@@ -15,12 +15,13 @@ NO_PREFERENCES = SlotPreferences()
 
 
 def preferred_locations(vertex: ExecutionVertex) -> SlotPreferences:
-    prior_allocation = vertex.prior_allocation_id()
-    prior_resource = vertex.prior_resource_id()
-    if prior_resource is not None:
-        return SlotPreferences(
-            resource_ids=(prior_resource,),
-            prior_allocations=frozenset({prior_allocation} if prior_allocation else ()))
+    if vertex.prior_executions:
+        prior_allocation = vertex.prior_allocation_id()
+        prior_resource = vertex.prior_resource_id()
+        if prior_resource is not None:
+            return SlotPreferences(
+                resource_ids=(prior_resource,),
+                prior_allocations=frozenset({prior_allocation} if prior_allocation else ()))
     resource_ids: list[str] = []
     hosts: list[str] = []
     for group in vertex.consumed:

@@ -120,10 +120,48 @@ class SlotPool:
         subtask (20,000 of them were a third of assigning 10,000 slots)."""
         if self._closed:
             return None
+        if preferences.empty:
+            taken = self._take_least_utilized(profile)
+            if taken is not None:
+                return taken
         free = self._select(profile, preferences)
         if free is not None:
             self._mark_allocated(free)
         return free
+
+    def _take_least_utilized(self, profile: ResourceSpec) -> PhysicalSlot | None:
+        """A request without preferences, served from its own profile's heap in one
+        re-key: the executor it takes from is at the top, so its entry is replaced
+        in place instead of pushed anew and popped stale by the next request. This is
+        the path of nearly every subtask of a large job (10,000 of them)."""
+        heap = self._heaps.get(profile)
+        by_executor = self._free.get(profile)
+        if not heap or not by_executor:
+            return None
+        allocated, total = self._allocated_per_executor, self._slots_per_executor
+        while heap:
+            utilization, _, rid = heap[0]
+            slots = by_executor.get(rid)
+            count = allocated.get(rid, 0)
+            if slots is None or utilization != count / total[rid]:
+                heapq.heappop(heap)          # stale entry
+                continue
+            allocation_id = next(iter(slots))
+            slot = slots.pop(allocation_id)
+            held = self._held[slot.allocation_id]
+            if held.state is not HeldSlotState.FREE:
+                held.transition(HeldSlotState.ALLOCATED)   # raises: not a free slot
+            held.state = HeldSlotState.ALLOCATED
+            allocated[rid] = count + 1
+            if slots:
+                heapq.heapreplace(heap, ((count + 1) / total[rid], next(self._seq), rid))
+            else:
+                del by_executor[rid]
+                heapq.heappop(heap)
+            if len(self._free) > 1:        # its entries in other profiles' heaps are stale
+                self._push(profile, rid)
+            return slot
+        return None
 
     def request_new_slot(self, profile: ResourceSpec,
                          preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
@@ -235,14 +273,18 @@ class SlotPool:
                     request.timeout.cancel()
                 self._mark_allocated(slot)
                 request.future.set_result(slot)
+        # the executor's utilization changed with each slot added: keyed once, not per slot
+        for profile in {offer.profile for offer in offers}:
+            self._push(profile, location.resource_id)
         return accepted
 
     def _add_slot(self, slot: PhysicalSlot) -> None:
+        """Its executor is re-keyed in the heaps by ``offer_slots``, once per offer."""
         self._held[slot.allocation_id] = _Held(slot, self._main.clock.monotonic())
         rid = slot.location.resource_id
         self._slots_per_executor[rid] = self._slots_per_executor.get(rid, 0) + 1
         self._executors_on_host.setdefault(slot.location.host, set()).add(rid)
-        self._index_free(slot)
+        self._index_free(slot, rekey=False)
 
     def _forget_slot(self, held: _Held) -> None:
         rid = held.slot.location.resource_id
@@ -260,10 +302,11 @@ class SlotPool:
         self._allocated_per_executor[rid] = self._allocated_per_executor.get(rid, 0) + 1
         self._unindex_free(slot)
 
-    def _index_free(self, slot: PhysicalSlot) -> None:
+    def _index_free(self, slot: PhysicalSlot, rekey: bool = True) -> None:
         rid = slot.location.resource_id
         self._free.setdefault(slot.profile, {}).setdefault(rid, {})[slot.allocation_id] = slot
-        self._push(slot.profile, rid)
+        if rekey:
+            self._push(slot.profile, rid)
 
     def _unindex_free(self, slot: PhysicalSlot) -> None:
         by_executor = self._free.get(slot.profile, {})
