@@ -1,13 +1,17 @@
 """gRPC servers and channels, always over mutual TLS."""
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent import futures
 from typing import Callable
 
 import grpc
 
+from yarnflow.rpc.gateways.calls import flush_outgoing_calls
 from yarnflow.rpc.security import CLUSTER_NAME, TlsCredentials
+
+log = logging.getLogger(__name__)
 
 _MAX_MESSAGE = 256 * 1024 * 1024
 _OPTIONS = [
@@ -64,6 +68,9 @@ class ChannelCache:
             channel.close()
 
     def close(self) -> None:
+        """Close every channel, once the calls already made through them have started."""
+        if not flush_outgoing_calls():
+            log.warning("outgoing calls were still waiting to start after 5 s; closing anyway")
         with self._lock:
             channels, self._channels = list(self._channels.values()), {}
         for channel in channels:

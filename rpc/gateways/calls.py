@@ -2,7 +2,10 @@
 reply into the future the gateway interface promises."""
 from __future__ import annotations
 
-from concurrent.futures import Future
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, TypeVar
 
 import grpc
@@ -12,20 +15,75 @@ from yarnflow.rpc.errors import refusal_of
 T = TypeVar("T")
 
 
-def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
-    """Start ``method.future(request)``; a call that cannot even start (closed channel)
-    becomes a failed future instead of an exception in the caller's main thread."""
+class _Sender:
+    """The one thread of a process that starts its outgoing calls.
+
+    Starting a call is not free: the first call in flight on a channel starts a thread
+    for the channel's replies (grpc's channel spin thread), and ``Thread.start`` waits
+    for the new thread to take the GIL. A JobMaster deploying to 1,000 executors, or a
+    ResourceManager asking 1,000 of them for slots, paid that 1,000 times on its main
+    thread, and every heartbeat queued behind it for seconds (FLINK-13184 is Flink's
+    version). One thread, fed in order, keeps the calls to each peer in the order their
+    callers made them."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def submit(self, start: Callable[[], None]) -> None:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rpc-sender")
+            self._pool.submit(start)
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until every call submitted so far has been started (before channels close:
+        a call still queued then would never leave)."""
+        with self._lock:
+            pool = self._pool
+        return pool is None or _started(pool.submit(lambda: None), timeout)
+
+    def _forget(self) -> None:      # a forked child has the pool but not its thread
+        self._pool, self._lock = None, threading.Lock()
+
+
+def _started(marker: "Future[None]", timeout: float) -> bool:
     try:
-        return to_future(method.future(request, timeout=timeout))
-    except Exception as err:  # noqa: BLE001 - handed to the caller in the future
-        failed: Future[Any] = Future()
-        failed.set_exception(err)
-        return failed
+        marker.result(timeout)
+        return True
+    except FutureTimeout:
+        return False
 
 
-def to_future(call: "grpc.Future") -> "Future[Any]":
+_SENDER = _Sender()
+
+
+def flush_outgoing_calls(timeout: float = 5.0) -> bool:
+    """Whether every call made so far has left the sender thread within ``timeout``."""
+    return _SENDER.flush(timeout)
+
+
+def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":
+    """Start ``method.future(request)`` on the sender thread; a call that cannot even
+    start (closed channel) becomes a failed future, never an exception in the caller."""
     out: Future[Any] = Future()
 
+    def start() -> None:
+        try:
+            call = method.future(request, timeout=timeout)
+        except Exception as err:  # noqa: BLE001 - handed to the caller in the future
+            out.set_exception(err)
+            return
+        _chain(call, out)
+    try:
+        _SENDER.submit(start)
+    except RuntimeError as err:    # the interpreter is shutting down
+        out.set_exception(err)
+    return out
+
+
+def _chain(call: "grpc.Future", out: "Future[Any]") -> None:
     def done(fut: "grpc.Future") -> None:
         try:
             result = fut.result()
@@ -34,7 +92,6 @@ def to_future(call: "grpc.Future") -> "Future[Any]":
             return
         out.set_result(result)      # a refusal arrives as a status (rpc/errors.py)
     call.add_done_callback(done)
-    return out
 
 
 def then(future: "Future[Any]", convert: Callable[[Any], T]) -> "Future[T]":
