@@ -2,8 +2,6 @@
 reply into the future the gateway interface promises."""
 from __future__ import annotations
 
-import os
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, TypeVar
@@ -15,53 +13,27 @@ from yarnflow.rpc.errors import refusal_of
 T = TypeVar("T")
 
 
-class _Sender:
-    """The one thread of a process that starts its outgoing calls.
-
-    Starting a call is not free: the first call in flight on a channel starts a thread
-    for the channel's replies (grpc's channel spin thread), and ``Thread.start`` waits
-    for the new thread to take the GIL. A JobMaster deploying to 1,000 executors, or a
-    ResourceManager asking 1,000 of them for slots, paid that 1,000 times on its main
-    thread, and every heartbeat queued behind it for seconds (FLINK-13184 is Flink's
-    version). One thread, fed in order, keeps the calls to each peer in the order their
-    callers made them."""
-
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-        os.register_at_fork(after_in_child=self._forget)
-
-    def submit(self, start: Callable[[], None]) -> None:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rpc-sender")
-            self._pool.submit(start)
-
-    def flush(self, timeout: float) -> bool:
-        """Wait until every call submitted so far has been started (before channels close:
-        a call still queued then would never leave)."""
-        with self._lock:
-            pool = self._pool
-        return pool is None or _started(pool.submit(lambda: None), timeout)
-
-    def _forget(self) -> None:      # a forked child has the pool but not its thread
-        self._pool, self._lock = None, threading.Lock()
-
-
-def _started(marker: "Future[None]", timeout: float) -> bool:
-    try:
-        marker.result(timeout)
-        return True
-    except FutureTimeout:
-        return False
-
-
-_SENDER = _Sender()
+# The one thread of a process that starts its outgoing calls. Starting a call is not
+# free: the first call in flight on a channel starts a thread for the channel's replies
+# (grpc's channel spin thread), and ``Thread.start`` waits for the new thread to take the
+# GIL. A JobMaster deploying to 1,000 executors, or a ResourceManager asking 1,000 of
+# them for slots, paid that 1,000 times on its main thread, and every heartbeat queued
+# behind it for seconds (FLINK-13184 is Flink's version). One thread, fed in order,
+# keeps the calls to each peer in the order their callers made them. Its thread starts
+# with the first call.
+_SENDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rpc-sender")
 
 
 def flush_outgoing_calls(timeout: float = 5.0) -> bool:
-    """Whether every call made so far has left the sender thread within ``timeout``."""
-    return _SENDER.flush(timeout)
+    """Whether every call made so far has been started within ``timeout`` (before
+    channels close: a call still queued then would never leave)."""
+    try:
+        _SENDER.submit(lambda: None).result(timeout)
+        return True
+    except FutureTimeout:
+        return False
+    except RuntimeError:      # the interpreter is shutting down: nothing is sent any more
+        return True
 
 
 def call_future(method: Any, request: Any, timeout: float) -> "Future[Any]":

@@ -15,8 +15,7 @@ from typing import Callable, Iterable
 
 from yarnflow.core.ids import AllocationID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionVertex
-from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import (NO_PREFERENCES, merge,
-                                                                      preferred_locations)
+from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import merge, preferred_locations
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup
 from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPool, SlotPreferences,
                                                    TaskExecutorLocation)
@@ -66,7 +65,9 @@ class SlotSharingSlotAllocator:
         ready = allocation.ready
         for group, members in by_group.items():
             if group.slot is None and group.slot_future is None:
-                prefs = self._preferences(members)
+                prefs = merge([preferred_locations(v) for v in members]
+                              + [SlotPreferences(hosts=(h,), input_hosts=(h,)) for v in members
+                                 if (h := self._input_hosts(v))])
                 group.slot = self._pool.allocate_available(group.profile, prefs)
                 if group.slot is None:
                     group.slot_future = self._pool.request_new_slot(group.profile, prefs)
@@ -81,13 +82,6 @@ class SlotSharingSlotAllocator:
                 for vertex in members:
                     allocation.waiting[vertex] = waiting
         return allocation
-
-    def _preferences(self, members: list[ExecutionVertex]) -> SlotPreferences:
-        """The shared slot's merged preferences; most have none, and build nothing."""
-        found = [p for v in members if (p := preferred_locations(v)) is not NO_PREFERENCES]
-        found += [SlotPreferences(hosts=(h,), input_hosts=(h,)) for v in members
-                  if (h := self._input_hosts(v))]
-        return merge(found) if found else NO_PREFERENCES
 
     def release(self, vertex: ExecutionVertex) -> None:
         """``vertex`` ended; give the physical slot back once no member needs it."""

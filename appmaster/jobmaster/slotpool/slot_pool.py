@@ -120,48 +120,10 @@ class SlotPool:
         subtask (20,000 of them were a third of assigning 10,000 slots)."""
         if self._closed:
             return None
-        if preferences.empty:
-            taken = self._take_least_utilized(profile)
-            if taken is not None:
-                return taken
         free = self._select(profile, preferences)
         if free is not None:
             self._mark_allocated(free)
         return free
-
-    def _take_least_utilized(self, profile: ResourceSpec) -> PhysicalSlot | None:
-        """A request without preferences, served from its own profile's heap in one
-        re-key: the executor it takes from is at the top, so its entry is replaced
-        in place instead of pushed anew and popped stale by the next request. This is
-        the path of nearly every subtask of a large job (10,000 of them)."""
-        heap = self._heaps.get(profile)
-        by_executor = self._free.get(profile)
-        if not heap or not by_executor:
-            return None
-        allocated, total = self._allocated_per_executor, self._slots_per_executor
-        while heap:
-            utilization, _, rid = heap[0]
-            slots = by_executor.get(rid)
-            count = allocated.get(rid, 0)
-            if slots is None or utilization != count / total[rid]:
-                heapq.heappop(heap)          # stale entry
-                continue
-            allocation_id = next(iter(slots))
-            slot = slots.pop(allocation_id)
-            held = self._held[slot.allocation_id]
-            if held.state is not HeldSlotState.FREE:
-                held.transition(HeldSlotState.ALLOCATED)   # raises: not a free slot
-            held.state = HeldSlotState.ALLOCATED
-            allocated[rid] = count + 1
-            if slots:
-                heapq.heapreplace(heap, ((count + 1) / total[rid], next(self._seq), rid))
-            else:
-                del by_executor[rid]
-                heapq.heappop(heap)
-            if len(self._free) > 1:        # its entries in other profiles' heaps are stale
-                self._push(profile, rid)
-            return slot
-        return None
 
     def request_new_slot(self, profile: ResourceSpec,
                          preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
@@ -319,12 +281,18 @@ class SlotPool:
 
     def _push(self, profile: ResourceSpec, rid: str) -> None:
         """Re-key ``rid`` in every profile's heap where it has free slots (its utilization
-        just changed, which made its older entries stale)."""
+        just changed, which made its older entries stale). Where its entry is on top, as
+        after a request took the least-utilized executor's slot (nearly every request of
+        a large job), that entry is replaced in place rather than left to be popped."""
         utilization = self._executor_utilization(rid)
         for other, by_executor in self._free.items():
             if rid in by_executor or other == profile:
-                heapq.heappush(self._heaps.setdefault(other, []),
-                               (utilization, next(self._seq), rid))
+                heap = self._heaps.setdefault(other, [])
+                entry = (utilization, next(self._seq), rid)
+                if heap and heap[0][2] == rid:
+                    heapq.heapreplace(heap, entry)
+                else:
+                    heapq.heappush(heap, entry)
 
     def _least_utilized(self, profile: ResourceSpec) -> PhysicalSlot | None:
         heap = self._heaps.get(profile)
