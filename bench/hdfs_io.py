@@ -4,6 +4,9 @@ one process, measured in the same run on the test cluster. Prints one JSON objec
 
     eval "$(docker-hadoop/native/cluster up)"; python bench/hdfs_io.py [--mb 192] [--repeats 3]
 
+(or on the dockerised cluster's edge host, whose environment names the cluster:
+tests/docker/test_yarn_tier.py ON_EDGE).
+
 The dataset is ``--files`` Parquet files of random int64 columns (incompressible, so
 megabytes are megabytes on disk) in row groups of ``--row-group-mb`` (one split each),
 each file stored on one of the three DataNodes, so the blocks are spread over the hosts
@@ -45,7 +48,9 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.yarn.conftest import HOSTS, Hdfs  # noqa: E402  (the test cluster's HDFS helpers)
+sys.path.insert(0, str(ROOT / "bench"))
+from tests.yarn.conftest import HOSTS, NAMENODE_HTTP, Hdfs  # noqa: E402  (the test cluster's HDFS)
+from yarn_cluster import python_args  # noqa: E402
 
 from yarnflow.conf import Configuration  # noqa: E402
 from yarnflow.core.fs.webhdfs import WRITE_BUFFER  # noqa: E402
@@ -99,7 +104,7 @@ def run_job(script: Path, kind: str, path: str) -> Any:
     """Run one per-job application (attached) and return its archived JobDetails."""
     proc = subprocess.run(
         [sys.executable, "-m", "yarnflow.client.cli", "run", "-t", "yarn-per-job", "--attach",
-         "--no-progress", "-D", f"yarn.python={sys.executable}", "-D", "heartbeat.interval=1 s",
+         "--no-progress", *python_args(), "-D", "heartbeat.interval=1 s",
          "-D", "pipeline.batch-rows=65536",
          "-D", "slot.idle.timeout=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
          str(script), "--", kind, path], capture_output=True, text=True, timeout=900, cwd=ROOT)
@@ -139,7 +144,8 @@ def main() -> None:
                             use_dictionary=False)
     read_bytes = sum(size for _, size in hdfs.fs.list_files(f"{base}/input", ".parquet"))
 
-    plain = fsspec.filesystem("webhdfs", host="127.0.0.1", port=9870, user=getpass.getuser())
+    host, port = NAMENODE_HTTP.rsplit(":", 1)
+    plain = fsspec.filesystem("webhdfs", host=host, port=int(port), user=getpass.getuser())
     direct = pafs.PyFileSystem(pafs.FSSpecHandler(plain))
     input_path = hdfs.fs.path(f"{base}/input")
     script = Path(tempfile.mkdtemp()) / "hdfs_io_job.py"

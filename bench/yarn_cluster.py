@@ -17,6 +17,11 @@ def python_options() -> list[str]:
     return [f"yarn.python={sys.executable}"]
 
 
+def python_args() -> list[str]:
+    """The same as ``yarnflow run`` arguments (``-D key=value``)."""
+    return [arg for option in python_options() for arg in ("-D", option)]
+
+
 class ClusterScratch:
     """A fresh directory on the cluster's default file system (HDFS on the test
     clusters), where the executors of every host can write, removed on exit: the

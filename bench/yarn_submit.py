@@ -3,6 +3,9 @@ same run. Prints one JSON object.
 
     eval "$(docker-hadoop/native/cluster up)"; python bench/yarn_submit.py [--repeats 5]
 
+(or on the dockerised cluster's edge host, YARNFLOW_TEST_CLUSTER=given: the client's
+environment is shipped to the hosts).
+
 Latencies are medians over --repeats alternating bare/yarnflow pairs; each measurement
 starts on an idle cluster.
 
@@ -13,8 +16,9 @@ starts on an idle cluster.
   two-profile job were RUNNING, by the JobMaster's per-subtask timestamps;
   bare_skein_s: a bare Skein application getting the same containers (N x 1792 MB /
   2 vcores, N x 768 MB / 1 vcore) until `sleep` runs in all of them, by a timestamp
-  each container's script writes just before it execs `sleep` (the test cluster's
-  NodeManagers share this machine's clock and /tmp); ratio. Both end when work runs
+  each container's script prints just before it execs `sleep`, read from its log
+  through its NodeManager's REST API (the test clusters' hosts share this machine's
+  clock: the native one's are this machine, the dockerised one's its containers); ratio. Both end when work runs
   in every container: YARN's REST API calls a container RUNNING once it is allocated,
   1-2 s before its NodeManager has launched anything.
   containers_allocated_s: when YARN had allocated all of yarnflow's containers (the
@@ -42,14 +46,15 @@ from typing import Any
 
 import skein
 from yarnflow.core.clock import poll_until
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from yarn_cluster import python_args
 # Imported here, not while an application's executors start on the same two cores.
 from yarnflow.client.targets.yarn_apps import YarnApplication
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = str(ROOT / "bench" / "yarn_jobs.py")
 RM = os.environ.get("YARNFLOW_TEST_YARN_RM", "http://127.0.0.1:8088")
-# the native cluster shares this interpreter (a real cluster gets the environment shipped)
-CONF = ["-D", f"yarn.python={sys.executable}", "-D", "heartbeat.interval=1 s",
+CONF = [*python_args(), "-D", "heartbeat.interval=1 s",
         "-D", "resourcemanager.taskmanager-timeout=3 s",
         "-D", "slot.idle.timeout=1 s"]
 
@@ -122,11 +127,9 @@ def skein_submit(spec: str) -> tuple[str, float]:
 
 
 def bare_spec(directory: str, services: dict[str, tuple[int, int, int]]) -> str:
-    """Each service container writes the time into ``directory/started/$CONTAINER_ID``
-    right before it execs ``sleep``."""
-    started = os.path.join(directory, "started")
-    os.makedirs(started, exist_ok=True)
-    script = f"date +%s.%N > {started}/$CONTAINER_ID; exec sleep 600"
+    """Each service container prints ``started <time>`` into its log (Skein's
+    ``<service>.log``) right before it execs ``sleep``."""
+    script = "echo started $(date +%s.%N); exec sleep 600"
     lines = ["name: bare-skein", "queue: default", "master:", "  resources: {memory: 1024, vcores: 1}",
              "  script: sleep 600", "services:"]
     for name, (memory, vcores, instances) in services.items():
@@ -135,6 +138,25 @@ def bare_spec(directory: str, services: dict[str, tuple[int, int, int]]) -> str:
     path = os.path.join(directory, f"bare-{len(services)}.yaml")
     Path(path).write_text("\n".join(lines) + "\n")
     return path
+
+
+def started_stamps(app_id: str, services: set[str], count: int) -> list[float] | None:
+    """The ``started`` times ``count`` containers of ``services`` printed, from their
+    logs on their NodeManagers; None until all have."""
+    stamps = []
+    for container in app_containers(app_id):
+        node = container.get("nodeHttpAddress") or ""
+        node = node if node.startswith("http") else f"http://{node}"
+        for service in services:
+            url = f"{node}/ws/v1/node/containerlogs/{container['containerId']}/{service}.log"
+            try:
+                with urllib.request.urlopen(url, timeout=10) as r:
+                    log = r.read().decode(errors="replace")
+            except OSError:          # not this service's container, or not launched yet
+                continue
+            stamps += [float(line.split()[1]) for line in log.splitlines()
+                       if line.startswith("started ")]
+    return stamps if len(stamps) == count else None
 
 
 def kill(app_id: str) -> None:
@@ -147,12 +169,11 @@ def measure_bare(directory: str, n: int) -> dict:
     floor_id, skein_submit_s = skein_submit(bare_spec(directory, {"one": (256, 1, 1)}))
     kill(floor_id)
     wait_quiet()
-    started = Path(directory, "started")
     start_wall = time.time()
     app_id, _ = skein_submit(bare_spec(directory, {"heavy": (1792, 2, n), "light": (768, 1, n)}))
-    stamps = poll(lambda: (s := [f.read_text().strip() for f in started.iterdir()]) and
-                  len(s) == 2 * n and all(s) and s, 180, f"sleep running in {2 * n} bare containers")
-    bare_s = max(float(stamp) for stamp in stamps) - start_wall
+    stamps = poll(lambda: started_stamps(app_id, {"heavy", "light"}, 2 * n), 180,
+                  f"sleep running in {2 * n} bare containers")
+    bare_s = max(stamps) - start_wall
     kill(app_id)
     return {"skein_submit_s": skein_submit_s, "bare_skein_s": bare_s}
 

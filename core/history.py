@@ -11,6 +11,7 @@ whoever opens an archive passes in, so the model imports no protobuf.
 from __future__ import annotations
 
 import getpass
+import threading
 import uuid
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -34,7 +35,9 @@ class JobFiles:
         """``storage_options`` go to fsspec (for WebHDFS: ``user``, the HDFS user
         with simple authentication)."""
         self.location = str(location)
-        self._fs, self._dir = fsspec.core.url_to_fs(self.location, **storage_options)
+        self._fs, self._dir = files_at(self.location, **storage_options)
+        self._made = False
+        self._making = threading.Lock()      # writes may come from several threads
 
     @property
     def directory(self) -> str:
@@ -43,16 +46,29 @@ class JobFiles:
     def _path(self, job_id: JobID) -> str:
         return f"{self._dir.rstrip('/')}/{job_id}.pb"
 
+    def _make_directories(self) -> None:
+        """The directory, made once: every job's write would otherwise ask for it again."""
+        with self._making:
+            if not self._made:
+                self._fs.makedirs(self._dir, exist_ok=True)
+                self._made = True
+
     def _write(self, job_id: JobID, data: bytes) -> str:
         """Written to a hidden temporary name and renamed, so a reader never sees half a
         file (a rename is atomic on HDFS and on local file systems)."""
-        self._fs.makedirs(self._dir, exist_ok=True)
+        self._make_directories()
         target = self._path(job_id)
         tmp = f"{self._dir.rstrip('/')}/.{job_id}.{uuid.uuid4().hex[:8]}.tmp"
-        self._fs.pipe_file(tmp, data)
-        if self._fs.exists(target):         # HDFS's rename does not overwrite
+        try:
+            self._fs.pipe_file(tmp, data)
+        except FileNotFoundError:          # someone removed the directory since
+            self._fs.makedirs(self._dir, exist_ok=True)
+            self._fs.pipe_file(tmp, data)
+        try:
+            self._fs.mv(tmp, target)
+        except FileExistsError:            # archived before (by an earlier attempt)
             self._fs.rm(target)
-        self._fs.mv(tmp, target)
+            self._fs.mv(tmp, target)
         return target
 
     def _read(self, job_id: JobID) -> bytes:
@@ -99,6 +115,16 @@ def archived_job(location: str, job_id: JobID, codec: JobDetailsCodec) -> JobDet
         return open_archive(location, codec).load(job_id)
     except (KeyError, OSError, ValueError):
         return None
+
+
+def files_at(location: str, **storage_options: Any) -> tuple[Any, str]:
+    """fsspec's file system and path for ``location``; on WebHDFS yarnflow's, which
+    writes a small file in one request and renames strictly (``core.fs.webhdfs``)."""
+    if location.startswith("webhdfs://"):
+        from yarnflow.core.fs.webhdfs import strict_webhdfs
+        return strict_webhdfs(location, **storage_options)
+    fs, path = fsspec.core.url_to_fs(location, **storage_options)
+    return fs, str(path)
 
 
 def storage_options(location: str | Path) -> dict[str, Any]:

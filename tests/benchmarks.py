@@ -1,7 +1,7 @@
 """Every benchmark under bench/ is to run once per CI run in a short mode, in the tier
 that has what it needs, so none can break unnoticed (one did: yarn_submit.py failed
 on its second repeat). Each is named here with its short arguments and the figures
-its JSON must hold; those that need a cluster are named but not run yet."""
+its JSON must hold."""
 from __future__ import annotations
 
 import json
@@ -29,20 +29,23 @@ YARN: dict[str, tuple[list[str], list[str]]] = {
     "session_latency.py": (["--session-only", "--repeats", "1", "--jobs", "3", "--work", "0.2"],
                            ["warm_submit_to_running_ms", "warm_submit_to_acknowledged_ms",
                             "jobs_per_minute"]),
-}
-# NOT RUN BY CI YET (issue 32, item 5 is open for these): they measure against bare
-# Skein or read the cluster's hosts through this machine's /tmp and interpreter, which
-# only the native cluster shares; the short arguments are what a yarn-tier test will pass.
-YARN_NOT_YET_RUN: dict[str, tuple[list[str], list[str]]] = {
+    # two repeats: the second must find its output writable (it once was not)
     "yarn_submit.py": (["--repeats", "2", "--parallelism", "1", "--skip-alloc"],
-                       ["client_return_s", "to_running_s"]),
-    "hdfs_io.py": (["--mb", "12", "--files", "3", "--repeats", "1"], []),
-    "am_failover.py": (["--rows", "400", "--work1", "0.1", "--work", "0.2"], []),
+                       ["client_return_s", "to_running_s", "bare_skein_s"]),
+    "hdfs_io.py": (["--mb", "12", "--files", "3", "--repeats", "1"],
+                   ["read_mb_s", "write_mb_s", "local_read_fraction"]),
+    # stage 2 works 2 s a batch, so the kill lands while it runs
+    "am_failover.py": (["--rows", "400", "--work1", "0.1", "--work", "2"],
+                       ["am_recover_s", "stage1_rerun", "exact"]),
 }
 # the jobs other benchmarks run
 NOT_BENCHMARKS = {"yarn_jobs.py", "session_jobs.py", "yarn_cluster.py"}
-# on the dockerised cluster; NOT RUN BY CI YET either
-DOCKER_NOT_YET_RUN = {"ship_environment.py"}
+# on the dockerised cluster, driven from this machine (it restarts the cluster's
+# workers with yarnflow preinstalled for its comparison): tests/docker/test_ship_environment.py
+DOCKER: dict[str, tuple[list[str], list[str]]] = {
+    "ship_environment.py": (["--repeats", "1"], ["first_submit_s", "cached_submit_s",
+                                                 "max_downloads_per_host", "exact"]),
+}
 
 
 def run_benchmark(name: str, args: list[str], keys: list[str], timeout: float) -> dict[str, Any]:
@@ -56,6 +59,7 @@ def run_benchmark(name: str, args: list[str], keys: list[str], timeout: float) -
     assert isinstance(figures, dict), lines[-1]
     missing = [k for k in keys if k not in figures]
     assert not missing, f"{name} gave no {missing}: {figures}"
-    wrong = [k for k, v in figures.items() if v is False]
+    # a goal is for a full run on a quiet machine; a short run proves the rest
+    wrong = [k for k, v in figures.items() if v is False and not k.startswith("goal_")]
     assert not wrong, f"{name} reports {wrong} false: {figures}"
     return figures

@@ -19,7 +19,6 @@ later attempt cannot read it and skips it.
 from __future__ import annotations
 
 import posixpath
-import threading
 
 from yarnflow.core.ids import JobID
 from yarnflow.core.history import JobFiles, storage_options
@@ -37,8 +36,6 @@ class JobGraphStore(JobFiles):
         super().__init__(location, **storage_options(location))
         self._ended = JobFiles(f"{location.rstrip('/')}/ended", **storage_options(location))
         self._webhdfs = "webhdfs" in self._fs.protocol
-        self._made = False
-        self._making = threading.Lock()      # puts come from several submissions at once
 
     def _make_directories(self) -> None:
         """The store's directory (user code: for its owner's eyes only) and ``ended/``,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import logging
 import posixpath
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
 
 import pyarrow.parquet as pq
@@ -37,6 +38,8 @@ from yarnflow.core.operators.base import Operator, OperatorContext
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
 log = logging.getLogger(__name__)
+
+RENAME_THREADS = 16    # a commit's renames in flight at once
 
 MODES = {"errorifexists": "errorifexists", "error": "errorifexists", "overwrite": "overwrite"}
 
@@ -133,21 +136,27 @@ class DirectoryCommitter:
             raise FileNotFoundError(f"the staging directory {staging} is gone: did another "
                                     "job writing the same output remove it?")
         written = set(fs.list_dir(f"{staging}/_temporary"))
+        moves = []
         for subtask, attempt_id in sorted(attempts.items()):
             name = posixpath.basename(self.attempt_file(job_id, subtask, attempt_id))
             if name in written:           # an attempt that read no rows wrote no file
-                fs.rename(f"{staging}/_temporary/{name}", self.task_file(job_id, subtask))
+                moves.append((f"{staging}/_temporary/{name}", self.task_file(job_id, subtask)))
+        # one round trip each on HDFS: a thousand subtasks' files one after another
+        # would hold the job's end for seconds
+        with ThreadPoolExecutor(max_workers=RENAME_THREADS, thread_name_prefix="commit") as pool:
+            for done in [pool.submit(fs.rename, src, dst) for src, dst in moves]:
+                done.result()
         fs.delete(f"{staging}/_temporary")      # attempts that do not count
-        if fs.exists(self.uri):
+        try:
+            fs.rename(staging, self.uri)          # refuses an existing output
+        except FileExistsError:
             if self.mode != "overwrite":
                 raise FileExistsError(f"{self._exists_message()} (it appeared while the "
-                                      "job ran)")
+                                      "job ran)") from None
             replaced = self._sibling("replaced", job_id)
             fs.rename(self.uri, replaced)
             fs.rename(staging, self.uri)
             fs.delete(replaced)
-        else:
-            fs.rename(staging, self.uri)
 
     def abort(self, job_id: JobID) -> None:
         self.fs.delete(self.staging(job_id))

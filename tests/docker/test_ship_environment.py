@@ -95,3 +95,14 @@ def test_a_host_that_cannot_run_the_interpreter_is_named_in_one_line(docker_clus
     assert said, run.stdout[-3000:] + run.stderr[-3000:]
     assert "/opt/nowhere/bin/python3" in said[0] and "Fix:" in said[0], said[0]
     assert "Traceback" not in run.stderr and "No such file" not in run.stdout + run.stderr
+
+
+def test_the_ship_environment_benchmark_runs_in_its_short_mode(docker_cluster: DockerCluster):
+    """bench/ship_environment.py once, short: it restarts the workers with yarnflow
+    preinstalled for its comparison and back, so the YARN tier after it runs on the
+    cluster as it was."""
+    from tests.benchmarks import DOCKER, run_benchmark
+    args, keys = DOCKER["ship_environment.py"]
+    figures = run_benchmark("ship_environment.py", args, keys, timeout=2400)
+    assert figures["max_downloads_per_host"] <= 1, figures
+    assert figures["first_submit_s"] > 0 and figures["preinstalled_submit_s"] > 0, figures

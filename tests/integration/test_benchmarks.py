@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.benchmarks import (DOCKER_NOT_YET_RUN, LOCAL, NOT_BENCHMARKS, ROOT, YARN, YARN_NOT_YET_RUN,
-                              run_benchmark)
+from tests.benchmarks import DOCKER, LOCAL, NOT_BENCHMARKS, ROOT, YARN, run_benchmark
 
 
 def test_every_benchmark_is_named_with_its_tier():
-    named = set(LOCAL) | set(YARN) | set(YARN_NOT_YET_RUN) | NOT_BENCHMARKS | DOCKER_NOT_YET_RUN
+    named = set(LOCAL) | set(YARN) | set(DOCKER) | NOT_BENCHMARKS
     present = {path.name for path in (ROOT / "bench").glob("*.py")}
     assert present - named == set(), "a benchmark not named in tests/benchmarks.py"
     assert named - present == set(), "a benchmark named here is gone"

@@ -13,5 +13,8 @@ pytestmark = pytest.mark.usefixtures("yarn_cluster")
 @pytest.mark.parametrize("name", sorted(YARN))
 def test_the_benchmark_runs_on_the_cluster_in_its_short_mode(name):
     args, keys = YARN[name]
-    figures = run_benchmark(name, args, keys, timeout=600)
-    assert all(figures[key] for key in keys), f"{name} measured nothing for some of {keys}: {figures}"
+    figures = run_benchmark(name, args, keys, timeout=1200)
+    # a count may be 0 (stage-1 subtasks run again); a latency or rate may not
+    nothing = [k for k in keys if figures[k] is None
+               or (figures[k] == 0 and k.endswith(("_s", "_ms", "_minute")))]
+    assert not nothing, f"{name} measured nothing for {nothing}: {figures}"

@@ -26,13 +26,16 @@ def numbers(start: int, count: int) -> pa.Table:
 
 
 def sink_is_writing(app: YarnApplication, hdfs, out: str) -> bool:
-    """A sink subtask runs and its attempt's file is open in the staging directory."""
+    """A sink subtask runs, has rows in its writer (its executor's heartbeat said so),
+    and the job's staging directory is there beside the target. A part file is
+    created on HDFS with its first buffer (or at its end): a small one is not seen
+    while it is written."""
     details = app.job_details()
     if details is None:
         return False
     sink = next(v for v in details.vertices if v.name == "parquet-sink")
-    return any(s.state == ExecutionState.RUNNING for s in sink.subtasks) and bool(
-        hdfs.files_being_written(out))
+    return any(s.state == ExecutionState.RUNNING and s.metrics.records_in > 0
+               for s in sink.subtasks) and any("-staging-" in n for n in hdfs.leftovers(out))
 
 
 def overwrite_while_sink_writes(hdfs, name: str, *options: str) -> tuple[str, pa.Table, str]:
@@ -153,3 +156,32 @@ def test_yarnflow_fs_puts_lists_and_removes_on_the_clusters_hdfs(yarn_cluster, h
     assert removed.returncode == 0 and not hdfs.fs.exists(target)
     missing = yarnflow("fs", "ls", target)
     assert missing.returncode == 1 and f"{target} does not exist" in missing.stdout
+
+
+def test_webhdfs_writes_whole_files_in_any_size_and_renames_strictly(hdfs):
+    """What the output commit and the job history rely on, on the real HDFS: a file
+    that fits one write buffer (created with its bytes), an empty one, one of several
+    buffers; no file in a missing directory; a rename that never replaces a file or
+    moves into a directory, and names what is missing."""
+    from yarnflow.core.fs import webhdfs
+    base = hdfs.scratch("webhdfs")
+    fs = hdfs.fs
+    big = np.random.default_rng(1).bytes(2 * webhdfs.WRITE_BUFFER + 123)
+    for name, data in [("small", b"hello"), ("empty", b""), ("big", big)]:
+        with fs.open_output(f"{base}/{name}") as out:
+            out.write(data)
+        with fs.open_input_stream(f"{base}/{name}") as back:
+            assert back.read() == data, name
+    with pytest.raises(FileNotFoundError, match="directory does not exist"):
+        with fs.open_output(f"{base}/missing/x") as out:
+            out.write(b"x")
+    assert not fs.exists(f"{base}/missing")
+    fs.mkdirs(f"{base}/dir")
+    for taken in ("empty", "dir"):
+        with pytest.raises(FileExistsError):
+            fs.rename(f"{base}/small", f"{base}/{taken}")
+    with pytest.raises(FileNotFoundError):
+        fs.rename(f"{base}/gone", f"{base}/new")
+    fs.rename(f"{base}/small", f"{base}/new")
+    assert fs.list_dir(base) == ["big", "dir", "empty", "new"]
+    assert fs.list_dir(f"{base}/dir") == []
