@@ -40,7 +40,11 @@ SHARED_PYTHON = ["-D", f"yarn.python={sys.executable}"] if MODE == "native" else
 FAST = [*SHARED_PYTHON,
         "-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=20 s",
         "-D", "resourcemanager.taskmanager-timeout=3 s", "-D", "slot.idle.timeout=1 s",
-        "-D", "slot.request.timeout=120 s", "-D", "job.cancel.timeout=20 s"]
+        "-D", "slot.request.timeout=300 s", "-D", "job.cancel.timeout=20 s"]
+# How long a job may take to run on nodes that have not localized the shipped
+# environment yet: on a fresh dockerised cluster of a 2-core machine, unpacking it took
+# 70-80 s per node, the ApplicationMaster's node first, then the executors'.
+COLD_START_S = 300
 FINISHED = ("FINISHED", "FAILED", "KILLED")
 # The hosts with a NodeManager and a DataNode each, and the NameNode's web address.
 HOSTS = tuple(os.environ.get("YARNFLOW_TEST_HOSTS", "127.0.0.2,127.0.0.3,127.0.0.4").split(","))
@@ -128,12 +132,6 @@ class Hdfs:
 
     def block_hosts(self, uri: str) -> list[tuple[str, ...]]:
         return [block.hosts for block in self.fs.block_locations(uri)]
-
-    def files_being_written(self, uri: str) -> list[str]:
-        """Task attempts' files in the staging directories beside ``uri``."""
-        parent = posixpath.dirname(uri.rstrip("/"))
-        return [name for staging in self.leftovers(uri) if "-staging-" in staging
-                for name in self.fs.list_dir(f"{parent}/{staging}/_temporary")]
 
     def leftovers(self, uri: str) -> list[str]:
         """Staging or moved-aside directories of ``uri`` that a job left beside it."""

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.conftest import wait_until
-from tests.yarn.conftest import FAST, ROOT, yarnflow
+from tests.yarn.conftest import COLD_START_S, FAST, ROOT, yarnflow
 from tests.yarn.pipelines.shapes import keyed
 from tests.yarn.test_cluster_data import SHAPES, numbers, sink_is_writing
 from yarnflow.client.targets.yarn_apps import YarnApplication
@@ -63,7 +63,8 @@ def test_a_killed_appmaster_is_replaced_by_a_second_attempt_that_finishes_the_jo
     app_id = wait_until(run.app_id, 120, "the attached run to name its application",
                         interval=0.3)
     with YarnApplication(app_id, timeout=30) as app:
-        wait_until(lambda: sink_is_writing(app, hdfs, out), 120,
+        # COLD_START_S: this is the tier's first test, its nodes have no environment yet
+        wait_until(lambda: sink_is_writing(app, hdfs, out), COLD_START_S,
                    "the first attempt's sink to be writing", interval=0.3)
         first_job = app.job_details()
     assert first_job is not None and first_job.application_attempt == 1
