@@ -119,6 +119,23 @@ class WebHdfsFileSystem(FileSystem):
     def rename(self, src: str, dst: str) -> None:
         self.webhdfs.mv(self.path(src), self.path(dst))
 
+    def list_dir(self, uri: str) -> list[str]:
+        """One LISTSTATUS: pyarrow's listing through fsspec asks the NameNode up to four
+        times (is it a directory, list, and each entry's details again)."""
+        try:
+            reply = self.webhdfs._call("LISTSTATUS", path=self.path(uri)).json()
+        except FileNotFoundError:
+            return []
+        statuses = reply["FileStatuses"]["FileStatus"]
+        if len(statuses) == 1 and not statuses[0]["pathSuffix"] and statuses[0]["type"] == "FILE":
+            raise NotADirectoryError(f"{uri} is a file, not a directory")
+        return sorted(status["pathSuffix"] for status in statuses)
+
+    def delete(self, uri: str) -> None:
+        """One recursive DELETE, which HDFS answers ``false`` for a path that is not
+        there, instead of a status request first."""
+        self.webhdfs._call("DELETE", method="delete", path=self.path(uri), recursive="true")
+
     def mkdirs_private(self, uri: str) -> None:
         self.mkdirs(uri)
         self.webhdfs.chmod(self.path(uri), "700")     # WebHDFS takes the octal digits

@@ -162,7 +162,8 @@ def test_webhdfs_writes_whole_files_in_any_size_and_renames_strictly(hdfs):
     """What the output commit and the job history rely on, on the real HDFS: a file
     that fits one write buffer (created with its bytes), an empty one, one of several
     buffers; no file in a missing directory; a rename that never replaces a file or
-    moves into a directory, and names what is missing."""
+    moves into a directory, and names what is missing; listing and deleting as the
+    base file system does."""
     from yarnflow.core.fs import webhdfs
     base = hdfs.scratch("webhdfs")
     fs = hdfs.fs
@@ -185,3 +186,13 @@ def test_webhdfs_writes_whole_files_in_any_size_and_renames_strictly(hdfs):
     fs.rename(f"{base}/small", f"{base}/new")
     assert fs.list_dir(base) == ["big", "dir", "empty", "new"]
     assert fs.list_dir(f"{base}/dir") == []
+    # listing and deleting, one request each
+    assert fs.list_dir(f"{base}/missing") == []
+    with pytest.raises(NotADirectoryError):
+        fs.list_dir(f"{base}/new")
+    with fs.open_output(f"{base}/dir/inside") as out:
+        out.write(b"x")
+    fs.delete(f"{base}/dir")          # with what is in it
+    fs.delete(f"{base}/gone")         # nothing there: nothing to do
+    fs.delete(f"{base}/new")
+    assert fs.list_dir(base) == ["big", "empty"]
