@@ -47,11 +47,14 @@ class JobFiles:
         return f"{self._dir.rstrip('/')}/{job_id}.pb"
 
     def _make_directories(self) -> None:
-        """The directory, made once: every job's write would otherwise ask for it again."""
+        """The directories, made once: every job's write would otherwise ask again."""
         with self._making:
             if not self._made:
-                self._fs.makedirs(self._dir, exist_ok=True)
+                self._create_directories()
                 self._made = True
+
+    def _create_directories(self) -> None:
+        self._fs.makedirs(self._dir, exist_ok=True)
 
     def _write(self, job_id: JobID, data: bytes) -> str:
         """Written to a hidden temporary name and renamed, so a reader never sees half a
@@ -62,7 +65,7 @@ class JobFiles:
         try:
             self._fs.pipe_file(tmp, data)
         except FileNotFoundError:          # someone removed the directory since
-            self._fs.makedirs(self._dir, exist_ok=True)
+            self._create_directories()
             self._fs.pipe_file(tmp, data)
         try:
             self._fs.mv(tmp, target)

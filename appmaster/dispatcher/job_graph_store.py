@@ -37,15 +37,10 @@ class JobGraphStore(JobFiles):
         self._ended = JobFiles(f"{location.rstrip('/')}/ended", **storage_options(location))
         self._webhdfs = "webhdfs" in self._fs.protocol
 
-    def _make_directories(self) -> None:
-        """The store's directory (user code: for its owner's eyes only) and ``ended/``,
-        once."""
-        with self._making:
-            if self._made:
-                return
-            self._fs.makedirs(self._ended._dir, exist_ok=True)
-            self._fs.chmod(self._dir, "700" if self._webhdfs else 0o700)   # WebHDFS: octal digits
-            self._made = True
+    def _create_directories(self) -> None:
+        """The store's directory (user code: for its owner's eyes only) and ``ended/``."""
+        self._fs.makedirs(self._ended._dir, exist_ok=True)
+        self._fs.chmod(self._dir, "700" if self._webhdfs else 0o700)   # WebHDFS: octal digits
 
     def put(self, job_id: JobID, job_graph: bytes) -> None:
         """Durable when it returns (HDFS has the file closed). Refuses to replace a

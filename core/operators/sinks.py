@@ -144,8 +144,7 @@ class DirectoryCommitter:
         # one round trip each on HDFS: a thousand subtasks' files one after another
         # would hold the job's end for seconds
         with ThreadPoolExecutor(max_workers=RENAME_THREADS, thread_name_prefix="commit") as pool:
-            for done in [pool.submit(fs.rename, src, dst) for src, dst in moves]:
-                done.result()
+            list(pool.map(lambda move: fs.rename(*move), moves))   # raises the first failure
         fs.delete(f"{staging}/_temporary")      # attempts that do not count
         try:
             fs.rename(staging, self.uri)          # refuses an existing output
