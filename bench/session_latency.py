@@ -25,6 +25,13 @@ polls does not count.
   submission does not upload 460 MB. Median of 2.
 - jobs_per_minute: 50 jobs (--work 0) submitted one after another to the session, each
   waited for (polling the Dispatcher every 20 ms) before the next.
+- hdfs_floor_ms: the HDFS round trips that one such job cannot do without, made by
+  yarnflow's own sink committer with nothing else running: the client's output check,
+  the sink's setup, its 4 part files written at once (as its 4 subtasks do), and the
+  commit. Median of 20. No job of this kind finishes faster on this cluster, so
+  jobs_per_minute_hdfs_bound (60,000 / hdfs_floor_ms) is the most jobs a minute that
+  any scheduler could run here; jobs_per_minute is to be read against it. (The job
+  graph's own write, hdfs_graph_put_ms, overlaps the job's start and is not in it.)
 
 Every job writes its Parquet output to a scratch directory on the cluster's default
 file system (HDFS), as a user's job does, removed at the end. --session-only measures
@@ -43,9 +50,12 @@ import sys
 import tempfile
 import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,6 +195,37 @@ def measure_throughput(app_id: str, session: Any, jobs: int, out: str) -> float:
     return jobs / elapsed * 60
 
 
+def measure_hdfs_floor(scratch: ClusterScratch, repeats: int = 20) -> dict[str, float]:
+    from yarnflow.core.ids import ExecutionAttemptID, JobID
+    from yarnflow.core.operators.sinks import DirectoryCommitter
+    part = io.BytesIO()      # one subtask's share of the job's rows, as its sink writes it
+    pq.write_table(pa.table({"k": pa.array(range(100), pa.int64())}), part)
+    floor, graph = [], []
+    with ThreadPoolExecutor(max_workers=4) as subtasks:
+        for i in range(repeats):
+            committer = DirectoryCommitter(f"{scratch.uri}/floor/{i}").bound(scratch.settings)
+            job_id = JobID(f"floor{i}")
+            attempts = {s: ExecutionAttemptID(f"attempt{s}") for s in range(4)}
+
+            def write(subtask: int) -> None:
+                uri = committer.attempt_file(job_id, subtask, attempts[subtask])
+                with committer.fs.open_output(uri) as stream:
+                    stream.write(part.getvalue())
+            start = time.perf_counter()
+            committer.check_submittable()
+            committer.setup(job_id)
+            list(subtasks.map(write, range(4)))
+            committer.commit(job_id, attempts)
+            floor.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            with scratch.fs.open_output(f"{scratch.uri}/floor/graph-{i}") as stream:
+                stream.write(bytes(20_000))      # about a job graph's size
+            graph.append((time.perf_counter() - start) * 1000)
+    median = statistics.median(floor)
+    return {"hdfs_floor_ms": median, "jobs_per_minute_hdfs_bound": 60_000 / median,
+            "hdfs_graph_put_ms": statistics.median(graph)}
+
+
 def start_session() -> str:
     args = [sys.executable, "-m", "yarnflow.client.cli", "session", "start", "--name", "bench-session",
             "--min-executors", "4"]
@@ -226,6 +267,7 @@ def main() -> None:
                 if not args.warm_only:
                     result["jobs_per_minute"] = measure_throughput(app_id, session, args.jobs,
                                                                    next(outputs))
+                    result.update(measure_hdfs_floor(scratch))
         finally:
             subprocess.run([sys.executable, "-m", "yarnflow.client.cli", "session", "stop", app_id],
                            capture_output=True, timeout=300)

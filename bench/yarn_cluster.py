@@ -36,6 +36,7 @@ class ClusterScratch:
         default_fs = HadoopConf.load().default_fs.rstrip("/")
         settings = filesystem_settings(Configuration.load(overrides=[f"fs.default-scheme={default_fs}"]))
         self.uri = f"{default_fs}/tmp/yarnflow-bench/{name}-{uuid.uuid4().hex[:8]}"
+        self.settings = settings
         self.fs = open_filesystem(self.uri, settings)
 
     def __enter__(self) -> "ClusterScratch":

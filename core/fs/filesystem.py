@@ -113,9 +113,12 @@ class FileSystem:
     def block_locations(self, uri: str) -> list[Block]:
         return []
 
-    def check_writable(self, uri: str) -> None:
+    def check_writable(self, uri: str) -> bool:
         """Raise PermissionError when this user could not create ``uri`` (checked on its
-        nearest existing ancestor). Only file systems with permissions check anything."""
+        nearest existing ancestor). Only file systems with permissions check anything.
+        True when ``uri`` itself exists: the check learns it on the way, and a client
+        that must refuse an existing output need not ask again."""
+        return self.exists(uri)
 
     # --- data --------------------------------------------------------------------------
     def open_input(self, uri: str) -> Any:

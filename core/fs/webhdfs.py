@@ -101,15 +101,15 @@ class WebHdfsFileSystem(FileSystem):
         blocks = (reply.get("BlockLocations") or {}).get("BlockLocation") or []
         return [Block(b["offset"], b["length"], tuple(b.get("hosts") or ())) for b in blocks]
 
-    def check_writable(self, uri: str) -> None:
+    def check_writable(self, uri: str) -> bool:
         path = self.path(uri)
         while True:
             try:
                 self.webhdfs._call("CHECKACCESS", path=path, fsaction="-w-")
-                return
+                return path == self.path(uri)
             except FileNotFoundError:
                 if path in ("", "/"):
-                    return
+                    return False
                 path = path.rstrip("/").rsplit("/", 1)[0] or "/"
             except PermissionError as err:
                 raise PermissionError(

@@ -87,9 +87,8 @@ class DirectoryCommitter:
         """The default mode refuses an existing output (Spark's ``errorifexists``); an
         output the user may not write is refused too, before any work is done."""
         try:
-            if self.mode == "errorifexists" and self.fs.exists(self.uri):
+            if self.fs.check_writable(self.uri) and self.mode == "errorifexists":
                 raise DataPathError(self._exists_message())
-            self.fs.check_writable(self.uri)
         except PermissionError as err:
             raise DataPathError(f"output {self.uri} cannot be written: {err}. Fix: write where this "
                                 "user may, or get write access to it") from None
