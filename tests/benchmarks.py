@@ -28,7 +28,7 @@ LOCAL: dict[str, tuple[list[str], list[str]]] = {
 YARN: dict[str, tuple[list[str], list[str]]] = {
     "session_latency.py": (["--session-only", "--repeats", "1", "--jobs", "3", "--work", "0.2"],
                            ["warm_submit_to_running_ms", "warm_submit_to_acknowledged_ms",
-                            "jobs_per_minute"]),
+                            "jobs_per_minute", "hdfs_floor_ms", "jobs_per_minute_hdfs_bound"]),
     # two repeats: the second must find its output writable (it once was not)
     "yarn_submit.py": (["--repeats", "2", "--parallelism", "1", "--skip-alloc"],
                        ["client_return_s", "to_running_s", "bare_skein_s"]),
