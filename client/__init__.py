@@ -28,6 +28,7 @@ _EXPORTS = {
     "JobFailedError": "yarnflow.client.context",
     "JobStatus": "yarnflow.core.status",
     "JobHandle": "yarnflow.client.targets.base",
+    "NonRecoverableError": "yarnflow.core.failures",
 }
 
 __all__ = list(_EXPORTS)
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, PartitionType,
                                         ScheduleMode, ShipStrategy)
     from yarnflow.client.pipeline import DataSet, Pipeline
+    from yarnflow.core.failures import NonRecoverableError
     from yarnflow.core.resources import ResourceSpec
 
 

@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 import runpy
+import traceback
 import sys
 
 from typing import Any, NoReturn
@@ -19,7 +20,8 @@ from yarnflow.client.display import exceptions_table, progress_table, subtask_ta
 from yarnflow.conf import ConfigError, options
 from yarnflow.client.context import ExecutionContext, JobFailedError, set_context
 from yarnflow.core.jobgraph import InvalidPipelineError
-from yarnflow.client.cli_common import (USER_ERRORS, config_options, fail, load_config, session_option,
+from yarnflow.core.tracebacks import raised_by_yarnflow, user_line
+from yarnflow.client.cli_common import (USER_ERRORS, OptionValue, config_options, fail, load_config, session_option,
                                  table_console, user_errors)
 from yarnflow.client.targets.yarn_errors import YarnError
 from yarnflow.client.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
@@ -38,7 +40,7 @@ def main() -> None:
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("-t", "--target", type=click.Choice(TARGETS), default=None,
               help="Where the job runs (default: execution.target, which is 'local').")
-@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+@click.option("-p", "--parallelism", type=OptionValue(options.DEFAULT_PARALLELISM), default=None,
               help="Default parallelism of operators that set none (parallelism.default).")
 @config_options
 @click.option("--progress/--no-progress", default=None,
@@ -106,8 +108,13 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
         fail(f"{where}: {err.msg} (a syntax error in the pipeline script; fix the script)", 2)
     except (InvalidPipelineError, ConfigError) as err:
         fail(err, 2)
-    except USER_ERRORS as err:
-        fail(err)
+    except Exception as err:  # noqa: BLE001 - the script's own failure, at the script's line
+        if verbose:
+            console.print(traceback.format_exc(), markup=False, highlight=False)
+        if isinstance(err, USER_ERRORS) and raised_by_yarnflow(err):
+            fail(err)              # yarnflow's answer to a call the user made: it says it all
+        line = user_line(err)
+        fail(f"{type(err).__name__}: {err}" + (f" ({line})" if line else ""))
     finally:
         sys.argv = saved_argv
         set_context(None)
@@ -119,7 +126,7 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("pipeline", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("-p", "--parallelism", type=click.IntRange(min=1), default=None,
+@click.option("-p", "--parallelism", type=OptionValue(options.DEFAULT_PARALLELISM), default=None,
               help="Default parallelism of operators that set none (parallelism.default).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the plan as JSON (vertices, inputs, estimates, shared slots, "

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from yarnflow.conf import ConfigError, Configuration
+from yarnflow.conf.options import Option
 from yarnflow.client.targets.yarn_errors import YarnError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,6 +33,21 @@ def fail(err: BaseException | str, status: int = 1) -> NoReturn:
     message = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
     Console().print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(status)
+
+
+class OptionValue(click.ParamType):  # type: ignore[type-arg]
+    """A CLI flag for a configuration option, checked by the option's own parser: the
+    flag refuses what ``-D`` and the configuration file refuse, in the same words."""
+
+    def __init__(self, option: Option[Any]) -> None:
+        self.option = option
+        self.name = option.key
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        try:
+            return self.option.parse(value)
+        except (TypeError, ValueError) as err:
+            self.fail(str(err), param, ctx)
 
 
 def user_errors(fn: F) -> F:

@@ -64,6 +64,13 @@ def per_input(vertex: VertexDetails) -> str:
     return f"{vertex.name} reads " + "; ".join(parts)
 
 
+def _cause(text: str, width: int = 400) -> str:
+    """A failure's first line (shortened) and the user's frames that follow it, line by
+    line as Python prints them (``yarnflow.core.tracebacks``)."""
+    first, _, frames = text.partition("\n")
+    return "\n".join([_short(first, width), *frames.splitlines()])
+
+
 def _short(text: str, width: int = 160) -> str:
     line = " ".join(text.split())
     return line if len(line) <= width else line[:width - 1] + "…"
@@ -125,7 +132,7 @@ def exceptions_table(details: JobDetails) -> Table:
     for x in details.exceptions:
         table.add_row(time.strftime("%H:%M:%S", time.localtime(x.timestamp)), x.task or "-",
                       str(x.attempt) if x.task else "", x.resource_id or "-", x.host or "-",
-                      Text(_short(x.cause, 400)))
+                      Text(_cause(x.cause)))
     return table
 
 

@@ -9,6 +9,8 @@ without a scheme, on ``fs.default-scheme`` or else ``fs.defaultFS`` of
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +21,9 @@ from yarnflow.conf import Configuration
 from yarnflow.core.fs import FileSystem, FileSystemSettings, open_filesystem
 from yarnflow.client.filesystems import filesystem_settings, use_cluster_filesystem
 from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+
+# Bytes a put reads of a local file at a time.
+COPY_CHUNK = 8 << 20
 
 
 def cluster_settings(config: Configuration | None = None) -> FileSystemSettings:
@@ -59,23 +64,85 @@ def resolve(path: str | os.PathLike[str],
 
 def put(source: str | os.PathLike[str], destination: str | os.PathLike[str],
         overwrite: bool = False, settings: FileSystemSettings | None = None) -> str:
-    """Copy a local file or directory tree to ``destination`` (its parents are
-    made); returns the destination's URI. An existing destination is an error unless
-    ``overwrite``."""
+    """Copy a local file or directory tree to ``destination``, whose missing parents
+    are made; returns the destination's URI. An existing destination is an error
+    unless ``overwrite``. As ``hadoop fs -put`` writes ``._COPYING_`` files, the copy
+    goes to a hidden name beside the destination and takes its name only once whole:
+    a put that fails half-way leaves nothing behind, not even the parents it made."""
     fs, uri = resolve(destination, settings)
     local = os.path.abspath(source)
     if not os.path.exists(local):
         raise FileNotFoundError(f"{local} does not exist")
-    if fs.exists(uri):
-        if not overwrite:
-            raise FileExistsError(f"{uri} exists. Fix: replace it (yarnflow fs put -f, or "
-                                  "put(..., overwrite=True)) or remove it first")
-        fs.delete(uri)
-    parent = uri.rstrip("/").rsplit("/", 1)[0]
-    fs.mkdirs(parent)
-    pafs.copy_files(local, fs.path(uri), source_filesystem=pafs.LocalFileSystem(),
-                    destination_filesystem=fs.arrow)
+    if fs.exists(uri) and not overwrite:
+        raise FileExistsError(f"{uri} exists. Fix: replace it (yarnflow fs put -f, or "
+                              "put(..., overwrite=True)) or remove it first")
+    parent, base = uri.rstrip("/").rsplit("/", 1)
+    made = _make_parents(fs, parent)
+    copying = f"{parent}/.{base}.yarnflow-put-{uuid.uuid4().hex[:8]}"
+    try:
+        _copy(local, fs, copying)
+        if overwrite:
+            fs.delete(uri)
+        fs.rename(copying, uri)
+    except BaseException as err:
+        for leftover in (copying, made):
+            if leftover:
+                try:
+                    fs.delete(leftover)
+                except OSError:
+                    pass         # the failure being raised says what went wrong
+        if isinstance(err, OSError):
+            raise OSError(f"put {local} to {uri} failed: {_reason(err)}; nothing was left "
+                          "there") from None
+        raise
     return uri
+
+
+def _make_parents(fs: FileSystem, directory: str) -> str | None:
+    """Make ``directory`` and its missing parents; the topmost one made (None: none)."""
+    missing = None
+    probe = directory
+    while not fs.exists(probe):
+        missing = probe
+        up = probe.rsplit("/", 1)[0]
+        if up == probe or up.endswith(":/") or up.endswith(":"):
+            break
+        probe = up
+    if missing is None and not fs.is_dir(directory):
+        raise NotADirectoryError(f"{directory} is a file, not a directory. Fix: put it "
+                                 "somewhere else, or remove that file")
+    if missing is not None:
+        fs.mkdirs(directory)
+    return missing
+
+
+def _copy(local: str, fs: FileSystem, target: str) -> None:
+    """A local file or tree to ``target``, directories first, in name order."""
+    if not os.path.isdir(local):
+        _copy_file(local, fs, target)
+        return
+    fs.mkdirs(target)
+    for root, dirs, files in os.walk(local):
+        dirs.sort()
+        relative = os.path.relpath(root, local)
+        here = target if relative == "." else f"{target}/{relative.replace(os.sep, '/')}"
+        for name in dirs:
+            fs.mkdirs(f"{here}/{name}")
+        for name in sorted(files):
+            _copy_file(os.path.join(root, name), fs, f"{here}/{name}")
+
+
+def _copy_file(local: str, fs: FileSystem, target: str) -> None:
+    try:
+        source = open(local, "rb")
+    except OSError as err:
+        raise OSError(f"cannot read {local}: {_reason(err)}") from None
+    with source, fs.open_output(target) as out:
+        shutil.copyfileobj(source, out, COPY_CHUNK)
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or str(err)
 
 
 def ls(path: str | os.PathLike[str], settings: FileSystemSettings | None = None

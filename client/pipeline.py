@@ -23,14 +23,16 @@ from yarnflow.core.fs import LocalPathRefused
 from yarnflow.client.filesystems import filesystem_settings
 from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, JobVertex, PartitionType,
                                     ScheduleMode, ShipStrategy, path_error)
-from yarnflow.client.planner import JoinStrategy, estimate_vertices, plan_join
+from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
 from yarnflow.core.estimates import UNKNOWN, EstimateHint
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.core.units import parse_bytes
+from yarnflow.core.units import parse_bytes, parse_parallelism
+from yarnflow.core.tracebacks import sources_of
 from yarnflow.core.user_code import UserCode
 from yarnflow.core.operators import (AggregateOperator, CsvSource, FilterOperator,
                                      FlatMapOperator, HashJoinOperator, MapOperator,
-                                     ParquetSink, ParquetSource, TableSource)
+                                     ParquetSink, ParquetSource, SelectOperator, TableSource)
+from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.files import DataPathError
 from yarnflow.core.operators.spark import SparkOperator
 
@@ -62,7 +64,7 @@ class Pipeline:
                  schedule_mode: ScheduleMode | str = ScheduleMode.EAGER,
                  exchange: str = "pipelined") -> None:
         self.name = name
-        self.parallelism = parallelism
+        self.parallelism = None if parallelism is None else parse_parallelism(parallelism)
         self.schedule_mode = ScheduleMode[schedule_mode] if isinstance(schedule_mode, str) \
             else schedule_mode
         if exchange not in ("pipelined", "blocking"):
@@ -122,14 +124,21 @@ class Pipeline:
                     operator.files()          # a missing input is refused here, by name
             except (DataPathError, LocalPathRefused) as err:
                 raise path_error(vertex.name, err) from None
+            function = getattr(operator, "fn", None)
+            if function is not None:                 # the user's, which may fail on a host
+                operator.sources = sources_of([function])
             committer = getattr(operator, "committer", None) if vertex.committer else None
             own[vertex.id] = dataclasses.replace(
                 vertex, operator=UserCode.of(operator),
                 committer=UserCode.of(committer) if committer is not None else None)
-        estimates = estimate_vertices([own[v.id] for v in self._producers_first()],
-                                      lambda v: [own[u.id] for u in self._inputs_of(v)])
+        order = [own[v.id] for v in self._producers_first()]
+        schemas = check_schemas(order, lambda v: [own[u.id] for u in self._inputs_of(v)],
+                                lambda v: [(own[e.source.id], e.keys) for e in self._edges
+                                           if e.target.id == v.id])
+        estimates = estimate_vertices(order, lambda v: [own[u.id] for u in self._inputs_of(v)])
         for vertex in own.values():
             vertex.estimate = estimates[vertex.id]
+            vertex.schema = schemas[vertex.id]
             graph.add_vertex(vertex)
         edges = [dataclasses.replace(e, source=own[e.source.id], target=own[e.target.id])
                  for e in self._edges]
@@ -220,7 +229,7 @@ class DataSet:
 
     # --- settings of this operator ---------------------------------------------------
     def set_parallelism(self, parallelism: int) -> "DataSet":
-        self.vertex.parallelism = parallelism
+        self.vertex.parallelism = parse_parallelism(parallelism)
         return self
 
     def resources(self, spec: ResourceSpec) -> "DataSet":
@@ -268,11 +277,16 @@ class DataSet:
         return DataSet(self.pipeline, vertex)
 
     def map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
-            selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
+            selectivity: float | None = None, size: int | str | None = None,
+            output_schema: Any = None) -> "DataSet":
         """``selectivity`` (output per input) or ``size`` (output bytes, '200 mb')
-        correct the planner's estimate, which otherwise keeps the input's."""
+        correct the planner's estimate, which otherwise keeps the input's.
+        ``output_schema`` (a ``pyarrow.schema``) declares the columns ``fn`` returns:
+        the client then checks the operators after it against them, and every batch
+        ``fn`` returns must have them. Undeclared, they are unknown and not checked."""
         name = name or _fn_name(fn, "map")
-        return self._unary(MapOperator(fn, name, _hint(name, selectivity, size)), name)
+        return self._unary(_operator(name, MapOperator, fn, name, _hint(name, selectivity, size),
+                                     output_schema), name)
 
     def filter(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
                selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
@@ -280,22 +294,37 @@ class DataSet:
         name = name or _fn_name(fn, "filter")
         return self._unary(FilterOperator(fn, name, _hint(name, selectivity, size)), name)
 
-    def flat_map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
-                 selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
-        """``selectivity``: output rows per input row, for the planner (see ``map``)."""
-        name = name or _fn_name(fn, "flat_map")
-        return self._unary(FlatMapOperator(fn, name, _hint(name, selectivity, size)), name)
+    def select(self, *columns: str, name: str = "select") -> "DataSet":
+        """The named columns, in that order; a column the input lacks is refused at
+        submission where the input's columns are known."""
+        if not columns:
+            raise InvalidPipelineError(name, "select names no column",
+                                       "name the columns to keep: select('a', 'b')")
+        return self._unary(SelectOperator(columns), name)
 
-    def spark_sql(self, sql: str, name: str = "spark-sql") -> "DataSet":
+    def flat_map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
+                 selectivity: float | None = None, size: int | str | None = None,
+                 output_schema: Any = None) -> "DataSet":
+        """``selectivity``: output rows per input row, for the planner; ``output_schema``
+        as for ``map``."""
+        name = name or _fn_name(fn, "flat_map")
+        return self._unary(_operator(name, FlatMapOperator, fn, name,
+                                     _hint(name, selectivity, size), output_schema), name)
+
+    def spark_sql(self, sql: str, name: str = "spark-sql", *,
+                  output_schema: Any = None) -> "DataSet":
         """Run Spark SQL over this data set, registered as the view ``input``; each
         subtask runs the query on its share of the rows in its TaskExecutor's
-        SparkSession (``SELECT ... FROM input``)."""
-        return self._spark(SparkOperator(name, sql=sql), name)
+        SparkSession (``SELECT ... FROM input``). ``output_schema`` as for ``map``."""
+        return self._spark(_operator(name, SparkOperator, name, sql=sql,
+                                     output_schema=output_schema), name)
 
-    def spark(self, fn: Callable[[Any, Any], Any], name: str | None = None) -> "DataSet":
+    def spark(self, fn: Callable[[Any, Any], Any], name: str | None = None, *,
+              output_schema: Any = None) -> "DataSet":
         """``fn(spark, df) -> df``: any DataFrame code over this subtask's rows."""
         name = name or _fn_name(fn, "spark")
-        return self._spark(SparkOperator(name, fn=fn), name)
+        return self._spark(_operator(name, SparkOperator, name, fn=fn,
+                                     output_schema=output_schema), name)
 
     def _spark(self, operator: Any, name: str) -> "DataSet":
         out = self._unary(operator, name)
@@ -338,6 +367,15 @@ class DataSet:
         out = self._unary(sink, name)
         out.vertex.committer = UserCode.of(sink.committer)
         return out
+
+
+def _operator(vertex: str, kind: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """An operator, its arguments' errors (a declared schema that is none) as the
+    vertex's."""
+    try:
+        return kind(*args, **kwargs)
+    except PlanError as err:
+        raise InvalidPipelineError(vertex, err.problem, err.fix) from None
 
 
 def _keys(value: str | Sequence[str] | None) -> list[str]:

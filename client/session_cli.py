@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from yarnflow.core.ids import JobID
-from yarnflow.client.cli_common import (config_options, fail, load_config, session_option,
+from yarnflow.client.cli_common import (OptionValue, config_options, fail, load_config, session_option,
                                  table_console, user_errors)
 from yarnflow.conf import Configuration, options
 from yarnflow.client.display import jobs_table, print_summary, progress_table
@@ -26,7 +26,7 @@ def session() -> None:
 @session.command("start")
 @click.option("--name", default=None, help="The session's YARN application name "
               "(default: yarnflow-session); `-a NAME` finds it later.")
-@click.option("--min-executors", type=click.IntRange(min=0), default=None,
+@click.option("--min-executors", type=OptionValue(options.SESSION_MIN_EXECUTORS), default=None,
               help="TaskExecutors started at once and kept warm however long they idle "
                    "(session.min-executors).")
 @config_options

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.core.units import parse_bool, parse_bytes, parse_duration, parse_memory_mb
+from yarnflow.core.units import (parse_bool, parse_bytes, parse_duration, parse_memory_mb,
+                                 parse_parallelism)
 
 if TYPE_CHECKING:
     from yarnflow.conf.configuration import Configuration
@@ -162,6 +163,21 @@ FAILURE_RATE_INTERVAL = _option("restart-strategy.failure-rate.failure-rate-inte
                                 parse_duration, 60.0, "The interval failure-rate counts failures in.")
 FAILURE_RATE_DELAY = _option("restart-strategy.failure-rate.delay", parse_duration, 1.0,
                              "Pause before each failure-rate restart.")
+def _exception_names(value: object) -> tuple[str, ...]:
+    """Comma-separated (or a YAML list of) exception type names, each plain
+    (``ValueError``) or qualified by its module (``mymodule.BadRecord``)."""
+    parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    names = tuple(str(part).strip() for part in parts if str(part).strip())
+    for name in names:
+        if not all(piece.isidentifier() for piece in name.split(".")):
+            raise ValueError(f"{name!r} is not an exception type's name (like ValueError or "
+                             "mymodule.BadRecord)")
+    return names
+
+
+NON_RECOVERABLE_EXCEPTIONS = _option(
+    "restart-strategy.non-recoverable-exceptions", _exception_names, tuple[str, ...](),
+    "Exception types (names or module-qualified names, comma-separated) that fail the job at once instead of restarting it, as raising yarnflow.client.NonRecoverableError does.")
 FAILOVER_STRATEGY = _option(
     "jobmanager.execution.failover-strategy", _failover_strategy, "region",
     "What a task failure restarts: region (its pipelined region and what that needs) or full (every task).")
@@ -220,7 +236,7 @@ MAX_WORKERS = _option("resourcemanager.max-workers", _pos_int, 64,
                       "Most TaskExecutors the ResourceManager runs at once.")
 
 # --- execution and data exchange --------------------------------------------------------
-DEFAULT_PARALLELISM = _option("parallelism.default", _pos_int, 1,
+DEFAULT_PARALLELISM = _option("parallelism.default", parse_parallelism, 1,
                               "Parallelism of operators that set none.")
 BUFFERS_PER_CHANNEL = _option("taskmanager.network.memory.buffers-per-channel", _pos_int, 4,
                               "Record batches a pipelined subpartition holds before its producer blocks (backpressure).")

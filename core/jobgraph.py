@@ -20,6 +20,8 @@ from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.user_code import UserCode
 
 if TYPE_CHECKING:    # the operators import pyarrow, which a graph's reader may not need
+    import pyarrow as pa
+
     from yarnflow.core.operators.base import Operator, OutputCommitter
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
@@ -82,6 +84,9 @@ class JobVertex:
     committer: UserCode[OutputCommitter] | None = None
     # The planner's estimate of its output (rows, bytes); client-side, for the plan.
     estimate: Estimate | None = None
+    # Its output's columns where the client could know them (None: unknown);
+    # client-side, checked against every column an operator names.
+    schema: "pa.Schema | None" = None
 
     @property
     def is_source(self) -> bool:

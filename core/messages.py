@@ -127,13 +127,15 @@ def input_skew(metrics: list[TaskMetrics], input_index: int | None = None) -> fl
 class TaskExecutionState:
     """An attempt's state change, reported by its executor to the JobMaster.
     ``upstream_failure`` marks a failure caused by an input's producer, so the JobMaster
-    prefers any other cause it hears of."""
+    prefers any other cause it hears of; ``non_recoverable`` one that no restart can heal
+    (``yarnflow.core.failures``), so the JobMaster fails the job at once."""
     attempt_id: ExecutionAttemptID
     state: ExecutionState
     error: str = ""
     error_detail: str = ""
     upstream_failure: bool = False
     metrics: TaskMetrics | None = None
+    non_recoverable: bool = False
 
 
 @dataclass(frozen=True)

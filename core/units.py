@@ -57,3 +57,13 @@ def parse_bool(value: object) -> bool:
     if text in ("false", "no", "0", "off"):
         return False
     raise ValueError(f"{value!r} is not a boolean; write true or false")
+
+
+def parse_parallelism(value: object) -> int:
+    """A parallelism: a whole number of at least 1. Every way to set one (``Pipeline``'s
+    argument, ``set_parallelism``, ``-p``, ``-D parallelism.default``, the configuration
+    file) checks it here, so each refuses the same values with the same words."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.lstrip("+").isdigit() or int(text) < 1:
+        raise ValueError(f"parallelism must be a whole number of at least 1, got {value!r}")
+    return int(text)

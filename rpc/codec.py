@@ -197,7 +197,7 @@ def task_execution_state_to_proto(job_master_id: JobMasterId, update: TaskExecut
     message = jobmaster_pb2.TaskExecutionState(
         job_master_id=job_master_id, attempt_id=update.attempt_id, state=int(update.state),
         error=update.error, error_detail=update.error_detail,
-        upstream_failure=update.upstream_failure)
+        upstream_failure=update.upstream_failure, non_recoverable=update.non_recoverable)
     if update.metrics is not None:
         fill_metrics(update.metrics, message.metrics)
     return message
@@ -208,7 +208,8 @@ def task_execution_state_from_proto(message: Any) -> TaskExecutionState:
     if message.HasField("metrics"):
         metrics = metrics_from_proto(message.metrics)
     return TaskExecutionState(message.attempt_id, ExecutionState(message.state), message.error,
-                              message.error_detail, message.upstream_failure, metrics)
+                              message.error_detail, message.upstream_failure, metrics,
+                              message.non_recoverable)
 
 
 # Shuffle descriptors above this many bytes are compressed (Flink compresses them too):

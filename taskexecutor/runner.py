@@ -77,7 +77,7 @@ class TaskExecutorRunner:
             config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
             config.get(options.BATCH_ROWS), workdir / "partitions",
             SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),
-            options.filesystem_settings(config))
+            options.filesystem_settings(config), config.get(options.NON_RECOVERABLE_EXCEPTIONS))
         self._shared_parts = SharedParts(options.filesystem_settings(config))
         self.main = MainThread(f"taskexecutor-{resource_id}")
         self.endpoint = TaskExecutor(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+import pickle
 import threading
 import traceback
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.errors import Refused
+from yarnflow.core.failures import ContractError, FailureKind, classify
+from yarnflow.core.tracebacks import format_user_frames, register_sources
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
 from yarnflow.core.messages import AskAgain, TaskExecutionState, TaskMetrics
 from yarnflow.core.status import ExecutionState
@@ -36,6 +39,9 @@ from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManag
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 
 log = logging.getLogger(__name__)
+
+# one operator unpickled at a time in an executor (see Task._load_operator)
+_LOADING = threading.Lock()
 
 # between split requests the JobMaster did not answer (it may be stalling); the task
 # asks until it gets an answer or is cancelled (its executor cancels it once the
@@ -82,6 +88,8 @@ class TaskServices:
     spill_dir: Path
     spark: SparkSessionHolder
     filesystem: FileSystemSettings = FileSystemSettings()   # for results on the cluster's
+    # restart-strategy.non-recoverable-exceptions: failures no restart heals
+    non_recoverable: tuple[str, ...] = ()
 
 
 class Task:
@@ -132,9 +140,9 @@ class Task:
     # --- the task thread ---------------------------------------------------------------
     def _run(self) -> None:
         started = SYSTEM_CLOCK.monotonic()
-        error, detail, upstream = "", "", False
+        error, detail, upstream, non_recoverable = "", "", False, False
         try:
-            operator = self.tdd.info.operator.load()
+            operator = self._load_operator()
             self._partitions = [self._create_partition(p) for p in self.tdd.info.produced]
             for partition in self._partitions:
                 if not partition.stored:          # consumers read those from the store
@@ -158,8 +166,13 @@ class Task:
             else:
                 final = TaskState.FAILED
                 upstream = isinstance(err, UpstreamError)
+                non_recoverable = classify(err, self._services.non_recoverable) \
+                    is FailureKind.NON_RECOVERABLE
                 error = (f"{self.name} failed on TaskExecutor {self._services.resource_id}: "
                          f"{type(err).__name__}: {err}")
+                frames = format_user_frames(err)
+                if frames:
+                    error += f"\n{frames}"
                 detail = traceback.format_exc()
                 log.error("%s\n%s", error, detail)
         self.metrics.duration_s = SYSTEM_CLOCK.monotonic() - started
@@ -175,7 +188,7 @@ class Task:
                 self._transition(final)
         # Report before releasing partitions: a consumer that fails because of the release
         # must not reach the JobMaster before this task's own (root) cause.
-        self._report(self.state, error, detail, upstream)
+        self._report(self.state, error, detail, upstream, non_recoverable)
         for partition in self._partitions:
             if partition.stored:
                 partition.release()
@@ -203,10 +216,27 @@ class Task:
             self.tdd.subtask_index, self._services.buffers_per_channel,
             self._services.spill_dir / self.job_id, first_data, stored)
 
+    def _load_operator(self) -> Any:
+        """The operator, unpickled, one task at a time: the tasks of an executor start
+        together, and unpickling imports the modules it names, which Python's import
+        system does not always survive from several threads at once (a ``KeyError`` of
+        a half-imported module). A pipeline this executor cannot load (a module the
+        client had and the environment here lacks) fails every attempt the same way."""
+        try:
+            with _LOADING:
+                operator = self.tdd.info.operator.load()
+            register_sources(getattr(operator, "sources", {}))
+            return operator
+        except (ImportError, AttributeError, pickle.UnpicklingError) as err:
+            raise ContractError(f"the pipeline's code for {self.tdd.info.vertex_name} cannot be "
+                                f"loaded here: {type(err).__name__}: {err}. Fix: install what it "
+                                "imports in the environment the job runs in (the client's "
+                                "virtual environment, or yarn.ship-environment)") from err
+
     def _report(self, state: TaskState, error: str = "", detail: str = "",
-                upstream: bool = False) -> None:
+                upstream: bool = False, non_recoverable: bool = False) -> None:
         update = TaskExecutionState(self.attempt_id, state.value, error, detail, upstream,
-                                    dataclasses.replace(self.metrics))
+                                    dataclasses.replace(self.metrics), non_recoverable)
         if not state.value.is_terminal:
             self._jm.update_task_execution_state(update)
             return

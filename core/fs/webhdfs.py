@@ -40,8 +40,12 @@ class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
                 method, self.fs._apply_proxy(created.headers["Location"]),
                 data=self.buffer.getvalue(),
                 headers={"content-type": "application/octet-stream"}).raise_for_status()
-        except requests.HTTPError as err:
-            if first and err.response is not None and err.response.status_code == 404:
+        except BaseException as err:
+            # A failed file is done: fsspec would otherwise send its buffer again when
+            # the object is collected, and print that failure's traceback as well.
+            self.closed = True
+            if isinstance(err, requests.HTTPError) and first and err.response is not None \
+                    and err.response.status_code == 404:
                 raise FileNotFoundError(f"cannot create {self.path}: its directory does "
                                         "not exist") from None
             raise

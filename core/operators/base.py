@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import copy
+import difflib
 from dataclasses import replace
 from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 import pyarrow as pa
 
+from yarnflow.core.failures import ContractError
 from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import FileSystemSettings
@@ -46,9 +48,53 @@ class OutputCommitter(Protocol):
         """The job did not finish: staging is discarded."""
 
 
+class PlanError(ValueError):
+    """An operator that cannot run on the inputs it was given (a column its input lacks,
+    an aggregation pyarrow does not have), found on the client from the inputs'
+    schemas before anything is submitted."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}. Fix: {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+def require_columns(schema: pa.Schema, columns: Iterable[str], what: str = "its input") -> None:
+    """Refuse a column ``schema`` lacks, naming the columns it has and the closest one,
+    as Spark's analyzer does (``cannot resolve 'x' given input columns``)."""
+    for column in columns:
+        if column in schema.names:
+            continue
+        close = difflib.get_close_matches(column, schema.names, n=1)
+        raise PlanError(f"{what} has no column '{column}' (it has: {', '.join(schema.names)})",
+                        f"did you mean '{close[0]}'?" if close else
+                        "name one of the columns it has")
+
+
+def declared_schema(schema: Any, what: str) -> pa.Schema | None:
+    """A user's ``output_schema=``: a pyarrow Schema, or what ``pyarrow.schema`` takes."""
+    if schema is None or isinstance(schema, pa.Schema):
+        return schema
+    try:
+        return pa.schema(schema)
+    except (TypeError, ValueError, pa.ArrowException) as err:
+        raise PlanError(f"the output_schema of {what} is not a schema ({err})",
+                        "give a pyarrow.schema([(name, type), ...])") from None
+
+
 class Operator:
     """Base class; ``num_inputs`` is 0 for sources, 1 for most, 2 for joins."""
     num_inputs = 1
+    # The text of the user's files its functions come from, by file name, set by the
+    # client: an executor shows their lines in a failure (yarnflow.core.tracebacks).
+    sources: Mapping[str, str] = {}
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        """The schema of this operator's output, given its inputs' (None: unknown),
+        found on the client; raises PlanError for a column an input lacks. Unknown by
+        default: a user function's output is unknown unless it was declared, and
+        checking stops there, so no correct pipeline is ever refused."""
+        return None
 
     def run(self, ctx: OperatorContext) -> None:
         raise NotImplementedError
@@ -75,8 +121,22 @@ def to_batches(data: Any, what: str) -> Iterable[pa.RecordBatch]:
     if isinstance(data, pa.Table):
         batches: list[pa.RecordBatch] = data.to_batches()
         return batches
-    raise TypeError(f"{what} must return a pyarrow RecordBatch or Table, got "
-                    f"{type(data).__name__}")
+    raise ContractError(f"{what} must return a pyarrow RecordBatch or Table, got "
+                        f"{type(data).__name__}")
+
+
+def check_declared(batch: pa.RecordBatch, declared: pa.Schema | None, what: str) -> None:
+    """A batch of a function that declared its output schema must have its columns and
+    types (nullability aside): the client checked the pipeline against the declaration."""
+    if declared is not None and \
+            [(f.name, f.type) for f in batch.schema] != [(f.name, f.type) for f in declared]:
+        raise ContractError(
+            f"{what} returned columns ({_columns(batch.schema)}) other than its "
+            f"output_schema ({_columns(declared)})")
+
+
+def _columns(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
 
 
 def concat(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:

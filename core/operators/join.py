@@ -9,7 +9,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from yarnflow.core.estimates import Estimate
-from yarnflow.core.operators.base import Operator, OperatorContext, concat
+from yarnflow.core.operators.base import (Operator, OperatorContext, PlanError, concat,
+                                          require_columns)
 
 
 class HashJoinOperator(Operator):
@@ -37,6 +38,32 @@ class HashJoinOperator(Operator):
             return Estimate(rows, None, "the larger input's rows")
         width = sum((e.bytes or 0) / e.rows for e in (left, right) if e.rows)
         return Estimate(rows, int(rows * width), "the larger input's rows, both inputs' width")
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        """Each known side's keys checked; with both sides known, pyarrow's join of two
+        empty tables gives the output columns (and refuses keys of unjoinable types)."""
+        left, right = inputs
+        if left is not None:
+            require_columns(left, self.left_keys, "the left input")
+        if right is not None:
+            require_columns(right, self.right_keys, "the right input")
+        if left is None or right is None:
+            return None
+        try:
+            return left.empty_table().join(
+                right.empty_table(), keys=self.left_keys, right_keys=self.right_keys,
+                join_type=self.how, left_suffix=self.left_suffix,
+                right_suffix=self.right_suffix, coalesce_keys=True).schema
+        except (pa.ArrowException, TypeError, ValueError) as err:
+            for lk, rk in zip(self.left_keys, self.right_keys):
+                if left.field(lk).type != right.field(rk).type:
+                    raise PlanError(
+                        f"the join's key '{lk}' is {left.field(lk).type} on the left and "
+                        f"'{rk}' {right.field(rk).type} on the right",
+                        "cast one side's key (a map with pyarrow.compute.cast) so both "
+                        "have the same type") from None
+            raise PlanError(f"pyarrow cannot join these inputs: {err}",
+                            "join on keys of the same type on both sides") from None
 
     def run(self, ctx: OperatorContext) -> None:
         build = concat(ctx.input(self.build_input))

@@ -8,7 +8,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from yarnflow.core.operators.base import Operator, OperatorContext, concat
+import pyarrow as pa
+
+from yarnflow.core.failures import ContractError
+from yarnflow.core.operators.base import (Operator, OperatorContext, check_declared, concat,
+                                          declared_schema)
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +44,17 @@ def _is_spark_error(err: BaseException) -> bool:
 
 class SparkOperator(Operator):
     def __init__(self, name: str, sql: str | None = None,
-                 fn: Callable[[Any, Any], Any] | None = None) -> None:
+                 fn: Callable[[Any, Any], Any] | None = None, output_schema: Any = None) -> None:
         if (sql is None) == (fn is None):
             raise ValueError("a Spark operator runs either SQL or a function")
         self.name = name
         self.sql = sql
         self.fn = fn
+        self.declared = declared_schema(output_schema, f"Spark operator '{name}'")
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        """What Spark returns is unknown on the client unless declared."""
+        return self.declared
 
     def run(self, ctx: OperatorContext) -> None:
         table = concat(ctx.input(0))
@@ -63,7 +72,7 @@ class SparkOperator(Operator):
                 assert self.fn is not None   # checked in __init__
                 result = self.fn(spark, frame)
                 if not hasattr(result, "toArrow"):
-                    raise TypeError(f"spark function '{self.name}' must return a Spark "
+                    raise ContractError(f"spark function '{self.name}' must return a Spark "
                                     f"DataFrame, got {type(result).__name__}")
             output = result.toArrow()
         except Exception as err:
@@ -72,4 +81,5 @@ class SparkOperator(Operator):
             what = "Spark SQL" if self.sql is not None else f"spark function '{self.name}'"
             raise SparkTaskError(f"{what} failed: {describe_spark_error(err)}") from None
         for batch in output.to_batches(max_chunksize=ctx.batch_rows):
+            check_declared(batch, self.declared, f"Spark operator '{self.name}'")
             ctx.emit(batch)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from . import common_pb2 as common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0fjobmaster.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\"t\n\tSlotOffer\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x12\n\nslot_index\x18\x02 \x01(\x05\x12\'\n\x07profile\x18\x03 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x13\n\x0bworker_spec\x18\x04 \x01(\t\"\x81\x01\n\x11OfferSlotsRequest\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x30\n\x08location\x18\x02 \x01(\x0b\x32\x1e.yarnflow.TaskExecutorLocation\x12#\n\x06offers\x18\x03 \x03(\x0b\x32\x13.yarnflow.SlotOffer\"&\n\x12OfferSlotsResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\t\"\xcf\x01\n\x12TaskExecutionState\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\'\n\x05state\x18\x03 \x01(\x0e\x32\x18.yarnflow.ExecutionState\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x14\n\x0c\x65rror_detail\x18\x05 \x01(\t\x12&\n\x07metrics\x18\x06 \x01(\x0b\x32\x15.yarnflow.TaskMetrics\x12\x18\n\x10upstream_failure\x18\x07 \x01(\x08\"b\n\x11InputSplitRequest\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x11\n\tvertex_id\x18\x02 \x01(\t\x12\x12\n\nattempt_id\x18\x03 \x01(\t\x12\x0f\n\x07request\x18\x04 \x01(\x03\"G\n\x12InputSplitResponse\x12\x0b\n\x03\x65nd\x18\x01 \x01(\x08\x12\r\n\x05split\x18\x02 \x01(\x0c\x12\x15\n\rretry_after_s\x18\x03 \x01(\x01\"V\n\x16PartitionDataAvailable\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\x11\n\tresult_id\x18\x03 \x01(\t\"x\n\x12JobMasterHeartbeat\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x36\n\x10running_attempts\x18\x03 \x03(\x0b\x32\x1c.yarnflow.TaskExecutionState\"T\n\x16TaskExecutorDisconnect\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"P\n\x11\x41llocationFailure\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x15\n\rallocation_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\"\x17\n\x05JobId\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\xbb\x03\n\x0eSubtaskDetails\x12\r\n\x05index\x18\x01 \x01(\x05\x12\'\n\x05state\x18\x02 \x01(\x0e\x32\x18.yarnflow.ExecutionState\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x13\n\x0bresource_id\x18\x04 \x01(\t\x12\x15\n\rallocation_id\x18\x05 \x01(\t\x12&\n\x07metrics\x18\x06 \x01(\x0b\x32\x15.yarnflow.TaskMetrics\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12G\n\x10state_timestamps\x18\x08 \x03(\x0b\x32-.yarnflow.SubtaskDetails.StateTimestampsEntry\x12\x14\n\x0csplits_local\x18\t \x01(\x05\x12\x15\n\rsplits_remote\x18\n \x01(\x05\x12\x0c\n\x04host\x18\x0b \x01(\t\x12,\n\x0cslot_profile\x18\x0c \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x13\n\x0bworker_spec\x18\r \x01(\t\x1a\x36\n\x14StateTimestampsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"-\n\x0bVertexInput\x12\x10\n\x08producer\x18\x01 \x01(\t\x12\x0c\n\x04ship\x18\x02 \x01(\t\"\x91\x01\n\rVertexDetails\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12*\n\x08subtasks\x18\x04 \x03(\x0b\x32\x18.yarnflow.SubtaskDetails\x12%\n\x06inputs\x18\x05 \x03(\x0b\x32\x15.yarnflow.VertexInput\"\xbd\x02\n\nJobDetails\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x15\n\rlegacy_status\x18\x03 \x01(\t\x12#\n\x06status\x18\t \x01(\x0e\x32\x13.yarnflow.JobStatus\x12\x12\n\nstart_time\x18\x04 \x01(\x01\x12\x10\n\x08\x65nd_time\x18\x05 \x01(\x01\x12)\n\x08vertices\x18\x06 \x03(\x0b\x32\x17.yarnflow.VertexDetails\x12\x0f\n\x07\x66\x61ilure\x18\x07 \x01(\t\x12\x16\n\x0e\x66\x61ilure_detail\x18\x08 \x01(\t\x12\x10\n\x08restarts\x18\n \x01(\x05\x12,\n\nexceptions\x18\x0b \x03(\x0b\x32\x18.yarnflow.ExceptionEntry\x12\x1b\n\x13\x61pplication_attempt\x18\x0c \x01(\x05\"t\n\x0e\x45xceptionEntry\x12\x11\n\ttimestamp\x18\x01 \x01(\x01\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x13\n\x0bresource_id\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\t\x12\r\n\x05\x63\x61use\x18\x06 \x01(\t2\x9e\x04\n\tJobMaster\x12G\n\nOfferSlots\x12\x1b.yarnflow.OfferSlotsRequest\x1a\x1c.yarnflow.OfferSlotsResponse\x12G\n\x18UpdateTaskExecutionState\x12\x1c.yarnflow.TaskExecutionState\x1a\r.yarnflow.Ack\x12R\n\x15RequestNextInputSplit\x12\x1b.yarnflow.InputSplitRequest\x1a\x1c.yarnflow.InputSplitResponse\x12O\n\x1cNotifyPartitionDataAvailable\x12 .yarnflow.PartitionDataAvailable\x1a\r.yarnflow.Ack\x12H\n\x19HeartbeatFromTaskExecutor\x12\x1c.yarnflow.JobMasterHeartbeat\x1a\r.yarnflow.Ack\x12I\n\x16\x44isconnectTaskExecutor\x12 .yarnflow.TaskExecutorDisconnect\x1a\r.yarnflow.Ack\x12\x45\n\x17NotifyAllocationFailure\x12\x1b.yarnflow.AllocationFailure\x1a\r.yarnflow.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0fjobmaster.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\"t\n\tSlotOffer\x12\x15\n\rallocation_id\x18\x01 \x01(\t\x12\x12\n\nslot_index\x18\x02 \x01(\x05\x12\'\n\x07profile\x18\x03 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x13\n\x0bworker_spec\x18\x04 \x01(\t\"\x81\x01\n\x11OfferSlotsRequest\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x30\n\x08location\x18\x02 \x01(\x0b\x32\x1e.yarnflow.TaskExecutorLocation\x12#\n\x06offers\x18\x03 \x03(\x0b\x32\x13.yarnflow.SlotOffer\"&\n\x12OfferSlotsResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\t\"\xe8\x01\n\x12TaskExecutionState\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\'\n\x05state\x18\x03 \x01(\x0e\x32\x18.yarnflow.ExecutionState\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x14\n\x0c\x65rror_detail\x18\x05 \x01(\t\x12&\n\x07metrics\x18\x06 \x01(\x0b\x32\x15.yarnflow.TaskMetrics\x12\x18\n\x10upstream_failure\x18\x07 \x01(\x08\x12\x17\n\x0fnon_recoverable\x18\x08 \x01(\x08\"b\n\x11InputSplitRequest\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x11\n\tvertex_id\x18\x02 \x01(\t\x12\x12\n\nattempt_id\x18\x03 \x01(\t\x12\x0f\n\x07request\x18\x04 \x01(\x03\"G\n\x12InputSplitResponse\x12\x0b\n\x03\x65nd\x18\x01 \x01(\x08\x12\r\n\x05split\x18\x02 \x01(\x0c\x12\x15\n\rretry_after_s\x18\x03 \x01(\x01\"V\n\x16PartitionDataAvailable\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\x11\n\tresult_id\x18\x03 \x01(\t\"x\n\x12JobMasterHeartbeat\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x36\n\x10running_attempts\x18\x03 \x03(\x0b\x32\x1c.yarnflow.TaskExecutionState\"T\n\x16TaskExecutorDisconnect\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"P\n\x11\x41llocationFailure\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x15\n\rallocation_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\"\x17\n\x05JobId\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\xbb\x03\n\x0eSubtaskDetails\x12\r\n\x05index\x18\x01 \x01(\x05\x12\'\n\x05state\x18\x02 \x01(\x0e\x32\x18.yarnflow.ExecutionState\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x13\n\x0bresource_id\x18\x04 \x01(\t\x12\x15\n\rallocation_id\x18\x05 \x01(\t\x12&\n\x07metrics\x18\x06 \x01(\x0b\x32\x15.yarnflow.TaskMetrics\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12G\n\x10state_timestamps\x18\x08 \x03(\x0b\x32-.yarnflow.SubtaskDetails.StateTimestampsEntry\x12\x14\n\x0csplits_local\x18\t \x01(\x05\x12\x15\n\rsplits_remote\x18\n \x01(\x05\x12\x0c\n\x04host\x18\x0b \x01(\t\x12,\n\x0cslot_profile\x18\x0c \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x13\n\x0bworker_spec\x18\r \x01(\t\x1a\x36\n\x14StateTimestampsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"-\n\x0bVertexInput\x12\x10\n\x08producer\x18\x01 \x01(\t\x12\x0c\n\x04ship\x18\x02 \x01(\t\"\x91\x01\n\rVertexDetails\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12*\n\x08subtasks\x18\x04 \x03(\x0b\x32\x18.yarnflow.SubtaskDetails\x12%\n\x06inputs\x18\x05 \x03(\x0b\x32\x15.yarnflow.VertexInput\"\xbd\x02\n\nJobDetails\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x15\n\rlegacy_status\x18\x03 \x01(\t\x12#\n\x06status\x18\t \x01(\x0e\x32\x13.yarnflow.JobStatus\x12\x12\n\nstart_time\x18\x04 \x01(\x01\x12\x10\n\x08\x65nd_time\x18\x05 \x01(\x01\x12)\n\x08vertices\x18\x06 \x03(\x0b\x32\x17.yarnflow.VertexDetails\x12\x0f\n\x07\x66\x61ilure\x18\x07 \x01(\t\x12\x16\n\x0e\x66\x61ilure_detail\x18\x08 \x01(\t\x12\x10\n\x08restarts\x18\n \x01(\x05\x12,\n\nexceptions\x18\x0b \x03(\x0b\x32\x18.yarnflow.ExceptionEntry\x12\x1b\n\x13\x61pplication_attempt\x18\x0c \x01(\x05\"t\n\x0e\x45xceptionEntry\x12\x11\n\ttimestamp\x18\x01 \x01(\x01\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12\x13\n\x0bresource_id\x18\x04 \x01(\t\x12\x0c\n\x04host\x18\x05 \x01(\t\x12\r\n\x05\x63\x61use\x18\x06 \x01(\t2\x9e\x04\n\tJobMaster\x12G\n\nOfferSlots\x12\x1b.yarnflow.OfferSlotsRequest\x1a\x1c.yarnflow.OfferSlotsResponse\x12G\n\x18UpdateTaskExecutionState\x12\x1c.yarnflow.TaskExecutionState\x1a\r.yarnflow.Ack\x12R\n\x15RequestNextInputSplit\x12\x1b.yarnflow.InputSplitRequest\x1a\x1c.yarnflow.InputSplitResponse\x12O\n\x1cNotifyPartitionDataAvailable\x12 .yarnflow.PartitionDataAvailable\x1a\r.yarnflow.Ack\x12H\n\x19HeartbeatFromTaskExecutor\x12\x1c.yarnflow.JobMasterHeartbeat\x1a\r.yarnflow.Ack\x12I\n\x16\x44isconnectTaskExecutor\x12 .yarnflow.TaskExecutorDisconnect\x1a\r.yarnflow.Ack\x12\x45\n\x17NotifyAllocationFailure\x12\x1b.yarnflow.AllocationFailure\x1a\r.yarnflow.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,33 +41,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OFFERSLOTSRESPONSE']._serialized_start=293
   _globals['_OFFERSLOTSRESPONSE']._serialized_end=331
   _globals['_TASKEXECUTIONSTATE']._serialized_start=334
-  _globals['_TASKEXECUTIONSTATE']._serialized_end=541
-  _globals['_INPUTSPLITREQUEST']._serialized_start=543
-  _globals['_INPUTSPLITREQUEST']._serialized_end=641
-  _globals['_INPUTSPLITRESPONSE']._serialized_start=643
-  _globals['_INPUTSPLITRESPONSE']._serialized_end=714
-  _globals['_PARTITIONDATAAVAILABLE']._serialized_start=716
-  _globals['_PARTITIONDATAAVAILABLE']._serialized_end=802
-  _globals['_JOBMASTERHEARTBEAT']._serialized_start=804
-  _globals['_JOBMASTERHEARTBEAT']._serialized_end=924
-  _globals['_TASKEXECUTORDISCONNECT']._serialized_start=926
-  _globals['_TASKEXECUTORDISCONNECT']._serialized_end=1010
-  _globals['_ALLOCATIONFAILURE']._serialized_start=1012
-  _globals['_ALLOCATIONFAILURE']._serialized_end=1092
-  _globals['_JOBID']._serialized_start=1094
-  _globals['_JOBID']._serialized_end=1117
-  _globals['_SUBTASKDETAILS']._serialized_start=1120
-  _globals['_SUBTASKDETAILS']._serialized_end=1563
-  _globals['_SUBTASKDETAILS_STATETIMESTAMPSENTRY']._serialized_start=1509
-  _globals['_SUBTASKDETAILS_STATETIMESTAMPSENTRY']._serialized_end=1563
-  _globals['_VERTEXINPUT']._serialized_start=1565
-  _globals['_VERTEXINPUT']._serialized_end=1610
-  _globals['_VERTEXDETAILS']._serialized_start=1613
-  _globals['_VERTEXDETAILS']._serialized_end=1758
-  _globals['_JOBDETAILS']._serialized_start=1761
-  _globals['_JOBDETAILS']._serialized_end=2078
-  _globals['_EXCEPTIONENTRY']._serialized_start=2080
-  _globals['_EXCEPTIONENTRY']._serialized_end=2196
-  _globals['_JOBMASTER']._serialized_start=2199
-  _globals['_JOBMASTER']._serialized_end=2741
+  _globals['_TASKEXECUTIONSTATE']._serialized_end=566
+  _globals['_INPUTSPLITREQUEST']._serialized_start=568
+  _globals['_INPUTSPLITREQUEST']._serialized_end=666
+  _globals['_INPUTSPLITRESPONSE']._serialized_start=668
+  _globals['_INPUTSPLITRESPONSE']._serialized_end=739
+  _globals['_PARTITIONDATAAVAILABLE']._serialized_start=741
+  _globals['_PARTITIONDATAAVAILABLE']._serialized_end=827
+  _globals['_JOBMASTERHEARTBEAT']._serialized_start=829
+  _globals['_JOBMASTERHEARTBEAT']._serialized_end=949
+  _globals['_TASKEXECUTORDISCONNECT']._serialized_start=951
+  _globals['_TASKEXECUTORDISCONNECT']._serialized_end=1035
+  _globals['_ALLOCATIONFAILURE']._serialized_start=1037
+  _globals['_ALLOCATIONFAILURE']._serialized_end=1117
+  _globals['_JOBID']._serialized_start=1119
+  _globals['_JOBID']._serialized_end=1142
+  _globals['_SUBTASKDETAILS']._serialized_start=1145
+  _globals['_SUBTASKDETAILS']._serialized_end=1588
+  _globals['_SUBTASKDETAILS_STATETIMESTAMPSENTRY']._serialized_start=1534
+  _globals['_SUBTASKDETAILS_STATETIMESTAMPSENTRY']._serialized_end=1588
+  _globals['_VERTEXINPUT']._serialized_start=1590
+  _globals['_VERTEXINPUT']._serialized_end=1635
+  _globals['_VERTEXDETAILS']._serialized_start=1638
+  _globals['_VERTEXDETAILS']._serialized_end=1783
+  _globals['_JOBDETAILS']._serialized_start=1786
+  _globals['_JOBDETAILS']._serialized_end=2103
+  _globals['_EXCEPTIONENTRY']._serialized_start=2105
+  _globals['_EXCEPTIONENTRY']._serialized_end=2221
+  _globals['_JOBMASTER']._serialized_start=2224
+  _globals['_JOBMASTER']._serialized_end=2766
 # @@protoc_insertion_point(module_scope)

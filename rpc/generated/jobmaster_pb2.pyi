@@ -36,7 +36,7 @@ class OfferSlotsResponse(_message.Message):
     def __init__(self, accepted: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TaskExecutionState(_message.Message):
-    __slots__ = ("job_master_id", "attempt_id", "state", "error", "error_detail", "metrics", "upstream_failure")
+    __slots__ = ("job_master_id", "attempt_id", "state", "error", "error_detail", "metrics", "upstream_failure", "non_recoverable")
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,7 @@ class TaskExecutionState(_message.Message):
     ERROR_DETAIL_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     UPSTREAM_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    NON_RECOVERABLE_FIELD_NUMBER: _ClassVar[int]
     job_master_id: str
     attempt_id: str
     state: _common_pb2.ExecutionState
@@ -51,7 +52,8 @@ class TaskExecutionState(_message.Message):
     error_detail: str
     metrics: _common_pb2.TaskMetrics
     upstream_failure: bool
-    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., upstream_failure: _Optional[bool] = ...) -> None: ...
+    non_recoverable: bool
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., upstream_failure: _Optional[bool] = ..., non_recoverable: _Optional[bool] = ...) -> None: ...
 
 class InputSplitRequest(_message.Message):
     __slots__ = ("job_master_id", "vertex_id", "attempt_id", "request")

@@ -270,9 +270,11 @@ class Harness:
         self.call(self.jm.update_task_execution_state,
                   TaskExecutionState(attempt_id, ExecutionState(state)))
 
-    def report_failure(self, attempt_id: str, error: str, upstream: bool = False) -> None:
+    def report_failure(self, attempt_id: str, error: str, upstream: bool = False,
+                       non_recoverable: bool = False) -> None:
         self.call(self.jm.update_task_execution_state,
-                  TaskExecutionState(attempt_id, ExecutionState.FAILED, error, "", upstream))
+                  TaskExecutionState(attempt_id, ExecutionState.FAILED, error, "", upstream,
+                                     non_recoverable=non_recoverable))
 
     def deployed(self) -> list[Any]:
         return [tdd for te in self.executors.values() for tdd in te.submitted]

@@ -278,6 +278,41 @@ def test_no_restart_strategy_fails_the_job_at_the_first_failure():
     assert "restart-strategy.type is none" in h.jm.graph.failure
 
 
+def test_a_non_recoverable_failure_fails_the_job_at_once_saying_why_it_did_not_restart():
+    h = harness(chain(1), "restart-strategy.type=fixed-delay",
+                "restart-strategy.fixed-delay.attempts=5")
+    h.start()
+    h.offer_pending(["te-1"])
+    report_all(h, RUNNING)
+    h.report_failure(deployed_now(h)[("map", 0)].attempt_id,
+                     "map (1/1) failed: ContractError: map function 'm' must return a pyarrow "
+                     "RecordBatch or Table, got dict", non_recoverable=True)
+    assert h.jm.graph.status is JobStatus.FAILING
+    assert "got dict (not restarted: a non-recoverable error" in h.jm.graph.failure
+    assert h.jm.scheduler.restarts == 0
+
+
+def test_failures_are_classified_as_flink_does():
+    from yarnflow.core.failures import ContractError, FailureKind, NonRecoverableError, classify
+
+    class BadRecord(ValueError):
+        pass
+    assert classify(ContractError("x")) is FailureKind.NON_RECOVERABLE
+    assert classify(NonRecoverableError("x")) is FailureKind.NON_RECOVERABLE
+    assert classify(BadRecord("x")) is FailureKind.RECOVERABLE       # user errors restart
+    assert classify(OSError("disk")) is FailureKind.RECOVERABLE
+    assert classify(BadRecord("x"), ("ValueError",)) is FailureKind.NON_RECOVERABLE  # a base
+    qualified = f"{BadRecord.__module__}.{BadRecord.__qualname__}"
+    assert classify(BadRecord("x"), (qualified,)) is FailureKind.NON_RECOVERABLE
+    assert classify(KeyError("x"), ("ValueError",)) is FailureKind.RECOVERABLE
+    conf = Configuration.load(overrides=[
+        "restart-strategy.non-recoverable-exceptions=ValueError, mymodule.BadRecord"])
+    from yarnflow.conf import options
+    assert conf.get(options.NON_RECOVERABLE_EXCEPTIONS) == ("ValueError", "mymodule.BadRecord")
+    with pytest.raises(Exception, match="is not an exception type's name"):
+        Configuration.load(overrides=["restart-strategy.non-recoverable-exceptions=bad name!"])
+
+
 def test_cancelling_a_job_that_waits_to_restart_cancels_it_and_nothing_restarts():
     h = harness(chain(1))
     h.start()

@@ -101,8 +101,11 @@ def test_a_job_carries_no_configuration_so_its_d_cannot_switch_faults_on_in_a_se
     import yarnflow.client as yf
     from yarnflow.conf import Configuration
     from yarnflow.rpc.codec import jobgraph_to_proto
+    import copy
     config = Configuration.load(overrides=["test.rpc.faults=*=drop:1"])
     p = yf.Pipeline("j")
-    p.from_arrow(pa.table({"x": [1]})).map(lambda b: b)
+    # a function of the standard library: one of this file would ship this file's text
+    # (a failure shows the user's source lines), which names the option itself
+    p.from_arrow(pa.table({"x": [1]})).map(copy.copy)
     wire = jobgraph_to_proto(p.job_graph(config)).SerializeToString()
     assert b"test.rpc.faults" not in wire and b"drop:1" not in wire

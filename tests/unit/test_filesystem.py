@@ -171,7 +171,7 @@ def test_csv_input_is_cut_into_equal_byte_ranges_that_yield_every_line_once(tmp_
     """Three files of very different sizes, four subtasks: 16 splits of equal bytes
     (some spanning two files), every line once, one schema."""
     import pyarrow.csv as pacsv
-    from yarnflow.core.operators.sources import CsvSource
+    from yarnflow.core.operators.csv_source import CsvSource
     counts = [30_000, 9_000, 1]                       # ~1.5 MB, ~0.4 MB, one row
     for i, count in enumerate(counts):
         pacsv.write_csv(csv_rows(i * 100_000, count), tmp_path / f"part-{i}.csv")
@@ -199,7 +199,7 @@ def test_csv_input_is_cut_into_equal_byte_ranges_that_yield_every_line_once(tmp_
 
 def test_csv_whose_values_may_hold_newlines_is_read_a_whole_file_a_split(tmp_path):
     import pyarrow.csv as pacsv
-    from yarnflow.core.operators.sources import CsvSource
+    from yarnflow.core.operators.csv_source import CsvSource
     pacsv.write_csv(csv_rows(0, 30_000), tmp_path / "a.csv")
     source = CsvSource(str(tmp_path), parse_options=pacsv.ParseOptions(
         newlines_in_values=True)).bound(FileSystemSettings())

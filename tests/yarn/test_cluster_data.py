@@ -156,6 +156,15 @@ def test_yarnflow_fs_puts_lists_and_removes_on_the_clusters_hdfs(yarn_cluster, h
     assert removed.returncode == 0 and not hdfs.fs.exists(target)
     missing = yarnflow("fs", "ls", target)
     assert missing.returncode == 1 and f"{target} does not exist" in missing.stdout
+    # into parents that do not exist yet, failing half-way (a file it cannot read, after
+    # two it wrote): one line, and nothing left, not even the parents it made
+    (local / "z-broken.parquet").symlink_to(tmp_path / "gone")
+    deep = f"{hdfs.scratch('fs-cli-fail')}/new/parents/tree"
+    failed = yarnflow("fs", "put", str(local), deep)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode == 1 and "cannot read" in output and "nothing was left" in output
+    assert len(output.strip().splitlines()) == 1 and "Traceback" not in output, output
+    assert not hdfs.fs.exists(deep.rsplit("/", 3)[0] + "/new")
 
 
 def test_webhdfs_writes_whole_files_in_any_size_and_renames_strictly(hdfs):

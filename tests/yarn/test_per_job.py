@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -217,6 +218,16 @@ def test_profile_beyond_yarn_maximum_is_refused_before_submission(yarn_cluster, 
     assert yarn_cluster.app_ids() == before, "an application was submitted anyway"
 
 
+def test_a_missing_column_is_refused_before_any_application_is_submitted(yarn_cluster, hdfs):
+    before = yarn_cluster.app_ids()
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "bad-column",
+                    "--out", f"{hdfs.scratch('out')}/out")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "vertex 'aggregate': its input has no column 'value' (it has: k, v)" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert yarn_cluster.app_ids() == before, "an application was submitted anyway"
+
+
 def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluster, hdfs):
     out = f"{hdfs.scratch('raise')}/out"
     proc = yarnflow("run", "-t", "yarn-per-job", "--attach", "--no-progress", *FAST,
@@ -233,8 +244,19 @@ def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluste
     assert "FAILED" in status.stdout
     assert re.search(r"ValueError: bad input: \d+ rows of which none is valid", status.stdout)
     assert "explode" in status.stdout            # the traceback names the user's function
+    # the user's own frame: their file, the line of the raise, its source (shipped with
+    # the job: the executor's host never had the file)
+    raise_line = next(n for n, line in enumerate(Path(SHAPES).read_text().splitlines(), 1)
+                      if "raise ValueError(f\"bad input" in line)
+    with YarnApplication(app_id, timeout=30) as finished:
+        details = finished.status().details
+    assert details is not None
+    for text in (details.failure, details.exceptions[-1].cause):
+        assert f'File "{SHAPES}", line {raise_line}, in explode' in text, text
+        assert 'raise ValueError(f"bad input:' in text, text
     assert "1 restart" in status.stdout and "the job ran 2 attempts" in status.stdout
     assert not hdfs.fs.exists(out) and hdfs.leftovers(out) == []
+    assert yarn_cluster.app(app_id)["state"] == "FINISHED"      # nothing left running
 
 
 def test_cancel_ends_the_application_killed(yarn_cluster, hdfs):

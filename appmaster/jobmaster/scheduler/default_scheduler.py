@@ -130,7 +130,11 @@ class DefaultScheduler:
         state = report.state
         if report.metrics is not None:
             execution.metrics = report.metrics
-        if state is ExecutionState.FAILED:
+        if state is ExecutionState.FAILED and report.non_recoverable:
+            self._task_failed(execution, _noted(report.error, "(not restarted: a non-recoverable "
+                                                "error, which fails every attempt the same way)"),
+                              report.error_detail, recoverable=False)
+        elif state is ExecutionState.FAILED:
             self._task_failed(execution, report.error, report.error_detail,
                               upstream=report.upstream_failure)
         elif state is ExecutionState.FINISHED:
@@ -314,9 +318,9 @@ class DefaultScheduler:
         if pending is None:
             self._restart_strategy.notify_failure(now)
             if not self._restart_strategy.can_restart():
-                self._fail_job(f"{cause} (the job ran {self.restarts + 1} "
-                               f"attempt{'s' if self.restarts else ''}; no restart: "
-                               f"{self._restart_strategy.exhausted()})", detail)
+                self._fail_job(_noted(cause, f"(the job ran {self.restarts + 1} "
+                                             f"attempt{'s' if self.restarts else ''}; no restart: "
+                                             f"{self._restart_strategy.exhausted()})"), detail)
                 return
             delay = self._restart_strategy.backoff_time()
             pending = self._restart = PendingRestart(due=now + delay)
@@ -478,3 +482,10 @@ class DefaultScheduler:
         self.graph.transition(status)
         log.info("job %s (%s) is %s%s", self.graph.name, self.job_id, status.value,
                  f": {self.graph.failure}" if status is JobStatus.FAILED else "")
+
+
+def _noted(cause: str, note: str) -> str:
+    """``note`` at the end of the cause's first line: the user's frames that follow it
+    (``yarnflow.core.tracebacks``) stay last, where Python puts a traceback."""
+    first, newline, frames = cause.partition("\n")
+    return f"{first} {note}{newline}{frames}"

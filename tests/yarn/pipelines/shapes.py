@@ -34,7 +34,8 @@ def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
-                                          "copy", "narrow-heavy", "two-stage", "four-and-two"])
+                                          "copy", "narrow-heavy", "two-stage", "four-and-two",
+                                          "bad-column"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -85,6 +86,9 @@ def main() -> None:
             .key_by("k").blocking() \
             .map(working(args.work), name="stage2-map").slot_sharing_group("two") \
             .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(args.out, mode)
+    elif args.shape == "bad-column":     # an aggregate over a column the input lacks
+        p = yf.Pipeline("bad-column", parallelism=2)
+        p.from_arrow(keyed(100)).aggregate(["k"], [("value", "sum")]).write_parquet(args.out, mode)
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)
