@@ -26,7 +26,6 @@ from yarnflow.client.cli_common import (USER_ERRORS, OptionValue, config_options
 from yarnflow.client.targets.yarn_errors import YarnError
 from yarnflow.client.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
 
-TARGETS = ["local", "yarn-per-job", "yarn-session"]
 
 
 @click.group()
@@ -38,9 +37,10 @@ def main() -> None:
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("pipeline", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("-t", "--target", type=click.Choice(TARGETS), default=None,
-              help="Where the job runs (default: execution.target, which is 'local').")
-@click.option("-p", "--parallelism", type=OptionValue(options.DEFAULT_PARALLELISM), default=None,
+@click.option("-t", "--target", type=OptionValue(options.TARGET, "TARGET"), default=None,
+              help="Where the job runs: local, yarn-per-job or yarn-session (default: "
+                   "execution.target, which is 'local').")
+@click.option("-p", "--parallelism", type=OptionValue(options.DEFAULT_PARALLELISM, "N"), default=None,
               help="Default parallelism of operators that set none (parallelism.default).")
 @config_options
 @click.option("--progress/--no-progress", default=None,
@@ -126,7 +126,7 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.argument("pipeline", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-@click.option("-p", "--parallelism", type=OptionValue(options.DEFAULT_PARALLELISM), default=None,
+@click.option("-p", "--parallelism", type=OptionValue(options.DEFAULT_PARALLELISM, "N"), default=None,
               help="Default parallelism of operators that set none (parallelism.default).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the plan as JSON (vertices, inputs, estimates, shared slots, "

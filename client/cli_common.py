@@ -39,9 +39,13 @@ class OptionValue(click.ParamType):  # type: ignore[type-arg]
     """A CLI flag for a configuration option, checked by the option's own parser: the
     flag refuses what ``-D`` and the configuration file refuse, in the same words."""
 
-    def __init__(self, option: Option[Any]) -> None:
+    def __init__(self, option: Option[Any], metavar: str) -> None:
         self.option = option
         self.name = option.key
+        self.metavar = metavar
+
+    def get_metavar(self, param: Any, ctx: Any = None) -> str:
+        return self.metavar
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         try:

@@ -26,7 +26,7 @@ def session() -> None:
 @session.command("start")
 @click.option("--name", default=None, help="The session's YARN application name "
               "(default: yarnflow-session); `-a NAME` finds it later.")
-@click.option("--min-executors", type=OptionValue(options.SESSION_MIN_EXECUTORS), default=None,
+@click.option("--min-executors", type=OptionValue(options.SESSION_MIN_EXECUTORS, "N"), default=None,
               help="TaskExecutors started at once and kept warm however long they idle "
                    "(session.min-executors).")
 @config_options

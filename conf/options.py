@@ -285,7 +285,18 @@ BROADCAST_THRESHOLD = _option(
     "A join with strategy 'auto' broadcasts a side estimated at most this large (bytes; '10 mb') and keeps the other side where it is.")
 
 # --- deployment ------------------------------------------------------------------------
-TARGET = _option("execution.target", _str, "local",
+TARGETS = ("local", "yarn-per-job", "yarn-session")
+
+
+def _target(value: object) -> str:
+    name = str(value).strip()
+    if name not in TARGETS:
+        raise ValueError(f"{value!r} is not a target; use {', '.join(TARGETS[:-1])} or "
+                         f"{TARGETS[-1]}")
+    return name
+
+
+TARGET = _option("execution.target", _target, "local",
                  "Where jobs run: local, yarn-per-job or yarn-session.")
 LOCAL_PYTHON = _option("local.python", _str, "",
                        "Python interpreter for local TaskExecutors; empty means the client's own.")

@@ -128,8 +128,10 @@ CASES = {
     "set_parallelism 0": Case(
         "p = yf.Pipeline('x')\np.from_arrow(pa.table({'a': [1]})).set_parallelism(0)\n", 1,
         ["parallelism must be a whole number of at least 1, got 0 ({script}, line 6)"]),
-    "unknown target": Case("", 2, ["'nowhere' is not one of 'local', 'yarn-per-job'"],
-                           args=["-t", "nowhere"]),
+    "unknown target": Case("", 2, ["'nowhere' is not a target; use local, yarn-per-job or "
+                                   "yarn-session"], args=["-t", "nowhere"]),
+    "unknown target option": Case("", 2, ["bad value for execution.target: 'nowhere' is not a "
+                                          "target"], args=["-D", "execution.target=nowhere"]),
     "forward across parallelism": Case(
         "p = yf.Pipeline('x', parallelism=2)\np.from_arrow(pa.table({'a': [1]})).forward()"
         ".map(lambda b: b, name='m').set_parallelism(3).write_parquet(OUT)\np.execute()\n", 2,
