@@ -1,18 +1,25 @@
 """The user's own lines in a failure: the frames of a traceback that are the user's
 code, with yarnflow's and the libraries' left out, as PySpark shows a worker's Python
-traceback. An executor runs user functions that were pickled on the client, so their
-frames name the client's files; the client ships those files' text with the operator
-(``Operator.sources``) and the executor registers it with ``linecache``, so a frame
-shows its source line on a host that never had the file."""
+traceback.
+
+An executor runs user functions that were pickled on the client, on a host that never
+had the user's files, and cloudpickle (3.1 on) names every code object it pickles
+``<dynamic-code>``. So the client ships, with the operator (``Operator.sources``), the
+files' text and which file each of the user's code objects came from, keyed by its
+qualified name and first line; the executor registers the text with ``linecache`` and
+puts the file names back into the frames it reports."""
 from __future__ import annotations
 
+import inspect
 import linecache
 import os
 import site
 import sys
 import sysconfig
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import CodeType
 from typing import Any, Iterable, Mapping
 
 # yarnflow's own folders (setup.py's PRODUCT): a user's script may sit beside them in a
@@ -24,6 +31,18 @@ _YARNFLOW = tuple(str(_ROOT / folder) + os.sep for folder in
 MAX_SOURCE_BYTES = 512 << 10
 # Frames shown of a failure, innermost last.
 MAX_FRAMES = 6
+# What cloudpickle names the file of every code object it unpickles.
+DYNAMIC_CODE = "<dynamic-code>"
+# Code objects of the user's a function reaches that are followed, at most.
+MAX_CODES = 2000
+
+
+@dataclass(frozen=True)
+class UserSources:
+    """What an executor needs to show the user's lines: each file's text, and the file
+    of each code object by (qualified name, first line)."""
+    texts: Mapping[str, str] = field(default_factory=dict)
+    files: Mapping[tuple[str, int], str] = field(default_factory=dict)
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -59,16 +78,25 @@ def raised_by_yarnflow(err: BaseException) -> bool:
     return bool(frames) and os.path.realpath(frames[-1].filename).startswith(_YARNFLOW)
 
 
-def user_frames(err: BaseException) -> list[traceback.FrameSummary]:
-    """The user's frames of ``err``'s traceback, innermost last (at most MAX_FRAMES)."""
-    frames = traceback.extract_tb(err.__traceback__)
-    return [f for f in frames if is_user_file(f.filename)][-MAX_FRAMES:]
+def user_frames(err: BaseException, sources: UserSources | None = None
+                ) -> list[traceback.FrameSummary]:
+    """The user's frames of ``err``'s traceback, innermost last (at most MAX_FRAMES),
+    with the file names ``sources`` knows put back."""
+    frames = []
+    for frame, lineno in traceback.walk_tb(err.__traceback__):
+        code = frame.f_code
+        filename = code.co_filename
+        if sources is not None and filename == DYNAMIC_CODE:
+            filename = sources.files.get((_qualname(code), code.co_firstlineno), filename)
+        if is_user_file(filename):
+            frames.append(traceback.FrameSummary(filename, lineno, code.co_name))
+    return frames[-MAX_FRAMES:]
 
 
-def format_user_frames(err: BaseException) -> str:
+def format_user_frames(err: BaseException, sources: UserSources | None = None) -> str:
     """The user's frames as Python prints them (``File "x.py", line 3, in f`` and the
     source line), or "" when none of the traceback is the user's."""
-    frames = user_frames(err)
+    frames = user_frames(err, sources)
     return "".join(traceback.format_list(frames)).rstrip("\n") if frames else ""
 
 
@@ -78,24 +106,61 @@ def user_line(err: BaseException) -> str:
     return f"{frames[-1].filename}, line {frames[-1].lineno}" if frames else ""
 
 
-def sources_of(functions: Iterable[Any]) -> dict[str, str]:
-    """The text of the files the user's ``functions`` were written in (and of the
-    running ``__main__`` script), to ship with them."""
-    names = {getattr(getattr(fn, "__code__", None), "co_filename", "") for fn in functions}
+def sources_of(functions: Iterable[Any]) -> UserSources:
+    """The user's files that ``functions`` (and what they call of the user's) were
+    written in, and the running ``__main__`` script, to ship with them."""
+    files = {(_qualname(code), code.co_firstlineno): code.co_filename
+             for code in _user_codes(functions)}
+    names = set(files.values())
     names.add(getattr(sys.modules.get("__main__"), "__file__", "") or "")
-    sources = {}
+    texts = {}
     for name in sorted(n for n in names if n and is_user_file(n) and not n.startswith("<")):
         try:
             if os.path.getsize(name) <= MAX_SOURCE_BYTES:
-                sources[name] = Path(name).read_text(errors="replace")
+                texts[name] = Path(name).read_text(errors="replace")
         except OSError:
             continue                 # not a file here (an interactive session's): no source
-    return sources
+    return UserSources(texts, files)
 
 
-def register_sources(sources: Mapping[str, str]) -> None:
+def _user_codes(functions: Iterable[Any]) -> list[CodeType]:
+    """The code objects of the user's functions, of the functions and lambdas defined
+    in them, and of the user's functions they reach by name or closure: each may be
+    a frame of a failure."""
+    pending = [fn for fn in functions if inspect.isfunction(fn)]
+    seen_functions: set[int] = set()
+    codes: list[CodeType] = []
+    while pending and len(codes) < MAX_CODES:
+        fn = pending.pop()
+        if id(fn) in seen_functions or not is_user_file(fn.__code__.co_filename):
+            continue
+        seen_functions.add(id(fn))
+        nested = [fn.__code__]
+        while nested:
+            code = nested.pop()
+            codes.append(code)
+            nested.extend(c for c in code.co_consts if isinstance(c, CodeType))
+            pending.extend(g for name in code.co_names
+                           if inspect.isfunction(g := fn.__globals__.get(name)))
+        pending.extend(c for cell in fn.__closure__ or ()
+                       if inspect.isfunction(c := _contents(cell)))
+    return codes
+
+
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:           # a cell not filled yet
+        return None
+
+
+def _qualname(code: CodeType) -> str:
+    return getattr(code, "co_qualname", code.co_name)     # Python 3.11 on
+
+
+def register_sources(sources: UserSources) -> None:
     """Make ``linecache`` (and so every traceback) find these files' lines here. An
     entry without a modification time is one ``linecache.checkcache`` keeps."""
-    for name, text in sources.items():
+    for name, text in sources.texts.items():
         if name not in linecache.cache:
             linecache.cache[name] = (len(text), None, text.splitlines(True), name)

@@ -26,7 +26,7 @@ from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDe
 from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.errors import Refused
 from yarnflow.core.failures import ContractError, FailureKind, classify
-from yarnflow.core.tracebacks import format_user_frames, register_sources
+from yarnflow.core.tracebacks import UserSources, format_user_frames, register_sources
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
 from yarnflow.core.messages import AskAgain, TaskExecutionState, TaskMetrics
 from yarnflow.core.status import ExecutionState
@@ -110,6 +110,7 @@ class Task:
         inputs = 1 + max((g.input_index for g in self.tdd.inputs), default=-1)
         self.metrics = TaskMetrics(records_in_per_input=(0,) * inputs)
         self._split_requests = 0
+        self._sources: UserSources | None = None     # the operator's (once loaded)
         self._thread = threading.Thread(target=self._run, name=f"task-{self.name}", daemon=True)
 
     # --- control ---------------------------------------------------------------------
@@ -170,7 +171,7 @@ class Task:
                     is FailureKind.NON_RECOVERABLE
                 error = (f"{self.name} failed on TaskExecutor {self._services.resource_id}: "
                          f"{type(err).__name__}: {err}")
-                frames = format_user_frames(err)
+                frames = format_user_frames(err, self._sources)
                 if frames:
                     error += f"\n{frames}"
                 detail = traceback.format_exc()
@@ -225,7 +226,9 @@ class Task:
         try:
             with _LOADING:
                 operator = self.tdd.info.operator.load()
-            register_sources(getattr(operator, "sources", {}))
+            self._sources = getattr(operator, "sources", None)
+            if self._sources is not None:
+                register_sources(self._sources)
             return operator
         except (ImportError, AttributeError, pickle.UnpicklingError) as err:
             raise ContractError(f"the pipeline's code for {self.tdd.info.vertex_name} cannot be "

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from yarnflow.core.failures import ContractError
 from yarnflow.core.ids import ExecutionAttemptID, JobID
+from yarnflow.core.tracebacks import UserSources
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import FileSystemSettings
 
@@ -85,9 +86,9 @@ def declared_schema(schema: Any, what: str) -> pa.Schema | None:
 class Operator:
     """Base class; ``num_inputs`` is 0 for sources, 1 for most, 2 for joins."""
     num_inputs = 1
-    # The text of the user's files its functions come from, by file name, set by the
-    # client: an executor shows their lines in a failure (yarnflow.core.tracebacks).
-    sources: Mapping[str, str] = {}
+    # The user's files its functions come from, set by the client: an executor shows
+    # their lines in a failure (yarnflow.core.tracebacks).
+    sources: UserSources | None = None
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         """The schema of this operator's output, given its inputs' (None: unknown),

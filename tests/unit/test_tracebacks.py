@@ -48,7 +48,7 @@ def test_shipped_sources_show_their_lines_where_the_file_does_not_exist():
     code = compile(source, name, "exec")
     scope: dict = {}
     exec(code, scope)
-    tracebacks.register_sources({name: source})
+    tracebacks.register_sources(tracebacks.UserSources({name: source}))
     linecache.checkcache()              # a traceback's first step: it must keep the entry
     try:
         scope["fragile"](None)
@@ -67,5 +67,34 @@ def test_sources_of_ship_the_users_files_only(tmp_path):
     scope: dict = {}
     exec(compile(script.read_text(), str(script), "exec"), scope)
     shipped = tracebacks.sources_of([scope["f"], json.loads])
-    assert shipped[str(script)] == "def f(b):\n    return b\n"
-    assert json.__file__ not in shipped
+    assert shipped.texts[str(script)] == "def f(b):\n    return b\n"
+    assert json.__file__ not in shipped.texts
+
+
+def test_frames_of_code_that_cloudpickle_renamed_get_their_files_back(tmp_path):
+    """cloudpickle 3.1 unpickles every code object as ``<dynamic-code>``: the frames of
+    an executor name the client's files by what the client shipped."""
+    import types
+    script = tmp_path / "client_side_job.py"
+    script.write_text("def check(v):\n    if v < 0:\n        raise ValueError('negative')\n"
+                      "    return v\n\n\ndef fragile(b):\n    return [check(v) for v in b]\n")
+    scope: dict = {}
+    exec(compile(script.read_text(), str(script), "exec"), scope)
+    shipped = tracebacks.sources_of([scope["fragile"]])      # on the client
+
+    def renamed(code: types.CodeType) -> types.CodeType:     # what the executor unpickles
+        consts = tuple(renamed(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+        return code.replace(co_filename=tracebacks.DYNAMIC_CODE, co_consts=consts)
+    remote: dict = {}
+    for name in ("check", "fragile"):
+        remote[name] = types.FunctionType(renamed(scope[name].__code__), remote, name)
+    script.unlink()                                           # the executor's host has no file
+    linecache.clearcache()
+    tracebacks.register_sources(shipped)
+    try:
+        remote["fragile"]([1, -1])
+    except ValueError as err:
+        text = tracebacks.format_user_frames(err, shipped)
+    assert f'File "{script}", line 8, in fragile' in text, text
+    assert f'File "{script}", line 3, in check\n    raise ValueError(\'negative\')' in text, text
+    assert tracebacks.DYNAMIC_CODE not in text

@@ -1,6 +1,7 @@
 """yarn-per-job end to end, on a real Hadoop 3.5 cluster (tests/yarn/conftest.py)."""
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import time
@@ -257,6 +258,8 @@ def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluste
     assert "1 restart" in status.stdout and "the job ran 2 attempts" in status.stdout
     assert not hdfs.fs.exists(out) and hdfs.leftovers(out) == []
     assert yarn_cluster.app(app_id)["state"] == "FINISHED"      # nothing left running
+    staging = f"{hdfs.default_fs}/user/{getpass.getuser()}/.skein/{app_id}"   # Skein's
+    wait_until(lambda: not hdfs.fs.exists(staging), 60, f"{staging} to be removed")
 
 
 def test_cancel_ends_the_application_killed(yarn_cluster, hdfs):
