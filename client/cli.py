@@ -6,8 +6,8 @@ import functools
 import logging
 import os
 import runpy
-import traceback
 import sys
+import traceback
 
 from typing import Any, NoReturn
 
