@@ -9,7 +9,10 @@ files created without their parent, and an access check.
 """
 from __future__ import annotations
 
+import logging
+import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 import requests
@@ -17,8 +20,16 @@ from fsspec.implementations.webhdfs import WebHDFile, WebHDFS
 
 from yarnflow.core.fs.filesystem import Block, FileSystem
 
+log = logging.getLogger(__name__)
+
 # Bytes a writer buffers before it sends them to the DataNode (one HTTP request each).
 WRITE_BUFFER = 8 << 20
+# A DataNode that takes no connection within this is passed over for another (HDFS's
+# own client gives a pipeline's DataNode 60 s, dfs.client.socket-timeout; a connection
+# on a working network takes milliseconds).
+DATANODE_CONNECT_TIMEOUT_S = 5.0
+# DataNodes a new file's bytes are offered to before the write fails.
+DATANODE_ATTEMPTS = 3
 
 
 class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
@@ -32,14 +43,11 @@ class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
 
     def _upload_chunk(self, final: bool = False) -> bool:
         first = self.offset == 0 and "a" not in self.mode
-        op, method = ("CREATE", "PUT") if first else ("APPEND", "POST")
-        kwargs = dict(self.kwargs, overwrite="true") if first else self.kwargs
         try:
-            created = self.fs._call(op, method, self.path, redirect=False, **kwargs)
-            self.fs.session.request(
-                method, self.fs._apply_proxy(created.headers["Location"]),
-                data=self.buffer.getvalue(),
-                headers={"content-type": "application/octet-stream"}).raise_for_status()
+            if first:
+                self._create()
+            else:
+                self._send("APPEND", "POST", self.kwargs)
         except BaseException as err:
             # A failed file is done: fsspec would otherwise send its buffer again when
             # the object is collected, and print that failure's traceback as well.
@@ -50,6 +58,50 @@ class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
                                         "not exist") from None
             raise
         return True
+
+    def _create(self) -> None:
+        """CREATE, as HDFS's own client writes a block: a DataNode that does not take
+        the connection (its host just died, and the NameNode has not noticed yet: that
+        takes it a heartbeat expiry, minutes by default) is excluded and the NameNode
+        asked for another one, instead of waiting minutes for TCP to give up. Nothing
+        was written to a DataNode that was never connected to."""
+        excluded: list[str] = []
+        for attempt in range(1, DATANODE_ATTEMPTS + 1):
+            kwargs = dict(self.kwargs, overwrite="true")
+            if excluded:
+                kwargs["excludedatanodes"] = ",".join(excluded)
+            try:
+                self._send("CREATE", "PUT", kwargs)
+                return
+            except requests.exceptions.ConnectionError as err:   # refused, or no answer
+                datanode = getattr(err, "datanode", "")
+                if not datanode or attempt == DATANODE_ATTEMPTS:
+                    raise
+                excluded += [name for name in _names_of(datanode) if name not in excluded]
+                log.warning("DataNode %s did not take the connection for %s (%s): asking "
+                            "the NameNode for another", datanode, self.path,
+                            type(err).__name__)
+
+    def _send(self, op: str, method: str, kwargs: dict[str, Any]) -> None:
+        answer = self.fs._call(op, method, self.path, redirect=False, **kwargs)
+        location = self.fs._apply_proxy(answer.headers["Location"])
+        try:
+            self.fs.session.request(
+                method, location, data=self.buffer.getvalue(),
+                headers={"content-type": "application/octet-stream"},
+                timeout=(DATANODE_CONNECT_TIMEOUT_S, None)).raise_for_status()
+        except requests.exceptions.ConnectionError as err:
+            err.datanode = urlsplit(location).hostname or ""     # type: ignore[attr-defined]
+            raise
+
+
+def _names_of(host: str) -> list[str]:
+    """A DataNode as ``excludedatanodes`` takes it: the NameNode looks hosts up by
+    address, so the address goes with the name."""
+    try:
+        return sorted({host, socket.gethostbyname(host)})
+    except OSError:
+        return [host]
 
 
 class _WebHdfs(WebHDFS):   # type: ignore[misc]   # fsspec is untyped

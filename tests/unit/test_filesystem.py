@@ -212,3 +212,50 @@ def test_a_local_output_on_a_cluster_is_refused_with_where_to_write_instead():
     with pytest.raises(LocalPathRefused, match=r"output file:///out is a local path.*Fix: "
                        r"write to the cluster's file system \(hdfs://nn:9000/out"):
         CLUSTER.check_reachable("file:///out", "output")
+
+
+def test_a_webhdfs_create_passes_over_a_datanode_that_takes_no_connection():
+    """A DataNode whose host just died still gets writes from the NameNode until its
+    heartbeats expire: the writer excludes it and asks again, as HDFS's client does."""
+    import io
+    import requests
+    from types import SimpleNamespace
+    from yarnflow.core.fs.webhdfs import DATANODE_ATTEMPTS, _StrictFile
+
+    asked, sent = [], []
+
+    class NameNode:
+        kwargs = {}
+
+        def _call(self, op, method, path, redirect, **kwargs):
+            asked.append(kwargs.get("excludedatanodes", ""))
+            dead = "127.0.0.9" if len(asked) < 3 else "127.0.0.2"
+            return SimpleNamespace(headers={"Location": f"http://{dead}:9864/webhdfs/v1{path}"})
+
+        def _apply_proxy(self, location):
+            return location
+
+    class Session:
+        def request(self, method, url, data, headers, timeout):
+            sent.append(url)
+            if "127.0.0.9" in url:
+                raise requests.exceptions.ConnectTimeout("no answer")
+            return SimpleNamespace(raise_for_status=lambda: None)
+
+    fs = NameNode()
+    fs.session = Session()
+    file = _StrictFile.__new__(_StrictFile)
+    file.fs, file.path, file.kwargs, file.mode, file.offset = fs, "/out/part-0", {}, "wb", 0
+    file.buffer = io.BytesIO(b"rows")
+    file.closed = False
+    assert file._upload_chunk(final=True)
+    assert asked == ["", "127.0.0.9", "127.0.0.9"] and sent[-1].startswith("http://127.0.0.2")
+    file.closed = True                         # written: nothing for fsspec to flush
+    # a DataNode after another that takes no connection: the write fails, and says why
+    asked.clear()
+    fs._call = lambda op, method, path, redirect, **kw: (asked.append(1), SimpleNamespace(
+        headers={"Location": "http://127.0.0.9:9864/x"}))[1]
+    file.closed, file.offset = False, 0
+    with pytest.raises(requests.exceptions.ConnectionError):
+        file._upload_chunk(final=True)
+    assert len(asked) == DATANODE_ATTEMPTS and file.closed
