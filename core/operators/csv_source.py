@@ -84,6 +84,7 @@ class CsvSource(FileSource):
     newlines (``newlines_in_values``) or whose text is not UTF-8 is read whole, a file
     a split: a line boundary cannot be found from an arbitrary byte there."""
     suffix = ".csv"
+    _CACHES = (*FileSource._CACHES, "_samples")
 
     def __init__(self, path: str | os.PathLike[str] | list[Any], **read_options: Any) -> None:
         super().__init__(path)
@@ -108,11 +109,6 @@ class CsvSource(FileSource):
                 head: bytes = f.read(CSV_SAMPLE_BYTES)
             samples[uri] = head if len(head) >= size else head[:head.rfind(b"\n") + 1]
         return samples[uri]
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_samples", None)         # the client's, not shipped
-        return state
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         """The columns and types parsed from the first file's sample, as the subtasks

@@ -57,8 +57,11 @@ class Source(Operator):
 
 class FileSource(Source):
     """Files named by paths: a file, a directory (its files ending in ``suffix``) or a
-    glob, on any file system ``yarnflow.core.fs`` opens."""
+    glob, on any file system ``yarnflow.core.fs`` opens. What it learns of its files
+    where it is planned (their listing, and what ``_CACHES`` names besides) it keeps
+    for that one planning, and never ships: the JobMaster looks again."""
     suffix = ""
+    _CACHES: tuple[str, ...] = ("_files",)
 
     def __init__(self, path: str | os.PathLike[str] | list[Any]) -> None:
         self.inputs = BoundPaths(path)
@@ -72,8 +75,18 @@ class FileSource(Source):
         bound.inputs = self.inputs.bound(settings, "input")
         return bound
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in self._CACHES}
+
     def files(self) -> list[tuple[str, int]]:
-        """``(uri, size)`` of every input file; a missing input is the user's error."""
+        """``(uri, size)`` of every input file, listed once (the client's check, the
+        schema and the estimate all ask); a missing input is the user's error."""
+        if "_files" not in self.__dict__:
+            self.__dict__["_files"] = self._list_files()
+        files: list[tuple[str, int]] = self.__dict__["_files"]
+        return files
+
+    def _list_files(self) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []
         for uri in self.inputs.resolved():
             try:
@@ -126,6 +139,8 @@ class ParquetSource(FileSource):
     one, at some decoding cost. A split is located on the hosts of the block holding
     most of its bytes."""
     suffix = ".parquet"
+    # footers are read where the splits are read, not shipped
+    _CACHES = (*FileSource._CACHES, "_footers", "_widths")
 
     def __init__(self, path: str | os.PathLike[str] | list[Any],
                  columns: list[str] | None = None) -> None:
@@ -141,12 +156,6 @@ class ParquetSource(FileSource):
             with self.inputs.filesystem(uri).open_input(uri) as f:
                 cache[uri] = pq.read_metadata(f)
         return cache[uri]
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state.pop("_footers", None)        # read where the splits are read, not shipped
-        state.pop("_widths", None)
-        return state
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         """The first file's footer (which the estimate reads too), projected on
