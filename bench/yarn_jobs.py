@@ -7,6 +7,8 @@
     two-stage          stage 1 (source, map; --work1 s per batch) writes a BLOCKING shuffle
                        that stage 2 (map; --work s per batch, aggregate, sink) reads: for
                        bench/am_failover.py
+    batch              a batch job: source, map (--work s per batch), sink, every exchange
+                       BLOCKING (each vertex a region of its own): for bench/straggler.py
 """
 import argparse
 import time
@@ -25,7 +27,7 @@ def working(seconds: float):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("job", choices=["to-running", "alloc", "two-stage"])
+    parser.add_argument("job", choices=["to-running", "alloc", "two-stage", "batch"])
     parser.add_argument("--work1", type=float, default=0.5)
     parser.add_argument("--rows", type=int, default=4000)
     parser.add_argument("--fixed", action="store_true")
@@ -44,6 +46,11 @@ def main() -> None:
             .key_by("k").blocking() \
             .map(working(args.work), name="stage2-map").slot_sharing_group("two") \
             .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(args.out, "overwrite")
+    elif args.job == "batch":
+        p = yf.Pipeline("bench-batch", parallelism=args.parallelism)
+        p.from_arrow(pa.table({"k": pa.array(range(args.rows), pa.int64())})).rebalance() \
+            .blocking().map(working(args.work), name="work").blocking() \
+            .write_parquet(args.out, "overwrite")
     elif args.job == "to-running":
         p = yf.Pipeline("bench-to-running")
         n = args.parallelism

@@ -1,5 +1,6 @@
-"""The live progress display (subtasks deployed / running / finished per vertex) and
-the result summary printed when a job ends."""
+"""The live progress display (subtasks deployed / running / finished, records and
+progress per vertex, as running subtasks report them) and the result summary printed
+when a job ends."""
 from __future__ import annotations
 
 import time
@@ -42,9 +43,14 @@ def progress_table(details: JobDetails) -> Table:
     table.add_column("parallelism", justify="right")
     for label, _ in _STATES:
         table.add_column(label, justify="right")
+    for label in ("records in", "records out", "progress"):
+        table.add_column(label, justify="right")
     for vertex in details.vertices:
         counts = [sum(1 for s in vertex.subtasks if s.state in states) for _, states in _STATES]
-        table.add_row(vertex.name, str(vertex.parallelism), *map(str, counts))
+        table.add_row(vertex.name, str(vertex.parallelism), *map(str, counts),
+                      f"{sum(s.metrics.records_in for s in vertex.subtasks):,}",
+                      f"{sum(s.metrics.records_out for s in vertex.subtasks):,}",
+                      f"{int(vertex.progress() * 100)} %")
     return table
 
 
@@ -100,7 +106,7 @@ def subtask_table(details: JobDetails) -> Table:
     """Every subtask's own figures: where the rows went, and which one was slow."""
     table = Table(title=f"subtasks of job {details.job_id}", title_justify="left")
     left = ("subtask", "state", "executor", "slot", "worker spec")
-    for column in left + ("records in", "by input", "records out", "MB in", "MB out",
+    for column in left + ("input", "records in", "by input", "records out", "MB in", "MB out",
                           "seconds", "splits local/remote"):
         table.add_column(column, justify="left" if column in left else "right")
     for vertex in details.vertices:
@@ -110,7 +116,9 @@ def subtask_table(details: JobDetails) -> Table:
             table.add_row(f"{vertex.name} ({s.index + 1}/{vertex.parallelism})",
                           s.state.name, s.resource_id,
                           s.slot_profile.label() if s.slot_profile is not None else "",
-                          s.worker_spec, f"{m.records_in:,}",
+                          s.worker_spec,
+                          f"{m.inputs_done}/{m.inputs_total}" if m.inputs_total else "",
+                          f"{m.records_in:,}",
                           " + ".join(f"{n:,}" for n in m.records_in_per_input)
                           if len(m.records_in_per_input) > 1 else "",
                           f"{m.records_out:,}",

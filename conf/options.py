@@ -75,6 +75,9 @@ HEARTBEAT_INTERVAL = _option("heartbeat.interval", parse_duration, 10.0,
                              "How often TaskExecutors heartbeat the ResourceManager and JobMasters.")
 HEARTBEAT_TIMEOUT = _option("heartbeat.timeout", parse_duration, 50.0,
                             "A peer silent this long is declared lost and its slots and tasks fail.")
+PROGRESS_INTERVAL = _option(
+    "metrics.progress.interval", parse_duration, 2.0,
+    "How often a TaskExecutor reports its running subtasks' records, bytes and input progress to their JobMasters; 0 sends them only with state changes and heartbeats.")
 RPC_ASK_TIMEOUT = _option("rpc.ask-timeout", parse_duration, 10.0,
                           "Deadline for one RPC between components.")
 SLOT_REQUEST_TIMEOUT = _option("slot.request.timeout", parse_duration, 300.0,
@@ -307,12 +310,15 @@ LOCAL_LOG_RETENTION = _option("local.log-retention", _pos_int, 10,
 ATTACHED = _option("execution.attached", parse_bool, False,
                    "Whether `yarnflow run` on YARN follows the job to its end (local always does).")
 
-# --- test only: fault injection (yarnflow.rpc.testing.faults) ---------------------------------------
+# --- test only: fault injection (yarnflow.rpc.testing.faults, taskexecutor/straggler.py) -----------
 TEST_RPC_FAULTS = _option(
     "test.rpc.faults", _str, "",
     "Test only: calls between components to drop, duplicate or delay ('<method>=<action>[:<probability>[:<times>]]; ...', see rpc/testing/faults.py); empty, the default, injects nothing.")
 TEST_RPC_FAULTS_SEED = _option("test.rpc.faults.seed", _nonneg_int, 0,
                                "Test only: the seed of test.rpc.faults' random draws.")
+TEST_SLOW_HOSTS = _option(
+    "test.taskmanager.slow-hosts", _str, "",
+    "Test only: 'HOST=FACTOR,...': tasks of executors on HOST run FACTOR times slower (taskexecutor/straggler.py); empty, the default, slows nothing.")
 
 # --- YARN ------------------------------------------------------------------------------
 YARN_APP_NAME = _option("yarn.application.name", _str, "",

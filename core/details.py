@@ -47,6 +47,20 @@ class VertexDetails:
     parallelism: int
     subtasks: list[SubtaskDetails] = field(default_factory=list)
     inputs: list[VertexInput] = field(default_factory=list)      # by input index
+    splits_total: int = 0       # a source's input splits; 0 for other vertices
+
+    def progress(self) -> float:
+        """How far the vertex is, 0..1: a source by the splits its subtasks finished out
+        of all its splits (which subtask reads a split is decided as they go), another
+        vertex by its subtasks' input channels, a finished subtask counting whole."""
+        if not self.subtasks:
+            return 0.0
+        if self.splits_total:
+            done = sum(s.metrics.inputs_done for s in self.subtasks)
+            return min(1.0, done / self.splits_total)
+        return sum(1.0 if s.state is ExecutionState.FINISHED
+                   else s.metrics.inputs_done / s.metrics.inputs_total if s.metrics.inputs_total
+                   else 0.0 for s in self.subtasks) / len(self.subtasks)
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,10 @@ class TaskMetrics:
     bytes_out: int = 0
     duration_s: float = 0.0
     records_in_per_input: tuple[int, ...] = ()
+    # input progress, in units a task knows without reading ahead: a source's splits
+    # (done, and handed to it so far), another task's input channels (ended, and opened)
+    inputs_done: int = 0
+    inputs_total: int = 0
 
 
 def records_from(metrics: TaskMetrics, input_index: int) -> int:

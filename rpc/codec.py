@@ -185,11 +185,12 @@ def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
     message.bytes_in, message.bytes_out = metrics.bytes_in, metrics.bytes_out
     message.duration_s = metrics.duration_s
     message.records_in_per_input[:] = metrics.records_in_per_input
+    message.inputs_done, message.inputs_total = metrics.inputs_done, metrics.inputs_total
 
 
 def metrics_from_proto(m: Any) -> TaskMetrics:
     return TaskMetrics(m.records_in, m.records_out, m.bytes_in, m.bytes_out, m.duration_s,
-                       tuple(m.records_in_per_input))
+                       tuple(m.records_in_per_input), m.inputs_done, m.inputs_total)
 
 
 def task_execution_state_to_proto(job_master_id: JobMasterId, update: TaskExecutionState
@@ -337,7 +338,8 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
         message.exceptions.add(timestamp=x.timestamp, task=x.task, attempt=x.attempt,
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
     for vertex in details.vertices:
-        out = message.vertices.add(id=vertex.id, name=vertex.name, parallelism=vertex.parallelism)
+        out = message.vertices.add(id=vertex.id, name=vertex.name, parallelism=vertex.parallelism,
+                                   splits_total=vertex.splits_total)
         for i in vertex.inputs:
             out.inputs.add(producer=i.producer, ship=i.ship)
         for s in vertex.subtasks:
@@ -365,7 +367,8 @@ def job_details_from_proto(message: Any) -> JobDetails:
             s.splits_remote, s.host,
             resource_spec_from_proto(s.slot_profile) if s.HasField("slot_profile") else None,
             s.worker_spec)
-            for s in v.subtasks], [VertexInput(i.producer, i.ship) for i in v.inputs])
+            for s in v.subtasks], [VertexInput(i.producer, i.ship) for i in v.inputs],
+            v.splits_total)
          for v in message.vertices],
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)

@@ -28,6 +28,7 @@ from yarnflow.taskexecutor.network.data_server import DataClients, DataServer
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.service import TaskExecutorService
 from yarnflow.taskexecutor.shared_parts import SharedParts
+from yarnflow.taskexecutor.straggler import slowdown_of
 from yarnflow.taskexecutor.slot import TaskSlotTable
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
 from yarnflow.taskexecutor.task import Task, TaskServices
@@ -77,7 +78,8 @@ class TaskExecutorRunner:
             config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
             config.get(options.BATCH_ROWS), workdir / "partitions",
             SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),
-            options.filesystem_settings(config), config.get(options.NON_RECOVERABLE_EXCEPTIONS))
+            options.filesystem_settings(config), config.get(options.NON_RECOVERABLE_EXCEPTIONS),
+            slowdown_of(config.get(options.TEST_SLOW_HOSTS), host))
         self._shared_parts = SharedParts(options.filesystem_settings(config))
         self.main = MainThread(f"taskexecutor-{resource_id}")
         self.endpoint = TaskExecutor(

@@ -37,6 +37,7 @@ from yarnflow.taskexecutor.network.partition import ResultPartition, Subpartitio
 from yarnflow.taskexecutor.network.partition_store import StoredSubpartition, subpartition_uri
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
+from yarnflow.taskexecutor.straggler import Stretch
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class TaskServices:
     filesystem: FileSystemSettings = FileSystemSettings()   # for results on the cluster's
     # restart-strategy.non-recoverable-exceptions: failures no restart heals
     non_recoverable: tuple[str, ...] = ()
+    slowdown: float = 1.0     # test only: test.taskmanager.slow-hosts' factor for this host
 
 
 class Task:
@@ -110,7 +112,9 @@ class Task:
         inputs = 1 + max((g.input_index for g in self.tdd.inputs), default=-1)
         self.metrics = TaskMetrics(records_in_per_input=(0,) * inputs)
         self._split_requests = 0
+        self._split_held = False          # a split was handed out and not yet read through
         self._sources: UserSources | None = None     # the operator's (once loaded)
+        self._stretch = Stretch(services.slowdown, self._cancel.wait)
         self._thread = threading.Thread(target=self._run, name=f"task-{self.name}", daemon=True)
 
     # --- control ---------------------------------------------------------------------
@@ -251,10 +255,18 @@ class Task:
 
     # --- used by the operator through the context --------------------------------------
     def next_split(self) -> Any | None:
+        """The next split to read; asking for it means the one before is read."""
+        if self._split_held:
+            self._split_held = False
+            self.metrics.inputs_done += 1
         while True:
             answer = self._ask_for_split()
             if not isinstance(answer, AskAgain):
-                return None if answer is None else cloudpickle.loads(answer)
+                if answer is None:
+                    return None
+                self._split_held = True
+                self.metrics.inputs_total += 1
+                return cloudpickle.loads(answer)
             # the splits left are other subtasks' local ones: ask again after the pause
             # the JobMaster named (a cancel ends the wait at once)
             if self._cancel.wait(answer.seconds):
@@ -285,11 +297,18 @@ class Task:
         gates = [g for g in self.tdd.inputs if g.input_index == index]
         if not gates:
             raise IndexError(f"{self.name} has no input {index}")
-        gate = InputGate(channels_of(gates[0], self.tdd.subtask_index), self._services.data_address,
+        channels = channels_of(gates[0], self.tdd.subtask_index)
+        self.metrics.inputs_total += len(channels)
+
+        def channel_ended() -> None:
+            self.metrics.inputs_done += 1
+        gate = InputGate(channels, self._services.data_address,
                          self._services.partitions, self._services.clients, self.is_cancelled,
-                         self._services.partition_timeout, self._services.filesystem)
+                         self._services.partition_timeout, self._services.filesystem,
+                         channel_ended)
         batches = iter(gate)
         while True:
+            self._stretch.work_done()
             try:
                 batch = next(batches)
             except StopIteration:
@@ -298,6 +317,8 @@ class Task:
                 raise
             except Exception as err:
                 raise UpstreamError(f"reading input {index}: {type(err).__name__}: {err}") from err
+            finally:
+                self._stretch.resume()
             self.metrics.records_in += batch.num_rows
             self.metrics.bytes_in += batch.nbytes
             per_input = self.metrics.records_in_per_input   # a tuple: reports copy metrics
@@ -308,12 +329,14 @@ class Task:
     def emit(self, data: pa.RecordBatch | pa.Table) -> None:
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         for batch in batches:
+            self._stretch.work_done()
             if self._cancel.is_set():
                 raise TaskCancelled()
             self.metrics.records_out += batch.num_rows
             self.metrics.bytes_out += batch.nbytes
             for partition in self._partitions:
                 partition.emit(batch, self.is_cancelled)
+            self._stretch.resume()
 
 
 class _Context:

@@ -26,6 +26,7 @@ from yarnflow.core.messages import (SlotAllocation, SlotOffer, SlotReport, SlotS
                                     TaskExecutorRegistration)
 from yarnflow.core.status import check_transition
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, describe_rpc_error
+from yarnflow.taskexecutor.progress import ProgressReports
 from yarnflow.taskexecutor.job_master_outbox import JobMasterOutbox, TaskJobMasterGateway
 from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotTable
 
@@ -116,6 +117,8 @@ class TaskExecutor:
         # JobMaster hears from this executor while it has slots or results here
         self._job_masters: dict[JobID, tuple[str, JobMasterId]] = {}
         self._heartbeats: ScheduledTask | None = None
+        self._progress_reports: ScheduledTask | None = None
+        self._progress = ProgressReports()
         self._outbox = JobMasterOutbox(main, job_master_gateway)
         # attempts that ran here and left their slot, the latest _REMEMBERED_ATTEMPTS: a
         # SubmitTask delivered again (a retry, a duplicate, a late copy) must not run one twice
@@ -134,8 +137,9 @@ class TaskExecutor:
         self._set_registration(Registration.STOPPED)
         for task in self.slots.tasks():
             task.cancel()
-        if self._heartbeats is not None:
-            self._heartbeats.cancel()
+        for timer in (self._heartbeats, self._progress_reports):
+            if timer is not None:
+                timer.cancel()
 
     def _set_registration(self, target: Registration) -> None:
         check_transition(_REGISTRATION_TRANSITIONS, self.registration, target,
@@ -188,6 +192,9 @@ class TaskExecutor:
         if self._heartbeats is None:
             self._heartbeats = self.main.schedule_periodic(
                 self.config.get(options.HEARTBEAT_INTERVAL), self._send_heartbeats)
+        interval = self.config.get(options.PROGRESS_INTERVAL)
+        if self._progress_reports is None and interval > 0:
+            self._progress_reports = self.main.schedule_periodic(interval, self._send_progress)
 
     def slot_report(self) -> SlotReport:
         return SlotReport(tuple(SlotStatus(slot.index, slot.profile, slot.allocation_id,
@@ -217,6 +224,18 @@ class TaskExecutor:
                 functools.partial(self._on_jm_heartbeat_done, jm_id, attempts))
             if now - self._jm_last_ack[jm_id] > timeout:
                 self._job_master_lost(jm_id, f"JobMaster silent for {timeout:g} s")
+
+    def _send_progress(self) -> None:
+        """Live progress of the running attempts, to each JobMaster whose attempts here
+        moved (``yarnflow.taskexecutor.progress``); a lost report is not retried."""
+        running = [(slot.job_master_id, state) for slot in self.slots.slots
+                   for task in slot.tasks.values()
+                   if not (state := task.current_state()).state.is_terminal]
+        addresses = {jm_id: address for jm_id, (address, _) in self.slots.job_masters().items()}
+        for jm_id, states in self._progress.changed(running).items():
+            if jm_id in addresses:
+                self._jm_gateway(addresses[jm_id], jm_id).report_task_progress(
+                    self.resource_id, states)
 
     def _job_masters_to_heartbeat(self) -> dict[JobMasterId, str]:
         """JobMasterId -> address: those with a slot here, those whose job has results

@@ -21,6 +21,10 @@ VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "sub
                  "inputs"}
 SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
                   "slot-profile", "metrics", "start-time", "duration"}
+VERTEX_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes", "input-skew",
+                  "progress", "splits-total"}
+SUBTASK_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes",
+                   "records-in-per-input", "inputs-done", "inputs-total"}
 EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "slot-profile",
                    "slotsNumber", "freeSlots", "slots-used"}
 

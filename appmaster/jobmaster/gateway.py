@@ -33,6 +33,12 @@ class JobMasterGateway(Protocol):
         final report not yet acknowledged, which the JobMaster reconciles."""
         ...
 
+    def report_task_progress(self, resource_id: ResourceID,
+                             attempts: list[TaskExecutionState]) -> "Future[None]":
+        """Live metrics of running attempts on the executor (only those that changed);
+        a report that is lost is made good by the next one."""
+        ...
+
     def update_task_execution_state(self, update: TaskExecutionState) -> "Future[None]":
         """Refused when the JobMaster no longer knows the attempt (it was replaced)."""
         ...

@@ -3,7 +3,7 @@ ExecutionGraph."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from yarnflow.core.ids import AllocationID, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
@@ -13,8 +13,9 @@ from yarnflow.core.messages import TaskMetrics
 
 
 def job_details(graph: ExecutionGraph, restarts: int = 0,
-                exceptions: Sequence[ExceptionEntry] = (), application_attempt: int = 1
-                ) -> JobDetails:
+                exceptions: Sequence[ExceptionEntry] = (), application_attempt: int = 1,
+                splits_total: Mapping[str, int] | None = None) -> JobDetails:
+    """``splits_total``: vertex id -> its input splits, for each source."""
     end_time = 0.0
     for status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
         end_time = graph.status_timestamps.get(status, end_time)
@@ -25,7 +26,8 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
         restarts=restarts, exceptions=list(exceptions), application_attempt=application_attempt)
     for ejv in graph.vertices_topologically():
         vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism, inputs=[
-            VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs])
+            VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs],
+            splits_total=(splits_total or {}).get(ejv.id, 0))
         details.vertices.append(vertex)
         for ev in ejv.task_vertices:
             execution = ev.current

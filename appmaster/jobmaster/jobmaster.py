@@ -213,6 +213,21 @@ class JobMaster:
             elif not report.state.is_terminal:
                 self._cancel_unwanted(resource_id, report.attempt_id)
 
+    def report_task_progress(self, resource_id: ResourceID,
+                             attempts: list[TaskExecutionState]) -> None:
+        """Live metrics, nothing else: states change only through reports and
+        heartbeats, which reconcile. A report of an attempt that is no longer current,
+        or has ended, is dropped."""
+        if resource_id not in self._last_heartbeat:
+            return
+        self._last_heartbeat[resource_id] = self._clock.monotonic()   # it is alive
+        for report in attempts:
+            execution = self.graph.attempts.get(report.attempt_id)
+            if execution is not None and execution is execution.vertex.current \
+                    and execution.resource_id == resource_id \
+                    and not execution.state.is_terminal and report.metrics is not None:
+                execution.update_metrics(report.metrics)
+
     def _cancel_unwanted(self, resource_id: ResourceID, attempt_id: ExecutionAttemptID) -> None:
         gateway = self._gateways.get(resource_id)
         if gateway is None:
@@ -283,7 +298,8 @@ class JobMaster:
 
     def _details(self) -> JobDetails:
         return job_details(self.graph, self.scheduler.restarts, self.scheduler.exceptions,
-                           self.application_attempt)
+                           self.application_attempt,
+                           {vertex_id: a.total for vertex_id, a in self._splits.items()})
 
     def details(self) -> JobDetails:
         if self.result.done():

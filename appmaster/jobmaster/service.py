@@ -82,6 +82,13 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
+    def ReportTaskProgress(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        jm = self._jm(request.job_master_id)
+        jm.main.execute(jm.report_task_progress, request.resource_id,
+                        [task_execution_state_from_proto(a) for a in request.running_attempts])
+        return common_pb2.Ack(ok=True)
+
+    @errors_as_status
     def DisconnectTaskExecutor(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.disconnect_task_executor, request.resource_id, request.reason)

@@ -1,9 +1,9 @@
 """Prometheus metrics, read from the source at scrape time (a custom collector): the
 job details already carry every figure, so nothing counts twice and a scrape sees
 exactly what the page shows. Per vertex of each running job: records and bytes in and
-out; for the cluster: slots, containers by size and state, pending slot requests; per
-job: restarts. An ended job's series disappear with it, so a session that runs for
-weeks does not grow its scrape without end."""
+out, and its progress; for the cluster: slots, containers by size and state, pending
+slot requests; per job: restarts. An ended job's series disappear with it, so a
+session that runs for weeks does not grow its scrape without end."""
 from __future__ import annotations
 
 import logging
@@ -39,6 +39,13 @@ class WebMonitorCollector(Collector):
                     family.add_metric([job.job_id, job.name, vertex.name],
                                       sum(getattr(s.metrics, attribute) for s in vertex.subtasks))
             yield family
+        progress = GaugeMetricFamily("yarnflow_vertex_progress", "How far the vertex is, 0..1 "
+                                     "(a source by splits read, others by input channels)",
+                                     labels=labels)
+        for job in jobs:
+            for vertex in job.vertices:
+                progress.add_metric([job.job_id, job.name, vertex.name], vertex.progress())
+        yield progress
         restarts = GaugeMetricFamily("yarnflow_job_restarts", "Failovers the running job went "
                                      "through", labels=["job_id", "job_name"])
         for job in jobs:

@@ -118,7 +118,9 @@ def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any
     return {"id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism,
             "status": vertex_status(vertex.subtasks),
             "tasks": _state_counts(vertex.subtasks),
-            "metrics": _vertex_metrics(vertex.subtasks),
+            "metrics": {**_vertex_metrics(vertex.subtasks),
+                        "progress": round(vertex.progress(), 4),
+                        "splits-total": vertex.splits_total},
             "subtask-profile": plan["subtask_profile"] if plan else None,
             "slot-sharing-group": plan["slot_sharing_group"] if plan else "",
             "inputs": [{"num": i, "producer": inp.producer, "ship_strategy": inp.ship.upper()}
@@ -171,7 +173,8 @@ def _subtask(subtask: SubtaskDetails, placements: dict[ResourceID, ExecutorDetai
             "start-time": _millis(started), "duration": _duration_ms(started, ended, now),
             "metrics": {"read-records": m.records_in, "write-records": m.records_out,
                         "read-bytes": m.bytes_in, "write-bytes": m.bytes_out,
-                        "records-in-per-input": list(m.records_in_per_input)},
+                        "records-in-per-input": list(m.records_in_per_input),
+                        "inputs-done": m.inputs_done, "inputs-total": m.inputs_total},
             "splits-local": subtask.splits_local, "splits-remote": subtask.splits_remote,
             "failure": subtask.error}
 

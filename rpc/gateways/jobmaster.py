@@ -54,6 +54,13 @@ class GrpcJobMasterGateway:
         return then(call_future(self._stub.HeartbeatFromTaskExecutor, message, self._timeout),
                     lambda _: None)
 
+    def report_task_progress(self, resource_id: ResourceID,
+                             attempts: list[TaskExecutionState]) -> "Future[None]":
+        message = jobmaster_pb2.TaskProgress(job_master_id=self._jm_id, resource_id=resource_id)
+        message.running_attempts.extend(task_execution_state_to_proto(JobMasterId(""), a) for a in attempts)
+        return then(call_future(self._stub.ReportTaskProgress, message, self._timeout),
+                    lambda _: None)
+
     def update_task_execution_state(self, update: TaskExecutionState) -> "Future[None]":
         return then(call_future(self._stub.UpdateTaskExecutionState,
                                  task_execution_state_to_proto(self._jm_id, update),

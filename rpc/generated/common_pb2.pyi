@@ -100,17 +100,21 @@ class SlotReport(_message.Message):
     def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class TaskMetrics(_message.Message):
-    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s", "records_in_per_input")
+    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s", "records_in_per_input", "inputs_done", "inputs_total")
     RECORDS_IN_FIELD_NUMBER: _ClassVar[int]
     RECORDS_OUT_FIELD_NUMBER: _ClassVar[int]
     BYTES_IN_FIELD_NUMBER: _ClassVar[int]
     BYTES_OUT_FIELD_NUMBER: _ClassVar[int]
     DURATION_S_FIELD_NUMBER: _ClassVar[int]
     RECORDS_IN_PER_INPUT_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_DONE_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     records_in: int
     records_out: int
     bytes_in: int
     bytes_out: int
     duration_s: float
     records_in_per_input: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ...) -> None: ...
+    inputs_done: int
+    inputs_total: int
+    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ..., inputs_done: _Optional[int] = ..., inputs_total: _Optional[int] = ...) -> None: ...

@@ -97,6 +97,16 @@ class JobMasterHeartbeat(_message.Message):
     running_attempts: _containers.RepeatedCompositeFieldContainer[TaskExecutionState]
     def __init__(self, job_master_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., running_attempts: _Optional[_Iterable[_Union[TaskExecutionState, _Mapping]]] = ...) -> None: ...
 
+class TaskProgress(_message.Message):
+    __slots__ = ("job_master_id", "resource_id", "running_attempts")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    resource_id: str
+    running_attempts: _containers.RepeatedCompositeFieldContainer[TaskExecutionState]
+    def __init__(self, job_master_id: _Optional[str] = ..., resource_id: _Optional[str] = ..., running_attempts: _Optional[_Iterable[_Union[TaskExecutionState, _Mapping]]] = ...) -> None: ...
+
 class TaskExecutorDisconnect(_message.Message):
     __slots__ = ("job_master_id", "resource_id", "reason")
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -169,18 +179,20 @@ class VertexInput(_message.Message):
     def __init__(self, producer: _Optional[str] = ..., ship: _Optional[str] = ...) -> None: ...
 
 class VertexDetails(_message.Message):
-    __slots__ = ("id", "name", "parallelism", "subtasks", "inputs")
+    __slots__ = ("id", "name", "parallelism", "subtasks", "inputs", "splits_total")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     SUBTASKS_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
+    SPLITS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     parallelism: int
     subtasks: _containers.RepeatedCompositeFieldContainer[SubtaskDetails]
     inputs: _containers.RepeatedCompositeFieldContainer[VertexInput]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[VertexInput, _Mapping]]] = ...) -> None: ...
+    splits_total: int
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[VertexInput, _Mapping]]] = ..., splits_total: _Optional[int] = ...) -> None: ...
 
 class JobDetails(_message.Message):
     __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions", "application_attempt")

@@ -60,6 +60,11 @@ class JobMasterStub:
                 request_serializer=jobmaster__pb2.JobMasterHeartbeat.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.ReportTaskProgress = channel.unary_unary(
+                '/yarnflow.JobMaster/ReportTaskProgress',
+                request_serializer=jobmaster__pb2.TaskProgress.SerializeToString,
+                response_deserializer=common__pb2.Ack.FromString,
+                _registered_method=True)
         self.DisconnectTaskExecutor = channel.unary_unary(
                 '/yarnflow.JobMaster/DisconnectTaskExecutor',
                 request_serializer=jobmaster__pb2.TaskExecutorDisconnect.SerializeToString,
@@ -105,6 +110,12 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportTaskProgress(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DisconnectTaskExecutor(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -143,6 +154,11 @@ def add_JobMasterServicer_to_server(servicer, server):
             'HeartbeatFromTaskExecutor': grpc.unary_unary_rpc_method_handler(
                     servicer.HeartbeatFromTaskExecutor,
                     request_deserializer=jobmaster__pb2.JobMasterHeartbeat.FromString,
+                    response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'ReportTaskProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportTaskProgress,
+                    request_deserializer=jobmaster__pb2.TaskProgress.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
             ),
             'DisconnectTaskExecutor': grpc.unary_unary_rpc_method_handler(
@@ -290,6 +306,33 @@ class JobMaster:
             target,
             '/yarnflow.JobMaster/HeartbeatFromTaskExecutor',
             jobmaster__pb2.JobMasterHeartbeat.SerializeToString,
+            common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportTaskProgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.JobMaster/ReportTaskProgress',
+            jobmaster__pb2.TaskProgress.SerializeToString,
             common__pb2.Ack.FromString,
             options,
             channel_credentials,

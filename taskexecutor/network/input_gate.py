@@ -51,8 +51,12 @@ class InputGate:
     def __init__(self, channels: list[Channel], local_data_address: str,
                  partitions: ResultPartitionManager, clients: DataClients,
                  cancelled: Callable[[], bool], request_timeout: float,
-                 filesystem: FileSystemSettings = FileSystemSettings()) -> None:
+                 filesystem: FileSystemSettings = FileSystemSettings(),
+                 channel_ended: Callable[[], None] = lambda: None) -> None:
+        """``channel_ended()`` is called in the reading thread as each channel is read
+        through (the task's input progress)."""
         self._channels = channels
+        self._channel_ended = channel_ended
         self._local = local_data_address
         self._partitions = partitions
         self._clients = clients
@@ -83,6 +87,7 @@ class InputGate:
             # One channel: read in the task thread. A remote read ends or errors when its
             # producer ends, fails or dies, and cancellation is checked per batch.
             yield from self._read_channel(self._channels[0])
+            self._channel_ended()
             return
         yield from self._read_concurrently()
 
@@ -121,6 +126,7 @@ class InputGate:
                     continue
                 if item is done:
                     remaining -= 1
+                    self._channel_ended()
                 elif isinstance(item, BaseException):
                     raise item
                 else:

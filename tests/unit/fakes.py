@@ -12,7 +12,7 @@ from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.jobmaster.scheduler.default_scheduler import DefaultScheduler
 from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import SchedulerFactory
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
-from yarnflow.core.messages import SlotOffer, TaskExecutionState
+from yarnflow.core.messages import SlotOffer, TaskExecutionState, TaskMetrics
 from yarnflow.core.status import ExecutionState
 from yarnflow.core.errors import EndpointStopped, MissingSharedParts
 from yarnflow.conf import Configuration
@@ -341,6 +341,7 @@ class FakeJobMasterGateway:
         self.report_answers: list[BaseException] = []
         self.decline = False
         self.silent = False
+        self.progress: list[list[Any]] = []     # each live progress report's attempts
 
     def update_task_execution_state(self, update: Any) -> "Future[None]":
         self.reports.append(update)
@@ -357,6 +358,10 @@ class FakeJobMasterGateway:
         self.offers.extend(offers)
         return done([] if self.decline else [o.allocation_id for o in offers])
 
+    def report_task_progress(self, resource_id: str, attempts: list[Any]) -> "Future[None]":
+        self.progress.append(list(attempts))
+        return done()
+
     def heartbeat_from_task_executor(self, resource_id: str, attempts: list[Any]) -> "Future[None]":
         self.heartbeats += 1
         self.heartbeat_attempts.append(list(attempts))
@@ -369,6 +374,7 @@ class FakeTask:
         self.name = f"{tdd.info.vertex_name} ({tdd.subtask_index + 1}/{tdd.info.parallelism})"
         self.started = self.cancelled = False
         self.state = ExecutionState.DEPLOYING
+        self.metrics: TaskMetrics | None = None
         self.job_master = job_master
         self._on_done = on_done
 
@@ -379,7 +385,7 @@ class FakeTask:
         self.cancelled = True
 
     def current_state(self) -> TaskExecutionState:
-        return TaskExecutionState(self.attempt_id, self.state)
+        return TaskExecutionState(self.attempt_id, self.state, metrics=self.metrics)
 
     def finish(self, report: TaskExecutionState | None = None) -> None:
         """End, reporting ``report`` first as a real task does (None: report nothing)."""

@@ -25,6 +25,20 @@ def get(url: str) -> object:
         return json.loads(response.read())
 
 
+def status_rows(app_id: str) -> dict[str, list[str]]:
+    """`yarnflow status`'s live table, vertex -> its cells: parallelism, deploying,
+    running, finished, failed, canceled, records in, records out, progress."""
+    proc = yarnflow("status", app_id)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) == 10 and cells[-1].endswith("%"):
+            rows.setdefault(cells[0], cells)
+    assert rows, proc.stdout
+    return rows
+
+
 def raw(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=15) as response:
         return response.read()
@@ -33,8 +47,11 @@ def raw(url: str) -> bytes:
 def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_cluster, hdfs,
                                                                            chromium):
     out = f"{hdfs.scratch('web-ui')}/out"
-    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=250",
-                    "-D", "web.refresh-interval=0.5 s", SHAPES, "--", "long", "--work", "8",
+    # 100 batches a work subtask; heartbeats too seldom to carry live counts
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=10",
+                    "-D", "heartbeat.interval=30 s", "-D", "heartbeat.timeout=120 s",
+                    "-D", "metrics.progress.interval=0.5 s",
+                    "-D", "web.refresh-interval=0.5 s", SHAPES, "--", "long", "--work", "0.3",
                     "--out", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
@@ -54,9 +71,21 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
             return None
         return jobs[0] if jobs and jobs[0]["tasks"]["RUNNING"] >= 4 else None
     listed = wait_until(work_running, 180, "the job's subtasks RUNNING on the page", interval=0.5)
-    first = wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work"), 60,
-                       "the work vertex's records in the metrics, through the proxy")
     jid = listed["jid"]
+
+    # live progress (issue 34): records of running subtasks grow before any subtask ended,
+    # in the REST API and in `yarnflow status`
+    def live_records() -> int:
+        job = get(url + f"jobs/{jid}")
+        assert not job["status-counts"]["FINISHED"], f"a subtask finished first: {job}"
+        return next(v for v in job["vertices"] if v["name"] == "work")["metrics"]["read-records"]
+    first = wait_until(live_records, 60, "the running work subtasks' records in the REST API")
+    shown = status_rows(app_id)
+    assert not any(int(row[4]) for row in shown.values()), shown        # finished: none
+    assert int(shown["work"][7].replace(",", "")) > 0, shown           # records in
+    wait_until(lambda: live_records() > first, 60,
+               "the work subtasks' records growing, no subtask finished yet", interval=0.5)
+    assert metric(url, "yarnflow_vertex_records_in", "work") > 0
     job = get(url + f"jobs/{jid}")
     vid = next(v["id"] for v in job["vertices"] if v["name"] == "work")
     for path, fields in ENDPOINTS.items():
@@ -85,7 +114,8 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
         [(s.resource_id, s.host) for s in work.subtasks]
     assert {s["container-id"] for s in subtasks} <= set(yarn_sizes)
 
-    wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work") > first, 60,
+    scraped = metric(url, "yarnflow_vertex_records_in", "work")
+    wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work") > scraped, 60,
                "the work vertex's records growing between two scrapes through the proxy")
 
     # a real browser, through the ResourceManager's proxy

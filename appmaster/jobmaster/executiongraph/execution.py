@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from yarnflow.appmaster.jobmaster.executiongraph.graph import ExecutionVertex
 
 
+_GROWING = ("records_in", "records_out", "bytes_in", "bytes_out", "inputs_done")
+
+
 class Execution:
     __slots__ = ("vertex", "attempt_number", "attempt_id", "state", "slot", "failure",
                  "failure_detail", "metrics", "state_timestamps", "splits_local",
@@ -45,6 +48,13 @@ class Execution:
         execution.state_timestamps = dict(timestamps)
         execution.metrics = metrics
         return execution
+
+    def update_metrics(self, metrics: TaskMetrics) -> None:
+        """An attempt's counts only grow: a progress report overtaken on the way by a
+        newer one (they travel on different calls) must not set them back."""
+        old = self.metrics
+        if old is None or all(getattr(metrics, name) >= getattr(old, name) for name in _GROWING):
+            self.metrics = metrics
 
     def transition(self, target: ExecutionState) -> None:
         check_transition(EXECUTION_TRANSITIONS, self.state, target, lambda: f"execution {self}")

@@ -129,7 +129,7 @@ class DefaultScheduler:
             return False
         state = report.state
         if report.metrics is not None:
-            execution.metrics = report.metrics
+            execution.update_metrics(report.metrics)
         if state is ExecutionState.FAILED and report.non_recoverable:
             self._task_failed(execution, _noted(report.error, "(not restarted: a non-recoverable "
                                                 "error, which fails every attempt the same way)"),

@@ -45,6 +45,7 @@ function bytes(n) {
   while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
   return (i ? n.toFixed(1) : n) + " " + units[i];
 }
+const percent = f => (f === null || f === undefined) ? "-" : Math.floor(f * 100) + " %";
 const seconds = ms => ms < 0 ? "-" : (ms / 1000).toFixed(1) + " s";
 const time = ms => ms > 0 ? new Date(ms).toLocaleTimeString() : "-";
 const spec = s => s ? `${s.cpu}c-${s.memory_mb}m${s.gpus ? "-" + s.gpus + "g" : ""}` : "-";
@@ -154,7 +155,7 @@ function dag(plan, job) {
       x += w;
     }
     const m = v.metrics;
-    g.append(svg("text", {x: 8, y: 66}, `in ${number(m["read-records"])} rec · ${bytes(m["read-bytes"])}`));
+    g.append(svg("text", {x: 8, y: 66}, `in ${number(m["read-records"])} rec · ${bytes(m["read-bytes"])} · ${percent(m.progress)}`));
     g.append(svg("text", {x: 8, y: 82}, `out ${number(m["write-records"])} rec · ${bytes(m["write-bytes"])} · skew ${skew(m["input-skew"])}`));
     root.append(g);
   }
@@ -174,22 +175,23 @@ async function jobPage(jid) {
   if (job.failure) parts.push(el("p", {class: "error"}, job.failure));
   parts.push(dag(plan.plan, job));
   parts.push(el("h2", {}, "Vertices"), table(
-    ["vertex", "state", "parallelism", "slot profile", "records in", "records out", "bytes in",
-     "bytes out", "in max/mean", "inputs"],
+    ["vertex", "state", "parallelism", "slot profile", "progress", "records in", "records out",
+     "bytes in", "bytes out", "in max/mean", "inputs"],
     job.vertices.map(v => ({attrs: {"data-vertex": v.name}, cells: [
       v.name, stateCell(v.status), v.parallelism, spec(v["subtask-profile"]),
-      number(v.metrics["read-records"]), number(v.metrics["write-records"]),
+      percent(v.metrics.progress), number(v.metrics["read-records"]), number(v.metrics["write-records"]),
       bytes(v.metrics["read-bytes"]), bytes(v.metrics["write-bytes"]), skew(v.metrics["input-skew"]),
       v.inputs.map(i => `${i.ship_strategy} ← ${i.producer}`).join(", ") || "(source)"]})),
-    [2, 4, 5, 6, 7, 8]));
+    [2, 4, 5, 6, 7, 8, 9]));
   parts.push(el("h2", {}, "Subtasks"), table(
     ["subtask", "state", "attempt", "executor", "YARN container", "host", "slot profile",
-     "records in", "records out", "duration"],
+     "input", "records in", "records out", "duration"],
     subtasks.flatMap(v => v.subtasks.map(s => ({cells: [
       `${v.name} (${s.subtask + 1}/${v.parallelism})`, stateCell(s.status), s.attempt,
       s["taskmanager-id"] || "-", s["container-id"] || "-", s.host || "-", spec(s["slot-profile"]),
+      s.metrics["inputs-total"] ? `${s.metrics["inputs-done"]}/${s.metrics["inputs-total"]}` : "",
       number(s.metrics["read-records"]), number(s.metrics["write-records"]), seconds(s.duration)]}))),
-    [2, 7, 8, 9]));
+    [2, 7, 8, 9, 10]));
   parts.push(el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers));
   const entries = exceptions.exceptionHistory.entries;
   parts.push(el("h2", {}, "Failures"), entries.length ? table(

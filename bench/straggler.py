@@ -1,0 +1,105 @@
+"""Slow hosts (issue 34) on the native test cluster, all in one run. Prints one JSON
+object.
+
+    eval "$(docker-hadoop/native/cluster up)"; python bench/straggler.py [--repeats 3]
+
+The job (bench/yarn_jobs.py batch): a source, a map of --work s per batch and a Parquet
+sink on HDFS, --parallelism subtasks each, every exchange BLOCKING (each vertex is a
+region of its own, as speculation needs), through `yarnflow run -t yarn-per-job`. A
+job's time is the JobMaster's, from RUNNING to its end (its archived details):
+submission and container starts do not count. Median of --repeats each.
+
+- healthy_s: on healthy executors;
+- straggler_off_s: the executors on one NodeManager host (--slow-host) slowed
+  --factor times (test.taskmanager.slow-hosts: every task there stretches the time
+  it works between batches by the factor, as a CPU that much slower would);
+- straggler_on_s: the same with speculative attempts; null while yarnflow has none;
+- speculation_gain = straggler_off_s / straggler_on_s; overhead = straggler_on_s /
+  healthy_s (null with straggler_on_s);
+- live_progress_cost: healthy_s with live progress at its default
+  metrics.progress.interval ÷ the same job with it off (0), the two run alternately;
+- exact: every run wrote every row exactly once.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from yarn_submit import JOBS, poll, rest, wait_finished, wait_quiet, yarnflow_submit
+from tests.yarn.conftest import Hdfs   # the test cluster's HDFS
+from yarnflow.client.targets.yarn_apps import YarnApplication
+from yarnflow.conf import options
+
+
+def run(args: argparse.Namespace, *conf: str) -> tuple[float, bool]:
+    """The job's time as its JobMaster saw it, and whether its output is exact."""
+    hdfs = Hdfs(os.environ.get("YARNFLOW_TEST_HDFS", "hdfs://127.0.0.1:9000"))
+    out = f"{hdfs.default_fs}/tmp/yarnflow-bench/straggler-{uuid.uuid4().hex[:8]}"
+    wait_quiet()
+    defines = [w for c in conf for w in ("-D", c)]
+    app_id, _ = yarnflow_submit("-D", "pipeline.batch-rows=100", *defines, JOBS, "--", "batch",
+                                "--parallelism", str(args.parallelism), "--rows",
+                                str(args.rows), "--work", str(args.work), "--out", out)
+    final = wait_finished(app_id)
+    if final["finalStatus"] != "SUCCEEDED":
+        raise RuntimeError(f"{app_id} ended {final['finalStatus']}: {final['diagnostics']}")
+    with YarnApplication(app_id, timeout=30) as app:
+        details = poll(lambda: app.archived_details(), 60, "the archived job", 0.5)
+    keys = pq.read_table(hdfs.fs.path(out), filesystem=hdfs.fs.arrow).column("k").to_pylist()
+    hdfs.fs.delete(out)
+    return details.end_time - details.start_time, sorted(keys) == list(range(args.rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--parallelism", type=int, default=6)
+    parser.add_argument("--rows", type=int, default=6000, help="100 rows a batch")
+    parser.add_argument("--work", type=float, default=0.5, help="s per batch of the map")
+    parser.add_argument("--slow-host", default="",
+                        help="default: the first of the cluster's NodeManager hosts by name")
+    parser.add_argument("--factor", type=float, default=10.0)
+    args = parser.parse_args()
+    if not args.slow_host:
+        args.slow_host = min(n["nodeHostName"] for n in rest("/ws/v1/cluster/nodes")["nodes"]["node"]
+                             if n["state"] == "RUNNING")
+    default = options.PROGRESS_INTERVAL.default
+    on, off, slow = [], [], []
+    exact = True
+    for _ in range(args.repeats):
+        for times, interval in ((on, default), (off, 0)):
+            seconds, ok = run(args, f"metrics.progress.interval={interval:g} s")
+            times.append(seconds)
+            exact &= ok
+        seconds, ok = run(args, f"test.taskmanager.slow-hosts={args.slow_host}={args.factor:g}")
+        slow.append(seconds)
+        exact &= ok
+    healthy, straggler_off = statistics.median(on), statistics.median(slow)
+    figures: dict[str, Any] = {
+        "healthy_s": round(healthy, 3),
+        "straggler_off_s": round(straggler_off, 3),
+        "straggler_on_s": None,
+        "speculation_gain": None,
+        "overhead": None,
+        "live_progress_cost": round(healthy / statistics.median(off), 4),
+        "healthy_runs_s": [round(t, 3) for t in on],
+        "progress_off_runs_s": [round(t, 3) for t in off],
+        "exact": exact,
+        "repeats": args.repeats, "parallelism": args.parallelism, "work_s": args.work,
+        "slow_host": args.slow_host, "factor": args.factor,
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
