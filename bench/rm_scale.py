@@ -107,7 +107,8 @@ def serve(directory: Path, executors: int, heartbeat_interval: float) -> None:
     class NoWorkers(ResourceDriver):
         """The executors are all started by the benchmark."""
         def start(self, events: Any, resource_manager_address: str) -> None: ...
-        def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
+        def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = (),
+                           avoid: frozenset[str] = frozenset()) -> ResourceID:
             raise RuntimeError("the benchmark asked for no worker: every executor is started already")
         def release_worker(self, resource_id: ResourceID) -> None: ...
         def max_worker_resources(self) -> ResourceSpec:

@@ -15,7 +15,8 @@ import click
 from rich.console import Console
 
 from yarnflow.core.ids import JobID
-from yarnflow.client.display import exceptions_table, progress_table, subtask_table, summary_table
+from yarnflow.client.display import (blocked_table, exceptions_table, progress_table,
+                                     subtask_table, summary_table)
 
 from yarnflow.conf import ConfigError, options
 from yarnflow.client.context import ExecutionContext, JobFailedError, set_context
@@ -177,6 +178,8 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
             console.print(subtask_table(st.details))
         if st.details.exceptions:
             console.print(exceptions_table(st.details))
+        if st.details.blocked_hosts:
+            console.print(blocked_table(st.details))
     if st.diagnostics:
         console.print(st.diagnostics, markup=False, highlight=False)
 

@@ -144,6 +144,17 @@ def exceptions_table(details: JobDetails) -> Table:
     return table
 
 
+def blocked_table(details: JobDetails) -> Table:
+    """The hosts the job's blocklist holds: kept free of new work until their time."""
+    table = Table(title=f"hosts blocked by job {details.job_id}", title_justify="left")
+    for column in ("host", "since", "until", "cause"):
+        table.add_column(column)
+    for node in details.blocked_hosts:
+        table.add_row(node.host, time.strftime("%H:%M:%S", time.localtime(node.since)),
+                      time.strftime("%H:%M:%S", time.localtime(node.until)), node.cause)
+    return table
+
+
 def follow(handle: Any, console: Console, refresh: float = 0.5) -> None:
     """Redraw the progress table of ``handle``'s job (a ``JobHandle``) until it ended."""
     with Live(Text(f"waiting for job {handle.job_id} to start"), console=console,
@@ -166,6 +177,8 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
         console.print(subtask_table(details))
     if details.restarts:
         console.print(exceptions_table(details))
+    if details.blocked_hosts:
+        console.print(blocked_table(details))
     if details.failure:
         # soft-wrapped: a log path in the failure stays one piece the user can copy
         console.print(f"[bold red]job failed:[/] {escape(details.failure)}", highlight=False,

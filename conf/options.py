@@ -319,6 +319,9 @@ TEST_RPC_FAULTS_SEED = _option("test.rpc.faults.seed", _nonneg_int, 0,
 TEST_SLOW_HOSTS = _option(
     "test.taskmanager.slow-hosts", _str, "",
     "Test only: 'HOST=FACTOR,...': tasks of executors on HOST run FACTOR times slower (taskexecutor/straggler.py); empty, the default, slows nothing.")
+TEST_FAILING_HOSTS = _option(
+    "test.taskmanager.failing-hosts", _str, "",
+    "Test only: 'HOST,...': every task of executors on HOST fails as it starts; empty, the default, fails nothing.")
 
 # --- YARN ------------------------------------------------------------------------------
 YARN_APP_NAME = _option("yarn.application.name", _str, "",
@@ -358,6 +361,20 @@ YARN_LOCALITY_WAIT = _option(
 YARN_LOCALITY_MAX_HOSTS = _option(
     "yarn.locality.max-hosts", _nonneg_int, 100,
     "Executors are asked on the hosts that store their input when YARN has at most this many running NodeManagers (a Skein service per container size and host); 0 never asks for hosts.")
+
+# --- blocklist (FLIP-224; Spark's excludeOnFailure) -------------------------------------
+BLOCKLIST_ENABLED = _option(
+    "cluster.resource-blocklist.enabled", parse_bool, False,
+    "Keep jobs off hosts that keep failing tasks: no new slots or containers there for cluster.resource-blocklist.item.timeout.")
+BLOCKLIST_TASK_FAILURES = _option(
+    "cluster.resource-blocklist.task-failures", _pos_int, 3,
+    "Task failures on one host within cluster.resource-blocklist.failure-window that block it.")
+BLOCKLIST_FAILURE_WINDOW = _option(
+    "cluster.resource-blocklist.failure-window", parse_duration, 300.0,
+    "How far back task failures on a host count towards blocking it.")
+BLOCKLIST_ITEM_TIMEOUT = _option(
+    "cluster.resource-blocklist.item.timeout", parse_duration, 600.0,
+    "How long a blocked host stays blocked.")
 
 # --- web UI and REST API (the web monitor) ---------------------------------------------
 REST_BIND_ADDRESS = _option(

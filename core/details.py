@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.ids import AllocationID, JobID, ResourceID
 from yarnflow.core.messages import TaskMetrics
 from yarnflow.core.resources import ResourceSpec
@@ -90,6 +91,7 @@ class JobDetails:
     # the ApplicationMaster attempt running the job (YARN's; 1 on local): a job shown
     # in attempt 2 was run again after its first ApplicationMaster died
     application_attempt: int = 1
+    blocked_hosts: list[BlockedNode] = field(default_factory=list)   # the job's blocklist
 
 
 @dataclass

@@ -17,6 +17,7 @@ from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleM
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration, TaskMetrics)
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.details import (ExceptionEntry, JobDetails, SessionOverview, SubtaskDetails,
                                    VertexDetails, VertexInput)
 from yarnflow.core.resources import ResourceSpec
@@ -334,6 +335,9 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
         start_time=details.start_time, end_time=details.end_time, failure=details.failure,
         failure_detail=details.failure_detail, restarts=details.restarts,
         application_attempt=details.application_attempt)
+    for node in details.blocked_hosts:
+        message.blocked_hosts.add(host=node.host, cause=node.cause, since=node.since,
+                                  until=node.until)
     for x in details.exceptions:
         message.exceptions.add(timestamp=x.timestamp, task=x.task, attempt=x.attempt,
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
@@ -372,7 +376,8 @@ def job_details_from_proto(message: Any) -> JobDetails:
          for v in message.vertices],
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)
-         for x in message.exceptions], max(1, message.application_attempt))
+         for x in message.exceptions], max(1, message.application_attempt),
+        [BlockedNode(n.host, n.cause, n.since, n.until) for n in message.blocked_hosts])
 
 
 def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:

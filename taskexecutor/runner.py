@@ -79,7 +79,8 @@ class TaskExecutorRunner:
             config.get(options.BATCH_ROWS), workdir / "partitions",
             SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),
             options.filesystem_settings(config), config.get(options.NON_RECOVERABLE_EXCEPTIONS),
-            slowdown_of(config.get(options.TEST_SLOW_HOSTS), host))
+            slowdown_of(config.get(options.TEST_SLOW_HOSTS), host),
+            host in config.get(options.TEST_FAILING_HOSTS).replace(" ", "").split(","))
         self._shared_parts = SharedParts(options.filesystem_settings(config))
         self.main = MainThread(f"taskexecutor-{resource_id}")
         self.endpoint = TaskExecutor(

@@ -92,6 +92,7 @@ class TaskServices:
     # restart-strategy.non-recoverable-exceptions: failures no restart heals
     non_recoverable: tuple[str, ...] = ()
     slowdown: float = 1.0     # test only: test.taskmanager.slow-hosts' factor for this host
+    failing: bool = False     # test only: this host is in test.taskmanager.failing-hosts
 
 
 class Task:
@@ -148,6 +149,9 @@ class Task:
         error, detail, upstream, non_recoverable = "", "", False, False
         try:
             operator = self._load_operator()
+            if self._services.failing:
+                raise RuntimeError("test fault: every task on this host fails "
+                                   "(test.taskmanager.failing-hosts)")
             self._partitions = [self._create_partition(p) for p in self.tdd.info.produced]
             for partition in self._partitions:
                 if not partition.stored:          # consumers read those from the store

@@ -9,13 +9,16 @@ from yarnflow.core.ids import AllocationID, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
 from yarnflow.core.details import (ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails,
                                    VertexInput)
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.messages import TaskMetrics
 
 
 def job_details(graph: ExecutionGraph, restarts: int = 0,
                 exceptions: Sequence[ExceptionEntry] = (), application_attempt: int = 1,
-                splits_total: Mapping[str, int] | None = None) -> JobDetails:
-    """``splits_total``: vertex id -> its input splits, for each source."""
+                splits_total: Mapping[str, int] | None = None,
+                blocked: Sequence[BlockedNode] = ()) -> JobDetails:
+    """``splits_total``: vertex id -> its input splits, for each source; ``blocked``:
+    the hosts the job's blocklist holds."""
     end_time = 0.0
     for status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
         end_time = graph.status_timestamps.get(status, end_time)
@@ -23,7 +26,8 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
         graph.job_id, graph.name, graph.status,
         graph.status_timestamps.get(JobStatus.RUNNING, graph.status_timestamps[JobStatus.CREATED]),
         end_time, failure=graph.failure, failure_detail=graph.failure_detail,
-        restarts=restarts, exceptions=list(exceptions), application_attempt=application_attempt)
+        restarts=restarts, exceptions=list(exceptions), application_attempt=application_attempt,
+        blocked_hosts=list(blocked))
     for ejv in graph.vertices_topologically():
         vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism, inputs=[
             VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs],

@@ -15,6 +15,7 @@ from typing import Callable, TypeVar
 
 from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex, Execution
+from yarnflow.appmaster.jobmaster.blocklist_handler import JobMasterBlocklistHandler
 from yarnflow.appmaster.jobmaster.job_details import job_details
 from yarnflow.appmaster.jobmaster.job_events import JobStorage, StoredResults
 from yarnflow.appmaster.jobmaster.outputs import JobOutputs
@@ -31,6 +32,7 @@ from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.errors import EndpointStopped, Refused
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
+from yarnflow.core.status import ExecutionState
 from yarnflow.rpc.endpoint import MainThread, MainThreadExecutor, ScheduledTask, when_all_done
 from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 
@@ -73,6 +75,9 @@ class JobMaster:
         self.slot_pool = SlotPool(self.main, self.job_id, config.get(options.SLOT_IDLE_TIMEOUT),
                                   config.get(options.SLOT_REQUEST_TIMEOUT),
                                   lambda slot, cause: self.scheduler.slot_lost(slot, cause))
+        self.blocklist = JobMasterBlocklistHandler(config, self.main, self.slot_pool,
+                                                   lambda: self._rm)
+        self.slot_pool.is_blocked = self.blocklist.blocklist.is_blocked
         self.allocator = SlotSharingSlotAllocator(
             self.slot_pool, build_slot_sharing_groups(self.graph, profiles), self._input_host)
         self._splits: dict[str, InputSplitAssigner] = {}
@@ -146,6 +151,12 @@ class JobMaster:
     # --- reports from TaskExecutors ----------------------------------------------------
     def update_task_execution_state(self, report: TaskExecutionState) -> bool:
         """False when the attempt is not the vertex's current one (it was replaced)."""
+        if report.state is ExecutionState.FAILED and not (report.upstream_failure
+                                                          or report.non_recoverable):
+            execution = self.graph.attempts.get(report.attempt_id)
+            if execution is not None and execution is execution.vertex.current \
+                    and not execution.state.is_terminal and execution.slot is not None:
+                self.blocklist.task_failed(execution.slot.location.host)
         return self.scheduler.update_task_execution_state(report)
 
     def notify_partition_data_available(self, attempt_id: ExecutionAttemptID, result_id: str) -> None:
@@ -189,6 +200,8 @@ class JobMaster:
     def offer_slots(self, location: TaskExecutorLocation, offers: list[SlotOffer]) -> list[str]:
         if self.scheduler.is_lost(location.resource_id):
             return []      # declared lost (a freeze outlasted heartbeat.timeout): not again
+        if not self.blocklist.offered_from(location.host):
+            return []
         gateway = self._gateways.get(location.resource_id)
         if gateway is None:
             gateway = self._gateways[location.resource_id] = self._te_gateway_factory(location, self.job_master_id)
@@ -299,7 +312,8 @@ class JobMaster:
     def _details(self) -> JobDetails:
         return job_details(self.graph, self.scheduler.restarts, self.scheduler.exceptions,
                            self.application_attempt,
-                           {vertex_id: a.total for vertex_id, a in self._splits.items()})
+                           {vertex_id: a.total for vertex_id, a in self._splits.items()},
+                           self.blocklist.blocklist.nodes())
 
     def details(self) -> JobDetails:
         if self.result.done():

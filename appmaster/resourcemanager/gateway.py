@@ -9,6 +9,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.core.messages import SlotReport, TaskExecutorRegistration
 from yarnflow.core.resources import ResourceSpec
@@ -22,6 +23,13 @@ class ResourceManagerGateway(Protocol):
         best first, is where a worker started for it should run."""
         ...
     def cancel_slot_request(self, allocation_id: AllocationID) -> "Future[Any]": ...
+
+    def notify_blocked_nodes(self, nodes: list[BlockedNode]) -> "Future[list[str]]":
+        """Hosts the job would block: the ResourceManager keeps those it accepts (the
+        hosts it answers) free of new slots and containers for the whole cluster until
+        each one's time is up; it never blocks the last host it knows."""
+        ...
+
     def disconnect_job_master(self, reason: str) -> "Future[Any]": ...
 
 

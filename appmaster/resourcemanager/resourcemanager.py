@@ -8,10 +8,12 @@ silent is unregistered and every JobMaster with slots on it is told why.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from yarnflow.appmaster.blocklist import Blocklist
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
 from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
@@ -20,6 +22,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.core.errors import (FencingError, NotRegisteredYet, Refused, UnknownExecutor,
                                   UnknownJob)
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.details import ExecutorDetails
 from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.core.messages import (ClusterOverview, SlotAllocation, SlotReport, SlotRequest,
@@ -72,10 +75,12 @@ class ResourceManager:
         self._te_gateways = task_executor_gateways
         self._jm_gateways = job_master_gateways
         self._min_workers = min_workers
+        # every job's blocked hosts, for the whole cluster (yarnflow.appmaster.blocklist)
+        self.blocklist = Blocklist(self._clock)
         self.slot_manager = SlotManager(
             self, config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
             config.get(options.MAX_WORKERS), config.get(options.TASKMANAGER_TIMEOUT),
-            worker_specs, ladder, clock=self._clock)
+            worker_specs, ladder, clock=self._clock, blocklist=self.blocklist)
         self.executors: dict[ResourceID, RegisteredExecutor] = {}
         self.job_masters: dict[JobID, RegisteredJobMaster] = {}
         self._start_failures = 0
@@ -145,7 +150,7 @@ class ResourceManager:
         self.slot_manager.register_worker(
             resource_id, profile, len(slots),
             [(s.slot_index, s.allocation_id, s.job_id) for s in slots],
-            registration.slot_report.version)
+            registration.slot_report.version, location.host)
         log.info("TaskExecutor %s registered (%d slots of %s, worker spec %s)", resource_id,
                  len(slots), profile, registration.worker_spec)
         return self.resource_manager_id
@@ -264,9 +269,31 @@ class ResourceManager:
     def cancel_slot_request(self, allocation_id: AllocationID) -> None:
         self.slot_manager.cancel_slot_request(allocation_id)
 
+    def block_nodes(self, nodes: list[BlockedNode]) -> list[str]:
+        """A job would block these hosts: their free slots are not given out, and no
+        worker is started there, until each one's time is up. Returns the hosts blocked
+        now. The last host not blocked of those the cluster has (its executors', and
+        YARN's NodeManagers the application may ask on) is not: a failure that follows
+        a job everywhere is its restart strategy's to end, not a reason to stall it."""
+        known = {e.location.host for e in self.executors.values()} | self.driver.worker_hosts()
+        accepted = []
+        for node in nodes:
+            blocked = self.blocklist.hosts()
+            if node.host not in blocked and not known - blocked - {node.host}:
+                log.warning("not blocking host %s (%s): no other host is left to run on",
+                            node.host, node.cause)
+                continue
+            for new in self.blocklist.add([node]):
+                log.warning("host %s is blocked until %s: %s", new.host,
+                            time.strftime("%H:%M:%S", time.localtime(new.until)), new.cause)
+            accepted.append(node.host)
+        return accepted
+
     # --- SlotManagerActions ----------------------------------------------------------
     def start_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
-        return self.driver.request_worker(spec, hosts)
+        blocked = self.blocklist.hosts()
+        return self.driver.request_worker(spec, tuple(h for h in hosts if h not in blocked),
+                                          avoid=blocked)
 
     def stop_worker(self, resource_id: ResourceID, reason: str) -> None:
         self._stopped.add(resource_id)

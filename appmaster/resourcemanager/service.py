@@ -9,6 +9,7 @@ from typing import Any, Callable
 import grpc
 
 from yarnflow.appmaster.resourcemanager.resourcemanager import ResourceManager
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.errors import FencingError, UnknownExecutor
 from yarnflow.rpc.codec import (overview_to_proto, registration_from_proto,
                                 slot_report_from_proto, slot_request_from_proto)
@@ -81,6 +82,13 @@ class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
         self._fenced(request.resource_manager_id)
         self._call(self._rm.cancel_slot_request, request.allocation_id)
         return common_pb2.Ack(ok=True)
+
+    @errors_as_status
+    def NotifyBlockedNodes(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self._fenced(request.resource_manager_id)
+        hosts = self._call(self._rm.block_nodes, [BlockedNode(n.host, n.cause, n.since, n.until)
+                                                  for n in request.nodes])
+        return resourcemanager_pb2.BlockedHosts(hosts=hosts)
 
     @errors_as_status
     def GetClusterOverview(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802

@@ -132,7 +132,9 @@ def job(job: JobDetails, plan: list[dict[str, Any]] | None, now: float) -> dict[
     summary = job_overview(job, now)
     return {**summary, "now": _millis(now), "failure": job.failure,
             "vertices": [_vertex(v, planned.get(v.id)) for v in job.vertices],
-            "status-counts": summary["tasks"]}
+            "status-counts": summary["tasks"],
+            "blocked-hosts": [{"host": n.host, "cause": n.cause, "since": _millis(n.since),
+                               "until": _millis(n.until)} for n in job.blocked_hosts]}
 
 
 def plan(job: JobDetails, vertices: list[dict[str, Any]] | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import grpc
 
 from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.core.errors import Refused
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.messages import SlotReport, TaskExecutorRegistration
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.codec import fill_resource_spec, fill_slot_report, registration_to_proto
@@ -41,6 +42,14 @@ class GrpcResourceManagerGateway:
         return call_future(self._stub.CancelSlotRequest, resourcemanager_pb2.CancelSlotRequestMessage(
             resource_manager_id=self._rm_id, job_master_id=self._jm_id,
             allocation_id=allocation_id), self._timeout)
+
+    def notify_blocked_nodes(self, nodes: list[BlockedNode]) -> "Future[list[str]]":
+        message = resourcemanager_pb2.BlockedNodes(resource_manager_id=self._rm_id,
+                                                   job_master_id=self._jm_id)
+        for node in nodes:
+            message.nodes.add(host=node.host, cause=node.cause, since=node.since, until=node.until)
+        return then(call_future(self._stub.NotifyBlockedNodes, message, self._timeout),
+                    lambda reply: list(reply.hosts))
 
     def disconnect_job_master(self, reason: str) -> "Future[Any]":
         return call_future(self._stub.DisconnectJobMaster, resourcemanager_pb2.DisconnectRequest(

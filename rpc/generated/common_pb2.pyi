@@ -118,3 +118,15 @@ class TaskMetrics(_message.Message):
     inputs_done: int
     inputs_total: int
     def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ..., inputs_done: _Optional[int] = ..., inputs_total: _Optional[int] = ...) -> None: ...
+
+class BlockedNode(_message.Message):
+    __slots__ = ("host", "cause", "since", "until")
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
+    host: str
+    cause: str
+    since: float
+    until: float
+    def __init__(self, host: _Optional[str] = ..., cause: _Optional[str] = ..., since: _Optional[float] = ..., until: _Optional[float] = ...) -> None: ...

@@ -91,6 +91,22 @@ class CancelSlotRequestMessage(_message.Message):
     allocation_id: str
     def __init__(self, resource_manager_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., allocation_id: _Optional[str] = ...) -> None: ...
 
+class BlockedNodes(_message.Message):
+    __slots__ = ("resource_manager_id", "job_master_id", "nodes")
+    RESOURCE_MANAGER_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    resource_manager_id: str
+    job_master_id: str
+    nodes: _containers.RepeatedCompositeFieldContainer[_common_pb2.BlockedNode]
+    def __init__(self, resource_manager_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[_common_pb2.BlockedNode, _Mapping]]] = ...) -> None: ...
+
+class BlockedHosts(_message.Message):
+    __slots__ = ("hosts",)
+    HOSTS_FIELD_NUMBER: _ClassVar[int]
+    hosts: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, hosts: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class SlotAvailable(_message.Message):
     __slots__ = ("resource_manager_id", "resource_id", "slot_index", "allocation_id")
     RESOURCE_MANAGER_ID_FIELD_NUMBER: _ClassVar[int]

@@ -75,6 +75,11 @@ class ResourceManagerStub:
                 request_serializer=resourcemanager__pb2.CancelSlotRequestMessage.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.NotifyBlockedNodes = channel.unary_unary(
+                '/yarnflow.ResourceManager/NotifyBlockedNodes',
+                request_serializer=resourcemanager__pb2.BlockedNodes.SerializeToString,
+                response_deserializer=resourcemanager__pb2.BlockedHosts.FromString,
+                _registered_method=True)
         self.GetClusterOverview = channel.unary_unary(
                 '/yarnflow.ResourceManager/GetClusterOverview',
                 request_serializer=common__pb2.Empty.SerializeToString,
@@ -133,6 +138,12 @@ class ResourceManagerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def NotifyBlockedNodes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetClusterOverview(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -181,6 +192,11 @@ def add_ResourceManagerServicer_to_server(servicer, server):
                     servicer.CancelSlotRequest,
                     request_deserializer=resourcemanager__pb2.CancelSlotRequestMessage.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyBlockedNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyBlockedNodes,
+                    request_deserializer=resourcemanager__pb2.BlockedNodes.FromString,
+                    response_serializer=resourcemanager__pb2.BlockedHosts.SerializeToString,
             ),
             'GetClusterOverview': grpc.unary_unary_rpc_method_handler(
                     servicer.GetClusterOverview,
@@ -404,6 +420,33 @@ class ResourceManager:
             '/yarnflow.ResourceManager/CancelSlotRequest',
             resourcemanager__pb2.CancelSlotRequestMessage.SerializeToString,
             common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyBlockedNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.ResourceManager/NotifyBlockedNodes',
+            resourcemanager__pb2.BlockedNodes.SerializeToString,
+            resourcemanager__pb2.BlockedHosts.FromString,
             options,
             channel_credentials,
             insecure,

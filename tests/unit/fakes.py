@@ -149,6 +149,8 @@ class FakeResourceManager:
         self.requests: dict[str, ResourceSpec] = {}
         self.hosts: dict[str, tuple[str, ...]] = {}
         self.disconnected = ""
+        self.blocked: list[Any] = []          # the BlockedNodes the JobMaster sent
+        self.refuse_blocking = False
 
     def request_slot(self, allocation_id: str, profile: ResourceSpec,
                      preferred_hosts: tuple[str, ...] = ()) -> "Future[Any]":
@@ -159,6 +161,11 @@ class FakeResourceManager:
     def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":
         self.requests.pop(allocation_id, None)
         return done()
+
+    def notify_blocked_nodes(self, nodes: list[Any]) -> "Future[Any]":
+        """Blocks every host asked for, unless ``refuse_blocking``."""
+        self.blocked.extend(nodes)
+        return done([] if self.refuse_blocking else [n.host for n in nodes])
 
     def disconnect_job_master(self, reason: str) -> "Future[Any]":
         self.disconnected = reason

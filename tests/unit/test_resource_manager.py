@@ -24,6 +24,7 @@ HEARTBEAT_TIMEOUT, TM_TIMEOUT = 50.0, 30.0
 class FakeDriver(ResourceDriver):
     def __init__(self) -> None:
         self.requested: list[tuple[str, WorkerSpec]] = []
+        self.avoided: list[frozenset[str]] = []
         self.released: list[str] = []
         self.events: WorkerEvents | None = None
         self.refusing = ""          # the cause every start fails with, as YARN's driver says it
@@ -31,9 +32,11 @@ class FakeDriver(ResourceDriver):
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
         self.events = events
 
-    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> str:
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = (),
+                       avoid: frozenset[str] = frozenset()) -> str:
         resource_id = f"container-{len(self.requested)}"
         self.requested.append((resource_id, spec))
+        self.avoided.append(avoid)
         if self.refusing and self.events is not None:
             self.events.on_worker_terminated(resource_id, self.refusing)
         return resource_id
@@ -112,10 +115,10 @@ class Cluster:
         return self.executors.setdefault(location.resource_id,
                                          FakeTaskExecutorGateway(location.resource_id, rm_id))
 
-    def register(self, resource_id: str, allocated: str = "") -> str:
+    def register(self, resource_id: str, allocated: str = "", host: str = "host-a") -> str:
         report = SlotReport((SlotStatus(0, SLOT, allocated, "job-1" if allocated else ""),), 0)
         return self.main.call(self.rm.register_task_executor, TaskExecutorRegistration(
-            TaskExecutorLocation(resource_id, "host-a", f"{resource_id}:1", f"{resource_id}:2"),
+            TaskExecutorLocation(resource_id, host, f"{resource_id}:1", f"{resource_id}:2"),
             report, SLOT, "1x1c-1024m"))
 
     def heartbeat(self, resource_id: str, allocated: str = "", version: int = 0) -> None:

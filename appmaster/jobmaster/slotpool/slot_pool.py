@@ -102,6 +102,8 @@ class SlotPool:
         # at their executors' free slots only
         self._executors_on_host: dict[str, set[str]] = {}
         self._seq = itertools.count()
+        # the job's blocklist's view: a slot on a blocked host goes back once free
+        self.is_blocked: Callable[[str], bool] = lambda host: False
         self._closed = False
         self._idle_check = main.schedule_periodic(max(0.05, idle_timeout / 4), self.check_idle_slots)
 
@@ -358,6 +360,9 @@ class SlotPool:
         held.transition(HeldSlotState.FREE, self._main.clock.monotonic())
         self._allocated_per_executor[held.slot.location.resource_id] -= 1
         self._index_free(held.slot)
+        if self.is_blocked(held.slot.location.host):
+            self._give_back(allocation_id, f"host {held.slot.location.host} is blocked")
+            return
         request = next((r for r in self._pending.values()
                         if r.profile.fits_in(held.slot.profile)), None)
         if request is not None:
@@ -368,6 +373,13 @@ class SlotPool:
                 self._rm.cancel_slot_request(request.allocation_id)
             self._mark_allocated(held.slot)
             request.future.set_result(held.slot)
+
+    def release_free_slots_on(self, host: str, cause: str) -> None:
+        """Give back the free slots on ``host``: it was just blocked (its other slots go
+        back as the job is done with them, while ``is_blocked`` says so)."""
+        for allocation_id, held in list(self._held.items()):
+            if held.state is HeldSlotState.FREE and held.slot.location.host == host:
+                self._give_back(allocation_id, cause)
 
     def check_idle_slots(self) -> None:
         now = self._main.clock.monotonic()

@@ -30,12 +30,18 @@ class ResourceDriver(abc.ABC):
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None: ...
 
     @abc.abstractmethod
-    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
-        """``hosts``, best first, is where the worker should run; a driver that cannot
-        place workers (``local``) or has no way to ask for those hosts ignores it."""
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = (),
+                       avoid: frozenset[str] = frozenset()) -> ResourceID:
+        """``hosts``, best first, is where the worker should run, and ``avoid`` where it
+        should not (blocked hosts); a driver that cannot place workers (``local``) or
+        has no way to ask for those hosts ignores them."""
 
     @abc.abstractmethod
     def release_worker(self, resource_id: ResourceID) -> None: ...
+
+    def worker_hosts(self) -> set[str]:
+        """The hosts workers may be asked on, as far as the driver knows them."""
+        return set()
 
     @abc.abstractmethod
     def max_worker_resources(self) -> ResourceSpec: ...

@@ -52,7 +52,8 @@ class LocalDriver(ResourceDriver):
         self._log_dir.mkdir(parents=True, exist_ok=True)
         self._conf_file.write_text(self._config.to_json())
 
-    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = (),
+                       avoid: frozenset[str] = frozenset()) -> ResourceID:
         resource_id = ResourceID(f"local-te-{uuid.uuid4().hex[:8]}")
         python = self._config.get(options.LOCAL_PYTHON) or sys.executable
         log_file = self._log_file(resource_id)

@@ -83,6 +83,7 @@ class YarnDriver(ResourceDriver):
         self._poller: threading.Thread | None = None
         self._placements: tuple[float, dict[str, tuple[str, str]]] = (-_PLACEMENTS_MAX_AGE_S, {})
         self._unasked = 0
+        self._turn = 0          # the last host a worker went to, to avoid blocked ones
 
     def _skein(self, call: Callable[[], T], what: str) -> T:
         return call_within(call, self._config.get(options.YARN_SKEIN_TIMEOUT), what)
@@ -116,13 +117,15 @@ class YarnDriver(ResourceDriver):
                                         daemon=True)
         self._poller.start()
 
-    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = ()) -> ResourceID:
+    def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = (),
+                       avoid: frozenset[str] = frozenset()) -> ResourceID:
         service = self._services.get(spec.name)
         if service is None:
             raise RuntimeError(
                 f"this application declared no container size for worker spec {spec.name} "
                 f"(declared: {', '.join(sorted(self._services)) or 'none'})")
-        host = next((h for h in hosts if (spec.name, h) in self._host_services), "")
+        host = next((h for h in hosts if (spec.name, h) in self._host_services), "") \
+            or self._elsewhere(spec.name, avoid)
         try:
             container = self._add_container(self._host_services.get((spec.name, host), service))
         except Exception as err:     # noqa: BLE001 - a failed start, whatever Skein raised
@@ -144,6 +147,21 @@ class YarnDriver(ResourceDriver):
                  f" on {host}" if host else
                  f" anywhere (no service on {', '.join(hosts)})" if hosts else "")
         return started
+
+    def worker_hosts(self) -> set[str]:
+        return {host for _, host in self._host_services}
+
+    def _elsewhere(self, spec_name: str, avoid: frozenset[str]) -> str:
+        """With hosts blocked, a worker asked for anywhere is asked on a host that is
+        not (Skein takes no node blacklist; its strict per-host services do the same),
+        the hosts taken in turn; "" (anywhere) when none is left."""
+        if not avoid:
+            return ""
+        hosts = sorted(h for name, h in self._host_services if name == spec_name and h not in avoid)
+        if not hosts:
+            return ""
+        self._turn += 1
+        return hosts[self._turn % len(hosts)]
 
     def _ask_anywhere_when_overdue(self) -> None:
         """Withdraw host requests YARN has not placed within yarn.locality.wait and ask

@@ -30,6 +30,7 @@ from yarnflow.appmaster.resourcemanager.slotmanager.slots import SlotState, Task
 
 if TYPE_CHECKING:
     from yarnflow.core.container_ladder import ContainerLadder
+    from yarnflow.appmaster.blocklist import Blocklist
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,10 @@ class SlotManager:
     def __init__(self, actions: SlotManagerActions, slots_per_worker: int, overhead_mb: int,
                  max_workers: int, taskmanager_timeout: float,
                  worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
-                 ladder: "ContainerLadder | None" = None, clock: Clock = SYSTEM_CLOCK) -> None:
+                 ladder: "ContainerLadder | None" = None, clock: Clock = SYSTEM_CLOCK,
+                 blocklist: "Blocklist | None" = None) -> None:
         self._actions = actions
+        self._blocklist = blocklist
         self._clock = clock
         self.ladder = ladder
         self._slots_per_worker = slots_per_worker
@@ -182,9 +185,10 @@ class SlotManager:
     def _starting_worker_for(self, request: SlotRequest, spec: WorkerSpec) -> PendingWorker | None:
         """A starting worker with room the request fits: one asked on a host the request
         prefers, else any."""
+        blocked = self._blocked()
         fitting = [p for p in self.pending_workers.values()
                    if (p.spec == spec or (p.replaces and request.profile.fits_in(p.spec.slot_profile)))
-                   and len(p.reserved) < p.spec.num_slots]
+                   and len(p.reserved) < p.spec.num_slots and p.host not in blocked]
         local = [p for p in fitting if p.host and p.host in request.preferred_hosts]
         return next(iter(local or fitting), None)
 
@@ -212,15 +216,23 @@ class SlotManager:
         """A free slot that fits, of the exact profile first, on the least-loaded
         executor: from the heaps, or by a scan after a refusal (rare) to put the
         refusing slot last."""
-        if avoid is not None:
-            return self._scan_free_slots(profile, avoid)
+        blocked = self._blocked()
+        if avoid is not None or blocked:
+            return self._scan_free_slots(profile, avoid, blocked)
         return self._index.free_slot(profile)
 
-    def _scan_free_slots(self, profile: ResourceSpec,
-                         avoid: tuple[str, int] | None) -> TaskManagerSlot | None:
+    def _blocked(self) -> frozenset[str]:
+        return self._blocklist.hosts() if self._blocklist is not None else frozenset()
+
+    def _scan_free_slots(self, profile: ResourceSpec, avoid: tuple[str, int] | None,
+                         blocked: frozenset[str] = frozenset()) -> TaskManagerSlot | None:
+        """A scan, not the heaps: after a refusal, or while hosts are blocked (whose
+        slots are passed over), both rare."""
         best: TaskManagerSlot | None = None
         best_key: tuple[int, int, float] | None = None
         for worker in self.workers.values():
+            if worker.host in blocked:
+                continue
             load = worker.load()
             for slot in worker.slots:
                 if slot.state is SlotState.FREE and profile.fits_in(slot.profile):
@@ -259,13 +271,14 @@ class SlotManager:
 
     # --- executors -------------------------------------------------------------------
     def register_worker(self, resource_id: ResourceID, slot_profile: ResourceSpec, num_slots: int,
-                        reported: list[tuple[int, AllocationID, JobID]], version: int = 0) -> None:
+                        reported: list[tuple[int, AllocationID, JobID]], version: int = 0,
+                        host: str = "") -> None:
         pending = self.pending_workers.pop(resource_id, None)
         spec = pending.spec if pending else self.worker_spec_for(slot_profile)
         slots = [TaskManagerSlot(resource_id, i, slot_profile, on_change=self._index.slot_changed)
                  for i in range(num_slots)]
         self.workers[resource_id] = Worker(resource_id, spec, slots,
-                                           idle_since=self._clock.monotonic())
+                                           idle_since=self._clock.monotonic(), host=host)
         self._index.executor_changed(resource_id)
         self.report_slot_status(resource_id, reported, holds_partitions=False, version=version)
         for allocation_id in list(pending.reserved if pending else ()):

@@ -61,6 +61,7 @@ class Worker:
     idle_since: float | None       # None while it has busy slots or holds partitions
     holds_partitions: bool = False
     min_report_version: int = 0     # reports older than this predate an allocation we know of
+    host: str = ""                   # where it runs: a blocked host's slots are not given out
 
     def busy_slots(self) -> int:
         return sum(1 for s in self.slots if s.state is not SlotState.FREE)

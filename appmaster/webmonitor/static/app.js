@@ -193,6 +193,11 @@ async function jobPage(jid) {
       number(s.metrics["read-records"]), number(s.metrics["write-records"]), seconds(s.duration)]}))),
     [2, 7, 8, 9, 10]));
   parts.push(el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers));
+  const blocked = job["blocked-hosts"] || [];
+  if (blocked.length) parts.push(el("h2", {}, "Blocked hosts"), table(
+    ["host", "since", "until", "cause"],
+    blocked.map(b => ({attrs: {"data-blocked": b.host},
+                       cells: [b.host, time(b.since), time(b.until), b.cause]}))));
   const entries = exceptions.exceptionHistory.entries;
   parts.push(el("h2", {}, "Failures"), entries.length ? table(
     ["time", "subtask", "attempt", "executor", "host", "cause"],

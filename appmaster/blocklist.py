@@ -1,0 +1,86 @@
+"""The blocklist (Flink's FLIP-224, Spark's excludeOnFailure per host): hosts that keep
+failing tasks get no new slots and no new containers for
+``cluster.resource-blocklist.item.timeout``. Slots already in use there keep their
+tasks; the block lifts by itself when its time is up.
+
+A JobMaster decides (it sees which attempt failed where) and tells the
+ResourceManager, which keeps every job's blocks for the whole cluster: a host that fails
+one job's tasks would fail the next job's too.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Iterable
+
+from yarnflow.conf import Configuration, options
+from yarnflow.core.blocklist import BlockedNode
+from yarnflow.core.clock import Clock
+
+log = logging.getLogger(__name__)
+
+
+class Blocklist:
+    """Blocked hosts, each until its time (the clock's epoch seconds); one that is
+    past its time is lifted when next looked at."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._nodes: dict[str, BlockedNode] = {}
+
+    def add(self, nodes: Iterable[BlockedNode]) -> list[BlockedNode]:
+        """Block (or block for longer); returns the hosts that were not blocked before."""
+        new = []
+        for node in nodes:
+            known = self._current().get(node.host)
+            if known is None:
+                new.append(node)
+            if known is None or node.until > known.until:
+                self._nodes[node.host] = node
+        return new
+
+    def is_blocked(self, host: str) -> bool:
+        return bool(host) and host in self._current()
+
+    def hosts(self) -> frozenset[str]:
+        return frozenset(self._current())
+
+    def nodes(self) -> list[BlockedNode]:
+        return sorted(self._current().values(), key=lambda n: n.since)
+
+    def _current(self) -> dict[str, BlockedNode]:
+        now = self._clock.time()
+        for host in [h for h, node in self._nodes.items() if node.until <= now]:
+            log.info("host %s is no longer blocked (%s)", host, self._nodes.pop(host).cause)
+        return self._nodes
+
+
+class FailureBlocker:
+    """Counts one job's task failures per host within
+    ``cluster.resource-blocklist.failure-window``; ``…task-failures`` of them would
+    block the host (if the ResourceManager agrees: it never blocks the last host)."""
+
+    def __init__(self, config: Configuration, clock: Clock) -> None:
+        self.enabled = config.get(options.BLOCKLIST_ENABLED)
+        self._threshold = config.get(options.BLOCKLIST_TASK_FAILURES)
+        self._window = config.get(options.BLOCKLIST_FAILURE_WINDOW)
+        self._timeout = config.get(options.BLOCKLIST_ITEM_TIMEOUT)
+        self._clock = clock
+        self._failures: dict[str, deque[float]] = {}
+
+    def task_failed(self, host: str, blocked: frozenset[str]) -> BlockedNode | None:
+        """A task failed on ``host``: the block to ask for, if this one makes it
+        ``threshold``."""
+        if not self.enabled or not host or host in blocked:
+            return None
+        now = self._clock.monotonic()
+        times = self._failures.setdefault(host, deque())
+        times.append(now)
+        while times and now - times[0] > self._window:
+            times.popleft()
+        if len(times) < self._threshold:
+            return None
+        del self._failures[host]
+        wall = self._clock.time()
+        return BlockedNode(host, f"{len(times)} task failures within {self._window:g} s",
+                           wall, wall + self._timeout)
