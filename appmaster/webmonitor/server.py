@@ -123,7 +123,8 @@ class WebMonitorServer:
 
     def _overview(self) -> dict[str, Any]:
         return views.overview(self.source.application(), self.source.jobs(),
-                              self.source.cluster(), self.source.executors())
+                              self.source.cluster(), self.source.executors(),
+                              self.source.blocked_hosts())
 
     def _jobs(self) -> dict[str, Any]:
         return {"jobs": [{"id": j.job_id, "status": j.status.value} for j in self.source.jobs()]}

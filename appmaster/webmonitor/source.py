@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.ids import JobID
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.conf import options
@@ -44,6 +45,8 @@ class WebMonitorSource(Protocol):
         """``yarnflow.core.plan.plan_vertices`` of the job; None when no longer known."""
     def executors(self) -> list[ExecutorDetails]: ...
     def cluster(self) -> ClusterOverview: ...
+    def blocked_hosts(self) -> list[BlockedNode]:
+        """The ResourceManager's blocklist: every job's blocked hosts."""
     def configuration(self) -> dict[str, str]:
         """The effective configuration, sensitive values hidden."""
 
@@ -104,6 +107,10 @@ class ApplicationMasterSource:
 
     def cluster(self) -> ClusterOverview:
         return self._components.overview()
+
+    def blocked_hosts(self) -> list[BlockedNode]:
+        rm = self._components.resource_manager
+        return rm.main.call(rm.blocklist.nodes)
 
     def configuration(self) -> dict[str, str]:
         config = self._components.config

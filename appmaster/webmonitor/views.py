@@ -6,8 +6,9 @@ and ``yarnflow status`` cannot disagree. Pure functions: no I/O, no clock of the
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
+from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.ids import ResourceID
 from yarnflow.core.details import ExecutorDetails, JobDetails, SubtaskDetails, VertexDetails
 from yarnflow.core.messages import ClusterOverview, input_skew
@@ -88,7 +89,7 @@ def containers_by_size(executors: list[ExecutorDetails]) -> dict[str, int]:
 
 
 def overview(app: ApplicationInfo, jobs: list[JobDetails], cluster: ClusterOverview,
-             executors: list[ExecutorDetails]) -> dict[str, Any]:
+             executors: list[ExecutorDetails], blocked: Sequence[BlockedNode] = ()) -> dict[str, Any]:
     return {"taskmanagers": len(cluster.workers),
             "taskmanagers-starting": cluster.pending_workers,
             "slots-total": sum(w.num_slots for w in cluster.workers),
@@ -98,7 +99,8 @@ def overview(app: ApplicationInfo, jobs: list[JobDetails], cluster: ClusterOverv
             **_job_state_counts(jobs),
             "yarnflow-version": VERSION, "mode": app.mode,
             "application-id": app.application_id, "application-attempt": app.attempt,
-            "start-time": _millis(app.start_time), "history-dir": app.history_dir}
+            "start-time": _millis(app.start_time), "history-dir": app.history_dir,
+            "blocked-hosts": _blocked(blocked)}
 
 
 def job_overview(job: JobDetails, now: float) -> dict[str, Any]:
@@ -133,8 +135,12 @@ def job(job: JobDetails, plan: list[dict[str, Any]] | None, now: float) -> dict[
     return {**summary, "now": _millis(now), "failure": job.failure,
             "vertices": [_vertex(v, planned.get(v.id)) for v in job.vertices],
             "status-counts": summary["tasks"],
-            "blocked-hosts": [{"host": n.host, "cause": n.cause, "since": _millis(n.since),
-                               "until": _millis(n.until)} for n in job.blocked_hosts]}
+            "blocked-hosts": _blocked(job.blocked_hosts)}
+
+
+def _blocked(nodes: Sequence[BlockedNode]) -> list[dict[str, Any]]:
+    return [{"host": n.host, "cause": n.cause, "since": _millis(n.since),
+             "until": _millis(n.until)} for n in nodes]
 
 
 def plan(job: JobDetails, vertices: list[dict[str, Any]] | None) -> dict[str, Any]:

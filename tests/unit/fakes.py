@@ -415,6 +415,7 @@ class TestingWebMonitorSource:
         self.plans: dict[str, Any] = {}
         self.executor_list: list[Any] = []
         self.overview = ClusterOverview()
+        self.blocked: list[Any] = []      # the ResourceManager's BlockedNodes
         self.values: dict[str, str] = {}
 
     def application(self) -> Any:
@@ -437,6 +438,9 @@ class TestingWebMonitorSource:
 
     def cluster(self) -> Any:
         return self.overview
+
+    def blocked_hosts(self) -> list[Any]:
+        return list(self.blocked)
 
     def configuration(self) -> dict[str, str]:
         from yarnflow.appmaster.webmonitor.source import visible_configuration

@@ -89,6 +89,17 @@ def test_overview_counts_jobs_slots_and_containers_by_size(served):
     assert overview["pending-slot-requests"] == 1 and overview["taskmanagers-starting"] == 1
     assert overview["containers-by-size"] == {"2c-2560m": 2}
     assert (overview["application-id"], overview["application-attempt"]) == ("application_1_0001", 2)
+    assert overview["blocked-hosts"] == []
+
+
+def test_the_overview_names_the_hosts_the_resource_manager_blocked(served):
+    from yarnflow.core.blocklist import BlockedNode
+    server, source = served
+    source.blocked = [BlockedNode("nm-2", "3 task failures within 300 s", 1_700_000_000.0,
+                                  1_700_000_600.0)]
+    assert get_json(server, "overview")["blocked-hosts"] == [
+        {"host": "nm-2", "cause": "3 task failures within 300 s", "since": 1_700_000_000_000,
+         "until": 1_700_000_600_000}]
 
 
 def test_jobs_overview_and_job_details_carry_states_timings_and_metrics(served):

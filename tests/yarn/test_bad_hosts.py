@@ -62,6 +62,8 @@ def test_hosts_that_fail_every_task_are_blocked_and_the_job_finishes_on_the_othe
     first = wait_until(blocked, 300, "a failing host blocked, in the REST API", interval=1.0)
     assert {b["host"] for b in first} <= set(failing), first
     assert all("2 task failures within" in b["cause"] for b in first), first
+    cluster_wide = {b["host"] for b in get(url + "overview")["blocked-hosts"]}
+    assert {b["host"] for b in first} <= cluster_wide, "the ResourceManager's list, for every job"
     status = yarnflow("status", app_id)
     assert "hosts blocked by job" in status.stdout and first[0]["host"] in status.stdout, \
         status.stdout

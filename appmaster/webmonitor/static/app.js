@@ -80,7 +80,15 @@ async function home() {
     el("h2", {}, "Jobs"),
     jobRows.length ? table(["job", "id", "state", "started", "duration", "restarts", "subtasks"],
                            jobRows, [5]) : el("p", {class: "muted"}, "No jobs yet."),
-    el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers)];
+    el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers),
+    ...blockedHosts(overview["blocked-hosts"] || [])];
+}
+
+function blockedHosts(blocked) {
+  return blocked.length ? [el("h2", {}, "Blocked hosts"), table(
+    ["host", "since", "until", "cause"],
+    blocked.map(b => ({attrs: {"data-blocked": b.host},
+                       cells: [b.host, time(b.since), time(b.until), b.cause]})))] : [];
 }
 
 function executorsTable(executors) {
@@ -193,11 +201,7 @@ async function jobPage(jid) {
       number(s.metrics["read-records"]), number(s.metrics["write-records"]), seconds(s.duration)]}))),
     [2, 7, 8, 9, 10]));
   parts.push(el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers));
-  const blocked = job["blocked-hosts"] || [];
-  if (blocked.length) parts.push(el("h2", {}, "Blocked hosts"), table(
-    ["host", "since", "until", "cause"],
-    blocked.map(b => ({attrs: {"data-blocked": b.host},
-                       cells: [b.host, time(b.since), time(b.until), b.cause]}))));
+  parts.push(...blockedHosts(job["blocked-hosts"] || []));
   const entries = exceptions.exceptionHistory.entries;
   parts.push(el("h2", {}, "Failures"), entries.length ? table(
     ["time", "subtask", "attempt", "executor", "host", "cause"],
