@@ -49,6 +49,9 @@ class Blocklist:
         return sorted(self._current().values(), key=lambda n: n.since)
 
     def _current(self) -> dict[str, BlockedNode]:
+        """Asked on every slot request and freed slot: nothing blocked costs nothing."""
+        if not self._nodes:
+            return self._nodes
         now = self._clock.time()
         for host in [h for h, node in self._nodes.items() if node.until <= now]:
             log.info("host %s is no longer blocked (%s)", host, self._nodes.pop(host).cause)

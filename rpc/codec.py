@@ -194,6 +194,15 @@ def metrics_from_proto(m: Any) -> TaskMetrics:
                        tuple(m.records_in_per_input), m.inputs_done, m.inputs_total)
 
 
+def fill_blocked_node(node: BlockedNode, message: Any) -> None:
+    message.host, message.cause, message.since, message.until = \
+        node.host, node.cause, node.since, node.until
+
+
+def blocked_node_from_proto(m: Any) -> BlockedNode:
+    return BlockedNode(m.host, m.cause, m.since, m.until)
+
+
 def task_execution_state_to_proto(job_master_id: JobMasterId, update: TaskExecutionState
                                   ) -> jobmaster_pb2.TaskExecutionState:
     message = jobmaster_pb2.TaskExecutionState(
@@ -336,8 +345,7 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
         failure_detail=details.failure_detail, restarts=details.restarts,
         application_attempt=details.application_attempt)
     for node in details.blocked_hosts:
-        message.blocked_hosts.add(host=node.host, cause=node.cause, since=node.since,
-                                  until=node.until)
+        fill_blocked_node(node, message.blocked_hosts.add())
     for x in details.exceptions:
         message.exceptions.add(timestamp=x.timestamp, task=x.task, attempt=x.attempt,
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
@@ -377,7 +385,7 @@ def job_details_from_proto(message: Any) -> JobDetails:
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)
          for x in message.exceptions], max(1, message.application_attempt),
-        [BlockedNode(n.host, n.cause, n.since, n.until) for n in message.blocked_hosts])
+        [blocked_node_from_proto(n) for n in message.blocked_hosts])
 
 
 def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:

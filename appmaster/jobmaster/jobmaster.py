@@ -153,9 +153,8 @@ class JobMaster:
         """False when the attempt is not the vertex's current one (it was replaced)."""
         if report.state is ExecutionState.FAILED and not (report.upstream_failure
                                                           or report.non_recoverable):
-            execution = self.graph.attempts.get(report.attempt_id)
-            if execution is not None and execution is execution.vertex.current \
-                    and not execution.state.is_terminal and execution.slot is not None:
+            execution = self._live(report.attempt_id)
+            if execution is not None and execution.slot is not None:
                 self.blocklist.task_failed(execution.slot.location.host)
         return self.scheduler.update_task_execution_state(report)
 
@@ -218,10 +217,7 @@ class JobMaster:
             return
         self._last_heartbeat[resource_id] = self._clock.monotonic()
         for report in attempts:
-            execution = self.graph.attempts.get(report.attempt_id)
-            live = execution is not None and execution is execution.vertex.current \
-                and execution.resource_id == resource_id and not execution.state.is_terminal
-            if live:
+            if self._live(report.attempt_id, resource_id) is not None:
                 self.update_task_execution_state(report)
             elif not report.state.is_terminal:
                 self._cancel_unwanted(resource_id, report.attempt_id)
@@ -235,11 +231,19 @@ class JobMaster:
             return
         self._last_heartbeat[resource_id] = self._clock.monotonic()   # it is alive
         for report in attempts:
-            execution = self.graph.attempts.get(report.attempt_id)
-            if execution is not None and execution is execution.vertex.current \
-                    and execution.resource_id == resource_id \
-                    and not execution.state.is_terminal and report.metrics is not None:
+            execution = self._live(report.attempt_id, resource_id)
+            if execution is not None and report.metrics is not None:
                 execution.update_metrics(report.metrics)
+
+    def _live(self, attempt_id: ExecutionAttemptID,
+              resource_id: ResourceID | None = None) -> Execution | None:
+        """The attempt, if it is its vertex's current one, has not ended, and (given
+        ``resource_id``) runs on that executor; None for any other."""
+        execution = self.graph.attempts.get(attempt_id)
+        if execution is None or execution is not execution.vertex.current \
+                or execution.state.is_terminal:
+            return None
+        return execution if resource_id is None or execution.resource_id == resource_id else None
 
     def _cancel_unwanted(self, resource_id: ResourceID, attempt_id: ExecutionAttemptID) -> None:
         gateway = self._gateways.get(resource_id)

@@ -9,9 +9,8 @@ from typing import Any, Callable
 import grpc
 
 from yarnflow.appmaster.resourcemanager.resourcemanager import ResourceManager
-from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.errors import FencingError, UnknownExecutor
-from yarnflow.rpc.codec import (overview_to_proto, registration_from_proto,
+from yarnflow.rpc.codec import (blocked_node_from_proto, overview_to_proto, registration_from_proto,
                                 slot_report_from_proto, slot_request_from_proto)
 from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, resourcemanager_pb2, resourcemanager_pb2_grpc
@@ -86,8 +85,8 @@ class ResourceManagerService(resourcemanager_pb2_grpc.ResourceManagerServicer):
     @errors_as_status
     def NotifyBlockedNodes(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._fenced(request.resource_manager_id)
-        hosts = self._call(self._rm.block_nodes, [BlockedNode(n.host, n.cause, n.since, n.until)
-                                                  for n in request.nodes])
+        hosts = self._call(self._rm.block_nodes,
+                           [blocked_node_from_proto(n) for n in request.nodes])
         return resourcemanager_pb2.BlockedHosts(hosts=hosts)
 
     @errors_as_status

@@ -12,7 +12,8 @@ from yarnflow.core.errors import Refused
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.messages import SlotReport, TaskExecutorRegistration
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.rpc.codec import fill_resource_spec, fill_slot_report, registration_to_proto
+from yarnflow.rpc.codec import (fill_blocked_node, fill_resource_spec, fill_slot_report,
+                                registration_to_proto)
 from yarnflow.rpc.gateways.calls import call_future, then
 from yarnflow.rpc.generated import resourcemanager_pb2, resourcemanager_pb2_grpc
 
@@ -47,7 +48,7 @@ class GrpcResourceManagerGateway:
         message = resourcemanager_pb2.BlockedNodes(resource_manager_id=self._rm_id,
                                                    job_master_id=self._jm_id)
         for node in nodes:
-            message.nodes.add(host=node.host, cause=node.cause, since=node.since, until=node.until)
+            fill_blocked_node(node, message.nodes.add())
         return then(call_future(self._stub.NotifyBlockedNodes, message, self._timeout),
                     lambda reply: list(reply.hosts))
 
