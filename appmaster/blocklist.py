@@ -61,19 +61,28 @@ class Blocklist:
 class FailureBlocker:
     """Counts one job's task failures per host within
     ``cluster.resource-blocklist.failure-window``; ``…task-failures`` of them would
-    block the host (if the ResourceManager agrees: it never blocks the last host)."""
+    block the host (if the ResourceManager agrees: it never blocks the last host).
+    ``slow=True``: counts subtasks found slow there instead (speculation's
+    ``execution.batch.speculative.block-slow-node-after``), whose block lasts
+    ``…block-slow-node-duration``."""
 
-    def __init__(self, config: Configuration, clock: Clock) -> None:
-        self.enabled = config.get(options.BLOCKLIST_ENABLED)
-        self._threshold = config.get(options.BLOCKLIST_TASK_FAILURES)
+    def __init__(self, config: Configuration, clock: Clock, slow: bool = False) -> None:
+        if slow:
+            self._timeout = config.get(options.SPECULATIVE_BLOCK_SLOW_NODE_DURATION)
+            self.enabled = self._timeout > 0
+            self._threshold = config.get(options.SPECULATIVE_BLOCK_SLOW_NODE_AFTER)
+        else:
+            self._timeout = config.get(options.BLOCKLIST_ITEM_TIMEOUT)
+            self.enabled = config.get(options.BLOCKLIST_ENABLED)
+            self._threshold = config.get(options.BLOCKLIST_TASK_FAILURES)
+        self._what = "slow subtasks" if slow else "task failures"
         self._window = config.get(options.BLOCKLIST_FAILURE_WINDOW)
-        self._timeout = config.get(options.BLOCKLIST_ITEM_TIMEOUT)
         self._clock = clock
         self._failures: dict[str, deque[float]] = {}
 
-    def task_failed(self, host: str, blocked: frozenset[str]) -> BlockedNode | None:
-        """A task failed on ``host``: the block to ask for, if this one makes it
-        ``threshold``."""
+    def task_failed(self, host: str, blocked: frozenset[str], why: str = "") -> BlockedNode | None:
+        """A task failed (or was found slow: ``why``) on ``host``: the block to ask for,
+        if this one makes it ``threshold``."""
         if not self.enabled or not host or host in blocked:
             return None
         now = self._clock.monotonic()
@@ -85,5 +94,6 @@ class FailureBlocker:
             return None
         del self._failures[host]
         wall = self._clock.time()
-        return BlockedNode(host, f"{len(times)} task failures within {self._window:g} s",
-                           wall, wall + self._timeout)
+        cause = f"{len(times)} {self._what} within {self._window:g} s" if len(times) > 1 or not why \
+            else why
+        return BlockedNode(host, cause, wall, wall + self._timeout)

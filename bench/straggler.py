@@ -13,9 +13,11 @@ submission and container starts do not count. Median of --repeats each.
 - straggler_off_s: the executors on one NodeManager host (--slow-host) slowed
   --factor times (test.taskmanager.slow-hosts: every task there stretches the time
   it works between batches by the factor, as a CPU that much slower would);
-- straggler_on_s: the same with speculative attempts; null while yarnflow has none;
+- straggler_on_s: the same with speculative attempts (execution.batch.speculative.*:
+  --ratio of a stage finished, --multiplier times their median, no lower bound below
+  1 s);
 - speculation_gain = straggler_off_s / straggler_on_s; overhead = straggler_on_s /
-  healthy_s (null with straggler_on_s);
+  healthy_s;
 - live_progress_cost: healthy_s with live progress at its default
   metrics.progress.interval ÷ the same job with it off (0), the two run alternately;
 - exact: every run wrote every row exactly once.
@@ -41,8 +43,9 @@ from yarnflow.client.targets.yarn_apps import YarnApplication
 from yarnflow.conf import options
 
 
-def run(args: argparse.Namespace, *conf: str) -> tuple[float, bool]:
-    """The job's time as its JobMaster saw it, and whether its output is exact."""
+def run(args: argparse.Namespace, *conf: str) -> tuple[float, bool, list[Any]]:
+    """The job's time as its JobMaster saw it, whether its output is exact, and its
+    speculative attempts."""
     hdfs = Hdfs(os.environ.get("YARNFLOW_TEST_HDFS", "hdfs://127.0.0.1:9000"))
     out = f"{hdfs.default_fs}/tmp/yarnflow-bench/straggler-{uuid.uuid4().hex[:8]}"
     wait_quiet()
@@ -57,7 +60,8 @@ def run(args: argparse.Namespace, *conf: str) -> tuple[float, bool]:
         details = poll(lambda: app.archived_details(), 60, "the archived job", 0.5)
     keys = pq.read_table(hdfs.fs.path(out), filesystem=hdfs.fs.arrow).column("k").to_pylist()
     hdfs.fs.delete(out)
-    return details.end_time - details.start_time, sorted(keys) == list(range(args.rows))
+    return (details.end_time - details.start_time, sorted(keys) == list(range(args.rows)),
+            details.speculations)
 
 
 def main() -> None:
@@ -69,34 +73,50 @@ def main() -> None:
     parser.add_argument("--slow-host", default="",
                         help="default: the first of the cluster's NodeManager hosts by name")
     parser.add_argument("--factor", type=float, default=10.0)
+    parser.add_argument("--ratio", type=float, default=0.5,
+                        help="slow-task-detector.execution-time.baseline-ratio: a slow host "
+                             "holds a third of this cluster's subtasks, so Flink's 0.75 would "
+                             "wait for them")
+    parser.add_argument("--multiplier", type=float, default=1.5)
     args = parser.parse_args()
     if not args.slow_host:
         args.slow_host = min(n["nodeHostName"] for n in rest("/ws/v1/cluster/nodes")["nodes"]["node"]
                              if n["state"] == "RUNNING")
     default = options.PROGRESS_INTERVAL.default
-    on, off, slow = [], [], []
+    on, off, slow, speculated = [], [], [], []
+    outcomes: list[str] = []
     exact = True
+    straggler = f"test.taskmanager.slow-hosts={args.slow_host}={args.factor:g}"
+    speculation = ("execution.batch.speculative.enabled=true",
+                   f"slow-task-detector.execution-time.baseline-ratio={args.ratio:g}",
+                   f"slow-task-detector.execution-time.baseline-multiplier={args.multiplier:g}",
+                   "slow-task-detector.execution-time.baseline-lower-bound=1 s")
     for _ in range(args.repeats):
-        for times, interval in ((on, default), (off, 0)):
-            seconds, ok = run(args, f"metrics.progress.interval={interval:g} s")
+        for times, conf in ((on, (f"metrics.progress.interval={default:g} s",)),
+                            (off, ("metrics.progress.interval=0 s",)),
+                            (slow, (straggler,)), (speculated, (straggler, *speculation))):
+            seconds, ok, attempts = run(args, *conf)
             times.append(seconds)
             exact &= ok
-        seconds, ok = run(args, f"test.taskmanager.slow-hosts={args.slow_host}={args.factor:g}")
-        slow.append(seconds)
-        exact &= ok
+            outcomes += [f"{a.task}: {a.outcome.value}" for a in attempts]
     healthy, straggler_off = statistics.median(on), statistics.median(slow)
+    straggler_on = statistics.median(speculated)
     figures: dict[str, Any] = {
         "healthy_s": round(healthy, 3),
         "straggler_off_s": round(straggler_off, 3),
-        "straggler_on_s": None,
-        "speculation_gain": None,
-        "overhead": None,
+        "straggler_on_s": round(straggler_on, 3),
+        "speculation_gain": round(straggler_off / straggler_on, 3),
+        "overhead": round(straggler_on / healthy, 3),
         "live_progress_cost": round(healthy / statistics.median(off), 4),
         "healthy_runs_s": [round(t, 3) for t in on],
         "progress_off_runs_s": [round(t, 3) for t in off],
+        "straggler_off_runs_s": [round(t, 3) for t in slow],
+        "straggler_on_runs_s": [round(t, 3) for t in speculated],
+        "speculations": outcomes,
         "exact": exact,
         "repeats": args.repeats, "parallelism": args.parallelism, "work_s": args.work,
-        "slow_host": args.slow_host, "factor": args.factor,
+        "slow_host": args.slow_host, "factor": args.factor, "ratio": args.ratio,
+        "multiplier": args.multiplier,
     }
     print(json.dumps(figures))
 

@@ -8,7 +8,8 @@
                        that stage 2 (map; --work s per batch, aggregate, sink) reads: for
                        bench/am_failover.py
     batch              a batch job: source, map (--work s per batch), sink, every exchange
-                       BLOCKING (each vertex a region of its own): for bench/straggler.py
+                       BLOCKING (each vertex a region of its own), each stage deployed when
+                       its inputs are done (LAZY_FROM_SOURCES): for bench/straggler.py
 """
 import argparse
 import time
@@ -47,7 +48,8 @@ def main() -> None:
             .map(working(args.work), name="stage2-map").slot_sharing_group("two") \
             .aggregate(["k"], [("v", "sum"), ("v", "count")]).write_parquet(args.out, "overwrite")
     elif args.job == "batch":
-        p = yf.Pipeline("bench-batch", parallelism=args.parallelism)
+        p = yf.Pipeline("bench-batch", parallelism=args.parallelism,
+                        schedule_mode="LAZY_FROM_SOURCES")
         p.from_arrow(pa.table({"k": pa.array(range(args.rows), pa.int64())})).rebalance() \
             .blocking().map(working(args.work), name="work").blocking() \
             .write_parquet(args.out, "overwrite")

@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 
 from yarnflow.core.ids import JobID
-from yarnflow.client.display import (blocked_table, exceptions_table, progress_table,
+from yarnflow.client.display import (blocked_table, speculation_table, exceptions_table, progress_table,
                                      subtask_table, summary_table)
 
 from yarnflow.conf import ConfigError, options
@@ -180,6 +180,8 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
             console.print(exceptions_table(st.details))
         if st.details.blocked_hosts:
             console.print(blocked_table(st.details))
+        if st.details.speculations:
+            console.print(speculation_table(st.details))
     if st.diagnostics:
         console.print(st.diagnostics, markup=False, highlight=False)
 

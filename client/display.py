@@ -155,6 +155,20 @@ def blocked_table(details: JobDetails) -> Table:
     return table
 
 
+def speculation_table(details: JobDetails) -> Table:
+    """Each speculative attempt: which subtask ran slow where and why, where the second
+    attempt ran, and which won."""
+    table = Table(title=f"speculative attempts of job {details.job_id}", title_justify="left")
+    for column in ("subtask", "attempt", "host", "slow attempt", "slow host", "started",
+                   "outcome", "why"):
+        table.add_column(column)
+    for a in details.speculations:
+        table.add_row(a.task, str(a.attempt), a.host or "-", str(a.original_attempt),
+                      a.original_host or "-", time.strftime("%H:%M:%S", time.localtime(a.started)),
+                      a.outcome.value, Text(f"slow: {a.reason}" + (f"; {a.note}" if a.note else "")))
+    return table
+
+
 def follow(handle: Any, console: Console, refresh: float = 0.5) -> None:
     """Redraw the progress table of ``handle``'s job (a ``JobHandle``) until it ended."""
     with Live(Text(f"waiting for job {handle.job_id} to start"), console=console,
@@ -179,6 +193,8 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
         console.print(exceptions_table(details))
     if details.blocked_hosts:
         console.print(blocked_table(details))
+    if details.speculations:
+        console.print(speculation_table(details))
     if details.failure:
         # soft-wrapped: a log path in the failure stays one piece the user can copy
         console.print(f"[bold red]job failed:[/] {escape(details.failure)}", highlight=False,

@@ -376,6 +376,32 @@ BLOCKLIST_ITEM_TIMEOUT = _option(
     "cluster.resource-blocklist.item.timeout", parse_duration, 600.0,
     "How long a blocked host stays blocked.")
 
+# --- speculative execution of batch jobs (Flink's FLIP-168) ----------------------------
+SPECULATIVE_ENABLED = _option(
+    "execution.batch.speculative.enabled", parse_bool, False,
+    "Give a slow subtask of a batch (BLOCKING) stage a second attempt on another host; the first to finish wins.")
+SPECULATIVE_MAX_CONCURRENT = _option(
+    "execution.batch.speculative.max-concurrent-executions", _pos_int, 2,
+    "Attempts of one subtask that may run at once, the original included.")
+SPECULATIVE_BLOCK_SLOW_NODE_DURATION = _option(
+    "execution.batch.speculative.block-slow-node-duration", parse_duration, 60.0,
+    "How long a host found slow is blocked (no new slots or containers there); 0 blocks none.")
+SPECULATIVE_BLOCK_SLOW_NODE_AFTER = _option(
+    "execution.batch.speculative.block-slow-node-after", _pos_int, 1,
+    "Slow subtasks found on one host within cluster.resource-blocklist.failure-window that block it (Flink blocks at the first).")
+SLOW_TASK_CHECK_INTERVAL = _option(
+    "slow-task-detector.check-interval", parse_duration, 1.0,
+    "How often the JobMaster looks for slow subtasks.")
+SLOW_TASK_BASELINE_RATIO = _option(
+    "slow-task-detector.execution-time.baseline-ratio", _fraction, 0.75,
+    "Share of a stage's subtasks that must have finished before its others can be found slow.")
+SLOW_TASK_BASELINE_MULTIPLIER = _option(
+    "slow-task-detector.execution-time.baseline-multiplier", _pos_float, 1.5,
+    "A subtask running longer than this times the median time of its stage's finished subtasks is slow.")
+SLOW_TASK_BASELINE_LOWER_BOUND = _option(
+    "slow-task-detector.execution-time.baseline-lower-bound", parse_duration, 60.0,
+    "A subtask is never slow before it has run this long.")
+
 # --- web UI and REST API (the web monitor) ---------------------------------------------
 REST_BIND_ADDRESS = _option(
     "rest.bind-address", _str, "127.0.0.1",

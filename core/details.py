@@ -4,6 +4,7 @@ Dispatcher keeps and archives them, every client shows them; the wire form is ma
 only by ``yarnflow.rpc.codec``."""
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from yarnflow.core.blocklist import BlockedNode
@@ -76,6 +77,36 @@ class ExceptionEntry:
     cause: str
 
 
+class SpeculationOutcome(enum.Enum):
+    RUNNING = "running"
+    WON = "won"            # it finished first: its output is the subtask's
+    LOST = "lost"          # the original (or another attempt) finished first; cancelled
+    FAILED = "failed"      # it failed; the original ran on
+    CANCELED = "canceled"  # the subtask was restarted, or the job ended, first
+
+
+@dataclass
+class SpeculativeAttempt:
+    """A second attempt started beside a slow subtask (Flink's FLIP-168): why, where
+    both ran, and how it ended."""
+    task: str                 # "vertex (i/p)"
+    attempt: int
+    original_attempt: int
+    original_host: str
+    started: float            # epoch seconds
+    reason: str               # why the original was found slow
+    host: str = ""            # "" until it had a slot
+    outcome: SpeculationOutcome = SpeculationOutcome.RUNNING
+    note: str = ""            # why it ended so
+
+    def end(self, outcome: SpeculationOutcome, note: str) -> None:
+        """It ends once; an ended one does not change."""
+        if self.outcome is not SpeculationOutcome.RUNNING:
+            raise ValueError(f"speculative attempt {self.attempt} of {self.task} ended "
+                             f"{self.outcome.value} already; it cannot end {outcome.value}")
+        self.outcome, self.note = outcome, note
+
+
 @dataclass
 class JobDetails:
     job_id: JobID
@@ -92,6 +123,7 @@ class JobDetails:
     # in attempt 2 was run again after its first ApplicationMaster died
     application_attempt: int = 1
     blocked_hosts: list[BlockedNode] = field(default_factory=list)   # the job's blocklist
+    speculations: list[SpeculativeAttempt] = field(default_factory=list)   # oldest first
 
 
 @dataclass

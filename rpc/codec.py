@@ -18,7 +18,8 @@ from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, Slot
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration, TaskMetrics)
 from yarnflow.core.blocklist import BlockedNode
-from yarnflow.core.details import (ExceptionEntry, JobDetails, SessionOverview, SubtaskDetails,
+from yarnflow.core.details import (ExceptionEntry, JobDetails, SessionOverview,
+                                   SpeculationOutcome, SpeculativeAttempt, SubtaskDetails,
                                    VertexDetails, VertexInput)
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
@@ -346,6 +347,10 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
         application_attempt=details.application_attempt)
     for node in details.blocked_hosts:
         fill_blocked_node(node, message.blocked_hosts.add())
+    for a in details.speculations:
+        message.speculations.add(task=a.task, attempt=a.attempt, original_attempt=a.original_attempt,
+                                 original_host=a.original_host, started=a.started, reason=a.reason,
+                                 host=a.host, outcome=a.outcome.value, note=a.note)
     for x in details.exceptions:
         message.exceptions.add(timestamp=x.timestamp, task=x.task, attempt=x.attempt,
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
@@ -385,7 +390,10 @@ def job_details_from_proto(message: Any) -> JobDetails:
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)
          for x in message.exceptions], max(1, message.application_attempt),
-        [blocked_node_from_proto(n) for n in message.blocked_hosts])
+        [blocked_node_from_proto(n) for n in message.blocked_hosts],
+        [SpeculativeAttempt(a.task, a.attempt, a.original_attempt, a.original_host, a.started,
+                            a.reason, a.host, SpeculationOutcome(a.outcome), a.note)
+         for a in message.speculations])
 
 
 def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:

@@ -35,7 +35,8 @@ YARN: dict[str, tuple[list[str], list[str]]] = {
     "hdfs_io.py": (["--mb", "12", "--files", "3", "--repeats", "1"],
                    ["read_mb_s", "write_mb_s", "local_read_fraction"]),
     "straggler.py": (["--repeats", "1", "--rows", "1200", "--work", "0.1", "--factor", "5"],
-                     ["healthy_s", "straggler_off_s", "live_progress_cost", "exact"]),
+                     ["healthy_s", "straggler_off_s", "straggler_on_s", "speculation_gain",
+                      "overhead", "live_progress_cost", "exact"]),
     # stage 2 works 2 s a batch, so the kill lands while it runs
     "am_failover.py": (["--rows", "400", "--work1", "0.1", "--work", "2"],
                        ["am_recover_s", "stage1_rerun", "exact"]),

@@ -13,7 +13,7 @@ ENDPOINTS = {
     "jobs/overview": {"jobs"},
     "jobs/{jid}": {"jid", "name", "state", "start-time", "end-time", "duration", "restarts",
                    "application-attempt", "vertices", "failure", "status-counts",
-                   "blocked-hosts"},
+                   "blocked-hosts", "speculations"},
     "jobs/{jid}/plan": {"plan"},
     "jobs/{jid}/vertices/{vid}": {"id", "name", "parallelism", "status", "subtasks"},
     "jobs/{jid}/exceptions": {"root-exception", "exceptionHistory"},
@@ -27,6 +27,8 @@ VERTEX_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes", 
                   "progress", "splits-total"}
 SUBTASK_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes",
                    "records-in-per-input", "inputs-done", "inputs-total"}
+SPECULATION_FIELDS = {"subtask", "attempt", "host", "slow-attempt", "slow-host", "started",
+                      "reason", "outcome", "note"}
 EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "slot-profile",
                    "slotsNumber", "freeSlots", "slots-used"}
 

@@ -27,6 +27,7 @@ class JobMasterBlocklistHandler:
                  resource_manager: Callable[[], ResourceManagerGateway | None]) -> None:
         self.blocklist = Blocklist(main.clock)
         self._blocker = FailureBlocker(config, main.clock)
+        self._slow = FailureBlocker(config, main.clock, slow=True)
         self._main = main
         self._slot_pool = slot_pool
         self._rm = resource_manager
@@ -47,20 +48,32 @@ class JobMasterBlocklistHandler:
         if node is not None:
             self._ask([node])
 
-    def _ask(self, nodes: list[BlockedNode]) -> None:
+    def task_slow(self, host: str, why: str) -> "Future[object] | None":
+        """A subtask was found slow on ``host`` (speculation); done once the
+        ResourceManager answered the block this asks for, None when it asks none."""
+        node = self._slow.task_failed(host, self.blocklist.hosts(), f"slow: {why}")
+        return self._ask([node]) if node is not None else None
+
+    def _ask(self, nodes: list[BlockedNode]) -> "Future[object] | None":
         rm = self._rm()
         if rm is None or not nodes:
-            return
+            return None
+        settled: Future[object] = Future()
 
         def answered(reply: "Future[list[str]]") -> None:
             if reply.exception() is None:
-                self._main.execute(self._blocked, nodes, reply.result())
+                self._main.execute(self._blocked, nodes, reply.result(), settled)
             else:        # the next failure there, or the next offer from there, asks again
                 log.warning("the ResourceManager did not answer blocking %s: %s",
                             ", ".join(n.host for n in nodes), reply.exception())
+                self._main.execute(settled.set_result, None)
         rm.notify_blocked_nodes(nodes).add_done_callback(answered)
+        return settled
 
-    def _blocked(self, nodes: list[BlockedNode], hosts: list[str]) -> None:
+    def _blocked(self, nodes: list[BlockedNode], hosts: list[str],
+                 settled: "Future[object] | None" = None) -> None:
         for node in self.blocklist.add(n for n in nodes if n.host in hosts):
             log.warning("host %s is blocked for this job: %s", node.host, node.cause)
             self._slot_pool.release_free_slots_on(node.host, f"host {node.host} is blocked")
+        if settled is not None:
+            settled.set_result(None)

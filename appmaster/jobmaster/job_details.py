@@ -7,8 +7,8 @@ from typing import Mapping, Sequence
 
 from yarnflow.core.ids import AllocationID, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
-from yarnflow.core.details import (ExceptionEntry, JobDetails, SubtaskDetails, VertexDetails,
-                                   VertexInput)
+from yarnflow.core.details import (ExceptionEntry, JobDetails, SpeculativeAttempt,
+                                   SubtaskDetails, VertexDetails, VertexInput)
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.messages import TaskMetrics
 
@@ -16,9 +16,10 @@ from yarnflow.core.messages import TaskMetrics
 def job_details(graph: ExecutionGraph, restarts: int = 0,
                 exceptions: Sequence[ExceptionEntry] = (), application_attempt: int = 1,
                 splits_total: Mapping[str, int] | None = None,
-                blocked: Sequence[BlockedNode] = ()) -> JobDetails:
+                blocked: Sequence[BlockedNode] = (),
+                speculations: Sequence[SpeculativeAttempt] = ()) -> JobDetails:
     """``splits_total``: vertex id -> its input splits, for each source; ``blocked``:
-    the hosts the job's blocklist holds."""
+    the hosts the job's blocklist holds; ``speculations``: its speculative attempts."""
     end_time = 0.0
     for status in (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED):
         end_time = graph.status_timestamps.get(status, end_time)
@@ -27,7 +28,7 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
         graph.status_timestamps.get(JobStatus.RUNNING, graph.status_timestamps[JobStatus.CREATED]),
         end_time, failure=graph.failure, failure_detail=graph.failure_detail,
         restarts=restarts, exceptions=list(exceptions), application_attempt=application_attempt,
-        blocked_hosts=list(blocked))
+        blocked_hosts=list(blocked), speculations=[dataclasses.replace(a) for a in speculations])
     for ejv in graph.vertices_topologically():
         vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism, inputs=[
             VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs],

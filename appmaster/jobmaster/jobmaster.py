@@ -87,7 +87,7 @@ class JobMaster:
             self.graph, config, self.main, self.slot_pool, self.allocator, self.outputs,
             self._splits, JobMasterAddress(self.job_master_id, address),
             on_subtask_finished=self._stored.subtask_finished if self._stored else lambda v: None,
-            on_ended=self._terminate)
+            on_ended=self._terminate, task_slow=self.blocklist.task_slow)
 
     def _input_host(self, vertex: ExecutionVertex) -> str:
         """Where a source subtask's share of the splits is stored, for its first attempt
@@ -237,10 +237,11 @@ class JobMaster:
 
     def _live(self, attempt_id: ExecutionAttemptID,
               resource_id: ResourceID | None = None) -> Execution | None:
-        """The attempt, if it is its vertex's current one, has not ended, and (given
-        ``resource_id``) runs on that executor; None for any other."""
+        """The attempt, if it is its vertex's current one (or a speculative one beside
+        it), has not ended, and (given ``resource_id``) runs on that executor; None for
+        any other."""
         execution = self.graph.attempts.get(attempt_id)
-        if execution is None or execution is not execution.vertex.current \
+        if execution is None or execution not in execution.vertex.executions() \
                 or execution.state.is_terminal:
             return None
         return execution if resource_id is None or execution.resource_id == resource_id else None
@@ -317,7 +318,7 @@ class JobMaster:
         return job_details(self.graph, self.scheduler.restarts, self.scheduler.exceptions,
                            self.application_attempt,
                            {vertex_id: a.total for vertex_id, a in self._splits.items()},
-                           self.blocklist.blocklist.nodes())
+                           self.blocklist.blocklist.nodes(), self.scheduler.speculations)
 
     def details(self) -> JobDetails:
         if self.result.done():

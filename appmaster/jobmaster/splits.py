@@ -18,9 +18,14 @@ A share is held for a subtask that has not asked yet for at most
 ``fair_share_wait`` after the source's first request: it may never start while others
 hold the slots it needs (a cluster at resourcemanager.max-workers).
 
-The assigner remembers which attempt took which split: when a failed source attempt
+The assigner remembers which subtask took which split: when a failed source attempt
 is restarted, its splits go back (Flink's ``addSplitsBack``) and are handed out again,
-so a restart reads every split exactly once more, and no split twice.
+so a restart reads every split exactly once more, and no split twice. A speculative
+attempt of a subtask (one started beside a slow one) is handed the subtask's splits
+again in their order, and a split either attempt takes anew joins the subtask's list
+for the other: whichever finishes first has read all of them, and its output is the
+subtask's. Once one of its attempts was told there is nothing more, the subtask's list
+is closed, and its other attempts are told the same.
 """
 from __future__ import annotations
 
@@ -72,7 +77,11 @@ class InputSplitAssigner:
         self._by_host: dict[str, deque[int]] = {}
         self._left_on: dict[str, int] = {}          # untaken splits stored on each host
         self._unlocated: deque[int] = deque()
-        self._taken_by: dict[str, list[int]] = {}    # requester -> split indexes
+        # per subtask (or per requester whose subtask is not known): the splits it took,
+        # in order; and per requester, how far along that list it has read
+        self._taken_by: dict[int | str, list[int]] = {}
+        self._read: dict[str, int] = {}
+        self._closed: set[int | str] = set()
         self._parallelism = parallelism
         self._share = len(splits) // parallelism if parallelism > 0 else 0
         self._fair_share_wait = fair_share_wait
@@ -103,7 +112,19 @@ class InputSplitAssigner:
         when every split is taken. ``reader_hosts()`` names the hosts where subtasks of
         this source run; it is asked only when ``host`` has nothing left, as it costs a
         pass over them."""
-        if self._left == 0:
+        key = self._key(subtask, requester)
+        if key == subtask:
+            self._subtask_of[requester] = subtask
+        history = self._taken_by.get(key, ())
+        read = self._read.get(requester, 0)
+        if read < len(history):     # a speculative attempt catching up with its subtask
+            self._read[requester] = read + 1
+            again = history[read]
+            stored = self._hosts[again]
+            return Assigned(self._splits[again], Locality.LOCAL if host in stored else
+                            Locality.REMOTE if stored else Locality.UNKNOWN)
+        if self._left == 0 or key in self._closed:
+            self._closed.add(key)
             return None
         if not self._may_take(subtask, requester):
             return AskAgain(ASK_AGAIN_INTERVAL)
@@ -143,10 +164,19 @@ class InputSplitAssigner:
                    if j != subtask and (self._asked[j] or holding))
         return owed == 0
 
+    def _key(self, subtask: int, requester: str) -> int | str:
+        return subtask if 0 <= subtask < self._parallelism else requester
+
     def add_splits_back(self, requester: str) -> int:
-        """Every split ``requester`` took is handed out again; returns how many."""
-        indexes = self._taken_by.pop(requester, [])
-        subtask = self._subtask_of.pop(requester, -1)
+        """Every split ``requester``'s subtask took is handed out again (its attempts are
+        all being restarted); returns how many."""
+        subtask = self._subtask_of.get(requester, -1)
+        key = self._key(subtask, requester)
+        for reader in [r for r, s in self._subtask_of.items() if self._key(s, r) == key] + [requester]:
+            self._subtask_of.pop(reader, None)
+            self._read.pop(reader, None)
+        indexes = self._taken_by.pop(key, [])
+        self._closed.discard(key)
         if 0 <= subtask < self._parallelism:
             self._given[subtask] -= len(indexes)
         for index in reversed(indexes):      # handed out again in their first order
@@ -171,8 +201,10 @@ class InputSplitAssigner:
         self._taken[index] = True
         self._left -= 1
         self._waiting_since.pop(requester, None)
-        self._taken_by.setdefault(requester, []).append(index)
         subtask = self._subtask_of.get(requester, -1)
+        history = self._taken_by.setdefault(self._key(subtask, requester), [])
+        history.append(index)
+        self._read[requester] = len(history)
         if 0 <= subtask < self._parallelism:
             self._given[subtask] += 1
         for host in self._hosts[index]:

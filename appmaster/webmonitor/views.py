@@ -135,7 +135,12 @@ def job(job: JobDetails, plan: list[dict[str, Any]] | None, now: float) -> dict[
     return {**summary, "now": _millis(now), "failure": job.failure,
             "vertices": [_vertex(v, planned.get(v.id)) for v in job.vertices],
             "status-counts": summary["tasks"],
-            "blocked-hosts": _blocked(job.blocked_hosts)}
+            "blocked-hosts": _blocked(job.blocked_hosts),
+            "speculations": [{"subtask": a.task, "attempt": a.attempt, "host": a.host,
+                              "slow-attempt": a.original_attempt, "slow-host": a.original_host,
+                              "started": _millis(a.started), "reason": a.reason,
+                              "outcome": a.outcome.value, "note": a.note}
+                             for a in job.speculations]}
 
 
 def _blocked(nodes: Sequence[BlockedNode]) -> list[dict[str, Any]]:

@@ -180,11 +180,13 @@ class TestingScheduler:
 
     def __init__(self, graph: Any, config: Configuration, main: Any, slot_pool: Any,
                  allocator: Any, outputs: Any, splits: Any, job_master: Any,
-                 on_subtask_finished: Callable[[Any], None], on_ended: Callable[[], None]) -> None:
+                 on_subtask_finished: Callable[[Any], None], on_ended: Callable[[], None],
+                 task_slow: Any = None) -> None:
         self.graph = graph
         self._on_ended = on_ended
         self.restarts = 0
         self.exceptions: list[Any] = []
+        self.speculations: list[Any] = []
         self.calls: list[tuple[Any, ...]] = []
         self.lost: set[str] = set()
         self.needed: set[str] = set()

@@ -212,3 +212,22 @@ def test_prometheus_metrics_per_vertex_and_for_the_cluster(served):
     assert samples[("yarnflow_pending_slot_requests", ())] == 1
     assert samples[("yarnflow_containers", (("size", "2c-2560m"), ("state", "STARTING")))] == 1
     assert samples[("yarnflow_job_restarts", (("job_id", "j1"), ("job_name", "orders")))] == 1
+
+
+def test_a_job_names_its_speculative_attempts_the_slow_ones_and_which_won(served):
+    from tests.rest_contract import SPECULATION_FIELDS
+    from yarnflow.core.details import SpeculationOutcome, SpeculativeAttempt
+    server, source = served
+    assert get_json(server, "jobs/j1")["speculations"] == []
+    source.job_details["j1"].speculations = [SpeculativeAttempt(
+        "join (2/2)", 1, 0, "node-2", 1_700_000_060.0, "it ran 16.0 s, over 1.5 × the median "
+        "10.0 s of the 3 of 4 subtasks that finished", "node-1", SpeculationOutcome.WON,
+        "it finished first, in 6.0 s; attempt 0 cancelled, their output discarded")]
+    [shown] = get_json(server, "jobs/j1")["speculations"]
+    assert set(shown) == SPECULATION_FIELDS
+    assert (shown["subtask"], shown["attempt"], shown["host"], shown["slow-attempt"],
+            shown["slow-host"], shown["outcome"], shown["started"]) == \
+        ("join (2/2)", 1, "node-1", 0, "node-2", "won", 1_700_000_060_000)
+    assert shown["reason"].startswith("it ran 16.0 s") and "finished first" in shown["note"]
+    _, _, script = get(server, "app.js")
+    assert b"Speculative attempts" in script and b'job.speculations' in script

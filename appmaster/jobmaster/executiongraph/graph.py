@@ -123,13 +123,16 @@ class ExecutionJobVertex:
 
 
 class ExecutionVertex:
-    __slots__ = ("job_vertex", "subtask_index", "current", "prior_executions", "consumed",
-                 "_name")
+    __slots__ = ("job_vertex", "subtask_index", "current", "speculative", "prior_executions",
+                 "consumed", "_name")
 
     def __init__(self, job_vertex: ExecutionJobVertex, subtask_index: int) -> None:
         self.job_vertex = job_vertex
         self.subtask_index = subtask_index
         self.current = Execution(self, 0)
+        # attempts started beside ``current`` because it ran slow; the first of them all
+        # to finish becomes ``current`` (its output is the one consumers read)
+        self.speculative: list[Execution] = []
         self.prior_executions: list[Execution] = []
         self.consumed: list[ConsumedPartitionGroup] = []   # one per input, in input order
         self._name: str | None = None
@@ -140,6 +143,26 @@ class ExecutionVertex:
             self._name = (f"{self.job_vertex.name} ({self.subtask_index + 1}/"
                           f"{self.job_vertex.parallelism})")
         return self._name
+
+    def executions(self) -> list[Execution]:
+        """Its attempts that may still run: the current one and any speculative ones."""
+        return [self.current, *self.speculative] if self.speculative else [self.current]
+
+    def add_speculative(self) -> Execution:
+        """A new attempt beside the current one (which has not ended)."""
+        if self.current.state.is_terminal:
+            raise RuntimeError(f"{self.current} has ended; it cannot be speculated")
+        numbers = [e.attempt_number for e in (*self.prior_executions, *self.executions())]
+        execution = Execution(self, max(numbers) + 1)
+        self.speculative.append(execution)
+        return execution
+
+    def promote(self, execution: Execution) -> None:
+        """``execution``, a speculative attempt, becomes the current one; the current one
+        becomes one of the speculative (to be cancelled, or ended already)."""
+        self.speculative.remove(execution)
+        self.speculative.append(self.current)
+        self.current = execution
 
     def produced_partitions(self) -> list[IntermediateResultPartition]:
         return [result.partitions[self.subtask_index] for result in self.job_vertex.produced]
@@ -171,10 +194,12 @@ class ExecutionVertex:
 
     def reset_for_new_execution(self) -> Execution:
         """Start a fresh attempt after the current one ended (a restart)."""
-        if not self.current.state.is_terminal:
+        if any(not e.state.is_terminal for e in self.executions()):
             raise RuntimeError(f"{self.current} has not ended; it cannot be restarted")
-        self.prior_executions.append(self.current)
-        self.current = Execution(self, self.current.attempt_number + 1)
+        number = max(e.attempt_number for e in self.executions()) + 1
+        self.prior_executions.extend([*self.speculative, self.current])   # its slot last: preferred
+        self.speculative = []
+        self.current = Execution(self, number)
         for partition in self.produced_partitions():
             partition.has_data = partition.finished = False
         return self.current
@@ -236,11 +261,19 @@ class ExecutionGraph:
         for vertex in self.all_execution_vertices():
             yield vertex.current
 
+    def all_executions(self) -> Iterator[Execution]:
+        """Every attempt that may still run: the current ones and the speculative ones."""
+        for vertex in self.all_execution_vertices():
+            yield from vertex.executions()
+
     def all_finished(self) -> bool:
-        return all(e.state is ExecutionState.FINISHED for e in self.current_executions())
+        """Every subtask finished, and every speculative attempt beside it has ended (a
+        loser still writing must not outlive the job)."""
+        return all(e.state is ExecutionState.FINISHED if e is e.vertex.current
+                   else e.state.is_terminal for e in self.all_executions())
 
     def all_terminal(self) -> bool:
-        return all(e.state.is_terminal for e in self.current_executions())
+        return all(e.state.is_terminal for e in self.all_executions())
 
     # --- mutations -------------------------------------------------------------------
     def transition(self, target: JobStatus) -> None:

@@ -83,6 +83,9 @@ class SlotSharingSlotAllocator:
                     allocation.waiting[vertex] = waiting
         return allocation
 
+    def group_of(self, vertex: ExecutionVertex) -> ExecutionSlotSharingGroup:
+        return self._groups[vertex]
+
     def release(self, vertex: ExecutionVertex) -> None:
         """``vertex`` ended; give the physical slot back once no member needs it."""
         group = self._groups[vertex]

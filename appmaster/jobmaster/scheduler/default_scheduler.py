@@ -11,10 +11,13 @@ and what that needs and feeds), the restart strategy says whether and after how 
 have all stopped and the pause is over, they restart as new attempts, preferring
 their previous slots; a source's splits go back to its assigner. A failure no retry
 can fix (no slot for a profile, a deployment that cannot be built) fails the job at
-once, as does a failure the restart strategy allows no more restarts for.
+once, as does a failure the restart strategy allows no more restarts for. A
+subtask's speculative attempts (``speculation.py``) run beside its current one: the
+first to finish becomes current, and a restart stops them all.
 """
 from __future__ import annotations
 
+import functools
 import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -23,27 +26,29 @@ from typing import Callable, Iterable, Mapping
 from yarnflow.core.ids import ExecutionAttemptID, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
                                                          ExecutionState, ExecutionVertex,
-                                                         IntermediateResultPartition, JobStatus)
+                                                         JobStatus)
 from yarnflow.appmaster.jobmaster.failover import failover_strategy, restart_strategy
 from yarnflow.appmaster.jobmaster.outputs import JobOutputs
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
+from yarnflow.appmaster.jobmaster.scheduler.cancelling import ExecutionCanceller
 from yarnflow.appmaster.jobmaster.scheduler.deployer import ExecutionDeployer
 from yarnflow.appmaster.jobmaster.scheduler.deployment import invalidate_descriptors
 from yarnflow.appmaster.jobmaster.scheduler.deployment_parts import DeploymentParts
+from yarnflow.appmaster.jobmaster.scheduler.lost_results import (lost_results_still_needed,
+                                                                 partition_available)
 from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import JobMasterAddress
 from yarnflow.appmaster.jobmaster.scheduler.scheduling_strategy import SchedulingStrategy
+from yarnflow.appmaster.jobmaster.scheduler.speculation import SpeculativeExecutions
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
 from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
 from yarnflow.conf import Configuration, options
-from yarnflow.core.details import ExceptionEntry
+from yarnflow.core.details import ExceptionEntry, SpeculativeAttempt
 from yarnflow.core.errors import EndpointStopped
-from yarnflow.core.jobgraph import PartitionType
 from yarnflow.core.messages import TaskExecutionState
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
 
 log = logging.getLogger(__name__)
 
-_STOPPED = frozenset({ExecutionState.FAILED, ExecutionState.CANCELING, ExecutionState.CANCELED})
 _DEPLOYED = frozenset({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING})
 
 # Failures a job's details keep (Flink's web.exception-history-size).
@@ -64,10 +69,12 @@ class DefaultScheduler:
                  slot_pool: SlotPool, allocator: SlotSharingSlotAllocator, outputs: JobOutputs,
                  splits: Mapping[str, InputSplitAssigner], job_master: JobMasterAddress,
                  on_subtask_finished: Callable[[ExecutionVertex], None],
-                 on_ended: Callable[[], None]) -> None:
+                 on_ended: Callable[[], None],
+                 task_slow: Callable[[str, str], "Future[object] | None"] = lambda h, w: None
+                 ) -> None:
         """``on_subtask_finished`` hears of each FINISHED subtask (for the job's event
         log), ``on_ended`` once the job is globally terminal (its outputs committed or
-        discarded)."""
+        discarded), ``task_slow(host, why)`` of each subtask found slow (the blocklist)."""
         self.graph = graph
         self.config = config
         self.main = main
@@ -85,6 +92,9 @@ class DefaultScheduler:
                                             self._fail_vertex)
         self._restart_strategy = restart_strategy(config)
         self._failover = failover_strategy(config.get(options.FAILOVER_STRATEGY), graph)
+        self._canceller = ExecutionCanceller(main, config, self._on_canceled)
+        self.speculation = SpeculativeExecutions(config, main, graph, slot_pool, allocator.group_of,
+                                                 self._deployer.deploy, task_slow)
         self._restart: PendingRestart | None = None
         self._lost_executors: set[str] = set()
         # failed attempts whose failure is likely the echo of another on its way (an
@@ -94,6 +104,10 @@ class DefaultScheduler:
         self.exceptions: list[ExceptionEntry] = []
 
     @property
+    def speculations(self) -> list[SpeculativeAttempt]:
+        return self.speculation.attempts
+
+    @property
     def job_id(self) -> str:
         return self.graph.job_id
 
@@ -101,6 +115,7 @@ class DefaultScheduler:
     def start(self) -> None:
         self._transition(JobStatus.RUNNING)
         self._strategy.start()
+        self.speculation.start()
         self._check_termination()      # everything may have finished in an earlier attempt
 
     def fail_before_start(self, cause: str) -> None:
@@ -119,13 +134,14 @@ class DefaultScheduler:
 
     def stop(self) -> "Future[None]":
         self._strategy.stop()
+        self.speculation.stop()
         return self._deployer.parts.discard()
 
     # --- state reports ---------------------------------------------------------------
     def update_task_execution_state(self, report: TaskExecutionState) -> bool:
-        """False when the attempt is not the vertex's current one (it was replaced)."""
+        """False when the attempt is not one of the vertex's (it was replaced)."""
         execution = self.graph.attempts.get(report.attempt_id)
-        if execution is None or execution is not execution.vertex.current:
+        if execution is None or execution not in execution.vertex.executions():
             return False
         state = report.state
         if report.metrics is not None:
@@ -138,6 +154,11 @@ class DefaultScheduler:
             self._task_failed(execution, report.error, report.error_detail,
                               upstream=report.upstream_failure)
         elif state is ExecutionState.FINISHED:
+            if execution in execution.vertex.speculative and execution.state in _DEPLOYED \
+                    and self.graph.status is JobStatus.RUNNING:   # it finished first
+                self.speculation.promote(execution)
+                for result in execution.vertex.job_vertex.produced:
+                    invalidate_descriptors(result)
             self._on_finished(execution)
         elif state is ExecutionState.CANCELED:
             self._on_canceled(execution)
@@ -154,7 +175,12 @@ class DefaultScheduler:
         if execution.state.is_terminal:
             return
         execution.transition(ExecutionState.FINISHED)
-        self._strategy.release_slot_of(execution.vertex)
+        self._release_slot(execution)
+        if execution is not execution.vertex.current:   # a speculative one, after the winner
+            self._check_termination()
+            return
+        for other in self.speculation.finished_first(execution):
+            self._stop_attempt(other)
         for partition in execution.vertex.produced_partitions():
             partition.finished = True
             self._strategy.on_partition_consumable(partition.result)
@@ -167,7 +193,7 @@ class DefaultScheduler:
         if execution.state is not ExecutionState.CANCELING:
             execution.transition(ExecutionState.CANCELING)
         execution.transition(ExecutionState.CANCELED)
-        self._strategy.release_slot_of(execution.vertex)
+        self._release_slot(execution)
         if self._restart is not None and execution.vertex in self._restart.vertices:
             self._maybe_restart()
         else:
@@ -192,8 +218,9 @@ class DefaultScheduler:
             return
         self._lost_executors.add(resource_id)
         self._deployer.parts.executor_gone(resource_id)
-        lost = [e for e in self.graph.current_executions()
+        lost = [e for e in self.graph.all_executions()
                 if e.resource_id == resource_id and not e.state.is_terminal]
+        lost = [e for e in lost if not self._survived(e, reason)]
         # attempts that failed there a moment ago (a deployment the dying executor did not
         # take) and were waiting for this, their real cause
         explained = [e for e, where in list(self._awaiting_cause.items())
@@ -210,47 +237,32 @@ class DefaultScheduler:
         if self.graph.status is not JobStatus.RUNNING:
             self._check_termination()
             return
-        needed = self._lost_results_still_needed(resource_id)
+        needed = lost_results_still_needed(self.graph, resource_id)
         if failed or needed:
             self._handle_failure(failed, reason, also=needed)
-
-    def _lost_results_still_needed(self, resource_id: ResourceID) -> list[ExecutionVertex]:
-        """Producers of finished BLOCKING results stored on ``resource_id`` that a
-        subtask which has not finished will read: they must run again."""
-        producers: list[ExecutionVertex] = []
-        for ejv in self.graph.vertices_topologically():
-            for result in ejv.produced:
-                if result.partition_type is not PartitionType.BLOCKING or result.store or \
-                        all(c.current.state is ExecutionState.FINISHED
-                            for c in result.consumer.task_vertices):
-                    continue
-                producers.extend(p.producer for p in result.partitions
-                                 if p.finished and p.producer.current.resource_id == resource_id)
-        return producers
 
     def depends_on(self, resource_id: ResourceID) -> bool:
         """Whether the job holds a slot on the executor or will read a result there."""
         return any(slot.location.resource_id == resource_id
                    for slot in self._slot_pool.held_slots()) or \
-            bool(self._lost_results_still_needed(resource_id))
-
-    def _partition_available(self, partition: IntermediateResultPartition) -> bool:
-        """Whether a restarted consumer can read ``partition`` without its producer
-        running again: written or being written, by an attempt that did not fail, on an
-        executor that is not lost (a producer not yet deployed runs when it is due)."""
-        producer = partition.producer.current
-        if partition.result.store and producer.state is ExecutionState.FINISHED:
-            return True           # on the cluster file system, not on its executor
-        return producer.state not in _STOPPED and producer.resource_id not in self._lost_executors
+            bool(lost_results_still_needed(self.graph, resource_id))
 
     def slot_lost(self, slot: PhysicalSlot, cause: str) -> None:
-        failed = [v.current for v in self._allocator.vertices_in_slot(slot.allocation_id)
-                  if not v.current.state.is_terminal]
-        failed = [e for e in failed if self._mark_failed(e, cause)]
+        failed = [e for e in self.graph.all_executions()
+                  if e.allocation_id == slot.allocation_id and not e.state.is_terminal]
+        failed = [e for e in failed if not self._survived(e, cause) and self._mark_failed(e, cause)]
         if failed and self.graph.status is JobStatus.RUNNING:
             self._handle_failure(failed, cause)
         else:
             self._check_termination()
+
+    def _survived(self, execution: Execution, cause: str) -> bool:
+        """Whether a failed attempt's subtask runs on without a restart: it was a
+        speculative one (dropped), or a speculative one takes over from it."""
+        if execution is execution.vertex.current and not self.speculation.take_over(execution):
+            return False
+        self._mark_failed(execution, cause)
+        return True
 
     # --- failures --------------------------------------------------------------------
     def _fail_vertex(self, vertex: ExecutionVertex, cause: str) -> None:
@@ -272,6 +284,11 @@ class DefaultScheduler:
             self._check_termination()
         elif self._restart is not None and execution.vertex in self._restart.vertices:
             self._maybe_restart()          # it was stopping for a restart anyway
+        elif execution is not execution.vertex.current:
+            log.info("speculative %s failed; the subtask runs on: %s", execution, cause)
+        elif recoverable and (heir := self.speculation.take_over(execution)) is not None:
+            execution.failure = _noted(cause, f"(attempt {heir.attempt_number} runs on)")
+            self._record_exceptions([execution], cause)
         elif not recoverable:
             self._record_exceptions([execution], cause)
             self._fail_job(cause, detail)
@@ -301,8 +318,14 @@ class DefaultScheduler:
         else:
             execution.failure, execution.failure_detail = cause, detail
             execution.transition(ExecutionState.FAILED)
-        self._strategy.release_slot_of(execution.vertex)
+        self._release_slot(execution)
         return True
+
+    def _release_slot(self, execution: Execution) -> None:
+        """An attempt ended: a speculative one's own slot, or the original's share of
+        its shared slot, goes back."""
+        if not self.speculation.release_slot(execution):
+            self._strategy.release_slot_of(execution.vertex)
 
     def _handle_failure(self, failed: list[Execution], cause: str, detail: str = "",
                         also: Iterable[ExecutionVertex] = ()) -> None:
@@ -311,7 +334,7 @@ class DefaultScheduler:
         now = self._clock.monotonic()
         self._record_exceptions(failed, cause)
         vertices = self._failover.tasks_to_restart(
-            [e.vertex for e in failed] + list(also), self._partition_available)
+            [e.vertex for e in failed] + list(also), functools.partial(partition_available, lost=self._lost_executors))
         # Failures while a restart is pending join it and count once (FLIP-364): a lost
         # executor's subtasks, or two subtasks of the same bad data, are one failure.
         pending = self._restart
@@ -329,7 +352,8 @@ class DefaultScheduler:
         log.info("job %s: %s; restarting %d subtask%s in %.1f s", self.job_id[:8], cause,
                  len(vertices), "" if len(vertices) == 1 else "s", max(0.0, pending.due - now))
         for vertex in vertices:
-            self._stop_for_restart(vertex.current)
+            for execution in vertex.executions():
+                self._stop_attempt(execution)
         # joining a restart whose pause is over: what it waited for may have just ended
         # here (subtasks it was cancelling, failed with their lost executor)
         self._maybe_restart()
@@ -343,10 +367,9 @@ class DefaultScheduler:
             or [ExceptionEntry(at, "", 0, ResourceID(""), "", cause)]
         self.exceptions = (self.exceptions + entries)[-EXCEPTION_HISTORY_SIZE:]
 
-    def _stop_for_restart(self, execution: Execution) -> None:
-        if self._cancel_attempt(execution, (ExecutionState.SCHEDULED,)):
-            self.main.schedule(self.config.get(options.TASK_CANCEL_TIMEOUT),
-                               self._force_cancelled_one, execution)
+    def _stop_attempt(self, execution: Execution) -> None:
+        """Cancel one attempt (for a restart, or as a speculation's loser)."""
+        self._cancel_attempt(execution, (ExecutionState.SCHEDULED,), timed=True)
 
     def _restart_due(self, pending: PendingRestart) -> None:
         if pending is self._restart:
@@ -359,8 +382,8 @@ class DefaultScheduler:
         if pending is None or pending.timer is not None or \
                 self.graph.status is not JobStatus.RUNNING:
             return
-        if any(not v.current.state.is_terminal and v.current.state is not ExecutionState.CREATED
-               for v in pending.vertices):
+        if any(not e.state.is_terminal and e.state is not ExecutionState.CREATED
+               for v in pending.vertices for e in v.executions()):
             return
         self._restart = None
         restarted = [v for v in self.graph.all_execution_vertices() if v in pending.vertices]
@@ -392,49 +415,32 @@ class DefaultScheduler:
     # --- cancelling ------------------------------------------------------------------
     def _cancel_all_executions(self) -> None:
         self._strategy.stop()
+        self.speculation.stop()
         if self._restart is not None:
             if self._restart.timer is not None:
                 self._restart.timer.cancel()
             self._restart = None
         self.main.schedule(self.config.get(options.JOB_CANCEL_TIMEOUT), self._force_cancelled)
-        for execution in list(self.graph.current_executions()):
+        for execution in list(self.graph.all_executions()):
             self._cancel_attempt(execution, (ExecutionState.CREATED, ExecutionState.SCHEDULED))
         self._check_termination()
 
-    def _cancel_attempt(self, execution: Execution, undeployed: tuple[ExecutionState, ...]) -> bool:
+    def _cancel_attempt(self, execution: Execution, undeployed: tuple[ExecutionState, ...],
+                        timed: bool = False) -> bool:
         """One ``undeployed`` attempt is CANCELED at once; a deployed one is CANCELING
-        until its executor says it stopped (True)."""
+        until its executor says it stopped (True); ``timed``: or until
+        task.cancellation.timeout."""
         if execution.state in undeployed:
             execution.transition(ExecutionState.CANCELED)
-            self._strategy.release_slot_of(execution.vertex)
+            self._release_slot(execution)
         elif execution.state in _DEPLOYED:
             execution.transition(ExecutionState.CANCELING)
-            self._send_cancel(execution)
+            self._canceller.send(execution, timed)
             return True
         return False
 
-    def _send_cancel(self, execution: Execution) -> None:
-        slot = execution.slot
-        if slot is None or slot.gateway is None:
-            return
-
-        def answered(known: "Future[bool]") -> None:
-            # the executor is unreachable, or it has no such attempt (it never arrived,
-            # or ended long ago): it counts as cancelled now, not after job.cancel.timeout
-            if execution.state is ExecutionState.CANCELING and \
-                    (known.exception() is not None or not known.result()):
-                self._on_canceled(execution)
-        slot.gateway.cancel_task(execution.attempt_id).add_done_callback(
-            lambda known: self.main.execute(answered, known))
-
-    def _force_cancelled_one(self, execution: Execution) -> None:
-        if execution.state is ExecutionState.CANCELING:
-            log.warning("%s did not acknowledge cancellation within task.cancellation.timeout",
-                        execution)
-            self._on_canceled(execution)
-
     def _force_cancelled(self) -> None:
-        for execution in self.graph.current_executions():
+        for execution in self.graph.all_executions():
             if execution.state is ExecutionState.CANCELING:
                 log.warning("%s did not acknowledge cancellation within job.cancel.timeout",
                             execution)

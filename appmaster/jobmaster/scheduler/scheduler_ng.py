@@ -1,6 +1,6 @@
 """The interface between a JobMaster and its scheduler (Flink's SchedulerNG): the
 JobMaster takes messages in and hands what they mean for subtasks over; the scheduler
-calls back only to say a subtask finished and that the job ended."""
+calls back only to say a subtask finished, that one ran slow, and that the job ended."""
 from __future__ import annotations
 
 from concurrent.futures import Future
@@ -9,7 +9,7 @@ from typing import Callable, Protocol
 
 from yarnflow.core.ids import ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot
-from yarnflow.core.details import ExceptionEntry
+from yarnflow.core.details import ExceptionEntry, SpeculativeAttempt
 from yarnflow.core.messages import TaskExecutionState
 
 
@@ -17,6 +17,10 @@ class SchedulerNG(Protocol):
     """What the JobMaster hands its subtasks to."""
     restarts: int
     exceptions: list[ExceptionEntry]
+
+    @property
+    def speculations(self) -> list[SpeculativeAttempt]:
+        """Its speculative attempts, oldest first."""
 
     def start(self) -> None: ...
     def fail_before_start(self, cause: str) -> None: ...

@@ -127,6 +127,21 @@ class SlotPool:
             self._mark_allocated(free)
         return free
 
+    def allocate_available_elsewhere(self, profile: ResourceSpec,
+                                     avoid: frozenset[str]) -> PhysicalSlot | None:
+        """A free slot that fits, on a host not in ``avoid``, the least-utilized
+        executor's first: a speculative attempt's, rare enough to look at every free slot."""
+        if self._closed:
+            return None
+        fitting = [slot for size, by_executor in self._free.items() if profile.fits_in(size)
+                   for slots in by_executor.values() for slot in slots.values()
+                   if slot.location.host not in avoid and not self.is_blocked(slot.location.host)]
+        if not fitting:
+            return None
+        free = min(fitting, key=lambda s: self._executor_utilization(s.location.resource_id))
+        self._mark_allocated(free)
+        return free
+
     def request_new_slot(self, profile: ResourceSpec,
                          preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
         """A slot the pool does not hold yet: asked of the ResourceManager, done when an

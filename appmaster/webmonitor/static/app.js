@@ -91,6 +91,15 @@ function blockedHosts(blocked) {
                        cells: [b.host, time(b.since), time(b.until), b.cause]})))] : [];
 }
 
+function speculations(attempts) {
+  return attempts.length ? [el("h2", {}, "Speculative attempts"), table(
+    ["subtask", "attempt", "host", "slow attempt", "slow host", "started", "outcome", "why"],
+    attempts.map(a => ({attrs: {"data-speculation": `${a.subtask}#${a.attempt}`, "data-outcome": a.outcome},
+                        cells: [a.subtask, a.attempt, a.host || "-", a["slow-attempt"],
+                                a["slow-host"] || "-", time(a.started), a.outcome,
+                                `slow: ${a.reason}` + (a.note ? `; ${a.note}` : "")]})))] : [];
+}
+
 function executorsTable(executors) {
   if (!executors.length) return el("p", {class: "muted"}, "No executors: none started yet, or all were given back.");
   return table(["executor", "state", "YARN container", "node", "host", "container size",
@@ -202,6 +211,7 @@ async function jobPage(jid) {
     [2, 7, 8, 9, 10]));
   parts.push(el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers));
   parts.push(...blockedHosts(job["blocked-hosts"] || []));
+  parts.push(...speculations(job.speculations || []));
   const entries = exceptions.exceptionHistory.entries;
   parts.push(el("h2", {}, "Failures"), entries.length ? table(
     ["time", "subtask", "attempt", "executor", "host", "cause"],

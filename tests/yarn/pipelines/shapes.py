@@ -35,13 +35,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
                                           "copy", "narrow-heavy", "two-stage", "four-and-two",
-                                          "bad-column"])
+                                          "bad-column", "batch"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
     parser.add_argument("--mode", default="overwrite", help="the sink's write mode")
     parser.add_argument("--input", help="copy: the Parquet input")
-    parser.add_argument("--parallelism", type=int, default=3, help="copy: its parallelism")
+    parser.add_argument("--parallelism", type=int, default=3, help="copy, batch: its parallelism")
     parser.add_argument("--work1", type=float, default=0.1, help="two-stage: stage 1's work")
     args = parser.parse_args()
     mode = args.mode
@@ -89,6 +89,10 @@ def main() -> None:
     elif args.shape == "bad-column":     # an aggregate over a column the input lacks
         p = yf.Pipeline("bad-column", parallelism=2)
         p.from_arrow(keyed(100)).aggregate(["k"], [("value", "sum")]).write_parquet(args.out, mode)
+    elif args.shape == "batch":          # source → work → sink, BLOCKING, stage by stage
+        p = yf.Pipeline("batch", parallelism=args.parallelism, schedule_mode="LAZY_FROM_SOURCES")
+        p.from_arrow(rows(1200)).rebalance().blocking().map(working(args.work), name="work") \
+            .blocking().write_parquet(args.out, mode)
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)
