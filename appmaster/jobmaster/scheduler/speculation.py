@@ -1,9 +1,8 @@
 """Speculative execution of batch jobs (Flink's FLIP-168, Spark's spark.speculation).
 
 Every ``slow-task-detector.check-interval`` the JobMaster looks, in each stage whose
-inputs and outputs are all BLOCKING, for subtasks running longer than
-``…baseline-multiplier`` times the median time of the stage's finished subtasks (once
-``…baseline-ratio`` of them have finished, and never before ``…baseline-lower-bound``).
+inputs and outputs are all BLOCKING, for slow subtasks (``SlowTaskDetector``: measured
+against the stage's finished subtasks, once ``…baseline-ratio`` of them have finished).
 A slow subtask's host is reported to the blocklist (``block-slow-node-duration``), and
 the subtask gets further attempts, up to ``…max-concurrent-executions``, each in a slot
 on another host. A source's attempts are handed the same splits (``splits.py``).
