@@ -150,7 +150,8 @@ class JobMaster:
 
     # --- reports from TaskExecutors ----------------------------------------------------
     def update_task_execution_state(self, report: TaskExecutionState) -> bool:
-        """False when the attempt is not the vertex's current one (it was replaced)."""
+        """False when the attempt is not one of its vertex's (the current one, or a
+        speculative one beside it): it was replaced."""
         if report.state is ExecutionState.FAILED and not (report.upstream_failure
                                                           or report.non_recoverable):
             execution = self._live(report.attempt_id)
