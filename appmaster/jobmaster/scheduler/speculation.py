@@ -119,6 +119,8 @@ class SpeculativeExecutions:
         self._max = config.get(options.SPECULATIVE_MAX_CONCURRENT)
         self._interval = config.get(options.SLOW_TASK_CHECK_INTERVAL)
         self._detector = SlowTaskDetector(config)
+        # the stages that may run twice, found once: the check runs every second
+        self._stages = [ejv for ejv in graph.vertices_topologically() if speculatable(ejv)]
         self._main = main
         self._graph = graph
         self._pool = slot_pool
@@ -146,20 +148,19 @@ class SpeculativeExecutions:
         if self._graph.status is not JobStatus.RUNNING:
             return
         now = self._graph.clock.time()
-        for ejv in self._graph.vertices_topologically():
-            if speculatable(ejv):
-                for vertex, why in list(self._detector.slow_subtasks(ejv, now)):
-                    if len(vertex.executions()) < self._max:
-                        self._speculate(vertex, why, now)
+        for ejv in self._stages:
+            for vertex, why in list(self._detector.slow_subtasks(ejv, now)):
+                if len(vertex.executions()) < self._max:
+                    self._speculate(vertex, why, now)
 
     def _speculate(self, vertex: ExecutionVertex, why: str, now: float) -> None:
         original = vertex.current
         host = original.slot.location.host if original.slot is not None else ""
+        more = self._max - len(vertex.executions())
         log.info("%s is slow on %s (%s): starting %d more attempt%s elsewhere", original,
-                 host or "?", why, self._max - len(vertex.executions()),
-                 "" if self._max - len(vertex.executions()) == 1 else "s")
+                 host or "?", why, more, "" if more == 1 else "s")
         blocked = self._task_slow(host, why) if host else None
-        for _ in range(self._max - len(vertex.executions())):
+        for _ in range(more):
             execution = vertex.add_speculative()
             self._graph.register_attempt(execution)
             execution.transition(ExecutionState.SCHEDULED)
