@@ -3,11 +3,12 @@ object.
 
     eval "$(docker-hadoop/native/cluster up)"; python bench/straggler.py [--repeats 3]
 
-The job (bench/yarn_jobs.py batch): a source, a map of --work s per batch and a Parquet
-sink on HDFS, --parallelism subtasks each, every exchange BLOCKING (each vertex is a
-region of its own, as speculation needs), through `yarnflow run -t yarn-per-job`. A
-job's time is the JobMaster's, from RUNNING to its end (its archived details):
-submission and container starts do not count. Median of --repeats each.
+The job (bench/yarn_jobs.py batch): a source, --stages maps of --work s per batch each
+(1: one map) and a Parquet sink on HDFS, --parallelism subtasks each, every exchange
+BLOCKING (each vertex is a region of its own, as speculation needs), through `yarnflow
+run -t yarn-per-job`. A job's time is the JobMaster's, from RUNNING to its end (its
+archived details): submission does not count, the start of its containers (about 7 s
+on the native cluster) does. Median of --repeats each.
 
 - healthy_s: on healthy executors;
 - straggler_off_s: the executors on one NodeManager host (--slow-host) slowed
@@ -51,8 +52,8 @@ def run(args: argparse.Namespace, *conf: str) -> tuple[float, bool, list[Any]]:
     wait_quiet()
     defines = [w for c in conf for w in ("-D", c)]
     app_id, _ = yarnflow_submit("-D", "pipeline.batch-rows=100", *defines, JOBS, "--", "batch",
-                                "--parallelism", str(args.parallelism), "--rows",
-                                str(args.rows), "--work", str(args.work), "--out", out)
+                                "--parallelism", str(args.parallelism), "--stages",
+                                str(args.stages), "--rows", str(args.rows), "--work", str(args.work), "--out", out)
     final = wait_finished(app_id)
     if final["finalStatus"] != "SUCCEEDED":
         raise RuntimeError(f"{app_id} ended {final['finalStatus']}: {final['diagnostics']}")
@@ -69,6 +70,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--parallelism", type=int, default=6)
     parser.add_argument("--rows", type=int, default=6000, help="100 rows a batch")
+    parser.add_argument("--stages", type=int, default=1,
+                        help="the job's work stages, each behind a BLOCKING exchange")
     parser.add_argument("--work", type=float, default=0.5, help="s per batch of the map")
     parser.add_argument("--slow-host", default="",
                         help="default: the first of the cluster's NodeManager hosts by name")
@@ -114,7 +117,8 @@ def main() -> None:
         "straggler_on_runs_s": [round(t, 3) for t in speculated],
         "speculations": outcomes,
         "exact": exact,
-        "repeats": args.repeats, "parallelism": args.parallelism, "work_s": args.work,
+        "repeats": args.repeats, "parallelism": args.parallelism, "stages": args.stages,
+        "work_s": args.work,
         "slow_host": args.slow_host, "factor": args.factor, "ratio": args.ratio,
         "multiplier": args.multiplier,
     }

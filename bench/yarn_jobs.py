@@ -7,9 +7,10 @@
     two-stage          stage 1 (source, map; --work1 s per batch) writes a BLOCKING shuffle
                        that stage 2 (map; --work s per batch, aggregate, sink) reads: for
                        bench/am_failover.py
-    batch              a batch job: source, map (--work s per batch), sink, every exchange
-                       BLOCKING (each vertex a region of its own), each stage deployed when
-                       its inputs are done (LAZY_FROM_SOURCES): for bench/straggler.py
+    batch              a batch job: source, --stages maps (--work s per batch each, 1 by
+                       default), sink, every exchange BLOCKING (each vertex a region of its
+                       own), each stage deployed when its inputs are done
+                       (LAZY_FROM_SOURCES): for bench/straggler.py
 """
 import argparse
 import time
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--fixed", action="store_true")
     parser.add_argument("--work", type=float, default=5.0)
     parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument("--stages", type=int, default=1, help="batch: its work stages")
     parser.add_argument("--out", default="/tmp/yarnflow-bench-out")
     args = parser.parse_args()
     table = pa.table({"k": pa.array(range(4000), pa.int64())})
@@ -50,9 +52,11 @@ def main() -> None:
     elif args.job == "batch":
         p = yf.Pipeline("bench-batch", parallelism=args.parallelism,
                         schedule_mode="LAZY_FROM_SOURCES")
-        p.from_arrow(pa.table({"k": pa.array(range(args.rows), pa.int64())})).rebalance() \
-            .blocking().map(working(args.work), name="work").blocking() \
-            .write_parquet(args.out, "overwrite")
+        stream = p.from_arrow(pa.table({"k": pa.array(range(args.rows), pa.int64())}))
+        for stage in range(1, args.stages + 1):
+            name = "work" if args.stages == 1 else f"work{stage}"
+            stream = stream.rebalance().blocking().map(working(args.work), name=name)
+        stream.blocking().write_parquet(args.out, "overwrite")
     elif args.job == "to-running":
         p = yf.Pipeline("bench-to-running")
         n = args.parallelism
