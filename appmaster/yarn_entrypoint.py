@@ -100,7 +100,8 @@ class ServicesPlan:
 def load_worker_specs(plan: bytes) -> ServicesPlan:
     loaded = ServicesPlan({}, {}, {}, [])
     for entry in json.loads(plan):
-        profile = ResourceSpec(entry["slot_cpu"], entry["slot_memory_mb"])
+        profile = ResourceSpec(entry["slot_cpu"], entry["slot_memory_mb"],
+                               node_label=entry.get("slot_node_label", ""))
         spec = WorkerSpec(profile, entry["num_slots"], entry["overhead_mb"])
         loaded.specs[profile] = spec
         loaded.services[spec.name] = entry["service"]

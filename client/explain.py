@@ -96,7 +96,8 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
 
 
 def _label(spec: dict[str, Any]) -> str:
-    return ResourceSpec(spec["cpu"], spec["memory_mb"], spec["gpus"]).label()
+    return ResourceSpec(spec["cpu"], spec["memory_mb"], spec["gpus"],
+                        spec.get("node_label", "")).label()
 
 
 def _profiles(slots: list[dict[str, Any]]) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
-from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.resources import ResourceSpec, check_node_label
 from yarnflow.core.units import (parse_bool, parse_bytes, parse_duration, parse_memory_mb,
                                  parse_parallelism)
 
@@ -40,6 +40,10 @@ def _option(key: str, parse: Callable[[object], T], default: T, doc: str) -> Opt
 
 def _str(value: object) -> str:
     return str(value)
+
+
+def _node_label(value: object) -> str:
+    return check_node_label(str(value).strip())
 
 
 def _pos_int(value: object) -> int:
@@ -328,6 +332,12 @@ YARN_APP_NAME = _option("yarn.application.name", _str, "",
                         "YARN application name; empty means the job's name.")
 YARN_QUEUE = _option("yarn.application.queue", _str, "default",
                      "YARN queue the application is submitted to.")
+YARN_APP_NODE_LABEL = _option(
+    "yarn.application.node-label", _node_label, "",
+    "YARN node label (partition) of the ApplicationMaster and, unless set otherwise, of every container; empty: the default partition.")
+YARN_TM_NODE_LABEL = _option(
+    "yarn.taskmanager.node-label", _node_label, "",
+    "YARN node label of the TaskExecutors' containers whose slot profile names none (a ResourceSpec's node_label wins); empty: yarn.application.node-label.")
 JOBMANAGER_PROCESS_MEMORY = _option("jobmanager.memory.process.size", parse_memory_mb, 0,
                          "ApplicationMaster container memory (MB); 0: per-job sized from the job, a session 1024.")
 YARN_AM_VCORES = _option("yarn.appmaster.vcores", _pos_int, 1,

@@ -48,6 +48,13 @@ class ContainerLadder:
                              f"own {overhead_mb} MB (taskmanager.memory.overhead)")
 
     def spec_for(self, profile: ResourceSpec) -> WorkerSpec:
+        if profile.node_label:
+            raise NoContainerFits(
+                f"a slot of {profile.label()} names node label '{profile.node_label}', but a "
+                "session declares its containers when it starts, all in one partition; fix: "
+                "run the job per-job (-t yarn-per-job), or drop node_label from its "
+                "ResourceSpecs and start a session in that partition (-D "
+                "yarn.taskmanager.node-label=...)")
         for spec in self.specs:
             if profile.fits_in(spec.slot_profile):
                 return spec

@@ -207,7 +207,7 @@ class JobGraph:
         for spec in specs[1:]:
             total = total + spec
         if self.spark_overhead_mb and any(v.uses_spark for v in members):
-            total = ResourceSpec(total.cpu, total.memory_mb + self.spark_overhead_mb, total.gpus)
+            total = total.with_memory(total.memory_mb + self.spark_overhead_mb)
         return total
 
     def check_outputs(self) -> None:
@@ -249,8 +249,9 @@ class JobGraph:
                                            "name the key columns in key_by(...)")
         self._validate_co_location()
         for group, members in self.slot_sharing_groups().items():
+            self._validate_node_labels(group, members)
             profile = self.slot_profile(group, default_slot)
-            if not profile.fits_in(max_worker):
+            if not profile.within(max_worker):
                 names = ", ".join(f"'{v.name}'" for v in members)
                 heaviest = max(members, key=lambda v: v.resources.memory_mb if v.resources else -1)
                 raise InvalidPipelineError(
@@ -260,6 +261,22 @@ class JobGraph:
                     "sharing group of their own, or raise resourcemanager.max-worker.cpu / "
                     "resourcemanager.max-worker.memory (on YARN, ask for a larger "
                     "yarn.scheduler.maximum-allocation-mb / -vcores)")
+
+    @staticmethod
+    def _validate_node_labels(group: str, members: list[JobVertex]) -> None:
+        """A shared slot runs in one partition: its operators may name one node label."""
+        first: dict[str, JobVertex] = {}
+        for vertex in members:
+            label = vertex.resources.node_label if vertex.resources else ""
+            if label:
+                first.setdefault(label, vertex)
+        if len(first) > 1:
+            (one, a), (other, b) = list(first.items())[:2]
+            raise InvalidPipelineError(
+                b.name, f"its ResourceSpec names node label '{other}', but '{a.name}', in the "
+                f"same slot sharing group '{group}', names '{one}': a shared slot runs in one "
+                "partition", "give the operators of each node label a slot sharing group of "
+                "their own (.slot_sharing_group(...))")
 
     def _validate_co_location(self) -> None:
         by_group: dict[str, list[JobVertex]] = {}

@@ -10,7 +10,8 @@ from yarnflow.core.resources import ResourceSpec
 
 
 def spec_json(spec: ResourceSpec) -> dict[str, Any]:
-    return {"cpu": spec.cpu, "memory_mb": spec.memory_mb, "gpus": spec.gpus}
+    labelled = {"node_label": spec.node_label} if spec.node_label else {}
+    return {"cpu": spec.cpu, "memory_mb": spec.memory_mb, "gpus": spec.gpus, **labelled}
 
 
 def plan_vertices(graph: JobGraph, default_slot: ResourceSpec) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ class WorkerSpec:
     @property
     def container(self) -> ResourceSpec:
         total = self.slot_profile * self.num_slots
-        return ResourceSpec(total.cpu, total.memory_mb + self.overhead_mb, total.gpus)
+        return total.with_memory(total.memory_mb + self.overhead_mb)
 
     @property
     def vcores(self) -> int:
@@ -43,7 +43,7 @@ def plan_worker_specs(graph: "JobGraph", default_slot: ResourceSpec, max_slots: 
     specs = {}
     for profile, count in slots_needed(graph, default_slot).items():
         slots = max(1, min(max_slots, count))
-        while slots > 1 and not WorkerSpec(profile, slots, overhead_mb).container.fits_in(largest):
+        while slots > 1 and not WorkerSpec(profile, slots, overhead_mb).container.within(largest):
             slots -= 1
         specs[profile] = WorkerSpec(profile, slots, overhead_mb)
     return specs

@@ -54,8 +54,9 @@ case "$1" in
   logs) shift; run org.apache.hadoop.yarn.client.cli.LogsCLI "$@" ;;
   node) shift; run org.apache.hadoop.yarn.client.cli.NodeCLI "$@" ;;
   queue) shift; run org.apache.hadoop.yarn.client.cli.QueueCLI "$@" ;;
+  rmadmin) shift; run org.apache.hadoop.yarn.client.cli.RMAdminCLI "$@" ;;
   version) run org.apache.hadoop.util.VersionInfo ;;
-  *) echo "usage: yarn classpath [--glob] | application | applicationattempt | container | logs | node | queue | version" >&2; exit 1 ;;
+  *) echo "usage: yarn classpath [--glob] | application | applicationattempt | container | logs | node | queue | rmadmin | version" >&2; exit 1 ;;
 esac
 """
 

@@ -35,10 +35,11 @@ def fill_resource_spec(spec: ResourceSpec, message: Any) -> None:
     """Write ``spec`` into a ``ResourceSpec`` message field (protobuf sub-messages are
     filled in place, not assigned)."""
     message.cpu, message.memory_mb, message.gpus = spec.cpu, spec.memory_mb, spec.gpus
+    message.node_label = spec.node_label
 
 
 def resource_spec_from_proto(message: Any) -> ResourceSpec:
-    return ResourceSpec(message.cpu, message.memory_mb, message.gpus)
+    return ResourceSpec(message.cpu, message.memory_mb, message.gpus, message.node_label)
 
 
 def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:

@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=1)
     parser.add_argument("--slot-cpu", type=float, required=True)
     parser.add_argument("--slot-memory", type=int, required=True)
+    parser.add_argument("--slot-node-label", default="",
+                        help="the YARN node label of its slots' profile")
     parser.add_argument("--worker-spec", default="")
     parser.add_argument("--workdir")
     parser.add_argument("--host", default="127.0.0.1")
@@ -70,13 +72,15 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, file=log_stream or sys.stderr, all_threads=True)
     if args.yarn:
         logging.getLogger("yarnflow.taskexecutor").info(
-            "YARN container %s: %d MB, %d vcores, %d slots of %g cores / %d MB",
+            "YARN container %s: %d MB, %d vcores, %d slots of %g cores / %d MB%s",
             container.resource_id, container.memory_mb, container.vcores, args.slots,
-            args.slot_cpu, args.slot_memory)
+            args.slot_cpu, args.slot_memory,
+            f", node label {args.slot_node_label}" if args.slot_node_label else "")
         args.rm_address = find_appmaster(config.get(options.REGISTRATION_TIMEOUT))
     limit_compute_threads(args.slots, args.slot_cpu)
     te = TaskExecutorRunner(args.resource_id, args.rm_address, tls, config, args.slots,
-                      ResourceSpec(args.slot_cpu, args.slot_memory), args.worker_spec,
+                      ResourceSpec(args.slot_cpu, args.slot_memory,
+                                   node_label=args.slot_node_label), args.worker_spec,
                       Path(args.workdir), args.host)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(
         target=te.stop, args=("SIGTERM",), daemon=True).start())

@@ -259,7 +259,7 @@ class ResourceManager:
         except NoContainerFits as err:
             raise Refused(str(err)) from None
         largest = self.driver.max_worker_resources()
-        if not spec.container.fits_in(largest):
+        if not spec.container.within(largest):
             raise Refused(f"a slot of {request.profile} needs a container of {spec.container}, "
                           f"larger than the largest this cluster gives ({largest})")
         self.slot_manager.request_slot(PendingRequest(

@@ -26,8 +26,9 @@ from yarnflow.client.targets.base import JobHandle, Target
 from yarnflow.client.targets.dispatcher_client import DispatcherClient
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, container_services, prepare_config,
-                                          skein_client, worker_hosts)
+from yarnflow.client.targets.yarn_client import (bounded, configured_node_labels,
+                                          container_services, executor_node_label,
+                                          prepare_config, skein_client, worker_hosts)
 from yarnflow.client.targets.yarn_errors import YarnError
 from yarnflow.client.targets.yarn_job import YarnJobHandle
 
@@ -73,13 +74,15 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     node = node_python(config)
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
     instances = {ladder.specs[0].name: min_executors}
-    services, plan = container_services(ladder.specs, instances, node, env, hosts)
+    services, plan = container_services(ladder.specs, instances, node, env, hosts,
+                                        executor_node_label(config))
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.JOBMANAGER_PROCESS_MEMORY) or MINIMUM_MB,
                                   vcores=config.get(options.YARN_AM_VCORES)),
         files=dict(node.files), env={**env, SERVICES_ENV: plan},
         security=security, script=node.script("yarnflow.appmaster --session"))
     return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
+                                 node_label=config.get(options.YARN_APP_NODE_LABEL),
                                  services=services, tags=["yarnflow", SESSION_TAG],
                                  max_attempts=config.get(options.YARN_APPLICATION_ATTEMPTS))
 
@@ -102,7 +105,7 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
     client = skein_client(timeout)
     try:
         spec = build_session_spec(config, name, ladder, min_executors, security,
-                                  worker_hosts(client, config))
+                                  worker_hosts(client, config, configured_node_labels(config)))
         app_id = bounded(lambda: client.submit(spec), timeout, "submitting the session to YARN")
         store.save(app_id, credentials, {"kind": "session", "name": name, "history_dir": history,
                                          "container_sizes": ladder.describe(),

@@ -29,8 +29,9 @@ from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, container_services, prepare_config,
-                                          skein_client, worker_hosts)
+from yarnflow.client.targets.yarn_client import (bounded, configured_node_labels,
+                                          container_services, executor_node_label,
+                                          prepare_config, skein_client, worker_hosts)
 from yarnflow.client.targets.yarn_job import YarnJobHandle
 
 
@@ -75,6 +76,16 @@ def initial_instances(graph: JobGraph, config: Configuration,
     return counts
 
 
+def node_labels_asked(graph: JobGraph, config: Configuration) -> dict[str, str]:
+    """The node labels the job and its configuration name, each with who names it."""
+    asked = configured_node_labels(config)
+    for vertex in graph.topological_order():
+        label = vertex.resources.node_label if vertex.resources else ""
+        if label and label not in asked:
+            asked[label] = f"operator '{vertex.name}' (its ResourceSpec)"
+    return asked
+
+
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
                staging: Path, tls: Any, hosts: list[str]) -> Any:
     """``hosts``: the worker hosts executors may be asked on (yarn_client.worker_hosts)."""
@@ -84,7 +95,8 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     # Each localized file is one more upload before YARN accepts the application: the
     # configuration and plan travel in the environment, and so does a small JobGraph.
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
-    services, plan = container_services(list(specs.values()), instances, node, env, hosts)
+    services, plan = container_services(list(specs.values()), instances, node, env, hosts,
+                                        executor_node_label(config))
     master_env = {**env, SERVICES_ENV: plan}
     master_files = dict(node.files)
     job = jobgraph_to_proto(graph).SerializeToString()
@@ -103,6 +115,7 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
         files=master_files, env=master_env, security=tls, script=master_script)
     return skein.ApplicationSpec(
         name=config.get(options.YARN_APP_NAME) or graph.name, queue=config.get(options.YARN_QUEUE),
+        node_label=config.get(options.YARN_APP_NODE_LABEL),
         master=master, services=services, tags=["yarnflow"],
         max_attempts=config.get(options.YARN_APPLICATION_ATTEMPTS))
 
@@ -122,7 +135,7 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
         client = skein_client(timeout)
         try:
             spec = build_spec(graph, config, specs, Path(staging), security,
-                              worker_hosts(client, config))
+                              worker_hosts(client, config, node_labels_asked(graph, config)))
             app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
             report = bounded(lambda: client.application_report(app_id), timeout,
                              "reading the application report")

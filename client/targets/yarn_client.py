@@ -107,50 +107,86 @@ def prepare_config(config: Configuration) -> Configuration:
     return config
 
 
-def worker_hosts(client: Any, config: Configuration) -> list[str]:
+def worker_hosts(client: Any, config: Configuration, labels: dict[str, str] | None = None
+                 ) -> list[str]:
     """The hosts of YARN's running NodeManagers, where executors may be asked to run
     (none when there are more than yarn.locality.max-hosts: a service per host and
-    container size would make the application's spec too large to be worth it)."""
+    container size would make the application's spec too large to be worth it).
+    ``labels``, node label -> what asks for it: each must be a label some running
+    NodeManager has, or the submission is refused naming the labels there are."""
     limit = config.get(options.YARN_LOCALITY_MAX_HOSTS)
-    if limit <= 0:
+    if limit <= 0 and not labels:
         return []
     nodes = bounded(lambda: client.get_nodes(states=["RUNNING"]), config.get(
         options.YARN_CLIENT_TIMEOUT), "listing YARN's NodeManagers")
+    check_node_labels(nodes, labels or {})
     hosts = sorted({node.id.rsplit(":", 1)[0] for node in nodes})
-    return hosts if len(hosts) <= limit else []
+    return hosts if 0 < len(hosts) <= limit else []
+
+
+def check_node_labels(nodes: list[Any], wanted: dict[str, str]) -> None:
+    """A label no running NodeManager has would leave its containers pending for ever
+    (YARN accepts the request): refuse it before submitting."""
+    have = sorted({label for node in nodes for label in node.labels})
+    for label, who in wanted.items():
+        if label not in have:
+            raise YarnError(
+                f"{who} names node label {label!r}, which no running NodeManager of this "
+                f"cluster has (its labels: {', '.join(have) or 'none'}); fix: name one of "
+                "those, or have the cluster's administrator label hosts with it "
+                "(yarn rmadmin -replaceLabelsOnNode)")
+
+
+def executor_node_label(config: Configuration) -> str:
+    """The node label of executors whose slot profile names none."""
+    return config.get(options.YARN_TM_NODE_LABEL) or config.get(options.YARN_APP_NODE_LABEL)
+
+
+def configured_node_labels(config: Configuration) -> dict[str, str]:
+    """The node labels the configuration asks for, each with its option's name."""
+    return {config.get(o): o.key for o in (options.YARN_TM_NODE_LABEL, options.YARN_APP_NODE_LABEL)
+            if config.get(o)}
 
 
 def container_services(specs: list[WorkerSpec], instances: dict[str, int], node: NodePython,
-                       env: dict[str, str], hosts: list[str]) -> tuple[dict[str, Any], str]:
+                       env: dict[str, str], hosts: list[str], default_label: str = ""
+                       ) -> tuple[dict[str, Any], str]:
     """The Skein services of the container sizes, and their plan as the ApplicationMaster
     reads it ($YARNFLOW_SERVICES): per size, one service anywhere (with the containers
     to start with) and one on each of ``hosts`` (strictly there, none to start with),
-    for executors asked where their input is stored (drivers/yarn.py)."""
+    for executors asked where their input is stored (drivers/yarn.py). A size in a node
+    label's partition (its profile's, else ``default_label``) has no per-host services:
+    YARN takes a node label only on a request for any host."""
     services: dict[str, Any] = {}
     plan = []
     for spec in specs:
         name = service_name(spec)
-        services[name] = taskexecutor_service(spec, instances.get(spec.name, 0), node, env)
-        on_hosts = {host: f"{name}-h{i}" for i, host in enumerate(hosts)}
+        label = spec.slot_profile.node_label or default_label
+        services[name] = taskexecutor_service(spec, instances.get(spec.name, 0), node, env,
+                                              node_label=label)
+        on_hosts = {} if label else {host: f"{name}-h{i}" for i, host in enumerate(hosts)}
         for host, on_host in on_hosts.items():
             services[on_host] = taskexecutor_service(spec, 0, node, env, host)
         plan.append({"service": name, "slot_cpu": spec.slot_profile.cpu,
-                     "slot_memory_mb": spec.slot_profile.memory_mb, "num_slots": spec.num_slots,
+                     "slot_memory_mb": spec.slot_profile.memory_mb,
+                     "slot_node_label": spec.slot_profile.node_label, "num_slots": spec.num_slots,
                      "overhead_mb": spec.overhead_mb, "instances": instances.get(spec.name, 0),
                      "hosts": on_hosts})
     return services, encode(json.dumps(plan).encode())
 
 
 def taskexecutor_service(spec: WorkerSpec, instances: int, node: NodePython,
-                         env: dict[str, str], host: str = "") -> Any:
-    """One container size (on ``host``, or anywhere): a Skein service whose containers
-    run a TaskExecutor. Skein neither restarts nor gives up on them; the
-    ResourceManager decides."""
+                         env: dict[str, str], host: str = "", node_label: str = "") -> Any:
+    """One container size (on ``host``, or anywhere in ``node_label``'s partition): a
+    Skein service whose containers run a TaskExecutor. Skein neither restarts nor gives
+    up on them; the ResourceManager decides."""
     import skein
     return skein.Service(
         resources=skein.Resources(memory=spec.container.memory_mb, vcores=spec.vcores),
-        nodes=[host] if host else None, relax_locality=False,
+        nodes=[host] if host else None, relax_locality=False, node_label=node_label,
         instances=instances, max_restarts=0, allow_failures=True, files=dict(node.files), env=env,
         script=node.script(f"yarnflow.taskexecutor --yarn --slots {spec.num_slots} "
                            f"--slot-cpu {spec.slot_profile.cpu:g} "
-                           f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"))
+                           f"--slot-memory {spec.slot_profile.memory_mb} --worker-spec {spec.name}"
+                           + (f" --slot-node-label {spec.slot_profile.node_label}"
+                              if spec.slot_profile.node_label else "")))

@@ -24,31 +24,31 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x63ommon.proto\x12\x08yarnflow\"<\n\x0cResourceSpec\x12\x0b\n\x03\x63pu\x18\x01 \x01(\x01\x12\x11\n\tmemory_mb\x18\x02 \x01(\x03\x12\x0c\n\x04gpus\x18\x03 \x01(\x05\"\"\n\x03\x41\x63k\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x07\n\x05\x45mpty\"d\n\x14TaskExecutorLocation\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x13\n\x0brpc_address\x18\x03 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x04 \x01(\t\"p\n\nSlotStatus\x12\x12\n\nslot_index\x18\x01 \x01(\x05\x12\'\n\x07profile\x18\x02 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x15\n\rallocation_id\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"B\n\nSlotReport\x12#\n\x05slots\x18\x01 \x03(\x0b\x32\x14.yarnflow.SlotStatus\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\xb8\x01\n\x0bTaskMetrics\x12\x12\n\nrecords_in\x18\x01 \x01(\x03\x12\x13\n\x0brecords_out\x18\x02 \x01(\x03\x12\x10\n\x08\x62ytes_in\x18\x03 \x01(\x03\x12\x11\n\tbytes_out\x18\x04 \x01(\x03\x12\x12\n\nduration_s\x18\x05 \x01(\x01\x12\x1c\n\x14records_in_per_input\x18\x06 \x03(\x03\x12\x13\n\x0binputs_done\x18\x07 \x01(\x03\x12\x14\n\x0cinputs_total\x18\x08 \x01(\x03\"H\n\x0b\x42lockedNode\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\r\n\x05\x63\x61use\x18\x02 \x01(\t\x12\r\n\x05since\x18\x03 \x01(\x01\x12\r\n\x05until\x18\x04 \x01(\x01*\x91\x01\n\x0e\x45xecutionState\x12\x0b\n\x07\x43REATED\x10\x00\x12\r\n\tSCHEDULED\x10\x01\x12\r\n\tDEPLOYING\x10\x02\x12\x10\n\x0cINITIALIZING\x10\x03\x12\x0b\n\x07RUNNING\x10\x04\x12\x0c\n\x08\x46INISHED\x10\x05\x12\r\n\tCANCELING\x10\x06\x12\x0c\n\x08\x43\x41NCELED\x10\x07\x12\n\n\x06\x46\x41ILED\x10\x08*\x86\x01\n\tJobStatus\x12\x0f\n\x0bJOB_CREATED\x10\x00\x12\x0f\n\x0bJOB_RUNNING\x10\x01\x12\x0f\n\x0bJOB_FAILING\x10\x02\x12\x12\n\x0eJOB_CANCELLING\x10\x03\x12\x10\n\x0cJOB_FINISHED\x10\x04\x12\x0e\n\nJOB_FAILED\x10\x05\x12\x10\n\x0cJOB_CANCELED\x10\x06\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0c\x63ommon.proto\x12\x08yarnflow\"P\n\x0cResourceSpec\x12\x0b\n\x03\x63pu\x18\x01 \x01(\x01\x12\x11\n\tmemory_mb\x18\x02 \x01(\x03\x12\x0c\n\x04gpus\x18\x03 \x01(\x05\x12\x12\n\nnode_label\x18\x04 \x01(\t\"\"\n\x03\x41\x63k\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x07\n\x05\x45mpty\"d\n\x14TaskExecutorLocation\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x13\n\x0brpc_address\x18\x03 \x01(\t\x12\x14\n\x0c\x64\x61ta_address\x18\x04 \x01(\t\"p\n\nSlotStatus\x12\x12\n\nslot_index\x18\x01 \x01(\x05\x12\'\n\x07profile\x18\x02 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x15\n\rallocation_id\x18\x03 \x01(\t\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"B\n\nSlotReport\x12#\n\x05slots\x18\x01 \x03(\x0b\x32\x14.yarnflow.SlotStatus\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\xb8\x01\n\x0bTaskMetrics\x12\x12\n\nrecords_in\x18\x01 \x01(\x03\x12\x13\n\x0brecords_out\x18\x02 \x01(\x03\x12\x10\n\x08\x62ytes_in\x18\x03 \x01(\x03\x12\x11\n\tbytes_out\x18\x04 \x01(\x03\x12\x12\n\nduration_s\x18\x05 \x01(\x01\x12\x1c\n\x14records_in_per_input\x18\x06 \x03(\x03\x12\x13\n\x0binputs_done\x18\x07 \x01(\x03\x12\x14\n\x0cinputs_total\x18\x08 \x01(\x03\"H\n\x0b\x42lockedNode\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\r\n\x05\x63\x61use\x18\x02 \x01(\t\x12\r\n\x05since\x18\x03 \x01(\x01\x12\r\n\x05until\x18\x04 \x01(\x01*\x91\x01\n\x0e\x45xecutionState\x12\x0b\n\x07\x43REATED\x10\x00\x12\r\n\tSCHEDULED\x10\x01\x12\r\n\tDEPLOYING\x10\x02\x12\x10\n\x0cINITIALIZING\x10\x03\x12\x0b\n\x07RUNNING\x10\x04\x12\x0c\n\x08\x46INISHED\x10\x05\x12\r\n\tCANCELING\x10\x06\x12\x0c\n\x08\x43\x41NCELED\x10\x07\x12\n\n\x06\x46\x41ILED\x10\x08*\x86\x01\n\tJobStatus\x12\x0f\n\x0bJOB_CREATED\x10\x00\x12\x0f\n\x0bJOB_RUNNING\x10\x01\x12\x0f\n\x0bJOB_FAILING\x10\x02\x12\x12\n\x0eJOB_CANCELLING\x10\x03\x12\x10\n\x0cJOB_FINISHED\x10\x04\x12\x0e\n\nJOB_FAILED\x10\x05\x12\x10\n\x0cJOB_CANCELED\x10\x06\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EXECUTIONSTATE']._serialized_start=679
-  _globals['_EXECUTIONSTATE']._serialized_end=824
-  _globals['_JOBSTATUS']._serialized_start=827
-  _globals['_JOBSTATUS']._serialized_end=961
+  _globals['_EXECUTIONSTATE']._serialized_start=699
+  _globals['_EXECUTIONSTATE']._serialized_end=844
+  _globals['_JOBSTATUS']._serialized_start=847
+  _globals['_JOBSTATUS']._serialized_end=981
   _globals['_RESOURCESPEC']._serialized_start=26
-  _globals['_RESOURCESPEC']._serialized_end=86
-  _globals['_ACK']._serialized_start=88
-  _globals['_ACK']._serialized_end=122
-  _globals['_EMPTY']._serialized_start=124
-  _globals['_EMPTY']._serialized_end=131
-  _globals['_TASKEXECUTORLOCATION']._serialized_start=133
-  _globals['_TASKEXECUTORLOCATION']._serialized_end=233
-  _globals['_SLOTSTATUS']._serialized_start=235
-  _globals['_SLOTSTATUS']._serialized_end=347
-  _globals['_SLOTREPORT']._serialized_start=349
-  _globals['_SLOTREPORT']._serialized_end=415
-  _globals['_TASKMETRICS']._serialized_start=418
-  _globals['_TASKMETRICS']._serialized_end=602
-  _globals['_BLOCKEDNODE']._serialized_start=604
-  _globals['_BLOCKEDNODE']._serialized_end=676
+  _globals['_RESOURCESPEC']._serialized_end=106
+  _globals['_ACK']._serialized_start=108
+  _globals['_ACK']._serialized_end=142
+  _globals['_EMPTY']._serialized_start=144
+  _globals['_EMPTY']._serialized_end=151
+  _globals['_TASKEXECUTORLOCATION']._serialized_start=153
+  _globals['_TASKEXECUTORLOCATION']._serialized_end=253
+  _globals['_SLOTSTATUS']._serialized_start=255
+  _globals['_SLOTSTATUS']._serialized_end=367
+  _globals['_SLOTREPORT']._serialized_start=369
+  _globals['_SLOTREPORT']._serialized_end=435
+  _globals['_TASKMETRICS']._serialized_start=438
+  _globals['_TASKMETRICS']._serialized_end=622
+  _globals['_BLOCKEDNODE']._serialized_start=624
+  _globals['_BLOCKEDNODE']._serialized_end=696
 # @@protoc_insertion_point(module_scope)

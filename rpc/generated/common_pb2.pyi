@@ -46,14 +46,16 @@ JOB_FAILED: JobStatus
 JOB_CANCELED: JobStatus
 
 class ResourceSpec(_message.Message):
-    __slots__ = ("cpu", "memory_mb", "gpus")
+    __slots__ = ("cpu", "memory_mb", "gpus", "node_label")
     CPU_FIELD_NUMBER: _ClassVar[int]
     MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
+    NODE_LABEL_FIELD_NUMBER: _ClassVar[int]
     cpu: float
     memory_mb: int
     gpus: int
-    def __init__(self, cpu: _Optional[float] = ..., memory_mb: _Optional[int] = ..., gpus: _Optional[int] = ...) -> None: ...
+    node_label: str
+    def __init__(self, cpu: _Optional[float] = ..., memory_mb: _Optional[int] = ..., gpus: _Optional[int] = ..., node_label: _Optional[str] = ...) -> None: ...
 
 class Ack(_message.Message):
     __slots__ = ("ok", "message")

@@ -62,6 +62,7 @@ class LocalDriver(ResourceDriver):
                    "--tls-dir", str(self._tls_dir), "--conf", str(self._conf_file),
                    "--slots", str(spec.num_slots), "--slot-cpu", str(spec.slot_profile.cpu),
                    "--slot-memory", str(spec.slot_profile.memory_mb),
+                   "--slot-node-label", spec.slot_profile.node_label,
                    "--worker-spec", spec.name, "--workdir", str(self._workdir / resource_id),
                    "--log-file", str(log_file)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
                                           "copy", "narrow-heavy", "two-stage", "four-and-two",
-                                          "bad-column", "batch"])
+                                          "bad-column", "batch", "labelled"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--input", help="copy: the Parquet input")
     parser.add_argument("--parallelism", type=int, default=3, help="copy, batch: its parallelism")
     parser.add_argument("--work1", type=float, default=0.1, help="two-stage: stage 1's work")
+    parser.add_argument("--label", default="highmem", help="labelled: the map's node label")
     args = parser.parse_args()
     mode = args.mode
     R = yf.ResourceSpec
@@ -93,6 +94,12 @@ def main() -> None:
         p = yf.Pipeline("batch", parallelism=args.parallelism, schedule_mode="LAZY_FROM_SOURCES")
         p.from_arrow(rows(1200)).rebalance().blocking().map(working(args.work), name="work") \
             .blocking().write_parquet(args.out, mode)
+    elif args.shape == "labelled":       # a map in --label's partition, between plain slots
+        p = yf.Pipeline("labelled", parallelism=2)
+        p.from_arrow(rows(2000)).resources(R(1, "512m")).rebalance() \
+            .map(working(args.work), name="labelled-op").resources(R(1, "768m", node_label=args.label)) \
+            .slot_sharing_group("labelled").rebalance() \
+            .write_parquet(args.out, mode).resources(R(1, "512m")).slot_sharing_group("default")
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)
