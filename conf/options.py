@@ -372,6 +372,17 @@ YARN_LOCALITY_MAX_HOSTS = _option(
     "yarn.locality.max-hosts", _nonneg_int, 100,
     "Executors are asked on the hosts that store their input when YARN has at most this many running NodeManagers (a Skein service per container size and host); 0 never asks for hosts.")
 
+# --- Kerberos (a cluster in Hadoop's secure mode; Flink's names) -------------------------
+KERBEROS_USE_TICKET_CACHE = _option(
+    "security.kerberos.login.use-ticket-cache", parse_bool, True,
+    "On a Kerberos cluster without a keytab, log in from the user's ticket cache (after kinit).")
+KERBEROS_KEYTAB = _option(
+    "security.kerberos.login.keytab", _str, "",
+    "A keytab the client logs in with, as security.kerberos.login.principal; empty: the ticket cache.")
+KERBEROS_PRINCIPAL = _option(
+    "security.kerberos.login.principal", _str, "",
+    "The principal of security.kerberos.login.keytab, e.g. alice@EXAMPLE.COM.")
+
 # --- blocklist (FLIP-224; Spark's excludeOnFailure) -------------------------------------
 BLOCKLIST_ENABLED = _option(
     "cluster.resource-blocklist.enabled", parse_bool, False,

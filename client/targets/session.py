@@ -26,7 +26,7 @@ from yarnflow.client.targets.base import JobHandle, Target
 from yarnflow.client.targets.dispatcher_client import DispatcherClient
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, configured_node_labels,
+from yarnflow.client.targets.yarn_client import (bounded, client_login, configured_node_labels,
                                           container_services, executor_node_label,
                                           prepare_config, skein_client, worker_hosts)
 from yarnflow.client.targets.yarn_errors import YarnError
@@ -102,7 +102,7 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
     store = ApplicationStore()
-    client = skein_client(timeout)
+    client = skein_client(timeout, client_login(config))
     try:
         spec = build_session_spec(config, name, ladder, min_executors, security,
                                   worker_hosts(client, config, configured_node_labels(config)))

@@ -29,7 +29,7 @@ from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, configured_node_labels,
+from yarnflow.client.targets.yarn_client import (bounded, client_login, configured_node_labels,
                                           container_services, executor_node_label,
                                           prepare_config, skein_client, worker_hosts)
 from yarnflow.client.targets.yarn_job import YarnJobHandle
@@ -132,7 +132,7 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
     with tempfile.TemporaryDirectory(prefix="yarnflow-submit-") as staging:
-        client = skein_client(timeout)
+        client = skein_client(timeout, client_login(config))
         try:
             spec = build_spec(graph, config, specs, Path(staging), security,
                               worker_hosts(client, config, node_labels_asked(graph, config)))

@@ -19,6 +19,7 @@ from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.client.filesystems import use_cluster_filesystem
 from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.targets.kerberos import KerberosLogin, kerberos_login
 from yarnflow.client.targets.node_python import NodePython
 from yarnflow.client.targets.yarn_errors import YarnError
 
@@ -36,10 +37,11 @@ def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
                         "HADOOP_CONF_DIR pointing at it?") from None
 
 
-def skein_client(timeout: float) -> Any:
+def skein_client(timeout: float, login: KerberosLogin | None = None) -> Any:
     """A Skein client: through the user's global Skein driver when one runs (`skein
     driver start`, as Skein's own CLI does; saves starting a JVM per command), else
-    through a private driver logging to ~/.yarnflow."""
+    through a private driver logging to ~/.yarnflow, logged in with ``login``'s keytab
+    where it has one (on a Kerberos cluster; otherwise from the ticket cache)."""
     import skein
     try:
         return bounded(skein.Client.from_global_driver, timeout, "connecting to Skein's driver")
@@ -48,7 +50,8 @@ def skein_client(timeout: float) -> Any:
     check_driver_prerequisites(timeout)
     log = ApplicationStore().root / "skein-driver.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    return bounded(lambda: skein.Client(log=str(log)), timeout, "starting Skein's driver")
+    args = login.skein_args() if login is not None else {}
+    return bounded(lambda: skein.Client(log=str(log), **args), timeout, "starting Skein's driver")
 
 
 def check_driver_prerequisites(timeout: float) -> None:
@@ -67,6 +70,11 @@ def check_driver_prerequisites(timeout: float) -> None:
             "`java` is not on PATH and JAVA_HOME is unset"
         raise YarnError(f"{where}; Skein's driver runs on Java. Fix: install Java 8 or later "
                         "and set JAVA_HOME to it")
+
+
+def client_login(config: Configuration) -> KerberosLogin | None:
+    """How this client logs in to the configured cluster (None: it has no Kerberos)."""
+    return kerberos_login(config, load_hadoop_conf(config))
 
 
 def load_hadoop_conf(config: Configuration) -> HadoopConf:
@@ -94,6 +102,7 @@ def prepare_config(config: Configuration) -> Configuration:
                         "attempt. Fix: remove the option and size yarn.application-attempts for the "
                         "application's whole life")
     hadoop = load_hadoop_conf(config)
+    kerberos_login(config, hadoop)    # no credentials for a secure cluster: refused here
     config = config.copy()
     max_mb, max_vcores = hadoop.max_allocation
     config.set(options.MAX_WORKER_MEMORY, max_mb)
