@@ -55,8 +55,9 @@ case "$1" in
   node) shift; run org.apache.hadoop.yarn.client.cli.NodeCLI "$@" ;;
   queue) shift; run org.apache.hadoop.yarn.client.cli.QueueCLI "$@" ;;
   rmadmin) shift; run org.apache.hadoop.yarn.client.cli.RMAdminCLI "$@" ;;
+  fs) shift; run org.apache.hadoop.fs.FsShell "$@" ;;   # `hdfs dfs`, for the clusters' scripts
   version) run org.apache.hadoop.util.VersionInfo ;;
-  *) echo "usage: yarn classpath [--glob] | application | applicationattempt | container | logs | node | queue | rmadmin | version" >&2; exit 1 ;;
+  *) echo "usage: yarn classpath [--glob] | application | applicationattempt | container | logs | node | queue | rmadmin | fs | version" >&2; exit 1 ;;
 esac
 """
 

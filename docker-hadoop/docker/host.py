@@ -3,11 +3,13 @@
     host.py prepare                     # at image build: configuration, web apps, `yarn`
     host.py run namenode resourcemanager # the ResourceManager host
     host.py run nodemanager datanode     # a worker host: YARN and HDFS side by side
+    host.py secure                      # the edge host of a secure cluster: its client conf
 
 `run` starts each daemon as a child, forwards SIGTERM to them, reaps every process
 that ends up parented to it (it is PID 1: YARN's containers are re-parented here
 when their launch shells exit), and exits when any daemon exits, so the container
-dies with its host's daemons as a machine would. Only python3's standard library:
+dies with its host's daemons as a machine would. With YARNFLOW_SECURE=1 (`cluster up
+--secure`) it first turns Kerberos on (../kerberos.py). Only python3's standard library:
 worker hosts have nothing else, as on a real cluster.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hadoop import (JPMS_FLAGS, copy_conf, daemon_command, format_namenode_command,  # noqa: E402
                     lib_dir, set_properties, write_webapps, write_yarn_command)
+from kerberos import HOST_KEYTAB, KRB5_CONF, secure_properties
 
 HADOOP_HOME = Path("/opt/hadoop")
 CONF = HADOOP_HOME / "etc" / "hadoop"
@@ -65,6 +68,15 @@ def prepare() -> None:
     })
     write_webapps(WEBAPPS)
     write_yarn_command(HADOOP_HOME / "bin", CONF, LIB, JAVA, LOGS)
+    Path("/etc/krb5.conf").write_text(KRB5_CONF)   # used only by a secure cluster
+    Path(HOST_KEYTAB).parent.mkdir(parents=True, exist_ok=True)
+
+
+def make_secure() -> None:
+    """A host of a secure cluster (`cluster up --secure`, YARNFLOW_SECURE=1): Kerberos on,
+    with the keytab the cluster copied in before the host started."""
+    for name, values in secure_properties(RM_HOST).items():
+        set_properties(CONF / name, values)
 
 
 def daemon_env() -> dict[str, str]:
@@ -91,6 +103,8 @@ def start(name: str) -> subprocess.Popen[bytes]:
 
 
 def run(names: list[str]) -> int:
+    if os.environ.get("YARNFLOW_SECURE") == "1":
+        make_secure()
     daemons = {start(name).pid: name for name in names}
 
     def stop(signum: int, _frame: object) -> None:
@@ -117,10 +131,12 @@ def run(names: list[str]) -> int:
 def main() -> None:
     if sys.argv[1:2] == ["prepare"]:
         prepare()
+    elif sys.argv[1:2] == ["secure"]:         # the edge host's client configuration
+        make_secure()
     elif sys.argv[1:2] == ["run"] and sys.argv[2:] and set(sys.argv[2:]) <= set(HEAPS):
         sys.exit(run(sys.argv[2:]))
     else:
-        sys.exit(f"usage: host.py prepare | run {'|'.join(HEAPS)}...")
+        sys.exit(f"usage: host.py prepare | secure | run {'|'.join(HEAPS)}...")
 
 
 if __name__ == "__main__":
