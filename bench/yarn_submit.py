@@ -83,8 +83,12 @@ def poll(condition, timeout: float, what: str, interval: float = 0.1):
 
 
 def nodemanagers_idle() -> bool:
-    """No application left on any NodeManager: containers stopped, logs aggregated."""
-    for node in rest("/ws/v1/cluster/nodes")["nodes"]["node"]:
+    """No application left on any NodeManager: containers stopped, logs aggregated.
+
+    Only RUNNING nodes: the ResourceManager keeps a NodeManager that was stopped or
+    lost in its list, with no HTTP address (a host-fault test leaves one)."""
+    nodes = rest("/ws/v1/cluster/nodes?states=RUNNING").get("nodes") or {}
+    for node in nodes.get("node", []):
         for what in ("apps", "containers"):
             with urllib.request.urlopen(f"http://{node['nodeHTTPAddress']}/ws/v1/node/{what}",
                                         timeout=10) as r:
