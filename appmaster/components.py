@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from yarnflow.core.ids import JobID, JobMasterId, ResourceManagerId
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
+from yarnflow.appmaster.resourcemanager.delegation_tokens import TokenProvider
 from yarnflow.appmaster.jobmaster.service import JobMasterService
 from yarnflow.appmaster.jobmaster.slotpool import TaskExecutorLocation
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
@@ -65,7 +66,8 @@ class ApplicationMasterComponents:
                  bind_host: str = "127.0.0.1", advertised_host: str | None = None,
                  worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
                  ladder: ContainerLadder | None = None, min_workers: int = 0,
-                 application_attempt: int = 1) -> None:
+                 application_attempt: int = 1,
+                 token_provider: TokenProvider | None = None) -> None:
         """``application_attempt``: YARN's attempt number of the ApplicationMaster hosting
         these components, shown in every job's details."""
         self.config = config
@@ -77,7 +79,7 @@ class ApplicationMasterComponents:
         self._timeout = config.get(options.RPC_ASK_TIMEOUT)
         self.resource_manager = ResourceManager(
             config, driver, self._rm_te_gateway, self._rm_jm_gateway, min_workers,
-            worker_specs=worker_specs, ladder=ladder)
+            worker_specs=worker_specs, ladder=ladder, token_provider=token_provider)
         self.job_masters = JobMasterService(self._timeout)
         self._bind_host = bind_host
         self._advertised_host = advertised_host or bind_host

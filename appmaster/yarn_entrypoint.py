@@ -33,6 +33,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from yarnflow.core.ids import JobID, ResourceID
 from yarnflow.appmaster.components import ApplicationMasterComponents
@@ -42,6 +43,7 @@ from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.appmaster.gc_tuning import tune_garbage_collector
 from yarnflow.core.details import JobDetails
+from yarnflow.appmaster.resourcemanager.delegation_tokens import KeytabTokenProvider
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
 from yarnflow.core.container_ladder import ContainerLadder
 from yarnflow.core.worker_spec import WorkerSpec
@@ -51,7 +53,7 @@ from yarnflow.core.status import JobStatus
 from yarnflow.rpc.codec import jobgraph_as_received
 from yarnflow.rpc.security import read_skein_container_credentials
 from yarnflow.appmaster.webmonitor import ApplicationMasterSource, WebMonitorServer
-from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY,
+from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JOB_ID_KEY, KEYTAB_FILE,
                                     SERVICES_ENV, WEB_PAGE_ROUTE, decode_env)
 
 log = logging.getLogger("yarnflow.appmaster")
@@ -122,6 +124,20 @@ def diagnostics_of(result: JobDetails) -> str:
     return text[:_DIAGNOSTICS_LIMIT]
 
 
+def keytab_token_provider(config: Configuration) -> KeytabTokenProvider | None:
+    """With the keytab the client shipped (a Kerberos cluster and
+    security.kerberos.login.keytab), what obtains new HDFS delegation tokens."""
+    if not Path(KEYTAB_FILE).is_file():
+        return None
+    settings = options.filesystem_settings(config)
+    authority = urlsplit(settings.default_fs).netloc
+    log.info("a keytab for %s came with the application: it obtains new HDFS delegation "
+             "tokens before the current ones end", config.get(options.KERBEROS_PRINCIPAL))
+    return KeytabTokenProvider(settings.http_address(authority),
+                               config.get(options.KERBEROS_PRINCIPAL), str(Path(KEYTAB_FILE).resolve()),
+                               config.get(options.YARN_CLIENT_TIMEOUT))
+
+
 def start_components(config: Configuration, app: Any, ladder: ContainerLadder | None = None,
                      min_workers: int = 0,
                      register_more: Callable[[ApplicationMasterComponents, Any], None] | None = None
@@ -138,7 +154,7 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     components = ApplicationMasterComponents(
         config, driver, tls, bind_host="0.0.0.0", advertised_host=host,
         worker_specs=None if ladder else worker_specs, ladder=ladder, min_workers=min_workers,
-        application_attempt=application_attempt())
+        application_attempt=application_attempt(), token_provider=keytab_token_provider(config))
     components.start(None if register_more is None else
                      lambda server: register_more(components, server))
     driver.adopt([resource_id for resource_id, _ in starting])

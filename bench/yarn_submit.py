@@ -2,6 +2,7 @@
 same run. Prints one JSON object.
 
     eval "$(docker-hadoop/native/cluster up)"; python bench/yarn_submit.py [--repeats 5]
+    python bench/yarn_submit.py --secure     # secure against insecure (bench/secure_submit.py)
 
 (or on the dockerised cluster's edge host, YARNFLOW_TEST_CLUSTER=given: the client's
 environment is shipped to the hosts).
@@ -265,7 +266,21 @@ def main() -> None:
                         help="N: the to-running job has 2N subtasks, each in its own container")
     parser.add_argument("--skip-alloc", action="store_true",
                         help="latencies only, no alloc_efficiency runs")
+    parser.add_argument("--to-running-only", action="store_true",
+                        help="only yarnflow's submit -> all subtasks RUNNING (to_running_s)")
+    parser.add_argument("--secure", action="store_true",
+                        help="on the dockerised cluster, insecure then secure, and a session's "
+                             "token renewal (bench/secure_submit.py); run from this machine")
     args = parser.parse_args()
+    if args.secure:
+        from secure_submit import run_secure
+        run_secure(args.repeats, args.parallelism)
+        return
+    if args.to_running_only:
+        samples = [measure_ours(args.parallelism)["to_running_s"] for _ in range(args.repeats)]
+        print(json.dumps({"to_running_s": round(statistics.median(samples), 3),
+                          "samples": [round(v, 3) for v in samples]}))
+        return
     # One global Skein driver serves both sides (Skein's CLI and yarnflow use it when it
     # runs), so neither pays a JVM start per command.
     skein_driver("start")

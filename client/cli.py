@@ -182,6 +182,8 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
             console.print(blocked_table(st.details))
         if st.details.speculations:
             console.print(speculation_table(st.details))
+        for said in st.details.warnings:
+            console.print(f"warning: {said}", markup=False, highlight=False, soft_wrap=True)
     if st.diagnostics:
         console.print(st.diagnostics, markup=False, highlight=False)
 

@@ -195,6 +195,8 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
         console.print(blocked_table(details))
     if details.speculations:
         console.print(speculation_table(details))
+    for said in details.warnings:
+        console.print(f"[bold yellow]warning:[/] {escape(said)}", highlight=False, soft_wrap=True)
     if details.failure:
         # soft-wrapped: a log path in the failure stays one piece the user can copy
         console.print(f"[bold red]job failed:[/] {escape(details.failure)}", highlight=False,

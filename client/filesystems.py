@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.targets.kerberos import cluster_user
 
 
 def use_cluster_filesystem(config: Configuration, hadoop: HadoopConf) -> None:
@@ -20,10 +21,12 @@ def use_cluster_filesystem(config: Configuration, hadoop: HadoopConf) -> None:
         config.set(options.FS_DEFAULT_SCHEME, hadoop.default_fs)
     if not config.get(options.FS_HDFS_HTTP_ADDRESS) and hadoop.default_fs.startswith("hdfs://"):
         config.set(options.FS_HDFS_HTTP_ADDRESS, hadoop.namenode_http_address())
+    if not config.get(options.FS_HDFS_AUTHENTICATION):
+        config.set(options.FS_HDFS_AUTHENTICATION, "kerberos" if hadoop.kerberos else "simple")
 
 
 def filesystem_settings(config: Configuration) -> FileSystemSettings:
-    settings = options.filesystem_settings(config)
+    settings = with_kerberos_user(options.filesystem_settings(config), config)
     if settings.hdfs_http_addresses:
         return settings
     try:
@@ -32,5 +35,16 @@ def filesystem_settings(config: Configuration) -> FileSystemSettings:
         return settings
     if not hadoop.default_fs.startswith("hdfs://"):
         return settings
-    return dataclasses.replace(settings, hdfs_http_addresses=(
-        (urlsplit(hadoop.default_fs).netloc, hadoop.namenode_http_address()),))
+    return with_kerberos_user(dataclasses.replace(
+        settings, hdfs_http_addresses=((urlsplit(hadoop.default_fs).netloc,
+                                        hadoop.namenode_http_address()),),
+        kerberos=settings.kerberos or hadoop.kerberos), config)
+
+
+def with_kerberos_user(settings: FileSystemSettings, config: Configuration) -> FileSystemSettings:
+    """On a Kerberos cluster the user is the login's principal (its short name), not
+    this machine's account: a relative path and the user's caches go under
+    ``/user/<name>``."""
+    if not settings.kerberos or settings.user:
+        return settings
+    return dataclasses.replace(settings, user=cluster_user(config))

@@ -46,6 +46,13 @@ def _node_label(value: object) -> str:
     return check_node_label(str(value).strip())
 
 
+def _hdfs_authentication(value: object) -> str:
+    text = str(value).strip().lower()
+    if text not in ("", "simple", "kerberos"):
+        raise ValueError(f"{value!r} is not simple or kerberos")
+    return text
+
+
 def _pos_int(value: object) -> int:
     number = int(str(value))
     if number < 1:
@@ -257,6 +264,17 @@ TMP_DIRS = _option("io.tmp.dirs", _str, "",
 TASK_CANCEL_TIMEOUT = _option("task.cancellation.timeout", parse_duration, 30.0,
                               "A cancelled task still running this long stops its TaskExecutor (whose loss its JobMaster then handles); a JobMaster counts it cancelled then.")
 
+# --- delegation tokens -------------------------------------------------------------------
+DELEGATION_TOKENS_RENEWAL_TIME_RATIO = _option(
+    "security.delegation.tokens.renewal.time-ratio", _fraction, 0.75,
+    "With a keytab, a new HDFS delegation token is obtained after this share of the current one's remaining life (Flink's name and default).")
+DELEGATION_TOKENS_RENEWAL_RETRY_BACKOFF = _option(
+    "security.delegation.tokens.renewal.retry.backoff", parse_duration, 3600.0,
+    "How long after a failed attempt to obtain a delegation token the next one is made (Flink's name and default).")
+DELEGATION_TOKENS_EXPIRY_WARNING = _option(
+    "security.delegation.tokens.expiry-warning", parse_duration, 86400.0,
+    "Without a keytab, how long before the application's delegation token ends for good that yarnflow status and the log say so.")
+
 # --- file systems ------------------------------------------------------------------------
 FS_DEFAULT_SCHEME = _option(
     "fs.default-scheme", _str, "",
@@ -267,13 +285,17 @@ FS_ALLOW_LOCAL_PATHS = _option(
 FS_HDFS_HTTP_ADDRESS = _option(
     "fs.hdfs.http-address", _str, "",
     "The NameNode's HTTP address (host:port) for WebHDFS; empty: dfs.namenode.http-address of HADOOP_CONF_DIR, else port 9870 of the NameNode's host.")
+FS_HDFS_AUTHENTICATION = _option(
+    "fs.hdfs.authentication", _hdfs_authentication, "",
+    "How WebHDFS calls authenticate: simple (user.name) or kerberos (a container's delegation token, else SPNEGO from the user's ticket); empty: hadoop.security.authentication of HADOOP_CONF_DIR on the YARN targets, else simple.")
 
 
 def filesystem_settings(config: "Configuration") -> FileSystemSettings:
     """The file system settings the client filled in (``fs.*``), as the ApplicationMaster
     and the executors open their own files with them."""
     return cluster_settings(config.get(FS_DEFAULT_SCHEME), config.get(FS_HDFS_HTTP_ADDRESS),
-                            config.get(FS_ALLOW_LOCAL_PATHS))
+                            config.get(FS_ALLOW_LOCAL_PATHS),
+                            kerberos=config.get(FS_HDFS_AUTHENTICATION) == "kerberos")
 
 
 SOURCE_SPLIT_SIZE = _option(

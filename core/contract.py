@@ -37,6 +37,10 @@ JOB_ENV = "YARNFLOW_JOB"
 # Linux refuses to exec with one environment string over 128 KiB (MAX_ARG_STRLEN);
 # base64 grows a payload by 4/3, so a JobGraph up to 64 KiB fits with room to spare.
 JOB_ENV_LIMIT = 64 * 1024
+# The keytab the client ships to the ApplicationMaster only, on a Kerberos cluster with
+# security.kerberos.login.keytab set: localized under this name (private to the
+# application), for obtaining new delegation tokens before the old ones end.
+KEYTAB_FILE = "yarnflow.keytab"
 
 
 

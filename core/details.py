@@ -124,6 +124,9 @@ class JobDetails:
     application_attempt: int = 1
     blocked_hosts: list[BlockedNode] = field(default_factory=list)   # the job's blocklist
     speculations: list[SpeculativeAttempt] = field(default_factory=list)   # oldest first
+    # the application's own, one line each, while the job is live (e.g. its delegation
+    # tokens end soon and cannot be renewed)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass

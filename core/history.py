@@ -109,13 +109,14 @@ class JobArchive(JobFiles):
                       key=lambda d: d.start_time)
 
 
-def archived_job(location: str, job_id: JobID, codec: JobDetailsCodec) -> JobDetails | None:
+def archived_job(location: str, job_id: JobID, codec: JobDetailsCodec,
+                 kerberos: bool = False) -> JobDetails | None:
     """The job as archived in ``location``; None when it is not there or cannot be read
     (a client then says what it knows otherwise)."""
     if not location:
         return None
     try:
-        return open_archive(location, codec).load(job_id)
+        return open_archive(location, codec, kerberos).load(job_id)
     except (KeyError, OSError, ValueError):
         return None
 
@@ -130,11 +131,16 @@ def files_at(location: str, **storage_options: Any) -> tuple[Any, str]:
     return fs, str(path)
 
 
-def storage_options(location: str | Path) -> dict[str, Any]:
+def storage_options(location: str | Path, kerberos: bool = False) -> dict[str, Any]:
     """WebHDFS with simple authentication acts as the user this process runs for (in a
-    YARN container: the user who submitted the application)."""
-    return {"user": getpass.getuser()} if str(location).startswith("webhdfs://") else {}
+    YARN container: the user who submitted the application); a container on a
+    Kerberos cluster acts with its delegation token, a client with its ticket
+    (``kerberos``)."""
+    if not str(location).startswith("webhdfs://"):
+        return {}
+    return {"user": getpass.getuser(), **({"kerberos": True} if kerberos else {})}
 
 
-def open_archive(location: str | Path, codec: JobDetailsCodec) -> JobArchive:
-    return JobArchive(location, codec, **storage_options(location))
+def open_archive(location: str | Path, codec: JobDetailsCodec,
+                 kerberos: bool = False) -> JobArchive:
+    return JobArchive(location, codec, **storage_options(location, kerberos))

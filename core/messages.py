@@ -83,6 +83,18 @@ class ClusterOverview:
     pending_workers: int = 0
     pending_slot_requests: int = 0
     workers_started_per_spec: dict[str, int] = field(default_factory=dict)
+    delegation_tokens: "TokenStatus | None" = None
+
+
+@dataclass(frozen=True)
+class TokenStatus:
+    """The application's HDFS delegation tokens, as its ResourceManager renews or
+    watches them (``appmaster/resourcemanager/delegation_tokens.py``)."""
+    state: str                 # watching, obtaining, valid, retrying, stopped
+    expires_at: float          # epoch seconds; 0 when no token is known
+    renewals: int
+    last_renewal_ms: float     # how long the last renewal took, asking to handing out
+    warning: str               # one line, or empty
 
 
 @dataclass(frozen=True)

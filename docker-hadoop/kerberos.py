@@ -1,8 +1,9 @@
 """Hadoop's secure mode for the dockerised cluster (`docker/cluster up --secure`):
 a KDC host, the principals and keytabs made when it starts, and the settings that
 turn on Kerberos in HDFS's and YARN's RPC and SASL on HDFS's data transfer (issue 35,
-item 1). The web servers still take simple authentication (``user.name=``): SPNEGO
-there comes with yarnflow's WebHDFS delegation tokens.
+item 1). WebHDFS takes SPNEGO or a delegation token only (``hadoop.http.authentication``,
+which Hadoop 3's WebHDFS filter reads); the ResourceManager's and NodeManagers' web
+pages keep their default filters.
 
     kerberos.py kdc HOST...     # on the kdc host: make the realm, each HOST's service
                                 # principals and keytab under /keytabs, then serve
@@ -66,6 +67,12 @@ KDC_CONF = f"""[kdcdefaults]
 """
 
 
+def user_keytab_name(user: str) -> str:
+    """A user's keytab (``alice.user.keytab``): on the edge host, beside the host's, in
+    ``/etc/security/keytabs``; what a user passes as security.kerberos.login.keytab."""
+    return f"{user}.user.keytab"
+
+
 def fqdn(host: str) -> str:
     return f"{host}.{DOMAIN}"
 
@@ -76,11 +83,22 @@ def service_principals(host: str) -> list[str]:
     return [f"{service}/{fqdn(host)}@{REALM}" for service in services]
 
 
-def secure_properties(rm_host: str, keytab: str = HOST_KEYTAB) -> dict[str, dict[str, str]]:
+def secure_properties(rm_host: str, keytab: str = HOST_KEYTAB,
+                      token_lifetime_s: int = 0) -> dict[str, dict[str, str]]:
     """Per Hadoop XML file, what turns on Kerberos. Every daemon runs as root, so the
     service principals map to root; a user's principal maps to its first part. The
     ResourceManager and NameNode are named by their full name: a server logs in with
-    `_HOST` taken from the address it serves."""
+    `_HOST` taken from the address it serves.
+
+    ``token_lifetime_s``: the HDFS delegation tokens' maximum lifetime (and renewal
+    interval), Hadoop's 7 days (1 day) when 0. The ResourceManager has proxy-user
+    privileges, as a cluster that runs long-lived applications gives it: it obtains
+    new HDFS tokens for an application whose tokens reach their end, so YARN can
+    still localize files for its new containers and aggregate its logs."""
+    lifetime = {    # Hadoop's defaults stated: a restart with 0 puts them back
+        "dfs.namenode.delegation.token.max-lifetime": str((token_lifetime_s or 7 * 86400) * 1000),
+        "dfs.namenode.delegation.token.renew-interval": str((token_lifetime_s or 86400) * 1000),
+    }
     nn, dn = f"nn/_HOST@{REALM}", f"dn/_HOST@{REALM}"
     http = f"HTTP/_HOST@{REALM}"
     rm = fqdn(rm_host)
@@ -92,6 +110,13 @@ def secure_properties(rm_host: str, keytab: str = HOST_KEYTAB) -> dict[str, dict
             "hadoop.rpc.protection": "authentication",
             "hadoop.security.auth_to_local":
                 f"RULE:[2:$1@$0](.*@{REALM})s/.*/root/\nDEFAULT",
+            "hadoop.http.authentication.type": "kerberos",
+            "hadoop.http.authentication.simple.anonymous.allowed": "false",
+            "hadoop.http.authentication.kerberos.principal": http,
+            "hadoop.http.authentication.kerberos.keytab": keytab,
+            # the ResourceManager's principal acts as root here (the rule above)
+            "hadoop.proxyuser.root.hosts": "*",
+            "hadoop.proxyuser.root.groups": "*",
         },
         "hdfs-site.xml": {
             "dfs.namenode.http-address": f"{rm}:9870",
@@ -107,6 +132,7 @@ def secure_properties(rm_host: str, keytab: str = HOST_KEYTAB) -> dict[str, dict
             "dfs.data.transfer.protection": "authentication",
             "dfs.http.policy": "HTTP_ONLY",
             "ignore.secure.ports.for.testing": "true",
+            **lifetime,
         },
         "yarn-site.xml": {
             "yarn.resourcemanager.hostname": rm,
@@ -114,6 +140,11 @@ def secure_properties(rm_host: str, keytab: str = HOST_KEYTAB) -> dict[str, dict
             "yarn.resourcemanager.keytab": keytab,
             "yarn.nodemanager.principal": f"nm/_HOST@{REALM}",
             "yarn.nodemanager.keytab": keytab,
+            "yarn.resourcemanager.proxy-user-privileges.enabled": "true",
+            # A secure NodeManager reads container logs only through Hadoop's native
+            # library (SecureIOUtils), which Maven Central does not ship: aggregating
+            # an application's logs would stop the NodeManager. They stay on each host.
+            "yarn.log-aggregation-enable": "false",
         },
     }
 
@@ -139,6 +170,9 @@ def kdc(hosts: list[str]) -> None:
         if principals:
             run("kadmin.local", "-r", REALM, "-q",
                 f"ktadd -k {KEYTABS / host}.keytab {' '.join(principals)}")
+    for user in USERS:     # each user's own keytab too, with the same key (-norandkey)
+        run("kadmin.local", "-r", REALM, "-q",
+            f"ktadd -norandkey -k {KEYTABS / user_keytab_name(user)} {user}@{REALM}")
     (KEYTABS / "ready").write_text("\n".join(hosts) + "\n")
     print(f"kerberos: realm {REALM} made, keytabs for {', '.join(hosts)}", flush=True)
     os.execvp("krb5kdc", ["krb5kdc", "-n"])

@@ -348,6 +348,7 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
         application_attempt=details.application_attempt)
     for node in details.blocked_hosts:
         fill_blocked_node(node, message.blocked_hosts.add())
+    message.warnings.extend(details.warnings)
     for a in details.speculations:
         message.speculations.add(task=a.task, attempt=a.attempt, original_attempt=a.original_attempt,
                                  original_host=a.original_host, started=a.started, reason=a.reason,
@@ -394,7 +395,8 @@ def job_details_from_proto(message: Any) -> JobDetails:
         [blocked_node_from_proto(n) for n in message.blocked_hosts],
         [SpeculativeAttempt(a.task, a.attempt, a.original_attempt, a.original_host, a.started,
                             a.reason, a.host, SpeculationOutcome(a.outcome), a.note)
-         for a in message.speculations])
+         for a in message.speculations],
+        list(message.warnings))
 
 
 def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID
 from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.fs.tokens import HadoopToken
 from yarnflow.core.messages import SlotAllocation
 
 
@@ -20,6 +21,10 @@ class TaskExecutorGateway(Protocol):
         ...
 
     def shutdown(self, reason: str) -> "Future[None]": ...
+
+    def update_delegation_tokens(self, tokens: list[HadoopToken]) -> "Future[None]":
+        """Fresh delegation tokens (fenced by the ResourceManager's id)."""
+        ...
 
     # --- from a JobMaster --------------------------------------------------------------
     def submit_task(self, descriptor: TaskDeploymentDescriptor) -> "Future[Any]": ...

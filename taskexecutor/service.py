@@ -8,6 +8,7 @@ import grpc
 from typing import Any, Callable
 
 from yarnflow.rpc.codec import resource_spec_from_proto, shared_parts_from_proto, tdd_from_proto
+from yarnflow.core.fs.tokens import read_token_bytes
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
@@ -58,6 +59,12 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
     @errors_as_status
     def ReleaseJobPartitions(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._call(self._te.release_job_partitions, request.job_id, request.job_master_id)
+        return _OK
+
+    @errors_as_status
+    def UpdateDelegationTokens(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self._call(self._te.update_delegation_tokens, request.resource_manager_id,
+                   read_token_bytes(request.credentials))
         return _OK
 
     @errors_as_status

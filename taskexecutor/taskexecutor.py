@@ -21,6 +21,7 @@ from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerExecutorGa
 from yarnflow.conf import Configuration, options
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.errors import FencingError, NotRegisteredYet, Refused
+from yarnflow.core.fs.tokens import CREDENTIALS, HadoopToken
 from yarnflow.core.messages import (SlotAllocation, SlotOffer, SlotReport, SlotStatus,
                                     TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration)
@@ -464,6 +465,14 @@ class TaskExecutor:
             raise FencingError("stale JobMasterId")
         self._partitions.release_job(job_id)
         self._job_masters.pop(job_id, None)
+
+    def update_delegation_tokens(self, resource_manager_id: ResourceManagerId,
+                                 tokens: list[HadoopToken]) -> None:
+        """A session's renewed tokens: every read and write from now on uses them."""
+        if resource_manager_id != self.resource_manager_id:
+            raise FencingError("stale ResourceManagerId")
+        CREDENTIALS.update(tokens)
+        log.info("took %d renewed delegation token(s) from the ResourceManager", len(tokens))
 
     def shutdown_requested(self, resource_manager_id: ResourceManagerId, reason: str) -> None:
         if resource_manager_id != self.resource_manager_id:

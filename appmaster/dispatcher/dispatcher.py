@@ -240,13 +240,21 @@ class Dispatcher:
         return sorted(live, key=lambda d: d.start_time) + \
             sorted(finished, key=lambda d: d.start_time)
 
+    def _with_warnings(self, details: JobDetails) -> JobDetails:
+        """A live job's details with what the application warns of (its tokens)."""
+        rm = self._components.resource_manager
+        said = rm.main.call(rm.token_manager.warning)
+        if said:
+            details.warnings = [*details.warnings, said]
+        return details
+
     def details(self, job_id: JobID) -> JobDetails:
         client, finished = self.main.call(
             lambda: (self._running.get(job_id), self._finished.get(job_id)))
         if finished is not None:
             return finished
         if client is not None:
-            return client.details()
+            return self._with_warnings(client.details())
         if self._archive is not None:
             try:
                 return self._archive.load(job_id)   # ended long ago: out of memory

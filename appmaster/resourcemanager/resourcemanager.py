@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from yarnflow.appmaster.blocklist import Blocklist
+from yarnflow.appmaster.resourcemanager.delegation_tokens import (
+    DelegationTokenManager, TokenDistribution, TokenProvider, renewal_settings)
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
 from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
@@ -24,6 +26,7 @@ from yarnflow.core.errors import (FencingError, NotRegisteredYet, Refused, Unkno
                                   UnknownJob)
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.details import ExecutorDetails
+from yarnflow.core.fs.tokens import CREDENTIALS, HadoopToken, ProcessCredentials
 from yarnflow.core.ids import AllocationID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.core.messages import (ClusterOverview, SlotAllocation, SlotReport, SlotRequest,
                                     TaskExecutorLocation, TaskExecutorRegistration, WorkerInfo)
@@ -66,7 +69,9 @@ class ResourceManager:
                  min_workers: int = 0,
                  worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
                  ladder: ContainerLadder | None = None,
-                 main: MainThreadExecutor | None = None) -> None:
+                 main: MainThreadExecutor | None = None,
+                 token_provider: TokenProvider | None = None,
+                 credentials: ProcessCredentials = CREDENTIALS) -> None:
         self.config = config
         self.driver = driver
         self.resource_manager_id = ResourceManagerId(uuid.uuid4().hex)
@@ -87,6 +92,10 @@ class ResourceManager:
         self._stopped: set[ResourceID] = set()
         self._checks: Any = None
         self.address = ""
+        # renewed delegation tokens, and which executor holds which (delegation_tokens.py)
+        self.tokens = TokenDistribution()
+        self.token_manager = DelegationTokenManager(
+            self.main, credentials, token_provider, renewal_settings(config), self._tokens_renewed)
 
     def start(self, address: str) -> None:
         """Begin serving; ``address`` is where this ResourceManager's gRPC service is."""
@@ -95,10 +104,12 @@ class ResourceManager:
         interval = min(self.config.get(options.HEARTBEAT_INTERVAL),
                        self.config.get(options.TASKMANAGER_TIMEOUT) / 4, 1.0)
         self._checks = self.main.schedule_periodic(max(0.05, interval), self._periodic_checks)
+        self.main.execute(self.token_manager.start)
 
     def stop(self) -> None:
         if self._checks is not None:
             self._checks.cancel()
+        self.main.execute(self.token_manager.stop)
         self.driver.stop()
         self.main.shutdown()
 
@@ -139,6 +150,8 @@ class ResourceManager:
                 self.slot_manager.workers[resource_id].holds_partitions,
                 registration.slot_report.version)
             log.info("TaskExecutor %s registered again", resource_id)
+            self.tokens.forget(resource_id)     # it may have restarted with its container's
+            self.tokens.sync(resource_id, gateway, self.main)
             return self.resource_manager_id
         profile = slots[0].profile if slots else registration.total_resources
         if profile is None:
@@ -153,6 +166,8 @@ class ResourceManager:
             registration.slot_report.version, location.host)
         log.info("TaskExecutor %s registered (%d slots of %s, worker spec %s)", resource_id,
                  len(slots), profile, registration.worker_spec)
+        self.tokens.forget(resource_id)
+        self.tokens.sync(resource_id, gateway, self.main)
         return self.resource_manager_id
 
     def receive_heartbeat(self, resource_id: ResourceID, resource_manager_id: ResourceManagerId,
@@ -187,9 +202,16 @@ class ResourceManager:
             raise UnknownExecutor(f"TaskExecutor {resource_id} is not registered with this "
                                   "ResourceManager")
         executor.last_heartbeat = self._clock.monotonic()
+        self.tokens.sync(resource_id, executor.gateway, self.main)
         self.slot_manager.report_slot_status(
             resource_id, [(s.slot_index, s.allocation_id, s.job_id) for s in report.slots],
             holds_partitions, report.version)
+
+    def _tokens_renewed(self, tokens: list[HadoopToken]) -> None:
+        """The token manager's new tokens, to every registered executor."""
+        self.tokens.renewed(tokens)
+        for resource_id, executor in self.executors.items():
+            self.tokens.sync(resource_id, executor.gateway, self.main)
 
     def notify_slot_available(self, resource_id: ResourceID, slot_index: int, allocation_id: AllocationID) -> None:
         self.slot_manager.free_slot(resource_id, slot_index, allocation_id)
@@ -386,4 +408,5 @@ class ResourceManager:
                 executor.location.data_address if executor else ""))
         return ClusterOverview(tuple(workers), len(self.slot_manager.pending_workers),
                                len(self.slot_manager.requests),
-                               dict(self.slot_manager.started_per_spec))
+                               dict(self.slot_manager.started_per_spec),
+                               self.token_manager.status())

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.ids import ResourceID
 from yarnflow.core.details import ExecutorDetails, JobDetails, SubtaskDetails, VertexDetails
-from yarnflow.core.messages import ClusterOverview, input_skew
+from yarnflow.core.messages import ClusterOverview, TokenStatus, input_skew
 from yarnflow.core.plan import spec_json
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
@@ -100,7 +100,18 @@ def overview(app: ApplicationInfo, jobs: list[JobDetails], cluster: ClusterOverv
             "yarnflow-version": VERSION, "mode": app.mode,
             "application-id": app.application_id, "application-attempt": app.attempt,
             "start-time": _millis(app.start_time), "history-dir": app.history_dir,
-            "blocked-hosts": _blocked(blocked)}
+            "blocked-hosts": _blocked(blocked),
+            "delegation-tokens": _tokens(cluster.delegation_tokens)}
+
+
+def _tokens(status: TokenStatus | None) -> dict[str, Any]:
+    """When the application's HDFS tokens end and how their renewals went; never a
+    token itself."""
+    if status is None or not status.expires_at:
+        return {}
+    return {"state": status.state, "expires": _millis(status.expires_at),
+            "renewals": status.renewals, "last-renewal-ms": round(status.last_renewal_ms, 1),
+            "warning": status.warning}
 
 
 def job_overview(job: JobDetails, now: float) -> dict[str, Any]:

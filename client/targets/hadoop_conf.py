@@ -71,6 +71,11 @@ class HadoopConf:
         return self.get("yarn.resourcemanager.address")
 
     @property
+    def kerberos(self) -> bool:
+        """Hadoop's secure mode: ``hadoop.security.authentication=kerberos``."""
+        return self.get("hadoop.security.authentication").strip().lower() == "kerberos"
+
+    @property
     def default_fs(self) -> str:
         return self.get("fs.defaultFS") or "file:///"
 

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 from yarnflow.conf import Configuration, options
 from yarnflow.client.targets.app_store import yarnflow_home
 from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.client.targets.kerberos import cluster_user
 from yarnflow.core.ids import JobID
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ def history_location(config: Configuration) -> str:
     default_fs = hadoop.get("fs.defaultFS") if hadoop else ""
     if not configured:
         if hadoop is not None and default_fs.startswith("hdfs://"):
-            return webhdfs_url(f"{default_fs}/user/{getpass.getuser()}/.yarnflow/history", hadoop)
+            user = (cluster_user(config) if hadoop.kerberos else "") or getpass.getuser()
+            return webhdfs_url(f"{default_fs}/user/{user}/.yarnflow/history", hadoop)
         return str(yarnflow_home() / "history")
     if configured.startswith("hdfs://"):
         if hadoop is None:
@@ -55,11 +57,19 @@ def open_history(location: str) -> JobArchive:
     never on the submit path)."""
     from yarnflow.core.history import open_archive
     from yarnflow.rpc.codec import JOB_DETAILS
-    return open_archive(location, JOB_DETAILS)
+    return open_archive(location, JOB_DETAILS, kerberos_cluster())
 
 
 def archived_job(location: str, job_id: JobID) -> JobDetails | None:
     """The job as archived at ``location``; None when it is not there or unreadable."""
     from yarnflow.core.history import archived_job as archived
     from yarnflow.rpc.codec import JOB_DETAILS
-    return archived(location, job_id, JOB_DETAILS)
+    return archived(location, job_id, JOB_DETAILS, kerberos_cluster())
+
+
+def kerberos_cluster() -> bool:
+    """Whether this client's cluster is Kerberos's: its WebHDFS then takes SPNEGO."""
+    try:
+        return HadoopConf.load().kerberos
+    except HadoopConfigError:
+        return False

@@ -14,11 +14,12 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from yarnflow.client.targets.hadoop_conf import HadoopConf
 from yarnflow.client.targets.yarn_errors import YarnError
 from yarnflow.conf import Configuration, options
+from yarnflow.core.contract import KEYTAB_FILE
 
 _KLIST_TIMEOUT_S = 10.0
 
@@ -33,9 +34,19 @@ class KerberosLogin:
         """What ``skein.Client`` takes to log its driver in."""
         return {"principal": self.principal, "keytab": self.keytab} if self.keytab else {}
 
+    def appmaster_files(self) -> dict[str, Any]:
+        """The keytab for the ApplicationMaster, which obtains new delegation tokens with
+        it (Flink ships it the same way): Skein stages it in the application's own
+        directory (mode 600 in a 700 directory) and removes it when the application
+        ends. Executors never get it: the ApplicationMaster sends them tokens."""
+        if not self.keytab:
+            return {}
+        import skein
+        return {KEYTAB_FILE: skein.File(source=self.keytab, visibility="application")}
+
 
 def secure(hadoop: HadoopConf) -> bool:
-    return hadoop.get("hadoop.security.authentication").strip().lower() == "kerberos"
+    return hadoop.kerberos
 
 
 def ticket_cache_valid() -> bool | None:
@@ -48,6 +59,41 @@ def ticket_cache_valid() -> bool | None:
                               timeout=_KLIST_TIMEOUT_S).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def ticket_principal() -> str:
+    """The principal of the user's ticket cache (MIT's ``klist``'s "Default
+    principal"); empty when there is none or no ``klist``."""
+    if shutil.which("klist") is None:
+        return ""
+    try:
+        listed = subprocess.run(["klist"], capture_output=True, text=True,
+                                timeout=_KLIST_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    for line in listed.stdout.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "default principal":
+            return value.strip()
+    return ""
+
+
+def short_name(principal: str) -> str:
+    """The user a principal acts as on the cluster: Hadoop's DEFAULT rule
+    (``alice@REALM`` and ``alice/host@REALM`` are alice)."""
+    return principal.split("@", 1)[0].split("/", 1)[0]
+
+
+def cluster_user(config: Configuration,
+                 principal_of_cache: Callable[[], str] = ticket_principal) -> str:
+    """Who HDFS and YARN take this client for on a Kerberos cluster: the keytab's
+    principal, else the ticket cache's, by short name (``/user/<name>`` is its home);
+    empty when neither names one."""
+    principal = config.get(options.KERBEROS_PRINCIPAL) if config.get(
+        options.KERBEROS_KEYTAB) else ""
+    if not principal and config.get(options.KERBEROS_USE_TICKET_CACHE):
+        principal = principal_of_cache()
+    return short_name(principal) if principal else ""
 
 
 def kerberos_login(config: Configuration, hadoop: HadoopConf,

@@ -25,6 +25,7 @@ from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.base import JobHandle, Target
 from yarnflow.client.targets.dispatcher_client import DispatcherClient
 from yarnflow.client.targets.history import history_location
+from yarnflow.client.targets.kerberos import KerberosLogin
 from yarnflow.client.targets.node_python import node_python
 from yarnflow.client.targets.yarn_client import (bounded, client_login, configured_node_labels,
                                           container_services, executor_node_label,
@@ -66,7 +67,8 @@ def check_ladder_fits_yarn(ladder: ContainerLadder, config: Configuration) -> No
 
 
 def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder,
-                       min_executors: int, security: Any, hosts: list[str]) -> Any:
+                       min_executors: int, security: Any, hosts: list[str],
+                       login: KerberosLogin | None = None) -> Any:
     """Warm executors to start with are of the smallest size: a job that needs more
     gets its own containers, and they are released again when idle. ``hosts``: the
     worker hosts executors may be asked on (yarn_client.worker_hosts)."""
@@ -79,7 +81,8 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.JOBMANAGER_PROCESS_MEMORY) or MINIMUM_MB,
                                   vcores=config.get(options.YARN_AM_VCORES)),
-        files=dict(node.files), env={**env, SERVICES_ENV: plan},
+        files={**node.files, **(login.appmaster_files() if login else {})},
+        env={**env, SERVICES_ENV: plan},
         security=security, script=node.script("yarnflow.appmaster --session"))
     return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
                                  node_label=config.get(options.YARN_APP_NODE_LABEL),
@@ -102,10 +105,12 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
     store = ApplicationStore()
-    client = skein_client(timeout, client_login(config))
+    login = client_login(config)
+    client = skein_client(timeout, login)
     try:
         spec = build_session_spec(config, name, ladder, min_executors, security,
-                                  worker_hosts(client, config, configured_node_labels(config)))
+                                  worker_hosts(client, config, configured_node_labels(config)),
+                                  login)
         app_id = bounded(lambda: client.submit(spec), timeout, "submitting the session to YARN")
         store.save(app_id, credentials, {"kind": "session", "name": name, "history_dir": history,
                                          "container_sizes": ladder.describe(),
@@ -133,10 +138,17 @@ def _wait_for_dispatcher(client: Any, app_id: str, security: Any, timeout: float
             raise YarnError(f"session {app_id} ended {state} while starting: "
                             f"{(report.diagnostics or '').strip()[-2000:]}; see `yarnflow logs {app_id}`")
         if state == "RUNNING":
-            if app is None:
-                app = bounded(lambda: client.connect(app_id, wait=False, security=security), timeout,
-                              f"connecting to {app_id}'s ApplicationMaster")
-            address = app.kv.get(APPMASTER_ADDRESS_KEY)
+            import skein
+            try:
+                if app is None:
+                    app = bounded(lambda: client.connect(app_id, wait=False, security=security),
+                                  timeout, f"connecting to {app_id}'s ApplicationMaster")
+                address = app.kv.get(APPMASTER_ADDRESS_KEY)
+            except skein.exceptions.ConnectionError:
+                # RUNNING in YARN's report, but its ApplicationMaster does not answer (yet,
+                # or any more): the next report says which, within session.start-timeout
+                app = None
+                return None
             if address is not None:
                 return address.decode(), report.tracking_url or ""
         return None

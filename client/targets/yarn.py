@@ -28,6 +28,7 @@ from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.client.targets.history import history_location
+from yarnflow.client.targets.kerberos import KerberosLogin
 from yarnflow.client.targets.node_python import node_python
 from yarnflow.client.targets.yarn_client import (bounded, client_login, configured_node_labels,
                                           container_services, executor_node_label,
@@ -87,8 +88,10 @@ def node_labels_asked(graph: JobGraph, config: Configuration) -> dict[str, str]:
 
 
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
-               staging: Path, tls: Any, hosts: list[str]) -> Any:
-    """``hosts``: the worker hosts executors may be asked on (yarn_client.worker_hosts)."""
+               staging: Path, tls: Any, hosts: list[str],
+               login: KerberosLogin | None = None) -> Any:
+    """``hosts``: the worker hosts executors may be asked on (yarn_client.worker_hosts);
+    ``login``: the client's Kerberos login, whose keytab the ApplicationMaster gets."""
     import skein
     node = node_python(config)
     instances = initial_instances(graph, config, specs, hosts)
@@ -98,7 +101,7 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     services, plan = container_services(list(specs.values()), instances, node, env, hosts,
                                         executor_node_label(config))
     master_env = {**env, SERVICES_ENV: plan}
-    master_files = dict(node.files)
+    master_files = {**node.files, **(login.appmaster_files() if login else {})}
     job = jobgraph_to_proto(graph).SerializeToString()
     if len(job) <= JOB_ENV_LIMIT:
         master_env[JOB_ENV] = encode(job)
@@ -132,10 +135,12 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
     credentials = generate_application_credentials()
     security = skein.Security(cert_bytes=credentials.cert_pem, key_bytes=credentials.key_pem)
     with tempfile.TemporaryDirectory(prefix="yarnflow-submit-") as staging:
-        client = skein_client(timeout, client_login(config))
+        login = client_login(config)
+        client = skein_client(timeout, login)
         try:
             spec = build_spec(graph, config, specs, Path(staging), security,
-                              worker_hosts(client, config, node_labels_asked(graph, config)))
+                              worker_hosts(client, config, node_labels_asked(graph, config)),
+                              login)
             app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
             report = bounded(lambda: client.application_report(app_id), timeout,
                              "reading the application report")

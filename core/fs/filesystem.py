@@ -222,7 +222,8 @@ def _create(scheme: str, authority: str, settings: FileSystemSettings) -> FileSy
     if scheme in ("hdfs", "webhdfs"):
         from yarnflow.core.fs.webhdfs import WebHdfsFileSystem
         http = authority if scheme == "webhdfs" else settings.http_address(authority)
-        return WebHdfsFileSystem(http, settings.effective_user, scheme, authority)
+        return WebHdfsFileSystem(http, settings.effective_user, scheme, authority,
+                                 kerberos=settings.kerberos)
     arrow, _ = pafs.FileSystem.from_uri(f"{scheme}://{authority}/")
     if scheme in ("s3", "gs", "gcs", "abfs", "az"):
         return ObjectStoreFileSystem(arrow, scheme)

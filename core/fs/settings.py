@@ -23,12 +23,14 @@ class FileSystemSettings:
 
     ``hdfs_http_addresses`` maps a NameNode's RPC authority (``host:port`` of an
     ``hdfs://`` URI) to its HTTP address, for WebHDFS; an authority not listed is
-    reached at port 9870 of the same host (Hadoop 3's default)."""
+    reached at port 9870 of the same host (Hadoop 3's default). ``kerberos``: HDFS is
+    in Hadoop's secure mode (``core.fs.webhdfs`` says how each process authenticates)."""
     default_fs: str = LOCAL_FS
     working_dir: str = ""
     user: str = ""
     hdfs_http_addresses: tuple[tuple[str, str], ...] = ()
     allow_local_paths: bool = False
+    kerberos: bool = False
 
     @property
     def default_is_local(self) -> bool:
@@ -89,7 +91,7 @@ class FileSystemSettings:
 
 
 def cluster_settings(default_fs: str, http_address: str = "",
-                     allow_local_paths: bool = False) -> FileSystemSettings:
+                     allow_local_paths: bool = False, kerberos: bool = False) -> FileSystemSettings:
     """The settings of ``fs.default-scheme`` and ``fs.hdfs.http-address`` as the client
     filled them in: what the runtime opens its own files with (results on the cluster
     file system, the job event log)."""
@@ -97,7 +99,7 @@ def cluster_settings(default_fs: str, http_address: str = "",
     authority = urlsplit(default_fs).netloc if default_fs.startswith("hdfs://") else ""
     addresses = ((authority, http_address),) if http_address and authority else ()
     return FileSystemSettings(default_fs=default_fs, hdfs_http_addresses=addresses,
-                              allow_local_paths=allow_local_paths)
+                              allow_local_paths=allow_local_paths, kerberos=kerberos)
 
 
 def _clean(path: str) -> str:

@@ -10,6 +10,7 @@ files created without their parent, and an access check.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ import requests
 from fsspec.implementations.webhdfs import WebHDFile, WebHDFS
 
 from yarnflow.core.fs.filesystem import Block, FileSystem
+from yarnflow.core.fs.tokens import CREDENTIALS, HadoopToken, redact
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +106,45 @@ def _names_of(host: str) -> list[str]:
         return [host]
 
 
+class KerberosUnavailable(RuntimeError):
+    """HDFS wants Kerberos and this process has neither a delegation token nor the
+    means to negotiate (requests-gssapi)."""
+
+
 class _WebHdfs(WebHDFS):   # type: ignore[misc]   # fsspec is untyped
-    """fsspec's WebHDFS with files created strictly (``createparent=false``) and a
-    rename that never replaces and raises when it fails."""
+    """fsspec's WebHDFS with files created strictly (``createparent=false``), a rename
+    that never replaces and raises when it fails, and Hadoop's secure mode.
+
+    How a call authenticates, in order: with the process's HDFS delegation token for
+    this NameNode (a YARN container's, or a renewal's: looked up on every call, so a
+    fresh token takes over at once); else, on a Kerberos cluster, with SPNEGO from the
+    user's ticket (the client); else as ``user`` (``user.name=``, simple mode).
+    A failed request's URL, which carries the token, is redacted before any error
+    message is made from it."""
+
+    def __init__(self, host: str, port: int, user: str | None = None, authority: str = "",
+                 kerberos: bool = False, **kwargs: Any) -> None:
+        if self._cached:            # fsspec hands out one instance per arguments
+            return
+        token = CREDENTIALS.hdfs_token(authority)
+        super().__init__(host=host, port=port,
+                         user=None if token is not None or kerberos else user, **kwargs)
+        self.user = user
+        self.authority = authority
+        self.kerberos = kerberos
+        if token is None and kerberos:
+            if os.environ.get("CONTAINER_ID"):
+                raise KerberosUnavailable(_no_token_here(authority or f"{host}:{port}"))
+            self.session.auth = _spnego()
+        self.session.hooks["response"].append(_redact_failed)
+
+    def _call(self, op: str, method: str = "get", path: str | None = None, data: Any = None,
+              redirect: bool = True, **kwargs: Any) -> Any:
+        token = CREDENTIALS.hdfs_token(self.authority)
+        if token is not None:
+            self.pars.pop("user.name", None)
+            self.pars["delegation"] = token.url_string()
+        return super()._call(op, method, path, data, redirect, **kwargs)
 
     def _open(self, path: str, mode: str = "rb", block_size: int | None = None,
               autocommit: bool = True, replication: int | None = None,
@@ -137,6 +175,67 @@ class _WebHdfs(WebHDFS):   # type: ignore[misc]   # fsspec is untyped
             raise OSError(f"HDFS refused to rename {path1} to {path2}: {err}") from None
 
 
+def _no_token_here(namenode: str) -> str:
+    """Why a YARN container cannot reach a Kerberos HDFS: it never has a ticket, only
+    the tokens its application was submitted with."""
+    kinds = sorted({f"{t.kind} for {t.service}" for t in CREDENTIALS.tokens()})
+    return (f"this container has no HDFS delegation token for the NameNode at {namenode} "
+            f"(its tokens: {', '.join(kinds) or 'none'}); the client obtains one for the "
+            "cluster's fs.defaultFS only. Fix: keep the job's data on fs.defaultFS")
+
+
+def _spnego() -> Any:
+    try:
+        from requests_gssapi import HTTPSPNEGOAuth
+    except ImportError:
+        raise KerberosUnavailable(
+            "HDFS on this cluster takes only Kerberos (SPNEGO), and this Python has no "
+            "requests-gssapi. Fix: pip install 'yarnflow[kerberos]' (it builds gssapi "
+            "against the system's Kerberos: apt-get install libkrb5-dev)") from None
+    return HTTPSPNEGOAuth()
+
+
+def keytab_spnego(principal: str, keytab: str) -> Any:
+    """SPNEGO for requests, logged in from a keytab into a ticket cache of this process's
+    memory (MIT's credential store): no kinit, and no ticket in a file anyone could
+    read. Each call logs in afresh, so a ticket that expired is never used."""
+    import gssapi
+    auth_class = type(_spnego())
+    name = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
+    creds = gssapi.Credentials(name=name, usage="initiate",
+                               store={"client_keytab": keytab,
+                                      "ccache": f"MEMORY:yarnflow-{os.getpid()}"})
+    return auth_class(creds=creds)
+
+
+def obtain_delegation_token(http_address: str, auth: Any, renewer: str,
+                            timeout: float) -> tuple[HadoopToken, float]:
+    """A new HDFS delegation token from the NameNode's WebHDFS, asked for with ``auth``
+    (SPNEGO: a delegation token cannot ask for another), and when it expires (epoch
+    seconds) unless renewed: ``renewer`` must be the caller's own short name, as
+    the NameNode answers a renewal only to the token's renewer."""
+    session = requests.Session()
+    session.auth = auth
+    session.hooks["response"].append(_redact_failed)
+    base = f"http://{http_address}/webhdfs/v1/"
+    got = session.get(base, params={"op": "GETDELEGATIONTOKEN", "renewer": renewer},
+                      timeout=timeout)
+    got.raise_for_status()
+    url_string = got.json()["Token"]["urlString"]
+    renewed = session.put(base, params={"op": "RENEWDELEGATIONTOKEN", "token": url_string},
+                          timeout=timeout)
+    renewed.raise_for_status()
+    return HadoopToken.from_url_string(url_string), renewed.json()["long"] / 1000.0
+
+
+def _redact_failed(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+    """requests names the URL in a failed response's error, and a WebHDFS URL can carry
+    a delegation token (ours, or the one the NameNode put in a DataNode's redirect)."""
+    if response.status_code >= 400:
+        response.url = redact(response.url)
+    return response
+
+
 def strict_webhdfs(url: str, **storage_options: Any) -> tuple[_WebHdfs, str]:
     """The fsspec file system and path of a ``webhdfs://`` URL, as yarnflow writes
     HDFS (for what speaks fsspec directly: the job history, a session's job graphs)."""
@@ -146,9 +245,10 @@ def strict_webhdfs(url: str, **storage_options: Any) -> tuple[_WebHdfs, str]:
 
 class WebHdfsFileSystem(FileSystem):
     def __init__(self, http_address: str, user: str, scheme: str = "hdfs",
-                 authority: str = "") -> None:
+                 authority: str = "", kerberos: bool = False) -> None:
         host, _, port = http_address.rpartition(":")
-        self.webhdfs = _WebHdfs(host=host, port=int(port), user=user)
+        self.webhdfs = _WebHdfs(host=host, port=int(port), user=user, authority=authority,
+                                kerberos=kerberos)
         super().__init__(pafs.PyFileSystem(pafs.FSSpecHandler(self.webhdfs)), scheme, authority)
 
     def block_locations(self, uri: str) -> list[Block]:

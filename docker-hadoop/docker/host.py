@@ -35,6 +35,7 @@ LOGS = DATA / "logs"
 JAVA = Path(os.environ.get("JAVA_HOME", "/opt/java")) / "bin" / "java"
 RM_HOST = "rm"
 BLOCK_SIZE = 1 << 20
+TOKEN_LIFETIME = DATA / "token-lifetime"   # seconds, on the rm host (`cluster token-lifetime`)
 HEAPS = {"namenode": "512m", "resourcemanager": "768m", "datanode": "256m", "nodemanager": "384m"}
 
 
@@ -74,8 +75,10 @@ def prepare() -> None:
 
 def make_secure() -> None:
     """A host of a secure cluster (`cluster up --secure`, YARNFLOW_SECURE=1): Kerberos on,
-    with the keytab the cluster copied in before the host started."""
-    for name, values in secure_properties(RM_HOST).items():
+    with the keytab the cluster copied in before the host started; HDFS tokens as
+    short-lived as TOKEN_LIFETIME says, if `cluster token-lifetime` wrote it."""
+    lifetime = int(TOKEN_LIFETIME.read_text()) if TOKEN_LIFETIME.is_file() else 0
+    for name, values in secure_properties(RM_HOST, token_lifetime_s=lifetime).items():
         set_properties(CONF / name, values)
 
 

@@ -8,6 +8,7 @@ import grpc
 
 from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceManagerId
 from yarnflow.core.deployment import TaskDeploymentDescriptor
+from yarnflow.core.fs.tokens import HadoopToken, token_bytes
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.rpc.codec import fill_resource_spec, tdd_to_bytes
 from yarnflow.rpc.gateways.calls import call_future, then
@@ -43,6 +44,13 @@ class GrpcTaskExecutorGateway:
     def shutdown(self, reason: str) -> "Future[None]":
         return then(call_future(self._stub.Shutdown, taskexecutor_pb2.ShutdownMessage(
             resource_manager_id=self._rm_id, reason=reason), self._timeout), lambda _: None)
+
+    def update_delegation_tokens(self, tokens: list[HadoopToken]) -> "Future[None]":
+        return then(call_future(self._stub.UpdateDelegationTokens,
+                                taskexecutor_pb2.DelegationTokensMessage(
+                                    resource_manager_id=self._rm_id,
+                                    credentials=token_bytes(tokens)), self._timeout),
+                    lambda _: None)
 
     def submit_task(self, descriptor: TaskDeploymentDescriptor) -> "Future[Any]":
         return call_future(self._submit_task, tdd_to_bytes(descriptor), self._timeout)

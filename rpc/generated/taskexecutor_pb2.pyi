@@ -154,6 +154,14 @@ class ShutdownMessage(_message.Message):
     reason: str
     def __init__(self, resource_manager_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
+class DelegationTokensMessage(_message.Message):
+    __slots__ = ("resource_manager_id", "credentials")
+    RESOURCE_MANAGER_ID_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    resource_manager_id: str
+    credentials: bytes
+    def __init__(self, resource_manager_id: _Optional[str] = ..., credentials: _Optional[bytes] = ...) -> None: ...
+
 class ReleasePartitionsMessage(_message.Message):
     __slots__ = ("job_master_id", "job_id")
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]

@@ -65,6 +65,11 @@ class TaskExecutorStub:
                 request_serializer=taskexecutor__pb2.ShutdownMessage.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.UpdateDelegationTokens = channel.unary_unary(
+                '/yarnflow.TaskExecutor/UpdateDelegationTokens',
+                request_serializer=taskexecutor__pb2.DelegationTokensMessage.SerializeToString,
+                response_deserializer=common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class TaskExecutorServicer:
@@ -106,6 +111,12 @@ class TaskExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateDelegationTokens(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +148,11 @@ def add_TaskExecutorServicer_to_server(servicer, server):
             'Shutdown': grpc.unary_unary_rpc_method_handler(
                     servicer.Shutdown,
                     request_deserializer=taskexecutor__pb2.ShutdownMessage.FromString,
+                    response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'UpdateDelegationTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateDelegationTokens,
+                    request_deserializer=taskexecutor__pb2.DelegationTokensMessage.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
             ),
     }
@@ -301,6 +317,33 @@ class TaskExecutor:
             target,
             '/yarnflow.TaskExecutor/Shutdown',
             taskexecutor__pb2.ShutdownMessage.SerializeToString,
+            common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateDelegationTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.TaskExecutor/UpdateDelegationTokens',
+            taskexecutor__pb2.DelegationTokensMessage.SerializeToString,
             common__pb2.Ack.FromString,
             options,
             channel_credentials,

@@ -10,19 +10,32 @@ package's cluster secure, and the package's teardown takes it down as usual.
   refuses to submit in one line that names kinit, before YARN hears of anything.
 - With alice's ticket, YARN answers, and a Skein application (staged on HDFS with
   alice's delegation token, its ApplicationMaster launched by a Kerberos
-  NodeManager) finishes SUCCEEDED as alice."""
+  NodeManager) finishes SUCCEEDED as alice.
+- The README's example, per-job and in a session, as alice: the client reaches
+  WebHDFS with SPNEGO (its data under /user/alice), the ApplicationMaster and the
+  executors with the HDFS delegation token YARN gave their containers; exact output.
+  WebHDFS refuses a caller that only names a user."""
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import subprocess
 import sys
+import time
+import urllib.error
+import tempfile
 import urllib.request
+import uuid
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import wait_until
-from tests.docker.conftest import CLUSTER, ROOT, DockerCluster
+from tests.docker.conftest import CLUSTER, ROOT, WORKERS, DockerCluster
+from tests.docker.test_ship_environment import EXACT, FAST
+from yarnflow.core.fs.tokens import HadoopToken, read_token_file
 
 SPEC = """name: secure-check
 queue: default
@@ -40,6 +53,15 @@ def secure(docker_cluster: DockerCluster) -> DockerCluster:
     env = dict(line.removeprefix("export ").partition("=")[::2] for line in proc.stdout.splitlines())
     assert env["YARNFLOW_TEST_SECURE"] == "1", proc.stdout
     return DockerCluster(env)
+
+
+@pytest.fixture
+def alice(secure: DockerCluster):
+    """alice's ticket on the edge host for the test's length."""
+    kinit = secure.edge("kinit", "-kt", "/etc/security/keytabs/host.keytab", "alice")
+    assert kinit.returncode == 0, kinit.stderr
+    yield secure
+    secure.edge("kdestroy")
 
 
 def app(secure: DockerCluster, app_id: str) -> dict:
@@ -65,22 +87,201 @@ def test_without_a_ticket_yarn_and_yarnflow_refuse_the_client(secure: DockerClus
     assert (secure.rest("/ws/v1/cluster/apps").get("apps") or {}) == before
 
 
-def test_with_a_ticket_a_skein_application_runs_on_the_secure_cluster(secure: DockerCluster):
-    kinit = secure.edge("kinit", "-kt", "/etc/security/keytabs/host.keytab", "alice")
-    assert kinit.returncode == 0, kinit.stderr
+def test_with_a_ticket_a_skein_application_runs_on_the_secure_cluster(alice: DockerCluster):
+    secure = alice
+    listed = secure.edge("skein", "application", "ls", timeout=120)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    wrote = secure.edge("sh", "-c", f"printf '%s' '{SPEC}' > /tmp/secure-check.yaml")
+    assert wrote.returncode == 0, wrote.stderr
+    submitted = secure.edge("skein", "application", "submit", "/tmp/secure-check.yaml",
+                            timeout=300)
+    assert submitted.returncode == 0, submitted.stderr[-3000:]
+    app_id = submitted.stdout.strip().split()[-1]
+    final = wait_until(lambda: (a := app(secure, app_id))["state"] in
+                       ("FINISHED", "FAILED", "KILLED") and a, 300,
+                       f"{app_id} to finish", interval=1.0)
+    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
+    assert final["user"] == "alice"
+
+
+def test_webhdfs_takes_no_caller_that_only_names_a_user(secure: DockerCluster):
+    namenode = secure.env["YARNFLOW_TEST_YARN_RM"].rsplit(":", 1)[0] + ":9870"
+    url = f"{namenode}/webhdfs/v1/user/alice?op=LISTSTATUS&user.name=alice"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, timeout=15)
+    assert refused.value.code == 401
+
+
+def exact_output(secure: DockerCluster, data: str, out: str) -> dict:
+    check = secure.edge("python", "-c", EXACT, data, out, timeout=300)
+    assert check.returncode == 0, check.stderr[-3000:]
+    return json.loads(check.stdout.splitlines()[-1])
+
+
+def test_the_readme_example_runs_per_job_as_alice_exactly(alice: DockerCluster):
+    base = f"yarnflow-tests/secure-{uuid.uuid4().hex[:8]}"      # under /user/alice
+    run = alice.edge("yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress", *FAST,
+                     "examples/skewed_join.py", "--", "--rows", "30000", "--data", f"{base}/data",
+                     "--out", f"{base}/out", timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "/user/alice/" + base in run.stdout, run.stdout[-2000:]
+    assert exact_output(alice, f"{base}/data", f"{base}/out") == {"rows": 30000, "exact": True}
+    app_id = next(w for w in run.stdout.split() if w.startswith("application_"))
+    assert app(alice, app_id)["user"] == "alice"
+
+
+def test_the_readme_example_runs_in_a_session_as_alice_exactly(alice: DockerCluster):
+    base = f"yarnflow-tests/secure-session-{uuid.uuid4().hex[:8]}"
+    started = alice.edge("yarnflow", "session", "start", "--name", "secure", "--min-executors", "1",
+                         *FAST, timeout=600)
+    assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
     try:
-        listed = secure.edge("skein", "application", "ls", timeout=120)
-        assert listed.returncode == 0, listed.stderr[-2000:]
-        wrote = secure.edge("sh", "-c", f"printf '%s' '{SPEC}' > /tmp/secure-check.yaml")
-        assert wrote.returncode == 0, wrote.stderr
-        submitted = secure.edge("skein", "application", "submit", "/tmp/secure-check.yaml",
-                                timeout=300)
-        assert submitted.returncode == 0, submitted.stderr[-3000:]
-        app_id = submitted.stdout.strip().split()[-1]
-        final = wait_until(lambda: (a := app(secure, app_id))["state"] in
-                           ("FINISHED", "FAILED", "KILLED") and a, 300,
-                           f"{app_id} to finish", interval=1.0)
-        assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
-        assert final["user"] == "alice"
+        run = alice.edge("yarnflow", "run", "-t", "yarn-session", "-a", "secure", "--attach",
+                         "--no-progress", "examples/skewed_join.py", "--", "--rows", "30000",
+                         "--data", f"{base}/data", "--out", f"{base}/out", timeout=900)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        assert exact_output(alice, f"{base}/data", f"{base}/out") == {"rows": 30000,
+                                                                      "exact": True}
+        history = alice.edge("yarnflow", "history", "-a", "secure", timeout=300)
+        assert history.returncode == 0 and "FINISHED" in history.stdout, \
+            history.stdout[-2000:] + history.stderr[-2000:]
+        app_id = next(w for w in started.stdout.split() if w.startswith("application_"))
+        assert_no_secret_shown(alice, app_id)
     finally:
-        secure.edge("kdestroy")
+        stopped = alice.edge("yarnflow", "session", "stop", "secure", timeout=300)
+        assert stopped.returncode == 0, stopped.stdout[-2000:] + stopped.stderr[-2000:]
+
+
+def container_tokens(secure: DockerCluster, app_id: str, into: Path) -> list[HadoopToken]:
+    """The delegation tokens YARN gave the application's containers, read from their
+    token files on the worker hosts (Hadoop's credentials storage)."""
+    found: list[HadoopToken] = []
+    for host in WORKERS:
+        listed = secure.on(host, "sh", "-c", f"find /data/nm/local/usercache/*/appcache/{app_id} "
+                                             "-name container_tokens 2>/dev/null")
+        for n, path in enumerate(listed.stdout.split()):
+            local = into / f"{host}-{n}.tokens"
+            copied = secure.docker("cp", f"{host}:{path}", str(local))
+            assert copied.returncode == 0, copied.stderr
+            found += read_token_file(local)
+    return found
+
+
+def assert_no_secret_shown(secure: DockerCluster, app_id: str) -> None:
+    """No token (in any of its written forms) and no keytab name in the logs of the
+    application's containers, nor in its web pages and REST answers."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = container_tokens(secure, app_id, Path(tmp))
+    assert any(t.kind == "HDFS_DELEGATION_TOKEN" for t in tokens), tokens
+    secrets = [form for t in tokens for form in (
+        t.url_string(), base64.b64encode(t.password).decode(),
+        base64.urlsafe_b64encode(t.password).decode().rstrip("="), t.password.hex())]
+    logs = ""
+    for host in WORKERS:
+        logs += secure.on(host, "sh", "-c", f"cat /data/nm/logs/{app_id}/*/* 2>/dev/null").stdout
+    assert "yarnflow.appmaster" in logs or "ApplicationMaster" in logs, logs[-2000:]
+    pages = "".join(json.dumps(secure.rest(f"/proxy/{app_id}/pages/yarnflow/{page}"))
+                    for page in ("overview", "config", "jobmanager/config", "jobs/overview",
+                                 "taskmanagers"))
+    for text, where in ((logs, "the containers' logs"), (pages, "the web pages")):
+        for secret in secrets:
+            assert secret not in text, f"a delegation token appears in {where}"
+        assert re.search(r"delegation=(?!<redacted>)", text) is None, where
+
+
+ROWS = """
+import sys
+from yarnflow.client import files
+print(files.read_table(sys.argv[1]).num_rows)
+"""
+SHAPES = "tests/yarn/pipelines/shapes.py"
+LIFETIME_S = 60
+
+
+def rows_at(secure: DockerCluster, path: str) -> int:
+    read = secure.edge("python", "-c", ROWS, path, timeout=300)
+    assert read.returncode == 0, read.stderr[-3000:]
+    return int(read.stdout.split()[-1])
+
+
+def web_overview(secure: DockerCluster, app_id: str) -> dict:
+    """The ApplicationMaster's REST overview, through the ResourceManager's proxy."""
+    return secure.rest(f"/proxy/{app_id}/pages/yarnflow/overview")
+
+
+@pytest.fixture
+def short_tokens(alice: DockerCluster):
+    """HDFS delegation tokens that live a minute, for the test's length."""
+    def lifetime(seconds: int) -> None:
+        done = subprocess.run([sys.executable, str(CLUSTER), "token-lifetime", str(seconds)],
+                              capture_output=True, text=True, timeout=600,
+                              env={**os.environ, **alice.env})
+        assert done.returncode == 0, done.stderr[-3000:]
+    lifetime(LIFETIME_S)
+    yield alice
+    lifetime(0)
+
+
+def test_a_session_with_a_keytab_runs_jobs_past_several_token_lifetimes(short_tokens):
+    """Tokens that live a minute: the session's ApplicationMaster obtains new ones with
+    the keytab it was shipped and sends them to its warm executors; jobs that read the
+    last one's output from HDFS and write their own keep running, exactly, well past
+    three lifetimes of the token the session started with."""
+    secure = short_tokens
+    keytab = "/etc/security/keytabs/alice.user.keytab"
+    base = f"yarnflow-tests/renewal-{uuid.uuid4().hex[:8]}"
+    started = secure.edge(
+        "yarnflow", "session", "start", "--name", "renewing", "--min-executors", "2", *FAST,
+        "-D", f"security.kerberos.login.keytab={keytab}",
+        "-D", "security.kerberos.login.principal=alice@YARNFLOW.TEST",
+        "-D", "security.delegation.tokens.renewal.time-ratio=0.5",
+        "-D", "security.delegation.tokens.renewal.retry.backoff=5 s",
+        "-D", "resourcemanager.taskmanager-timeout=1 h", timeout=600)
+    assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
+    app_id = next(w for w in started.stdout.split() if w.startswith("application_"))
+    began = time.monotonic()
+    try:
+        first = secure.edge("yarnflow", "run", "-t", "yarn-session", "-a", "renewing", "--attach",
+                            "--no-progress", SHAPES, "--", "long", "--work", "0",
+                            "--out", f"{base}/0", timeout=600)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        done = 0
+        while time.monotonic() - began < 3 * LIFETIME_S or done < 3:
+            renewals = web_overview(secure, app_id)["delegation-tokens"]["renewals"]
+            wait_until(lambda: web_overview(secure, app_id)["delegation-tokens"]["renewals"]
+                       > renewals, 3 * LIFETIME_S, "the session to obtain its next token",
+                       interval=2.0)
+            done += 1
+            copy = secure.edge("yarnflow", "run", "-t", "yarn-session", "-a", "renewing",
+                               "--attach", "--no-progress", SHAPES, "--", "copy",
+                               "--parallelism", "2", "--input", f"{base}/{done - 1}",
+                               "--out", f"{base}/{done}", timeout=600)
+            assert copy.returncode == 0, copy.stdout[-3000:] + copy.stderr[-3000:]
+        assert rows_at(secure, f"{base}/{done}") == 2000
+        tokens = web_overview(secure, app_id)["delegation-tokens"]
+        assert tokens["state"] == "valid" and tokens["renewals"] >= 3, tokens
+        assert tokens["warning"] == ""
+        assert time.monotonic() - began > 3 * LIFETIME_S
+    finally:
+        stopped = secure.edge("yarnflow", "session", "stop", "renewing", timeout=300)
+        assert stopped.returncode == 0, stopped.stdout[-2000:] + stopped.stderr[-2000:]
+
+
+def test_without_a_keytab_the_tokens_end_is_said_in_status_before_it_comes(short_tokens):
+    secure = short_tokens
+    base = f"yarnflow-tests/no-keytab-{uuid.uuid4().hex[:8]}"
+    run = secure.edge("yarnflow", "run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "long",
+                      "--work", "20", "--out", f"{base}/out", timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    app_id = next(w for w in run.stdout.split() if w.startswith("application_"))
+    try:
+        def warned() -> str | None:
+            status = secure.edge("yarnflow", "status", app_id, timeout=120)
+            said = [line for line in status.stdout.splitlines() if line.startswith("warning:")]
+            return said[0] if said else None
+        line = wait_until(warned, 300, f"yarnflow status {app_id} to warn of the token's end",
+                          interval=3.0)
+        assert "HDFS delegation token expires at" in line or "expired at" in line, line
+        assert "security.kerberos.login.keytab" in line
+    finally:
+        secure.edge("yarn", "application", "-kill", app_id, timeout=120)

@@ -120,3 +120,32 @@ def test_the_cli_says_it_in_one_line_without_a_traceback(secure_conf_dir, tmp_pa
     assert "Traceback" not in proc.stderr
     assert len(said) == 1 and said[0].startswith("error: this cluster uses Kerberos"), said
     assert "run kinit" in said[0]
+
+
+def test_the_cluster_knows_the_client_by_its_principals_short_name(tmp_path, monkeypatch):
+    from yarnflow.client.filesystems import filesystem_settings
+    from yarnflow.client.targets.kerberos import cluster_user, short_name, ticket_principal
+    assert short_name("alice@YARNFLOW.TEST") == "alice"
+    assert short_name("etl/gateway.example@YARNFLOW.TEST") == "etl"
+    keytab = tmp_path / "etl.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    with_keytab = config(f"security.kerberos.login.keytab={keytab}",
+                         "security.kerberos.login.principal=etl/gw@YARNFLOW.TEST")
+    assert cluster_user(with_keytab, principal_of_cache=lambda: "alice@X") == "etl"
+    assert cluster_user(config(), principal_of_cache=lambda: "alice@X") == "alice"
+    assert cluster_user(config(), principal_of_cache=lambda: "") == ""
+    # klist's own output, from a fake klist on PATH
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    klist = bin_dir / "klist"
+    klist.write_text("#!/bin/sh\necho 'Ticket cache: FILE:/tmp/krb5cc_0'\n"
+                     "echo 'Default principal: alice@YARNFLOW.TEST'\n")
+    klist.chmod(klist.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert ticket_principal() == "alice@YARNFLOW.TEST"
+    # a relative path of a Kerberos cluster's job goes under the principal's home
+    settings = filesystem_settings(config("fs.default-scheme=hdfs://nn.example:9000",
+                                          "fs.hdfs.http-address=nn.example:9870",
+                                          "fs.hdfs.authentication=kerberos"))
+    assert settings.kerberos and settings.user == "alice"
+    assert settings.resolve("data/x") == "hdfs://nn.example:9000/user/alice/data/x"

@@ -15,7 +15,15 @@ from yarnflow.core.messages import (SlotAllocation, SlotReport, SlotRequest, Slo
                                     TaskExecutorLocation, TaskExecutorRegistration)
 from yarnflow.core.resources import ResourceSpec as R
 from yarnflow.core.worker_spec import WorkerSpec
+from yarnflow.core.fs.tokens import HadoopToken, ProcessCredentials
 from tests.unit.fakes import ManualMainThread, done
+
+
+def run_now(fn: Any) -> "Future[Any]":
+    """The token manager's blocking call, made at once in the test's thread."""
+    future: Future[Any] = Future()
+    future.set_result(fn())
+    return future
 
 SLOT = R(1, 1024)
 HEARTBEAT_TIMEOUT, TM_TIMEOUT = 50.0, 30.0
@@ -60,6 +68,17 @@ class FakeTaskExecutorGateway:
         self.allocations: list[tuple[SlotAllocation, Future[int]]] = []
         self.shutdown_reasons: list[str] = []
         self.version = 0
+        self.tokens: list[list[Any]] = []       # each renewal it took
+        self.token_sends: list[Future[None]] = []
+        self.answer_tokens = True               # False: the test answers each send itself
+
+    def update_delegation_tokens(self, tokens: list[Any]) -> "Future[None]":
+        future: Future[None] = Future()
+        self.token_sends.append(future)
+        if self.answer_tokens:
+            self.tokens.append(list(tokens))
+            future.set_result(None)
+        return future
 
     def request_slot(self, allocation: SlotAllocation) -> "Future[int]":
         future: Future[int] = Future()
@@ -99,16 +118,21 @@ class FakeJobMasterGateway:
 class Cluster:
     """A ResourceManager and the fakes around it, on one manual main thread."""
 
-    def __init__(self, *overrides: str) -> None:
+    def __init__(self, *overrides: str, token_provider: Any = None) -> None:
         config = Configuration.load(overrides=[
             f"heartbeat.timeout={HEARTBEAT_TIMEOUT}", "heartbeat.interval=10",
             f"resourcemanager.taskmanager-timeout={TM_TIMEOUT}", *overrides])
         self.main = ManualMainThread()
+        if token_provider is not None:
+            token_provider.clock = self.main.clock
         self.driver = FakeDriver()
         self.executors: dict[str, FakeTaskExecutorGateway] = {}
         self.job_master = FakeJobMasterGateway()
         self.rm = ResourceManager(config, self.driver, self._te_gateway,
-                                  lambda address, jm_id: self.job_master, main=self.main)
+                                  lambda address, jm_id: self.job_master, main=self.main,
+                                  token_provider=token_provider,
+                                  credentials=ProcessCredentials([]))
+        self.rm.token_manager._run_blocking = run_now
         self.rm.start("rm:0")
 
     def _te_gateway(self, location: TaskExecutorLocation, rm_id: str) -> FakeTaskExecutorGateway:
@@ -285,3 +309,48 @@ def test_a_registration_heard_twice_keeps_the_worker_and_starts_no_other(cluster
     view = cluster.main.call(cluster.rm.overview)
     assert len(view.workers) == 1 and view.workers[0].free_slots == 0
     assert view.pending_slot_requests <= 1 and view.pending_workers == 0
+
+
+class RenewingProvider:
+    """A keytab's token provider: each token lives 400 s on the manual clock."""
+
+    def __init__(self) -> None:
+        self.clock: Any = None
+        self.calls = 0
+
+    def obtain(self) -> tuple[HadoopToken, float]:
+        self.calls += 1
+        return (HadoopToken(b"id", b"pw-%d" % self.calls, "HDFS_DELEGATION_TOKEN", "nn:9000"),
+                self.clock.time() + 400.0)
+
+
+def test_renewed_tokens_reach_every_executor_and_a_lost_send_is_made_again():
+    provider = RenewingProvider()
+    cluster = Cluster("security.delegation.tokens.renewal.time-ratio=0.5",
+                      token_provider=provider)
+    assert provider.calls == 1                           # at start
+    cluster.register("te-1", allocated="a-1")           # busy: never idle-released
+    te1 = cluster.executors["te-1"]
+    assert [t[0].password for t in te1.tokens] == [b"pw-1"]   # at its registration
+    te1.answer_tokens = False
+    for _ in range(20):                                  # half of its 400 s, heartbeating
+        cluster.main.advance(10.0)
+        cluster.heartbeat("te-1", allocated="a-1")
+    assert provider.calls == 2 and len(te1.token_sends) == 2
+    te1.token_sends[-1].set_exception(ConnectionError("lost"))
+    cluster.heartbeat("te-1", allocated="a-1")          # reconciled on the next heartbeat
+    assert len(te1.token_sends) == 3
+    cluster.heartbeat("te-1", allocated="a-1")          # not twice while one is on its way
+    assert len(te1.token_sends) == 3
+    te1.token_sends[-1].set_result(None)
+    cluster.heartbeat("te-1", allocated="a-1")
+    assert len(te1.token_sends) == 3 and cluster.rm.tokens.holds_current("te-1")
+    cluster.register("te-2")
+    assert [t[0].password for t in cluster.executors["te-2"].tokens] == [b"pw-2"]
+
+
+def test_without_renewals_executors_are_sent_nothing():
+    cluster = Cluster()
+    cluster.register("te-1")
+    cluster.heartbeat("te-1")
+    assert cluster.executors["te-1"].token_sends == []

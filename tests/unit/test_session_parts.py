@@ -107,3 +107,46 @@ def test_a_call_cancelled_by_a_stopping_dispatcher_asks_yarn_instead_of_failing(
     with pytest.raises(dispatcher_client.ApplicationEnded):
         client.details("job-1")
     assert asked == ["application_1_0001"]
+
+
+def test_a_session_whose_appmaster_does_not_answer_yet_is_asked_again_not_a_traceback():
+    """YARN may call the application RUNNING before its ApplicationMaster answers (or
+    after it stopped answering): the client keeps asking until the report says how it
+    ended, and says that in one line."""
+    import skein
+
+    from yarnflow.client.targets.session import _wait_for_dispatcher
+    from yarnflow.client.targets.yarn_errors import YarnError
+
+    class Report:
+        def __init__(self, state: str) -> None:
+            self.state, self.diagnostics, self.tracking_url = state, "AM exited 1", "http://t/"
+
+    class KV:
+        def __init__(self, answers: list) -> None:
+            self.answers = answers
+
+        def get(self, key: str):
+            answer = self.answers.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+    class Client:
+        def __init__(self, states: list[str], kv: list) -> None:
+            self.states, self.kv, self.connects = states, KV(kv), 0
+
+        def application_report(self, app_id: str) -> Report:
+            return Report(self.states.pop(0) if len(self.states) > 1 else self.states[0])
+
+        def connect(self, app_id: str, wait: bool, security: object):
+            self.connects += 1
+            return self
+
+    refused = skein.exceptions.ConnectionError("Unable to connect to application")
+    client = Client(["RUNNING", "RUNNING", "RUNNING"], [refused, None, b"am:1"])
+    assert _wait_for_dispatcher(client, "app_1", None, 5.0, 30.0) == ("am:1", "http://t/")
+    assert client.connects == 2                      # connected afresh after the refusal
+    gone = Client(["RUNNING", "FAILED"], [refused])
+    with pytest.raises(YarnError, match="ended FAILED while starting: AM exited 1"):
+        _wait_for_dispatcher(gone, "app_1", None, 5.0, 30.0)

@@ -251,6 +251,20 @@ def test_shutdown_is_fenced_by_the_resource_manager_id():
     assert s.fatal == ["idle"]
 
 
+def test_renewed_delegation_tokens_are_taken_from_the_current_resource_manager_only(monkeypatch):
+    from yarnflow.core.fs.tokens import HadoopToken, ProcessCredentials
+    from yarnflow.taskexecutor import taskexecutor as module
+    credentials = ProcessCredentials([HadoopToken(b"id", b"old", "HDFS_DELEGATION_TOKEN", "nn:9000")])
+    monkeypatch.setattr(module, "CREDENTIALS", credentials)
+    s = Setup()
+    fresh = HadoopToken(b"id", b"new", "HDFS_DELEGATION_TOKEN", "nn:9000")
+    with pytest.raises(FencingError):
+        s.call(s.te.update_delegation_tokens, "rm-old", [fresh])
+    assert credentials.hdfs_token("nn:9000").password == b"old"
+    s.call(s.te.update_delegation_tokens, "rm-1", [fresh])
+    assert credentials.hdfs_token("nn:9000").password == b"new"
+
+
 # --- reconciliation with the JobMaster (issue 14, item 6) ----------------------------------
 def finished(attempt_id: str = "attempt-1"):
     from yarnflow.core.messages import TaskExecutionState
