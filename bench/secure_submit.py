@@ -59,8 +59,9 @@ def edge(*cmd: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def to_running(repeats: int, n: int) -> float:
-    proc = edge(*ON_EDGE, "python", "bench/yarn_submit.py", "--to-running-only",
+def to_running(repeats: int, n: int, secure: bool) -> float:
+    proc = edge(*ON_EDGE, f"YARNFLOW_TEST_SECURE={int(secure)}", "python",
+                "bench/yarn_submit.py", "--to-running-only",
                 "--repeats", str(repeats), "--parallelism", str(n))
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["to_running_s"])
 
@@ -99,11 +100,11 @@ def renewal_ms(env: dict[str, str]) -> float:
 
 def run_secure(repeats: int, n: int) -> None:
     up()
-    insecure = to_running(repeats, n)
+    insecure = to_running(repeats, n, secure=False)
     env = up("--secure")
     edge("kinit", "-kt", KEYTAB, PRINCIPAL)
     try:
-        secure = to_running(repeats, n)
+        secure = to_running(repeats, n, secure=True)
         renewal = renewal_ms(env)
     finally:
         cluster("edge", "kdestroy")
