@@ -14,6 +14,7 @@ A token is a secret: nothing here logs or formats its password or its URL form;
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import os
 import re
@@ -169,16 +170,19 @@ def hdfs_token(tokens: list[HadoopToken], authority: str) -> HadoopToken | None:
     return candidates[0] if len(candidates) == 1 else None
 
 
-def _service_names(authority: str) -> list[str]:
+@functools.lru_cache(maxsize=64)
+def _service_names(authority: str) -> tuple[str, ...]:
+    """The names a token's service may give a NameNode: looked up once per authority,
+    not on every WebHDFS call (each call picks its token afresh)."""
     host, _, port = authority.rpartition(":")
     if not host:
-        return [authority]
+        return (authority,)
     names = [authority]
     try:
         names.append(f"{socket.gethostbyname(host)}:{port}")
     except OSError:
         pass
-    return names
+    return tuple(names)
 
 
 class ProcessCredentials:
