@@ -63,8 +63,7 @@ CONF = [*python_args(), "-D", "heartbeat.interval=1 s",
 
 
 def rest(path: str) -> Any:
-    with urllib.request.urlopen(RM + path, timeout=10) as r:
-        return json.load(r)
+    return web_json(RM + path)
 
 
 def app_state(app_id: str) -> dict:
@@ -93,7 +92,7 @@ def nodemanagers_idle() -> bool:
     nodes = rest("/ws/v1/cluster/nodes?states=RUNNING").get("nodes") or {}
     for node in nodes.get("node", []):
         for what in ("apps", "containers"):
-            listed = node_rest(f"http://{node['nodeHTTPAddress']}/ws/v1/node/{what}")[what]
+            listed = web_json(f"http://{node['nodeHTTPAddress']}/ws/v1/node/{what}")[what]
             if what == "apps" and listed and SECURE:
                 # no log aggregation there: a NodeManager keeps a finished application
                 # until its logs' retention ends
@@ -103,9 +102,9 @@ def nodemanagers_idle() -> bool:
     return True
 
 
-def node_rest(url: str) -> Any:
-    """A NodeManager's REST answer; on a secure cluster (its web servers answer 401 to
-    an anonymous caller) with SPNEGO from the caller's ticket."""
+def web_json(url: str) -> Any:
+    """A ResourceManager's or NodeManager's REST answer; on a secure cluster (its web
+    servers answer 401 to an anonymous caller) with SPNEGO from the caller's ticket."""
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
             return json.load(r)

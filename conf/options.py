@@ -46,6 +46,17 @@ def _node_label(value: object) -> str:
     return check_node_label(str(value).strip())
 
 
+def _acl(value: object) -> str:
+    """Hadoop's ACL form, 'user1,user2 group1,group2' ('*' for everyone): checked here,
+    so a stray space fails at the user's -D, not as YARN's silent misreading."""
+    text = str(value).rstrip()       # ' analysts': no users, the group analysts
+    parts = text.split(" ") if text.strip() else []
+    if len(parts) > 2 or any(not name for part in parts if part for name in part.split(",")):
+        raise ValueError(f"{value!r} is not 'users groups' (comma-separated names, one space "
+                         "between users and groups, '*' for everyone)")
+    return text
+
+
 def _hdfs_authentication(value: object) -> str:
     text = str(value).strip().lower()
     if text not in ("", "simple", "kerberos"):
@@ -360,6 +371,12 @@ YARN_APP_NODE_LABEL = _option(
 YARN_TM_NODE_LABEL = _option(
     "yarn.taskmanager.node-label", _node_label, "",
     "YARN node label of the TaskExecutors' containers whose slot profile names none (a ResourceSpec's node_label wins); empty: yarn.application.node-label.")
+YARN_VIEW_ACLS = _option(
+    "yarn.view.acls", _acl, "",
+    "Who else may view the application in YARN and open its web UI, as 'users groups' ('*': everyone; the web UI admits users, not groups); the owner and YARN's admins always may.")
+YARN_MODIFY_ACLS = _option(
+    "yarn.modify.acls", _acl, "",
+    "Who else may kill the application, as 'users groups' ('*': everyone); the owner and YARN's admins always may.")
 JOBMANAGER_PROCESS_MEMORY = _option("jobmanager.memory.process.size", parse_memory_mb, 0,
                          "ApplicationMaster container memory (MB); 0: per-job sized from the job, a session 1024.")
 YARN_AM_VCORES = _option("yarn.appmaster.vcores", _pos_int, 1,

@@ -26,7 +26,8 @@ DOMAIN = "yarnflow-hadoop"        # the cluster's network, which Docker's DNS us
 KDC = f"kdc.{DOMAIN}"
 KEYTABS = Path("/keytabs")        # on the kdc host: <host>.keytab each, then `ready`
 HOST_KEYTAB = "/etc/security/keytabs/host.keytab"   # where each host finds its own
-USERS = ("alice", "bob")          # the edge host's users: the job's owner and another one
+ADMIN = "yarnadmin"              # YARN's admin (yarn.admin.acl): may view and kill any application
+USERS = ("alice", "bob", ADMIN)   # the edge host's users: the job's owner, another one, the admin
 _SERVICES = {"rm": ("nn", "rm", "HTTP"), "edge": ()}
 _WORKER_SERVICES = ("dn", "nm", "HTTP")
 
@@ -110,6 +111,10 @@ def secure_properties(rm_host: str, keytab: str = HOST_KEYTAB,
             "hadoop.rpc.protection": "authentication",
             "hadoop.security.auth_to_local":
                 f"RULE:[2:$1@$0](.*@{REALM})s/.*/root/\nDEFAULT",
+            # every web server, the ResourceManager's and its proxy's too, asks for
+            # SPNEGO: the proxy must know who asks to apply an application's ACLs
+            "hadoop.http.filter.initializers":
+                "org.apache.hadoop.security.AuthenticationFilterInitializer",
             "hadoop.http.authentication.type": "kerberos",
             "hadoop.http.authentication.simple.anonymous.allowed": "false",
             "hadoop.http.authentication.kerberos.principal": http,
@@ -145,6 +150,13 @@ def secure_properties(rm_host: str, keytab: str = HOST_KEYTAB,
             # library (SecureIOUtils), which Maven Central does not ship: aggregating
             # an application's logs would stop the NodeManager. They stay on each host.
             "yarn.log-aggregation-enable": "false",
+            # applications' view and modify ACLs enforced; ADMIN may do anything
+            "yarn.acl.enable": "true",
+            "yarn.admin.acl": ADMIN,
+        },
+        "capacity-scheduler.xml": {       # a queue's administrators may kill its applications
+            "yarn.scheduler.capacity.root.acl_administer_queue": ADMIN,
+            "yarn.scheduler.capacity.root.default.acl_administer_queue": ADMIN,
         },
     }
 

@@ -21,6 +21,7 @@ _DEFAULTS = {
     "yarn.scheduler.maximum-allocation-mb": "8192",
     "yarn.scheduler.maximum-allocation-vcores": "4",
     "yarn.resourcemanager.am.max-attempts": "2",
+    "yarn.admin.acl": "*",
 }
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
@@ -93,6 +94,11 @@ class HadoopConf:
         """(memory MB, vcores) of the largest container the scheduler grants."""
         return (int(self.get("yarn.scheduler.maximum-allocation-mb")),
                 int(self.get("yarn.scheduler.maximum-allocation-vcores")))
+
+    @property
+    def admin_acl(self) -> str:
+        """YARN's admins ('users groups'), who may view and kill every application."""
+        return self.get("yarn.admin.acl")
 
     @property
     def max_am_attempts(self) -> int:

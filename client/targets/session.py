@@ -27,7 +27,8 @@ from yarnflow.client.targets.dispatcher_client import DispatcherClient
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.kerberos import KerberosLogin
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, client_login, configured_node_labels,
+from yarnflow.client.targets.yarn_client import (bounded, client_login, cluster_acls,
+                                          configured_node_labels,
                                           container_services, executor_node_label,
                                           prepare_config, skein_client, worker_hosts)
 from yarnflow.client.targets.yarn_errors import YarnError
@@ -68,7 +69,7 @@ def check_ladder_fits_yarn(ladder: ContainerLadder, config: Configuration) -> No
 
 def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder,
                        min_executors: int, security: Any, hosts: list[str],
-                       login: KerberosLogin | None = None) -> Any:
+                       login: KerberosLogin | None = None, acls: Any = None) -> Any:
     """Warm executors to start with are of the smallest size: a job that needs more
     gets its own containers, and they are released again when idle. ``hosts``: the
     worker hosts executors may be asked on (yarn_client.worker_hosts)."""
@@ -87,6 +88,7 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
                                  node_label=config.get(options.YARN_APP_NODE_LABEL),
                                  services=services, tags=["yarnflow", SESSION_TAG],
+                                 acls=acls or skein.ACLs(),
                                  max_attempts=config.get(options.YARN_APPLICATION_ATTEMPTS))
 
 
@@ -110,7 +112,7 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
     try:
         spec = build_session_spec(config, name, ladder, min_executors, security,
                                   worker_hosts(client, config, configured_node_labels(config)),
-                                  login)
+                                  login, cluster_acls(config))
         app_id = bounded(lambda: client.submit(spec), timeout, "submitting the session to YARN")
         store.save(app_id, credentials, {"kind": "session", "name": name, "history_dir": history,
                                          "container_sizes": ladder.describe(),

@@ -30,8 +30,8 @@ from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.kerberos import KerberosLogin
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, client_login, configured_node_labels,
-                                          container_services, executor_node_label,
+from yarnflow.client.targets.yarn_client import (bounded, client_login, cluster_acls,
+                                          configured_node_labels, container_services, executor_node_label,
                                           prepare_config, skein_client, worker_hosts)
 from yarnflow.client.targets.yarn_job import YarnJobHandle
 
@@ -89,9 +89,11 @@ def node_labels_asked(graph: JobGraph, config: Configuration) -> dict[str, str]:
 
 def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec, WorkerSpec],
                staging: Path, tls: Any, hosts: list[str],
-               login: KerberosLogin | None = None) -> Any:
+               login: KerberosLogin | None = None, acls: Any = None) -> Any:
     """``hosts``: the worker hosts executors may be asked on (yarn_client.worker_hosts);
-    ``login``: the client's Kerberos login, whose keytab the ApplicationMaster gets."""
+    ``login``: the client's Kerberos login, whose keytab the ApplicationMaster gets;
+    ``acls``: who else may view or kill it (yarn_client.cluster_acls; None: Skein's
+    default, none)."""
     import skein
     node = node_python(config)
     instances = initial_instances(graph, config, specs, hosts)
@@ -119,7 +121,7 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     return skein.ApplicationSpec(
         name=config.get(options.YARN_APP_NAME) or graph.name, queue=config.get(options.YARN_QUEUE),
         node_label=config.get(options.YARN_APP_NODE_LABEL),
-        master=master, services=services, tags=["yarnflow"],
+        master=master, services=services, tags=["yarnflow"], acls=acls or skein.ACLs(),
         max_attempts=config.get(options.YARN_APPLICATION_ATTEMPTS))
 
 
@@ -140,7 +142,7 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
         try:
             spec = build_spec(graph, config, specs, Path(staging), security,
                               worker_hosts(client, config, node_labels_asked(graph, config)),
-                              login)
+                              login, cluster_acls(config))
             app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
             report = bounded(lambda: client.application_report(app_id), timeout,
                              "reading the application report")

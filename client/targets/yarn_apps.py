@@ -156,8 +156,24 @@ class YarnApplication:
 
     def kill(self) -> None:
         """Have YARN kill the application, whatever its ApplicationMaster does."""
-        bounded(lambda: self._client.kill_application(self.app_id), self.timeout,
-                f"killing {self.app_id}")
+        import skein
+        try:
+            bounded(lambda: self._client.kill_application(self.app_id), self.timeout,
+                    f"killing {self.app_id}")
+        except skein.exceptions.DriverError as err:
+            raise YarnError(refused_kill(self.app_id, str(err))) from None
+
+
+def refused_kill(app_id: str, message: str) -> str:
+    """YARN's refusal of a kill, in one line: its own words name who was refused
+    (application ACLs: only the owner, yarn.modify.acls and YARN's admins may kill)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    denied = next((line for line in lines if "cannot perform operation" in line), "")
+    if denied:
+        reason = denied.rpartition("Exception: ")[2]
+        return (f"YARN refuses to kill {app_id}: {reason}. Fix: ask its owner or a YARN "
+                "admin, or have the owner submit it with -D yarn.modify.acls=<you>")
+    return f"YARN refuses to kill {app_id}: {lines[0] if lines else 'no reason given'}"
 
 
 # YARN's log aggregation states that mean "still collecting".

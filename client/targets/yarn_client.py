@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from typing import Any, Callable, TypeVar
 
 from yarnflow.conf import Configuration, options
@@ -18,8 +19,9 @@ from yarnflow.core.contract import encode, service_name
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.client.filesystems import use_cluster_filesystem
 from yarnflow.client.targets.app_store import ApplicationStore
+from yarnflow.client.targets.acls import application_acls
 from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
-from yarnflow.client.targets.kerberos import KerberosLogin, kerberos_login
+from yarnflow.client.targets.kerberos import KerberosLogin, cluster_user, kerberos_login
 from yarnflow.client.targets.node_python import NodePython
 from yarnflow.client.targets.yarn_errors import YarnError
 
@@ -43,6 +45,10 @@ def skein_client(timeout: float, login: KerberosLogin | None = None) -> Any:
     through a private driver logging to ~/.yarnflow, logged in with ``login``'s keytab
     where it has one (on a Kerberos cluster; otherwise from the ticket cache)."""
     import skein
+    # Skein writes its own TLS credentials under ~/.skein the first time, and says so
+    # as a UserWarning: noise, beside the one line a refused command prints
+    warnings.filterwarnings("ignore", message="Skein global security credentials not found",
+                            category=UserWarning)
     try:
         return bounded(skein.Client.from_global_driver, timeout, "connecting to Skein's driver")
     except (skein.exceptions.DriverNotRunningError, skein.exceptions.ConnectionError):
@@ -75,6 +81,13 @@ def check_driver_prerequisites(timeout: float) -> None:
 def client_login(config: Configuration) -> KerberosLogin | None:
     """How this client logs in to the configured cluster (None: it has no Kerberos)."""
     return kerberos_login(config, load_hadoop_conf(config))
+
+
+def cluster_acls(config: Configuration) -> Any:
+    """The application's Skein ACLs on the configured cluster (targets/acls.py)."""
+    hadoop = load_hadoop_conf(config)
+    owner = cluster_user(config) if hadoop.kerberos else ""
+    return application_acls(config, hadoop.kerberos, hadoop.admin_acl, owner)
 
 
 def load_hadoop_conf(config: Configuration) -> HadoopConf:

@@ -40,11 +40,26 @@ class DockerCluster:
         return subprocess.run([sys.executable, str(CLUSTER), "edge", *cmd], capture_output=True,
                               text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **self.env})
 
-    def rest(self, path: str) -> Any:
+    def rest(self, path: str, user: str = "yarnadmin") -> Any:
         """The ResourceManager's REST API (and its web proxy, to an application's page),
-        at the ResourceManager host's address on the cluster's network."""
+        at the ResourceManager host's address on the cluster's network; on a secure
+        cluster as ``user`` (by default YARN's admin), with SPNEGO from the edge host."""
+        if self.env.get("YARNFLOW_TEST_SECURE") == "1":
+            status, body = self.web(path, user)
+            assert status == 200, f"{path}: HTTP {status}: {body[:500]}"
+            return json.loads(body)
         with urllib.request.urlopen(self.env["YARNFLOW_TEST_YARN_RM"] + path, timeout=15) as answer:
             return json.load(answer)
+
+    def web(self, path: str, user: str = "yarnadmin") -> tuple[int, str]:
+        """A ResourceManager page (or, through its proxy, an application's) as ``user``
+        asks for it (`cluster web`): its HTTP status and body."""
+        done = subprocess.run([sys.executable, str(CLUSTER), "web", "--as", user,
+                               self.env["YARNFLOW_TEST_YARN_RM"] + path], capture_output=True,
+                              text=True, timeout=120, env={**os.environ, **self.env})
+        assert done.returncode == 0, done.stderr[-2000:]
+        answer = json.loads(done.stdout)[0]
+        return answer["status"], answer["body"]
 
     def keep_evidence(self, name: str) -> Path:
         """After a failed test: every worker host's container logs, with the stacks of
@@ -94,8 +109,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture(scope="package")
 def docker_cluster() -> DockerCluster:
-    proc = subprocess.run([sys.executable, str(CLUSTER), "up"], capture_output=True, text=True,
-                          timeout=2400)
+    # YARNFLOW_TEST_SECURE_ONLY=1: the secure module alone, without a start as an
+    # insecure cluster first (the rest of this folder needs the insecure one)
+    secure = ["--secure"] if os.environ.get("YARNFLOW_TEST_SECURE_ONLY") == "1" else []
+    proc = subprocess.run([sys.executable, str(CLUSTER), "up", *secure], capture_output=True,
+                          text=True, timeout=2400)
     if proc.returncode != 0:
         pytest.fail(f"could not start the dockerised cluster:\n{proc.stderr[-4000:]}")
     started_here = "already up" not in proc.stderr

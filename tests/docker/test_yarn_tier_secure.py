@@ -1,7 +1,7 @@
 """The dockerised cluster in Hadoop's secure mode (issue 35, item 1): `cluster up
 --secure` adds a KDC host, makes every host's principals and keytab as it starts, and
-turns Kerberos on in HDFS's and YARN's RPC (SASL on HDFS's data transfer; the web
-servers' SPNEGO is still to come, docker-hadoop/README.md says why).
+turns Kerberos on in HDFS's and YARN's RPC (SASL on HDFS's data transfer), SPNEGO on
+every web server, and YARN's application ACLs with yarnadmin as its admin.
 
 It runs last in this folder (its name sorts after test_yarn_tier.py): it turns the
 package's cluster secure, and the package's teardown takes it down as usual.
@@ -14,7 +14,10 @@ package's cluster secure, and the package's teardown takes it down as usual.
 - The README's example, per-job and in a session, as alice: the client reaches
   WebHDFS with SPNEGO (its data under /user/alice), the ApplicationMaster and the
   executors with the HDFS delegation token YARN gave their containers; exact output.
-  WebHDFS refuses a caller that only names a user."""
+  WebHDFS and the ResourceManager's web refuse a caller that only names a user.
+- bob neither sees alice's job's pages nor kills it; yarnadmin does both.
+- A session with a keytab outlives three lifetimes of its tokens; without a keytab,
+  `yarnflow status` says when they end."""
 from __future__ import annotations
 
 import base64
@@ -24,9 +27,7 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
 import tempfile
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -65,9 +66,8 @@ def alice(secure: DockerCluster):
 
 
 def app(secure: DockerCluster, app_id: str) -> dict:
-    with urllib.request.urlopen(f"{secure.env['YARNFLOW_TEST_YARN_RM']}/ws/v1/cluster/apps/{app_id}",
-                                timeout=15) as answer:
-        return json.load(answer)["app"]
+    """The application's report, as YARN's admin sees it."""
+    return secure.rest(f"/ws/v1/cluster/apps/{app_id}")["app"]
 
 
 def test_without_a_ticket_yarn_and_yarnflow_refuse_the_client(secure: DockerCluster):
@@ -104,12 +104,25 @@ def test_with_a_ticket_a_skein_application_runs_on_the_secure_cluster(alice: Doc
     assert final["user"] == "alice"
 
 
-def test_webhdfs_takes_no_caller_that_only_names_a_user(secure: DockerCluster):
-    namenode = secure.env["YARNFLOW_TEST_YARN_RM"].rsplit(":", 1)[0] + ":9870"
-    url = f"{namenode}/webhdfs/v1/user/alice?op=LISTSTATUS&user.name=alice"
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(url, timeout=15)
-    assert refused.value.code == 401
+ANONYMOUS = """
+import sys, urllib.error, urllib.request
+for url in sys.argv[1:]:
+    try:
+        print(urllib.request.urlopen(url, timeout=15).status)
+    except urllib.error.HTTPError as err:
+        print(err.code)
+"""
+
+
+def test_web_servers_take_no_caller_that_only_names_a_user(secure: DockerCluster):
+    """WebHDFS, and the ResourceManager's pages and REST API (so its proxy always knows
+    who asks for an application's page)."""
+    rm = secure.env["YARNFLOW_TEST_YARN_RM"]
+    urls = [rm.rsplit(":", 1)[0] + ":9870/webhdfs/v1/user/alice?op=LISTSTATUS&user.name=alice",
+            rm + "/ws/v1/cluster/apps?user.name=alice", rm + "/cluster?user.name=alice"]
+    asked = secure.edge("python", "-c", ANONYMOUS, *urls, timeout=120)
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert asked.stdout.split() == ["401"] * len(urls), asked.stdout
 
 
 def exact_output(secure: DockerCluster, data: str, out: str) -> dict:
@@ -152,6 +165,62 @@ def test_the_readme_example_runs_in_a_session_as_alice_exactly(alice: DockerClus
         assert stopped.returncode == 0, stopped.stdout[-2000:] + stopped.stderr[-2000:]
 
 
+def as_user(secure: DockerCluster, user: str, *cmd: str, timeout: float = 300):
+    """``cmd`` on the edge host as ``user``: their own ticket cache and home directory
+    (so not alice's application credentials, which yarnflow keeps in her home)."""
+    home, cache = f"/tmp/home-{user}", f"FILE:/tmp/krb5cc_{user}"
+    keytab = f"/etc/security/keytabs/{user}.user.keytab"
+    script = f'mkdir -p {home} && kinit -kt {keytab} {user} && exec "$@"'
+    return secure.edge("env", f"HOME={home}", f"KRB5CCNAME={cache}", "sh", "-c", script, user,
+                       *cmd, timeout=timeout)
+
+
+def test_another_user_can_neither_view_nor_kill_alices_job_and_the_admin_can(alice):
+    """Application ACLs (issue 35, item 5): by default only the owner and YARN's admins.
+    Through the ResourceManager's proxy (which knows the caller from SPNEGO) bob gets
+    no page of alice's job, not even its REST API; YARN refuses his kill, and
+    `yarnflow cancel` says so in one line; yarnadmin sees the page and kills the job."""
+    base = f"yarnflow-tests/acls-{uuid.uuid4().hex[:8]}"
+    run = alice.edge("yarnflow", "run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "long",
+                     "--work", "20", "--out", f"{base}/out", timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    app_id = next(w for w in run.stdout.split() if w.startswith("application_"))
+    page = f"/proxy/{app_id}/pages/yarnflow/jobs/overview"
+    try:
+        def running(user: str) -> dict | None:
+            status, body = alice.web(page, user)
+            return json.loads(body) if status == 200 and body.startswith("{") else None
+        owned = wait_until(lambda: running("alice"), 300, "alice's page of her running job",
+                           interval=2.0)
+        assert owned["jobs"], owned
+
+        # bob: past the proxy's "this is someone else's application" page, Skein's 403
+        for path in (page, f"{page}?proxyapproved=true", f"/proxy/{app_id}/pages/yarnflow/"):
+            status, body = alice.web(path, "bob")
+            assert owned["jobs"][0]["jid"] not in body, (path, status, body[:500])
+        assert alice.web(f"{page}?proxyapproved=true", "bob")[0] == 403
+        refused = as_user(alice, "bob", "yarn", "application", "-kill", app_id)
+        assert refused.returncode != 0
+        assert "bob" in refused.stdout + refused.stderr and \
+            "MODIFY_APP" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+        cancel = as_user(alice, "bob", "yarnflow", "cancel", app_id)
+        assert cancel.returncode != 0 and "Traceback" not in cancel.stdout + cancel.stderr
+        said = [line for line in (cancel.stdout + cancel.stderr).splitlines() if line.strip()]
+        assert len(said) == 1 and "bob" in said[0] and app_id in said[0], said
+        assert app(alice, app_id)["state"] == "RUNNING"
+
+        # yarnadmin, YARN's admin: sees the page, and kills the job
+        status, body = alice.web(f"{page}?proxyapproved=true", "yarnadmin")
+        assert status == 200 and owned["jobs"][0]["jid"] in body, (status, body[:500])
+        killed = as_user(alice, "yarnadmin", "yarnflow", "cancel", app_id)
+        assert killed.returncode == 0, killed.stdout[-2000:] + killed.stderr[-2000:]
+        final = wait_until(lambda: (a := app(alice, app_id))["state"] in
+                           ("FINISHED", "FAILED", "KILLED") and a, 120, f"{app_id} to end")
+        assert final["state"] == "KILLED", final
+    finally:
+        alice.edge("yarn", "application", "-kill", app_id, timeout=120)
+
+
 def container_tokens(secure: DockerCluster, app_id: str, into: Path) -> list[HadoopToken]:
     """The delegation tokens YARN gave the application's containers, read from their
     token files on the worker hosts (Hadoop's credentials storage)."""
@@ -180,7 +249,7 @@ def assert_no_secret_shown(secure: DockerCluster, app_id: str) -> None:
     for host in WORKERS:
         logs += secure.on(host, "sh", "-c", f"cat /data/nm/logs/{app_id}/*/* 2>/dev/null").stdout
     assert "yarnflow.appmaster" in logs or "ApplicationMaster" in logs, logs[-2000:]
-    pages = "".join(json.dumps(secure.rest(f"/proxy/{app_id}/pages/yarnflow/{page}"))
+    pages = "".join(json.dumps(secure.rest(f"/proxy/{app_id}/pages/yarnflow/{page}", "alice"))
                     for page in ("overview", "config", "jobmanager/config", "jobs/overview",
                                  "taskmanagers"))
     for text, where in ((logs, "the containers' logs"), (pages, "the web pages")):
@@ -195,7 +264,7 @@ from yarnflow.client import files
 print(files.read_table(sys.argv[1]).num_rows)
 """
 SHAPES = "tests/yarn/pipelines/shapes.py"
-LIFETIME_S = 60
+LIFETIME_S = 30
 
 
 def rows_at(secure: DockerCluster, path: str) -> int:
@@ -205,25 +274,33 @@ def rows_at(secure: DockerCluster, path: str) -> int:
 
 
 def web_overview(secure: DockerCluster, app_id: str) -> dict:
-    """The ApplicationMaster's REST overview, through the ResourceManager's proxy."""
-    return secure.rest(f"/proxy/{app_id}/pages/yarnflow/overview")
+    """The ApplicationMaster's REST overview, through the ResourceManager's proxy, as
+    the application's owner."""
+    return secure.rest(f"/proxy/{app_id}/pages/yarnflow/overview", "alice")
 
 
-@pytest.fixture
-def short_tokens(alice: DockerCluster):
-    """HDFS delegation tokens that live a minute, for the test's length."""
+@pytest.fixture(scope="module")
+def short_lifetimes(secure: DockerCluster):
+    """HDFS delegation tokens that live LIFETIME_S, for the tests that follow (one
+    restart of the rm host to set, one to put Hadoop's lifetime back)."""
     def lifetime(seconds: int) -> None:
         done = subprocess.run([sys.executable, str(CLUSTER), "token-lifetime", str(seconds)],
                               capture_output=True, text=True, timeout=600,
-                              env={**os.environ, **alice.env})
+                              env={**os.environ, **secure.env})
         assert done.returncode == 0, done.stderr[-3000:]
     lifetime(LIFETIME_S)
-    yield alice
+    yield
     lifetime(0)
 
 
+@pytest.fixture
+def short_tokens(short_lifetimes: None, alice: DockerCluster) -> DockerCluster:
+    """alice's ticket on a cluster of short-lived tokens."""
+    return alice
+
+
 def test_a_session_with_a_keytab_runs_jobs_past_several_token_lifetimes(short_tokens):
-    """Tokens that live a minute: the session's ApplicationMaster obtains new ones with
+    """Tokens that live half a minute: the session's ApplicationMaster obtains new ones with
     the keytab it was shipped and sends them to its warm executors; jobs that read the
     last one's output from HDFS and write their own keep running, exactly, well past
     three lifetimes of the token the session started with."""

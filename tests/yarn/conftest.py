@@ -75,6 +75,26 @@ def yarn_cluster() -> "YarnRest":
             subprocess.run([sys.executable, str(CLUSTER), "down"], capture_output=True, timeout=120)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def skein_driver(yarn_cluster: "YarnRest") -> Any:
+    """One Skein driver for the tier, as `skein driver start` gives a user who runs many
+    commands: each `yarnflow` command and YarnApplication connects to it instead of
+    starting a JVM of its own (seconds each, on two cores). The private driver's path
+    is the secure tests', whose users each log in with their own ticket."""
+    skein = [sys.executable, "-m", "skein.cli", "driver"]
+    running = subprocess.run([*skein, "address"], capture_output=True, text=True, timeout=60)
+    if running.returncode == 0:       # the user's own: used, and left running
+        yield
+        return
+    started = subprocess.run([*skein, "start"], capture_output=True, text=True, timeout=180)
+    if started.returncode != 0:
+        pytest.fail(f"could not start Skein's driver:\n{started.stderr[-3000:]}")
+    try:
+        yield
+    finally:
+        subprocess.run([*skein, "stop"], capture_output=True, timeout=60)
+
+
 @pytest.fixture(scope="session")
 def hdfs(yarn_cluster: "YarnRest") -> "Hdfs":
     return Hdfs(os.environ["YARNFLOW_TEST_HDFS"])
@@ -98,6 +118,13 @@ class Hdfs:
         self.fs.mkdirs(uri)
         assert not os.path.exists(urlsplit(uri).path)
         return uri
+
+    def hold_file(self, uri: str) -> str:
+        """An empty file at ``uri`` and the WebHDFS URL a job's code polls to see whether
+        it still exists (shapes.py's --hold): the test releases the job by deleting it."""
+        self.fs.write_whole(uri, b"")
+        user = self.settings.user
+        return f"http://{NAMENODE_HTTP}/webhdfs/v1{self.fs.path(uri)}?op=GETFILESTATUS&user.name={user}"
 
     def read_table(self, uri: str) -> pa.Table:
         return pq.read_table(self.fs.path(uri), filesystem=self.fs.arrow)

@@ -46,13 +46,17 @@ def raw(url: str) -> bytes:
 
 def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_cluster, hdfs,
                                                                            chromium):
-    out = f"{hdfs.scratch('web-ui')}/out"
-    # 100 batches a work subtask; heartbeats too seldom to carry live counts
+    scratch = hdfs.scratch('web-ui')
+    out = f"{scratch}/out"
+    # the job works 0.3 s a batch (1,000 batches a work subtask, at most 5 minutes) until
+    # the test, done looking at it while it runs, removes the hold file; heartbeats too
+    # seldom to carry live counts
+    hold = hdfs.hold_file(f"{scratch}/hold")
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=10",
                     "-D", "heartbeat.interval=30 s", "-D", "heartbeat.timeout=120 s",
                     "-D", "metrics.progress.interval=0.5 s",
                     "-D", "web.refresh-interval=0.5 s", SHAPES, "--", "long", "--work", "0.3",
-                    "--out", out)
+                    "--rows", "20000", "--hold", hold, "--out", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     assert "web UI: http" in proc.stdout and f"/proxy/{app_id}/pages/yarnflow/" in proc.stdout
@@ -145,9 +149,10 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
                    b"SKEIN_"):
         assert secret not in served, secret
 
+    hdfs.fs.delete(f"{scratch}/hold")
     app = yarn_cluster.wait_finished(app_id)
     assert app["finalStatus"] == "SUCCEEDED", app["diagnostics"]
-    assert hdfs.read_table(out).num_rows == 2000
+    assert hdfs.read_table(out).num_rows == 20000
     ended = yarnflow("ui", app_id)
     assert ended.returncode == 1 and "has ended" in ended.stdout and "yarnflow history" in ended.stdout, \
         ended.stdout + ended.stderr

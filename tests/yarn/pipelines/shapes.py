@@ -4,6 +4,8 @@ Sleeping maps stand in for real work of a known duration (they are the workload,
 synchronisation)."""
 import argparse
 import time
+import urllib.error
+import urllib.request
 
 import pyarrow as pa
 
@@ -27,6 +29,27 @@ def working(seconds: float):
     return work
 
 
+def held(seconds: float, hold: str):
+    """Works ``seconds`` a batch while the file behind ``hold`` (a WebHDFS GETFILESTATUS
+    URL) exists, then at full speed: a test that inspects a running job removes the file
+    when it is done, however long that took, instead of guessing how long the job must run."""
+    released = False
+
+    def work(batch: pa.RecordBatch) -> pa.RecordBatch:
+        nonlocal released
+        if not released:
+            try:
+                urllib.request.urlopen(hold, timeout=10).close()
+            except urllib.error.HTTPError as error:
+                released = error.code == 404
+            except OSError:              # the NameNode did not answer: still held
+                pass
+            if not released:
+                time.sleep(seconds)
+        return batch
+    return work
+
+
 def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
     raise ValueError(f"bad input: {batch.num_rows} rows of which none is valid")
 
@@ -44,6 +67,8 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=3, help="copy, batch: its parallelism")
     parser.add_argument("--work1", type=float, default=0.1, help="two-stage: stage 1's work")
     parser.add_argument("--label", default="highmem", help="labelled: the map's node label")
+    parser.add_argument("--rows", type=int, default=2000, help="long: its rows")
+    parser.add_argument("--hold", help="long: work while this WebHDFS file status URL answers")
     args = parser.parse_args()
     mode = args.mode
     R = yf.ResourceSpec
@@ -75,7 +100,8 @@ def main() -> None:
         stage2.write_parquet(args.out, mode).slot_sharing_group("stage2")
     elif args.shape == "long":           # two executors busy for a while
         p = yf.Pipeline("long", parallelism=2)
-        p.from_arrow(rows(2000)).rebalance().map(working(args.work), name="work") \
+        work = held(args.work, args.hold) if args.hold else working(args.work)
+        p.from_arrow(rows(args.rows)).rebalance().map(work, name="work") \
             .write_parquet(args.out, mode)
     elif args.shape == "raise":
         p = yf.Pipeline("raises", parallelism=1)
