@@ -13,8 +13,8 @@ of a small two-vertex job (tests/yarn/pipelines/shapes.py long) from the edge ho
   the environment neither packed on the edge host nor on HDFS;
 - cached_submit_s: the same again (median of --repeats);
 - preinstalled_submit_s: `-D yarn.python=/opt/yarnflow/bin/python` on worker hosts
-  that run the edge's image with yarnflow installed (`cluster up --preinstalled`),
-  median of --repeats;
+  that have yarnflow installed there for these runs (the edge host's environment
+  copied to each, and removed after), median of --repeats;
 - env_mb: the packed environment's size; max_downloads_per_host: the most times any
   worker host's NodeManager localized that archive over the first and cached runs;
 - exact: every run's output was exactly its input; ratio: cached / preinstalled.
@@ -39,6 +39,7 @@ SHAPES = "tests/yarn/pipelines/shapes.py"
 CONF = ["-D", "heartbeat.interval=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
         "-D", "slot.idle.timeout=1 s", "-D", "pipeline.batch-rows=500"]
 ENVIRONMENTS = "/user/root/.yarnflow-environments"
+PREINSTALLED = "/opt/yarnflow"         # the edge host's environment, and the workers' for a while
 
 # On the edge host, after a run: its job's latest RUNNING timestamp and whether the
 # output is exactly the input.
@@ -111,6 +112,33 @@ def shipped(env: dict[str, str]) -> tuple[str, float]:
     return uri.rsplit("/", 1)[-1], int(size.replace(",", "")) / 1e6
 
 
+def preinstall(env: dict[str, str]) -> None:
+    """yarnflow preinstalled on every worker host, as an image with it would have it:
+    the edge host's environment (the checkout's wheel and its dependencies, over
+    Debian's python3, which the workers have too) copied to the same path. Unlike
+    `cluster up --preinstalled`, nothing restarts, so HDFS and the NodeManagers keep
+    what the cluster held."""
+    import os
+    environ = {**os.environ, **env}
+    for host in WORKERS:
+        source = subprocess.Popen(["docker", "exec", "edge", "tar", "-C", "/opt", "-cf", "-",
+                                   "yarnflow"], stdout=subprocess.PIPE, env=environ)
+        copied = subprocess.run(["docker", "exec", "-i", host, "tar", "-C", "/opt", "-xf", "-"],
+                                stdin=source.stdout, capture_output=True, timeout=600,
+                                env=environ)
+        source.wait(timeout=60)
+        if copied.returncode != 0 or source.returncode != 0:
+            sys.exit(f"copying yarnflow's environment to {host} failed: {copied.stderr[-2000:]!r}")
+
+
+def uninstall(env: dict[str, str]) -> None:
+    """The worker hosts as they were: nothing of yarnflow's."""
+    for host in WORKERS:
+        removed = docker(env, "exec", host, "rm", "-rf", PREINSTALLED)
+        if removed.returncode != 0:
+            sys.exit(f"removing {PREINSTALLED} from {host} failed: {removed.stderr[-2000:]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -127,12 +155,13 @@ def main() -> None:
     after = localized(env)
     downloads = {h: sum(p.endswith("/" + archive) for p in after[h] - before[h]) for h in WORKERS}
 
-    up("--preinstalled")
-    preinstalled_runs = [run_once("-D", "yarn.python=/opt/yarnflow/bin/python")
-                         for _ in range(args.repeats)]
-    if was_up:
-        up()
-    else:
+    preinstall(env)
+    try:
+        preinstalled_runs = [run_once("-D", f"yarn.python={PREINSTALLED}/bin/python")
+                             for _ in range(args.repeats)]
+    finally:
+        uninstall(env)
+    if not was_up:
         cluster("down", timeout=600)
 
     cached = statistics.median(t for t, _ in cached_runs)

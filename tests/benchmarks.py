@@ -46,8 +46,8 @@ NOT_BENCHMARKS = {"yarn_jobs.py", "session_jobs.py", "yarn_cluster.py",
                   # yarn_submit.py --secure's part: it takes the cluster from insecure to
                   # secure and back, so it runs by hand (README, issue 35)
                   "secure_submit.py"}
-# on the dockerised cluster, driven from this machine (it restarts the cluster's
-# workers with yarnflow preinstalled for its comparison): tests/docker/test_ship_environment.py
+# on the dockerised cluster, driven from this machine (it installs yarnflow on the
+# cluster's workers for its comparison, and removes it): tests/docker/test_ship_environment.py
 DOCKER: dict[str, tuple[list[str], list[str]]] = {
     "ship_environment.py": (["--repeats", "1"], ["first_submit_s", "cached_submit_s",
                                                  "max_downloads_per_host", "exact"]),

@@ -1,8 +1,9 @@
 """The dockerised cluster (docker-hadoop/docker/cluster): started once for the tests
 in this folder and taken down after the last of them (not at the end of the whole
 run: the rest of the suite should not share the machine with five idle hosts),
-unless it was up before they started or YARNFLOW_KEEP_CLUSTER is set. Its hosts are containers this run made; tests reach them by `docker exec`
-and at their addresses on the cluster's own bridge network, nothing else."""
+unless it was up before they started or YARNFLOW_KEEP_CLUSTER is set. Its hosts are
+containers this run made; tests reach them by `docker exec` and at their addresses on
+the cluster's own bridge network, nothing else."""
 from __future__ import annotations
 
 import json

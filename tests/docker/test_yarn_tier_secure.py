@@ -16,27 +16,29 @@ package's cluster secure, and the package's teardown takes it down as usual.
   executors with the HDFS delegation token YARN gave their containers; exact output.
   WebHDFS and the ResourceManager's web refuse a caller that only names a user.
 - bob neither sees alice's job's pages nor kills it; yarnadmin does both.
+- A slot profile's node label places its subtasks in that partition (a host that
+  yarnadmin labels for the test's length); a label no host has is refused.
 - A session with a keytab outlives three lifetimes of its tokens; without a keytab,
   `yarnflow status` says when they end."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import time
-import tempfile
 import uuid
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import wait_until
 from tests.docker.conftest import CLUSTER, ROOT, WORKERS, DockerCluster
 from tests.docker.test_ship_environment import EXACT, FAST
-from yarnflow.core.fs.tokens import HadoopToken, read_token_file
+from yarnflow.core.fs.tokens import HadoopToken, read_token_bytes
 
 SPEC = """name: secure-check
 queue: default
@@ -221,30 +223,139 @@ def test_another_user_can_neither_view_nor_kill_alices_job_and_the_admin_can(ali
         alice.edge("yarn", "application", "-kill", app_id, timeout=120)
 
 
-def container_tokens(secure: DockerCluster, app_id: str, into: Path) -> list[HadoopToken]:
+# On the edge host, after a run: where each vertex's subtasks ran (host, node label of
+# their slot profile), from the application's archive, and the output's keys in order.
+PLACED = """
+import json, os, sys
+from yarnflow.client import files
+from yarnflow.client.targets.yarn_apps import YarnApplication
+app_id, out = sys.argv[1:3]
+with YarnApplication(app_id, timeout=30) as app:
+    details = app.archived_details()
+where = {v.name: [[s.host, s.slot_profile.node_label if s.slot_profile else None]
+                  for s in v.subtasks] for v in details.vertices}
+keys = sorted(files.read_table(out).column("k").to_pylist())
+print(json.dumps({"where": where, "exact": keys == list(range(2000))}), flush=True)
+os._exit(0)
+"""
+
+
+@pytest.fixture
+def labelled_host(alice: DockerCluster):
+    """The last NodeManager host by name in the partition highmem (exclusive) while the
+    test runs, labelled by yarnadmin: on a cluster that enforces ACLs, only YARN's
+    admin may. Its short name (nm3)."""
+    host = sorted(n["nodeHostName"] for n in alice.rest("/ws/v1/cluster/nodes")["nodes"]["node"]
+                  if n["state"] == "RUNNING")[-1]
+
+    def rmadmin(*args: str) -> None:
+        done = as_user(alice, "yarnadmin", "yarn", "rmadmin", *args, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    def labels() -> set[str]:
+        nodes = alice.rest("/ws/v1/cluster/nodes")["nodes"]["node"]
+        return next(set(n.get("nodeLabels") or ()) for n in nodes if n["nodeHostName"] == host)
+    known = {i["name"] for i in alice.rest("/ws/v1/cluster/get-node-labels").get("nodeLabelInfo")
+             or ()}
+    if "highmem" not in known:
+        rmadmin("-addToClusterNodeLabels", "highmem(exclusive=true)")
+    rmadmin("-replaceLabelsOnNode", f"{host}=highmem")
+    try:
+        wait_until(lambda: labels() == {"highmem"}, 60, f"{host} in partition highmem",
+                   interval=1.0)
+        yield host.split(".")[0]
+    finally:
+        rmadmin("-replaceLabelsOnNode", f"{host}=")
+        wait_until(lambda: not labels(), 60, f"{host} back in the default partition",
+                   interval=1.0)
+
+
+def test_a_labelled_profile_runs_in_its_partition_as_alice(alice, labelled_host):
+    """Node labels per slot profile (issue 35, item 4) on the secure cluster: the map
+    that names highmem runs on the labelled host, every other subtask outside it, the
+    output exact; a label no host has is refused before anything is submitted."""
+    base = f"yarnflow-tests/labels-{uuid.uuid4().hex[:8]}"
+    run = alice.edge("yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress", *FAST,
+                     "-D", "taskmanager.numberOfTaskSlots=1", SHAPES, "--", "labelled",
+                     "--work", "0.5", "--out", f"{base}/out", timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    app_id = next(w for w in run.stdout.split() if w.startswith("application_"))
+    placed = alice.edge("python", "-c", PLACED, app_id, f"{base}/out", timeout=300)
+    assert placed.returncode == 0, placed.stderr[-3000:]
+    found = json.loads(placed.stdout.splitlines()[-1])
+    assert found["exact"], found
+    where = found["where"]
+    labelled = where.pop("labelled-op")
+    assert len(labelled) == 2 and all(h.split(".")[0] == labelled_host and label == "highmem"
+                                      for h, label in labelled), labelled
+    others = [entry for entries in where.values() for entry in entries]
+    assert len(others) == 4 and all(h and h.split(".")[0] != labelled_host and not label
+                                    for h, label in others), where
+
+    refused = alice.edge("yarnflow", "run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "labelled",
+                         "--label", "nosuchlabel", "--out", f"{base}/unused", timeout=300)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    said = [line for line in (refused.stdout + refused.stderr).splitlines() if "nosuchlabel" in line]
+    assert len(said) == 1 and "(its labels: highmem)" in said[0], said
+
+
+def container_tokens(secure: DockerCluster, app_id: str) -> list[HadoopToken]:
     """The delegation tokens YARN gave the application's containers, read from their
-    token files on the worker hosts (Hadoop's credentials storage)."""
+    token files on the worker hosts (Hadoop's credentials storage). One tar stream a
+    host: a session releases idle executors meanwhile, and their files go with them
+    (tar passes over a file that vanished; the ApplicationMaster's stays)."""
     found: list[HadoopToken] = []
     for host in WORKERS:
-        listed = secure.on(host, "sh", "-c", f"find /data/nm/local/usercache/*/appcache/{app_id} "
-                                             "-name container_tokens 2>/dev/null")
-        for n, path in enumerate(listed.stdout.split()):
-            local = into / f"{host}-{n}.tokens"
-            copied = secure.docker("cp", f"{host}:{path}", str(local))
-            assert copied.returncode == 0, copied.stderr
-            found += read_token_file(local)
+        packed = subprocess.run(
+            ["docker", "exec", host, "sh", "-c",
+             f"find /data/nm/local/usercache/*/appcache/{app_id} -name container_tokens "
+             "2>/dev/null | tar --ignore-failed-read -cf - -T - 2>/dev/null"],
+            capture_output=True, timeout=120, env={**os.environ, **secure.env})
+        if not packed.stdout:
+            continue
+        with tarfile.open(fileobj=io.BytesIO(packed.stdout)) as tar:
+            for member in tar.getmembers():
+                data = tar.extractfile(member) if member.isfile() else None
+                if data is not None:
+                    found += read_token_bytes(data.read(), f"{host}:{member.name}")
     return found
 
 
-def assert_no_secret_shown(secure: DockerCluster, app_id: str) -> None:
-    """No token (in any of its written forms) and no keytab name in the logs of the
-    application's containers, nor in its web pages and REST answers."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tokens = container_tokens(secure, app_id, Path(tmp))
+def written_forms(secret: bytes) -> list[str]:
+    return [base64.b64encode(secret).decode(), base64.urlsafe_b64encode(secret).decode().rstrip("="),
+            secret.hex()]
+
+
+def keytab_keys(keytab: bytes) -> list[bytes]:
+    """The keys of an MIT keytab (format 0x0502: size-prefixed entries of principal,
+    timestamp, version and key block)."""
+    assert keytab[:2] == b"\x05\x02", keytab[:2]
+    keys, at = [], 2
+    while at + 4 <= len(keytab):
+        size = int.from_bytes(keytab[at:at + 4], "big", signed=True)
+        entry, at = keytab[at + 4:at + 4 + abs(size)], at + 4 + abs(size)
+        if size <= 0:
+            continue                       # a hole left by a removed entry
+        components, pos = int.from_bytes(entry[:2], "big"), 2
+        for _ in range(components + 1):    # the realm, then each component
+            pos += 2 + int.from_bytes(entry[pos:pos + 2], "big")
+        pos += 4 + 4 + 1 + 2               # name type, timestamp, version, key type
+        length = int.from_bytes(entry[pos:pos + 2], "big")
+        keys.append(entry[pos + 2:pos + 2 + length])
+    return keys
+
+
+def assert_no_secret_shown(secure: DockerCluster, app_id: str, keytab: bytes = b"") -> None:
+    """No delegation token (in any of its written forms) and, given the keytab the
+    application was shipped, none of its keys in the logs of the application's
+    containers, nor in its web pages and REST answers."""
+    tokens = container_tokens(secure, app_id)
     assert any(t.kind == "HDFS_DELEGATION_TOKEN" for t in tokens), tokens
-    secrets = [form for t in tokens for form in (
-        t.url_string(), base64.b64encode(t.password).decode(),
-        base64.urlsafe_b64encode(t.password).decode().rstrip("="), t.password.hex())]
+    secrets = [form for t in tokens for form in [t.url_string(), *written_forms(t.password)]]
+    keys = keytab_keys(keytab) if keytab else []
+    assert not keytab or keys, "no key in the keytab"
+    secrets += [form for key in keys for form in written_forms(key)] + (
+        written_forms(keytab) if keytab else [])
     logs = ""
     for host in WORKERS:
         logs += secure.on(host, "sh", "-c", f"cat /data/nm/logs/{app_id}/*/* 2>/dev/null").stdout
@@ -254,17 +365,21 @@ def assert_no_secret_shown(secure: DockerCluster, app_id: str) -> None:
                                  "taskmanagers"))
     for text, where in ((logs, "the containers' logs"), (pages, "the web pages")):
         for secret in secrets:
-            assert secret not in text, f"a delegation token appears in {where}"
+            assert secret not in text, f"a delegation token or key appears in {where}"
         assert re.search(r"delegation=(?!<redacted>)", text) is None, where
 
 
+# Each helper script leaves with os._exit once it has printed: pyarrow's Parquet reader
+# over a Python file system can abort the interpreter's shutdown ("terminate called
+# without an active exception", exit 134) after a correct read (apache/arrow#34314).
 ROWS = """
-import sys
+import os, sys
 from yarnflow.client import files
-print(files.read_table(sys.argv[1]).num_rows)
+print(files.read_table(sys.argv[1]).num_rows, flush=True)
+os._exit(0)
 """
 SHAPES = "tests/yarn/pipelines/shapes.py"
-LIFETIME_S = 30
+LIFETIME_S = 60
 
 
 def rows_at(secure: DockerCluster, path: str) -> int:
@@ -300,7 +415,7 @@ def short_tokens(short_lifetimes: None, alice: DockerCluster) -> DockerCluster:
 
 
 def test_a_session_with_a_keytab_runs_jobs_past_several_token_lifetimes(short_tokens):
-    """Tokens that live half a minute: the session's ApplicationMaster obtains new ones with
+    """Tokens that live a minute: the session's ApplicationMaster obtains new ones with
     the keytab it was shipped and sends them to its warm executors; jobs that read the
     last one's output from HDFS and write their own keep running, exactly, well past
     three lifetimes of the token the session started with."""
@@ -339,6 +454,11 @@ def test_a_session_with_a_keytab_runs_jobs_past_several_token_lifetimes(short_to
         assert tokens["state"] == "valid" and tokens["renewals"] >= 3, tokens
         assert tokens["warning"] == ""
         assert time.monotonic() - began > 3 * LIFETIME_S
+        # the keytab went to the ApplicationMaster: none of its keys is shown anywhere
+        shipped = subprocess.run(["docker", "exec", "edge", "cat", keytab], capture_output=True,
+                                 timeout=60, env={**os.environ, **secure.env})
+        assert shipped.returncode == 0 and shipped.stdout, shipped.stderr
+        assert_no_secret_shown(secure, app_id, keytab=shipped.stdout)
     finally:
         stopped = secure.edge("yarnflow", "session", "stop", "renewing", timeout=300)
         assert stopped.returncode == 0, stopped.stdout[-2000:] + stopped.stderr[-2000:]
