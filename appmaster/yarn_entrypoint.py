@@ -38,12 +38,14 @@ from urllib.parse import urlsplit
 from yarnflow.core.ids import JobID, ResourceID
 from yarnflow.appmaster.components import ApplicationMasterComponents
 from yarnflow.appmaster.dispatcher import Dispatcher
+from yarnflow.core.fs.tokens import CREDENTIALS
 from yarnflow.core.history import archived_job, open_archive
 from yarnflow.rpc.codec import JOB_DETAILS
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.appmaster.gc_tuning import tune_garbage_collector
 from yarnflow.core.details import JobDetails
-from yarnflow.appmaster.resourcemanager.delegation_tokens import KeytabTokenProvider
+from yarnflow.appmaster.resourcemanager.delegation_tokens import (KeytabTokenProvider,
+                                                                  obtain_before_start)
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
 from yarnflow.core.container_ladder import ContainerLadder
 from yarnflow.core.worker_spec import WorkerSpec
@@ -140,7 +142,8 @@ def keytab_token_provider(config: Configuration) -> KeytabTokenProvider | None:
 
 def start_components(config: Configuration, app: Any, ladder: ContainerLadder | None = None,
                      min_workers: int = 0,
-                     register_more: Callable[[ApplicationMasterComponents, Any], None] | None = None
+                     register_more: Callable[[ApplicationMasterComponents, Any], None] | None = None,
+                     token_provider: KeytabTokenProvider | None = None
                      ) -> ApplicationMasterComponents:
     """The ResourceManager (YARN driver), the JobMaster service and whatever
     ``register_more(components, server)`` adds, on one mutual-TLS server whose address goes to Skein's
@@ -154,7 +157,7 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     components = ApplicationMasterComponents(
         config, driver, tls, bind_host="0.0.0.0", advertised_host=host,
         worker_specs=None if ladder else worker_specs, ladder=ladder, min_workers=min_workers,
-        application_attempt=application_attempt(), token_provider=keytab_token_provider(config))
+        application_attempt=application_attempt(), token_provider=token_provider)
     components.start(None if register_more is None else
                      lambda server: register_more(components, server))
     driver.adopt([resource_id for resource_id, _ in starting])
@@ -214,6 +217,8 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
     graph = jobgraph_as_received(job_bytes)
+    provider = keytab_token_provider(config)
+    obtain_before_start(provider, CREDENTIALS)
     history = config.get(options.SESSION_HISTORY_DIR)
     ended = ended_in_an_earlier_attempt(history, graph.job_id)
     if ended is not None:
@@ -224,7 +229,8 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
         dispatcher = Dispatcher(components, None, open_archive(history, JOB_DETAILS) if history else None)
         add_dispatcher_service(server, dispatcher, lambda reason: dispatcher.cancel_all())
         dispatchers.append(dispatcher)
-    components = start_components(config, app, register_more=serve_dispatcher)
+    components = start_components(config, app, register_more=serve_dispatcher,
+                                  token_provider=provider)
     dispatcher = dispatchers[0]
     web = serve_web_monitor(config, components, dispatcher, app, "yarn-per-job")
     job_id = dispatcher.submit(graph)

@@ -23,7 +23,11 @@ from yarnflow.appmaster.dispatcher.job_graph_store import JobGraphStore, job_gra
 from yarnflow.appmaster.dispatcher.service import add_dispatcher_service
 from yarnflow.core.container_ladder import ContainerLadder, parse_container_sizes
 from yarnflow.appmaster.webmonitor import WebMonitorServer
-from yarnflow.appmaster.yarn_entrypoint import serve_web_monitor, start_components
+from yarnflow.appmaster.resourcemanager.delegation_tokens import (KeytabTokenProvider,
+                                                                  obtain_before_start)
+from yarnflow.appmaster.yarn_entrypoint import (keytab_token_provider, serve_web_monitor,
+                                                start_components)
+from yarnflow.core.fs.tokens import CREDENTIALS
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import CONF_ENV, decode_env
 
@@ -31,7 +35,8 @@ log = logging.getLogger("yarnflow.appmaster.session")
 
 
 class Session:
-    def __init__(self, config: Configuration, app: Any) -> None:
+    def __init__(self, config: Configuration, app: Any,
+                 token_provider: KeytabTokenProvider | None = None) -> None:
         self.config = config
         self.ladder = ContainerLadder(parse_container_sizes(config.get(options.SESSION_CONTAINER_SIZES)),
                                       config.get(options.WORKER_OVERHEAD_MEMORY))
@@ -43,7 +48,7 @@ class Session:
         self.components: Any = None
         components = start_components(
             config, app, self.ladder, config.get(options.SESSION_MIN_EXECUTORS),
-            register_more=self._register_dispatcher)
+            register_more=self._register_dispatcher, token_provider=token_provider)
         self.web: WebMonitorServer = serve_web_monitor(config, components, self._dispatcher(),
                                                        app, "yarn-session")
 
@@ -95,7 +100,9 @@ class Session:
 
 def run_session(app: Any) -> tuple[str, str]:
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
-    session = Session(config, app)
+    provider = keytab_token_provider(config)
+    obtain_before_start(provider, CREDENTIALS)   # before the history directory is read
+    session = Session(config, app, provider)
     session.recover()
     signal.signal(signal.SIGTERM, lambda *_: session.stop("SIGTERM from YARN"))
     return session.serve()

@@ -217,18 +217,45 @@ class DelegationTokenManager:
         self._timer = self._main.schedule(delay, self._obtain)
 
     def _as_current(self, token: HadoopToken) -> HadoopToken:
-        """The new token under the name the application's own HDFS token has (WebHDFS
-        calls its tokens by another kind and its HTTP address), so that it takes that
-        token's place everywhere; the NameNode reads only its identifier and password."""
-        own = [t for t in self._credentials.tokens() if t.kind == HDFS_KIND]
-        service = own[0].service if own else token.service
-        return HadoopToken(token.identifier, token.password, HDFS_KIND, service)
+        return as_current(token, self._credentials)
 
     def _transition(self, to: RenewalState) -> None:
         if to not in _ALLOWED[self.state]:
             raise IllegalRenewalTransition(f"delegation tokens cannot go from {self.state.value} "
                                            f"to {to.value}")
         self.state = to
+
+
+def as_current(token: HadoopToken, credentials: ProcessCredentials) -> HadoopToken:
+    """The new token under the name the application's own HDFS token has (WebHDFS
+    calls its tokens by another kind and its HTTP address), so that it takes that
+    token's place everywhere; the NameNode reads only its identifier and password."""
+    own = [t for t in credentials.tokens() if t.kind == HDFS_KIND]
+    service = own[0].service if own else token.service
+    return HadoopToken(token.identifier, token.password, HDFS_KIND, service)
+
+
+def obtain_before_start(provider: TokenProvider | None, credentials: ProcessCredentials) -> bool:
+    """With a keytab, a fresh HDFS token before the ApplicationMaster's first HDFS call.
+
+    YARN renews the client's token only from submission on, so an ApplicationMaster
+    that waited for its container longer than the token's renewal interval (a cold
+    cluster, a queue) starts on a token the NameNode already refuses; its first read
+    of the history directory then fails. Blocking, once, before the components start;
+    a failure is logged and left to the manager, which tries again with its backoff."""
+    if provider is None:
+        return False
+    try:
+        token, expires_at = provider.obtain()
+    except Exception as err:   # noqa: BLE001 - the container's tokens may still serve
+        log.warning("could not obtain a fresh HDFS delegation token before starting (%s); "
+                    "going on with the application's own", str(err).splitlines()[0]
+                    if str(err) else type(err).__name__)
+        return False
+    credentials.update([as_current(token, credentials)])
+    log.info("obtained a fresh HDFS delegation token before the first HDFS call, valid until %s",
+             time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires_at)))
+    return True
 
 
 class TokenDistribution:

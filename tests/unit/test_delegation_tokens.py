@@ -10,7 +10,8 @@ import pytest
 
 from tests.unit.fakes import ManualMainThread
 from yarnflow.appmaster.resourcemanager.delegation_tokens import (
-    DelegationTokenManager, IllegalRenewalTransition, RenewalSettings, RenewalState)
+    DelegationTokenManager, IllegalRenewalTransition, RenewalSettings, RenewalState,
+    obtain_before_start)
 from yarnflow.core.clock import ManualClock
 from yarnflow.core.fs.tokens import (HDFS_KIND, DelegationIdentifier, HadoopToken,
                                      ProcessCredentials)
@@ -138,3 +139,19 @@ def test_the_warning_travels_with_a_live_jobs_details_and_is_shown():
     console = Console(record=True, width=300)
     print_summary(back, console)
     assert f"warning: {said}" in console.export_text()
+
+
+def test_with_a_keytab_a_fresh_token_is_in_hand_before_the_first_hdfs_call():
+    """The ApplicationMaster may start on a token the NameNode already refuses (it
+    waited for its container past the token's renewal interval): the keytab's token
+    replaces it before anything reads HDFS; a NameNode that does not answer leaves the
+    application's own in place, for the manager to try again."""
+    provider = Provider(ManualClock(wall=WALL), lifetime_s=400.0)
+    credentials = ProcessCredentials([container_token(WALL + 1000)])
+    assert obtain_before_start(provider, credentials)
+    [current] = credentials.tokens()
+    assert (current.kind, current.service, current.password) == (HDFS_KIND, "10.0.0.1:9000", b"pw-1")
+    provider.failures = 1
+    assert not obtain_before_start(provider, credentials)
+    assert credentials.tokens() == [current]
+    assert not obtain_before_start(None, credentials)
