@@ -187,6 +187,10 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
     for vertex in details.vertices:
         if len(vertex.inputs) > 1:
             console.print(per_input(vertex), highlight=False, soft_wrap=True)
+    for vertex in details.vertices:
+        if vertex.decision:
+            console.print(f"{escape(vertex.name)}: {escape(vertex.decision)}", highlight=False,
+                          soft_wrap=True)
     if subtasks:
         console.print(subtask_table(details))
     if details.restarts:

@@ -79,7 +79,7 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
         estimate = vertex.estimate or UNKNOWN
         group = vertex.slot_sharing_group or ""
         table.add_row(
-            vertex.name, str(vertex.parallelism), group,
+            vertex.name, "auto" if vertex.adaptive else str(vertex.parallelism), group,
             _profiles(plan["shared_slots"].get(group, [])) if group not in shown else "(as above)",
             "\n".join(describe_input(e) for e in graph.inputs_of(vertex)) or "(source)",
             "?" if estimate.rows is None else f"{estimate.rows:,}", format_bytes(estimate.bytes),
@@ -92,7 +92,19 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
     for vertex_id, join in graph.join_plans.items():
         lines.append(Text(f"{graph.vertices[vertex_id].name}: {join.strategy.name} join — "
                           f"{join.reason}"))
+    if any(v.adaptive for v in graph.vertices.values()):
+        lines.append(Text(adaptive_note(config)))
     return Group(*lines)
+
+
+def adaptive_note(config: Configuration) -> str:
+    """What ``auto`` in the parallelism column means."""
+    return ("auto: parallelism decided at run time, once the inputs are written, from the "
+            "bytes they measured: "
+            f"{format_bytes(config.get(options.ADAPTIVE_AVG_DATA_VOLUME))} per subtask, "
+            f"{config.get(options.ADAPTIVE_MIN_PARALLELISM)}.."
+            f"{config.get(options.ADAPTIVE_MAX_PARALLELISM)} "
+            "(execution.batch.adaptive.auto-parallelism.*); job details show the decision")
 
 
 def _label(spec: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ from yarnflow.client.filesystems import filesystem_settings
 from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, JobVertex, PartitionType,
                                     ScheduleMode, ShipStrategy, path_error)
 from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
+from yarnflow.client.planner.adaptive import mark_adaptive
 from yarnflow.core.estimates import UNKNOWN, EstimateHint
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.units import parse_bytes, parse_parallelism
@@ -62,14 +63,18 @@ class _PendingEdge:
 class Pipeline:
     def __init__(self, name: str = "yarnflow job", parallelism: int | None = None,
                  schedule_mode: ScheduleMode | str = ScheduleMode.EAGER,
-                 exchange: str = "pipelined") -> None:
+                 exchange: str | None = None) -> None:
+        """``exchange``: how redistributed data moves, 'pipelined' or 'blocking'; unset,
+        blocking with ``execution.batch.adaptive.enabled`` (whose decisions need
+        written inputs), else pipelined."""
         self.name = name
         self.parallelism = None if parallelism is None else parse_parallelism(parallelism)
         self.schedule_mode = ScheduleMode[schedule_mode] if isinstance(schedule_mode, str) \
             else schedule_mode
-        if exchange not in ("pipelined", "blocking"):
+        if exchange not in (None, "pipelined", "blocking"):
             raise ValueError("exchange must be 'pipelined' or 'blocking'")
-        self.exchange = PartitionType.BLOCKING if exchange == "blocking" else PartitionType.PIPELINED
+        self.exchange: PartitionType | None = None if exchange is None else \
+            PartitionType.BLOCKING if exchange == "blocking" else PartitionType.PIPELINED
         self._vertices: list[JobVertex] = []
         self._edges: list[_PendingEdge] = []
         self._joins: list[_PendingJoin] = []
@@ -131,6 +136,10 @@ class Pipeline:
             own[vertex.id] = dataclasses.replace(
                 vertex, operator=UserCode.of(operator),
                 committer=UserCode.of(committer) if committer is not None else None)
+        unset = {v.id for v in own.values() if v.parallelism is None}   # before the planner
+        adaptive = config.get(options.ADAPTIVE_ENABLED)
+        exchange = self.exchange if self.exchange is not None else \
+            PartitionType.BLOCKING if adaptive else PartitionType.PIPELINED
         order = [own[v.id] for v in self._producers_first()]
         schemas = check_schemas(order, lambda v: [own[u.id] for u in self._inputs_of(v)],
                                 lambda v: [(own[e.source.id], e.keys) for e in self._edges
@@ -153,9 +162,11 @@ class Pipeline:
                 ship = ShipStrategy.FORWARD if edge.source.parallelism == edge.target.parallelism \
                     else ShipStrategy.REBALANCE
             partition_type = edge.partition_type or (
-                PartitionType.PIPELINED if ship is ShipStrategy.FORWARD else self.exchange)
+                PartitionType.PIPELINED if ship is ShipStrategy.FORWARD else exchange)
             graph.connect(edge.source, edge.target, ship, edge.keys, partition_type,
                           edge.target_input)
+        if adaptive and mark_adaptive(graph, unset):
+            graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES   # decided once inputs are written
         graph.resolve(default_parallelism)
         graph.validate(options.largest_worker(config), options.default_slot_profile(config))
         return graph

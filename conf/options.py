@@ -8,8 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
+from yarnflow.conf.parsers import (acl as _acl, fraction as _fraction,
+                                   hdfs_authentication as _hdfs_authentication,
+                                   node_label as _node_label, nonneg_int as _nonneg_int,
+                                   pos_float as _pos_float, pos_int as _pos_int, text as _str)
 from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
-from yarnflow.core.resources import ResourceSpec, check_node_label
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.units import (parse_bool, parse_bytes, parse_duration, parse_memory_mb,
                                  parse_parallelism)
 
@@ -36,60 +40,6 @@ class Option(Generic[T]):
 
 def _option(key: str, parse: Callable[[object], T], default: T, doc: str) -> Option[T]:
     return Option(key, parse, default, doc)
-
-
-def _str(value: object) -> str:
-    return str(value)
-
-
-def _node_label(value: object) -> str:
-    return check_node_label(str(value).strip())
-
-
-def _acl(value: object) -> str:
-    """Hadoop's ACL form, 'user1,user2 group1,group2' ('*' for everyone): checked here,
-    so a stray space fails at the user's -D, not as YARN's silent misreading."""
-    text = str(value).rstrip()       # ' analysts': no users, the group analysts
-    parts = text.split(" ") if text.strip() else []
-    if len(parts) > 2 or any(not name for part in parts if part for name in part.split(",")):
-        raise ValueError(f"{value!r} is not 'users groups' (comma-separated names, one space "
-                         "between users and groups, '*' for everyone)")
-    return text
-
-
-def _hdfs_authentication(value: object) -> str:
-    text = str(value).strip().lower()
-    if text not in ("", "simple", "kerberos"):
-        raise ValueError(f"{value!r} is not simple or kerberos")
-    return text
-
-
-def _pos_int(value: object) -> int:
-    number = int(str(value))
-    if number < 1:
-        raise ValueError(f"{value!r} must be a whole number of at least 1")
-    return number
-
-
-def _nonneg_int(value: object) -> int:
-    number = int(str(value))
-    if number < 0:
-        raise ValueError(f"{value!r} must be a whole number of at least 0")
-    return number
-
-
-def _fraction(value: object) -> float:
-    number = float(str(value))
-    if not 0 < number <= 1:
-        raise ValueError(f"{value!r} must be a fraction in (0, 1]")
-    return number
-
-
-def _pos_float(value: object) -> float:
-    number = float(str(value))
-    if number <= 0:
-        raise ValueError(f"{value!r} must be a positive number")
-    return number
 
 
 # --- timeouts and heartbeats (FLIP-6 failure detection) -------------------------------
@@ -323,6 +273,21 @@ SOURCE_LOCALITY_WAIT = _option(
 BROADCAST_THRESHOLD = _option(
     "planner.broadcast-threshold", parse_bytes, 10 * 2**20,
     "A join with strategy 'auto' broadcasts a side estimated at most this large (bytes; '10 mb') and keeps the other side where it is.")
+
+# --- adaptive batch execution (Flink's AdaptiveBatchScheduler) ----------------------------
+ADAPTIVE_ENABLED = _option(
+    "execution.batch.adaptive.enabled", parse_bool, False,
+    "Decide at run time, from the bytes its finished BLOCKING inputs measured, the parallelism of every operator whose parallelism was not set with set_parallelism(); exchanges become BLOCKING where the pipeline names none.")
+ADAPTIVE_MIN_PARALLELISM = _option(
+    "execution.batch.adaptive.auto-parallelism.min-parallelism", _pos_int, 1,
+    "Least parallelism adaptive execution gives an operator (Flink's name and default).")
+ADAPTIVE_MAX_PARALLELISM = _option(
+    "execution.batch.adaptive.auto-parallelism.max-parallelism", _pos_int, 128,
+    "Most parallelism adaptive execution gives an operator, and so the subpartitions each producer before it writes (Flink's name and default).")
+ADAPTIVE_AVG_DATA_VOLUME = _option(
+    "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task", parse_bytes, 16 * 2**20,
+    "Bytes each subtask of an adaptive operator should read (Arrow bytes its producers wrote; Flink's name and default, 16 mb).")
+
 
 # --- deployment ------------------------------------------------------------------------
 TARGETS = ("local", "yarn-per-job", "yarn-session")

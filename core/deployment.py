@@ -66,6 +66,18 @@ class ShuffleDescriptors:
     data_addresses: tuple[str, ...]
     producer_location: tuple[int, ...]    # per producer partition: index into data_addresses
     producer_attempt: tuple[int, ...]     # per producer partition: its attempt number
+    # adaptive batch execution: per consumer subtask, the producer partitions [a, b) of
+    # this group and the subpartitions [c, d) of each that it reads; empty: every
+    # producer, the subpartition of the consumer's own index
+    consumer_reads: tuple["ConsumerRead", ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRead:
+    """What one consumer subtask reads of one input: contiguous producer partitions and,
+    of each, contiguous subpartitions (Flink's IndexRange pair of an ExecutionVertexInputInfo)."""
+    partitions: range
+    subpartitions: range
 
 
 @dataclass(slots=True)

@@ -50,6 +50,9 @@ class VertexDetails:
     subtasks: list[SubtaskDetails] = field(default_factory=list)
     inputs: list[VertexInput] = field(default_factory=list)      # by input index
     splits_total: int = 0       # a source's input splits; 0 for other vertices
+    # adaptive batch execution: what was decided at run time and from which measured
+    # bytes ("" for a vertex whose parallelism was fixed at submission)
+    decision: str = ""
 
     def progress(self) -> float:
         """How far the vertex is, 0..1: a source by the splits its subtasks finished out

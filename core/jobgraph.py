@@ -87,6 +87,10 @@ class JobVertex:
     # Its output's columns where the client could know them (None: unknown);
     # client-side, checked against every column an operator names.
     schema: "pa.Schema | None" = None
+    # Adaptive batch execution: the parallelism is decided at run time, from the bytes
+    # its BLOCKING inputs measured, or follows its FORWARD producer's; ``parallelism``
+    # is then only the configured one the decision is reported against.
+    adaptive: bool = False
 
     @property
     def is_source(self) -> bool:

@@ -121,6 +121,9 @@ class TaskMetrics:
     # (done, and handed to it so far), another task's input channels (ended, and opened)
     inputs_done: int = 0
     inputs_total: int = 0
+    # a finished producer's Arrow bytes per subpartition, per produced result (in the
+    # order of its TaskInformation's results): what adaptive execution decides from
+    produced_bytes: tuple[tuple[int, ...], ...] = ()
 
 
 def records_from(metrics: TaskMetrics, input_index: int) -> int:

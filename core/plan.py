@@ -26,6 +26,7 @@ def plan_vertices(graph: JobGraph, default_slot: ResourceSpec) -> list[dict[str,
             "slot_sharing_group": vertex.slot_sharing_group or "",
             "subtask_profile": spec_json(vertex.resources or default_slot),
             "uses_spark": vertex.uses_spark,
+            "adaptive": vertex.adaptive,      # parallelism decided at run time
             "estimate": {"rows": estimate.rows, "bytes": estimate.bytes,
                          "from": estimate.origin},
             "inputs": [{"index": e.target_input, "producer": e.source.name,

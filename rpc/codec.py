@@ -8,7 +8,7 @@ import zlib
 from typing import TYPE_CHECKING, Any, Callable
 
 from yarnflow.core.ids import JobID, JobMasterId
-from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
+from yarnflow.core.deployment import (ConsumerRead, InputGateDescriptor, ResultPartitionDescriptor,
                                      SharedPart, ShuffleDescriptors, TaskDeploymentDescriptor,
                                      TaskInformation)
 from yarnflow.core.estimates import Estimate
@@ -52,7 +52,7 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
             slot_sharing_group=vertex.slot_sharing_group or "",
             co_location_group=vertex.co_location_group or "",
             operator=vertex.operator.serialized(), num_inputs=vertex.num_inputs,
-            uses_spark=vertex.uses_spark,
+            uses_spark=vertex.uses_spark, adaptive=vertex.adaptive,
             committer=vertex.committer.serialized() if vertex.committer else b"")
         if vertex.resources is not None:
             out.has_resources = True
@@ -96,7 +96,7 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
             resources=resource_spec_from_proto(v.resources) if v.has_resources else None,
             slot_sharing_group=v.slot_sharing_group or None,
             co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
-            uses_spark=v.uses_spark,
+            uses_spark=v.uses_spark, adaptive=v.adaptive,
             committer=committer,
             estimate=Estimate(v.estimate_rows if v.HasField("estimate_rows") else None,
                               v.estimate_bytes if v.HasField("estimate_bytes") else None,
@@ -189,11 +189,14 @@ def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
     message.duration_s = metrics.duration_s
     message.records_in_per_input[:] = metrics.records_in_per_input
     message.inputs_done, message.inputs_total = metrics.inputs_done, metrics.inputs_total
+    for sizes in metrics.produced_bytes:
+        message.produced_bytes.add(subpartition_bytes=sizes)
 
 
 def metrics_from_proto(m: Any) -> TaskMetrics:
     return TaskMetrics(m.records_in, m.records_out, m.bytes_in, m.bytes_out, m.duration_s,
-                       tuple(m.records_in_per_input), m.inputs_done, m.inputs_total)
+                       tuple(m.records_in_per_input), m.inputs_done, m.inputs_total,
+                       tuple(tuple(p.subpartition_bytes) for p in m.produced_bytes))
 
 
 def fill_blocked_node(node: BlockedNode, message: Any) -> None:
@@ -236,7 +239,11 @@ def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
     data: bytes = taskexecutor_pb2.ShuffleDescriptors(
         result_id=descriptors.result_id, data_addresses=descriptors.data_addresses,
         producer_location_delta=[b - a for a, b in zip((0, *locations), locations)],
-        producer_attempt=descriptors.producer_attempt).SerializeToString()
+        producer_attempt=descriptors.producer_attempt,
+        consumer_reads=[n for read in descriptors.consumer_reads
+                        for n in (read.partitions.start, read.partitions.stop,
+                                  read.subpartitions.start, read.subpartitions.stop)]
+    ).SerializeToString()
     if len(data) > _COMPRESS_ABOVE:
         return _ZLIB + zlib.compress(data)
     return _PLAIN + data
@@ -245,9 +252,13 @@ def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
 def shuffle_descriptors_from_bytes(data: bytes) -> ShuffleDescriptors:
     body = zlib.decompress(data[1:]) if data[:1] == _ZLIB else data[1:]
     m = taskexecutor_pb2.ShuffleDescriptors.FromString(body)
+    flat = m.consumer_reads
     return ShuffleDescriptors(m.result_id, tuple(m.data_addresses),
                               tuple(itertools.accumulate(m.producer_location_delta)),
-                              tuple(m.producer_attempt))
+                              tuple(m.producer_attempt),
+                              tuple(ConsumerRead(range(flat[i], flat[i + 1]),
+                                                 range(flat[i + 2], flat[i + 3]))
+                                    for i in range(0, len(flat), 4)))
 
 
 def task_information_to_bytes(info: TaskInformation) -> bytes:
@@ -358,7 +369,7 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
     for vertex in details.vertices:
         out = message.vertices.add(id=vertex.id, name=vertex.name, parallelism=vertex.parallelism,
-                                   splits_total=vertex.splits_total)
+                                   splits_total=vertex.splits_total, decision=vertex.decision)
         for i in vertex.inputs:
             out.inputs.add(producer=i.producer, ship=i.ship)
         for s in vertex.subtasks:
@@ -387,7 +398,7 @@ def job_details_from_proto(message: Any) -> JobDetails:
             resource_spec_from_proto(s.slot_profile) if s.HasField("slot_profile") else None,
             s.worker_spec)
             for s in v.subtasks], [VertexInput(i.producer, i.ship) for i in v.inputs],
-            v.splits_total)
+            v.splits_total, v.decision)
          for v in message.vertices],
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)

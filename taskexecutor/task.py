@@ -166,6 +166,8 @@ class Task:
                 raise TaskCancelled()
             for partition in self._partitions:
                 partition.finish(self.is_cancelled)
+            self.metrics.produced_bytes = tuple(tuple(p.subpartition_bytes)
+                                                for p in self._partitions)
             final = TaskState.FINISHED
         except TaskCancelled:
             final = TaskState.CANCELED

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Mapping, Sequence
 
 from yarnflow.core.ids import AllocationID, ResourceID
-from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, JobStatus
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionJobVertex, JobStatus
 from yarnflow.core.details import (ExceptionEntry, JobDetails, SpeculativeAttempt,
                                    SubtaskDetails, VertexDetails, VertexInput)
 from yarnflow.core.blocklist import BlockedNode
@@ -32,7 +32,7 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
     for ejv in graph.vertices_topologically():
         vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism, inputs=[
             VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs],
-            splits_total=(splits_total or {}).get(ejv.id, 0))
+            splits_total=(splits_total or {}).get(ejv.id, 0), decision=decision_of(ejv))
         details.vertices.append(vertex)
         for ev in ejv.task_vertices:
             execution = ev.current
@@ -50,3 +50,16 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
                 slot.group.profile if slot is not None else None,   # as requested: per shared slot
                 physical.worker_spec if physical is not None else ""))
     return details
+
+
+def decision_of(ejv: ExecutionJobVertex) -> str:
+    """What adaptive execution decided for the vertex, and from what; "" when nothing
+    was left to the run time."""
+    if not ejv.adaptive:
+        return ""
+    decision = ejv.decision
+    if decision is None:
+        return (f"parallelism decided at run time, once its inputs are written "
+                f"(configured {ejv.configured_parallelism})")
+    return (f"parallelism {decision.parallelism} decided at run time (configured "
+            f"{decision.configured}): {decision.reason}")

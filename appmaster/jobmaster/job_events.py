@@ -62,7 +62,10 @@ class FinishedSubtask:
             data["vertex"], int(data["subtask"]), int(data["attempt"]),
             {k: float(v) for k, v in (data.get("timestamps") or {}).items()},
             TaskMetrics(**{**metrics, "records_in_per_input":
-                           tuple(metrics.get("records_in_per_input", ()))}) if metrics else None)
+                           tuple(metrics.get("records_in_per_input", ())),
+                           "produced_bytes": tuple(tuple(sizes) for sizes in
+                                                   metrics.get("produced_bytes", ()))})
+            if metrics else None)
 
 
 def partition_store_dir(config: Configuration) -> str:
@@ -221,6 +224,7 @@ class StoredResults:
         self._graph = graph
         self._sinks = sinks
         self._regions: dict[ExecutionVertex, PipelinedRegion] = {}
+        self._version = graph.version
 
     def take_over(self) -> str | None:
         """Send BLOCKING results to the cluster file system and, with job recovery, take
@@ -245,6 +249,7 @@ class StoredResults:
         graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES
         if storage.events_enabled:
             self._regions = pipelined_regions(graph)
+            self._version = graph.version
             restored = restore_finished_regions(graph, self._regions, logged)
             if restored:
                 log.info("job %s: %d of %d subtasks finished under an earlier "
@@ -253,6 +258,9 @@ class StoredResults:
         return None
 
     def subtask_finished(self, vertex: ExecutionVertex) -> None:
+        if self._regions and self._version != self._graph.version:
+            self._regions = pipelined_regions(self._graph)   # an adaptive vertex's subtasks came
+            self._version = self._graph.version
         region = self._regions.get(vertex)
         if region is None:
             return

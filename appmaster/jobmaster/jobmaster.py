@@ -23,7 +23,7 @@ from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllo
 from yarnflow.appmaster.jobmaster.scheduler.default_scheduler import DefaultScheduler
 from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import (JobMasterAddress, SchedulerFactory,
                                                                   SchedulerNG)
-from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import build_slot_sharing_groups
+from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import SlotSharing
 from yarnflow.appmaster.jobmaster.slotpool import SlotPool, TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality, source_split_assigners
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
@@ -67,7 +67,8 @@ class JobMaster:
         self._on_terminated: list[Callable[[JobResult], None]] = []
         self._heartbeat_check: ScheduledTask | None = None
 
-        self.graph = ExecutionGraph(graph, self._clock)
+        self.graph = ExecutionGraph(graph, self._clock,
+                                    config.get(options.ADAPTIVE_MAX_PARALLELISM))
         self.outputs = JobOutputs(graph, admitted)
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
@@ -78,8 +79,9 @@ class JobMaster:
         self.blocklist = JobMasterBlocklistHandler(config, self.main, self.slot_pool,
                                                    lambda: self._rm)
         self.slot_pool.is_blocked = self.blocklist.blocklist.is_blocked
-        self.allocator = SlotSharingSlotAllocator(
-            self.slot_pool, build_slot_sharing_groups(self.graph, profiles), self._input_host)
+        sharing = SlotSharing(self.graph, profiles)
+        self.allocator = SlotSharingSlotAllocator(self.slot_pool, sharing.assignment,
+                                                  self._input_host, sharing)
         self._splits: dict[str, InputSplitAssigner] = {}
         storage = JobStorage.of(config, self.job_id)
         self._stored = StoredResults(storage, self.graph, self.outputs.sinks) if storage else None

@@ -136,6 +136,7 @@ def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any
                         "splits-total": vertex.splits_total},
             "subtask-profile": plan["subtask_profile"] if plan else None,
             "slot-sharing-group": plan["slot_sharing_group"] if plan else "",
+            "decision": vertex.decision,      # adaptive execution's, with its measured bytes
             "inputs": [{"num": i, "producer": inp.producer, "ship_strategy": inp.ship.upper()}
                        for i, inp in enumerate(vertex.inputs)]}
 
@@ -173,6 +174,7 @@ def plan(job: JobDetails, vertices: list[dict[str, Any]] | None) -> dict[str, An
     nodes = [{"id": v["id"], "description": v["name"], "parallelism": v["parallelism"],
               "slot_sharing_group": v["slot_sharing_group"], "profile": v["subtask_profile"],
               "uses_spark": v["uses_spark"], "estimate": v["estimate"],
+              "adaptive": v.get("adaptive", False),
               "inputs": [{"num": inp["index"], "id": inp["producer_id"] or ids.get(inp["producer"], ""),
                           "producer": inp["producer"], "ship_strategy": inp["ship"],
                           "keys": inp["keys"], "exchange": inp["exchange"]}

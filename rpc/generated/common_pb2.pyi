@@ -102,7 +102,7 @@ class SlotReport(_message.Message):
     def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class TaskMetrics(_message.Message):
-    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s", "records_in_per_input", "inputs_done", "inputs_total")
+    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s", "records_in_per_input", "inputs_done", "inputs_total", "produced_bytes")
     RECORDS_IN_FIELD_NUMBER: _ClassVar[int]
     RECORDS_OUT_FIELD_NUMBER: _ClassVar[int]
     BYTES_IN_FIELD_NUMBER: _ClassVar[int]
@@ -111,6 +111,7 @@ class TaskMetrics(_message.Message):
     RECORDS_IN_PER_INPUT_FIELD_NUMBER: _ClassVar[int]
     INPUTS_DONE_FIELD_NUMBER: _ClassVar[int]
     INPUTS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    PRODUCED_BYTES_FIELD_NUMBER: _ClassVar[int]
     records_in: int
     records_out: int
     bytes_in: int
@@ -119,7 +120,14 @@ class TaskMetrics(_message.Message):
     records_in_per_input: _containers.RepeatedScalarFieldContainer[int]
     inputs_done: int
     inputs_total: int
-    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ..., inputs_done: _Optional[int] = ..., inputs_total: _Optional[int] = ...) -> None: ...
+    produced_bytes: _containers.RepeatedCompositeFieldContainer[ProducedBytes]
+    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ..., inputs_done: _Optional[int] = ..., inputs_total: _Optional[int] = ..., produced_bytes: _Optional[_Iterable[_Union[ProducedBytes, _Mapping]]] = ...) -> None: ...
+
+class ProducedBytes(_message.Message):
+    __slots__ = ("subpartition_bytes",)
+    SUBPARTITION_BYTES_FIELD_NUMBER: _ClassVar[int]
+    subpartition_bytes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, subpartition_bytes: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BlockedNode(_message.Message):
     __slots__ = ("host", "cause", "since", "until")

@@ -41,7 +41,7 @@ EAGER: ScheduleMode
 LAZY_FROM_SOURCES: ScheduleMode
 
 class JobVertex(_message.Message):
-    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs", "uses_spark", "committer", "estimate_rows", "estimate_bytes", "estimate_origin")
+    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs", "uses_spark", "committer", "estimate_rows", "estimate_bytes", "estimate_origin", "adaptive")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
@@ -56,6 +56,7 @@ class JobVertex(_message.Message):
     ESTIMATE_ROWS_FIELD_NUMBER: _ClassVar[int]
     ESTIMATE_BYTES_FIELD_NUMBER: _ClassVar[int]
     ESTIMATE_ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    ADAPTIVE_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     parallelism: int
@@ -70,7 +71,8 @@ class JobVertex(_message.Message):
     estimate_rows: int
     estimate_bytes: int
     estimate_origin: str
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ..., committer: _Optional[bytes] = ..., estimate_rows: _Optional[int] = ..., estimate_bytes: _Optional[int] = ..., estimate_origin: _Optional[str] = ...) -> None: ...
+    adaptive: bool
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ..., committer: _Optional[bytes] = ..., estimate_rows: _Optional[int] = ..., estimate_bytes: _Optional[int] = ..., estimate_origin: _Optional[str] = ..., adaptive: _Optional[bool] = ...) -> None: ...
 
 class JobEdge(_message.Message):
     __slots__ = ("source", "target", "target_input", "distribution", "ship", "keys", "partition_type")

@@ -53,16 +53,18 @@ class ResultPartitionDescriptor(_message.Message):
     def __init__(self, result_id: _Optional[str] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., store: _Optional[str] = ...) -> None: ...
 
 class ShuffleDescriptors(_message.Message):
-    __slots__ = ("result_id", "data_addresses", "producer_attempt", "producer_location_delta")
+    __slots__ = ("result_id", "data_addresses", "producer_attempt", "producer_location_delta", "consumer_reads")
     RESULT_ID_FIELD_NUMBER: _ClassVar[int]
     DATA_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_LOCATION_DELTA_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_READS_FIELD_NUMBER: _ClassVar[int]
     result_id: str
     data_addresses: _containers.RepeatedScalarFieldContainer[str]
     producer_attempt: _containers.RepeatedScalarFieldContainer[int]
     producer_location_delta: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, result_id: _Optional[str] = ..., data_addresses: _Optional[_Iterable[str]] = ..., producer_attempt: _Optional[_Iterable[int]] = ..., producer_location_delta: _Optional[_Iterable[int]] = ...) -> None: ...
+    consumer_reads: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, result_id: _Optional[str] = ..., data_addresses: _Optional[_Iterable[str]] = ..., producer_attempt: _Optional[_Iterable[int]] = ..., producer_location_delta: _Optional[_Iterable[int]] = ..., consumer_reads: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SharedPart(_message.Message):
     __slots__ = ("key", "data", "offloaded")

@@ -26,9 +26,11 @@ from yarnflow.taskexecutor.network.partition_store import read_stored, subpartit
 
 @dataclass(frozen=True)
 class Channel:
+    """One producer partition, and the subpartitions of it this task reads: one, or
+    a contiguous range of them under adaptive execution, read one after the other."""
     partition_id: str
     data_address: str
-    subpartition: int
+    subpartitions: range
 
 
 def partition_id(result_id: str, index: int, attempt: int) -> str:
@@ -37,13 +39,19 @@ def partition_id(result_id: str, index: int, attempt: int) -> str:
 
 def channels_of(gate: InputGateDescriptor, subtask_index: int) -> list[Channel]:
     shuffle = shuffle_descriptors_from_bytes(gate.shuffle_descriptors.data)
+    positions: range = range(len(shuffle.producer_location))
+    if shuffle.consumer_reads:           # adaptive: this subtask's share, decided at run time
+        read = shuffle.consumer_reads[subtask_index]
+        positions, subpartitions = read.partitions, read.subpartitions
+    else:
+        subpartition = gate.subpartition_index(subtask_index)
+        subpartitions = range(subpartition, subpartition + 1)
     indexes = list(gate.consumed_partitions) or range(len(shuffle.producer_location))
-    subpartition = gate.subpartition_index(subtask_index)
     out = []
-    for k, index in enumerate(indexes):
+    for k in positions:
         where = shuffle.producer_location[k]
-        out.append(Channel(partition_id(shuffle.result_id, index, shuffle.producer_attempt[k]),
-                           shuffle.data_addresses[where], subpartition))
+        out.append(Channel(partition_id(shuffle.result_id, indexes[k], shuffle.producer_attempt[k]),
+                           shuffle.data_addresses[where], subpartitions))
     return out
 
 
@@ -65,18 +73,22 @@ class InputGate:
         self._filesystem = filesystem
 
     def _read_channel(self, channel: Channel) -> Iterator[pa.RecordBatch]:
+        for subpartition in channel.subpartitions:
+            yield from self._read_subpartition(channel, subpartition)
+
+    def _read_subpartition(self, channel: Channel, subpartition: int) -> Iterator[pa.RecordBatch]:
         stored = stored_result_dir(channel.data_address)
         if stored is not None:
             _, index, attempt = channel.partition_id.rsplit("#", 2)
-            uri = subpartition_uri(stored, int(index), int(attempt), channel.subpartition)
+            uri = subpartition_uri(stored, int(index), int(attempt), subpartition)
             yield from read_stored(open_filesystem(uri, self._filesystem), uri, self._cancelled)
             return
         if channel.data_address == self._local:
             partition = self._partitions.get(channel.partition_id, self._timeout, self._cancelled)
-            yield from partition.subpartitions[channel.subpartition].read(self._cancelled)
+            yield from partition.subpartitions[subpartition].read(self._cancelled)
             return
         for batch in self._clients.read(channel.data_address, channel.partition_id,
-                                        channel.subpartition):
+                                        subpartition):
             if self._cancelled():
                 raise TaskCancelled()
             if batch.num_columns:     # an empty partition streams the empty schema

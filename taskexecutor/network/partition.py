@@ -172,6 +172,9 @@ class ResultPartition:
         self.result_id = result_id
         self.partition_type = partition_type
         self.partitioner = Partitioner(ship, keys, num_subpartitions, start=subtask_index)
+        # Arrow bytes written to each subpartition: a finished producer reports them, and
+        # adaptive execution sizes its consumers from them
+        self.subpartition_bytes = [0] * num_subpartitions
         self._on_first_data = on_first_data
         self._has_data = False
         self.stored = stored is not None
@@ -188,6 +191,7 @@ class ResultPartition:
     def emit(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None:
         for target, piece in self.partitioner.split(batch):
             self.subpartitions[target].add(piece, cancelled)
+            self.subpartition_bytes[target] += piece.nbytes
         if not self._has_data:
             self._has_data = True
             self._on_first_data()

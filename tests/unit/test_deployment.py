@@ -80,14 +80,14 @@ def test_each_subtask_reads_its_own_subpartition_of_every_producer():
             ("jm-1", "dst", 3)
         assert tdd.allocation_id == f"alloc-dst-{index}"
         channels = channels_of(tdd.inputs[0], tdd.subtask_index)
-        assert [(c.data_address, c.subpartition) for c in channels] == \
-            [("mid-0:9", index), ("mid-1:9", index)]
+        assert [(c.data_address, c.subpartitions) for c in channels] == \
+            [("mid-0:9", range(index, index + 1)), ("mid-1:9", range(index, index + 1))]
 
 
 def test_a_pointwise_consumer_reads_only_its_partitions_whole():
     eg = _deployable()
     received = _over_the_wire(eg, "mid")
-    reads = [[(c.partition_id.split("#")[1], c.data_address, c.subpartition)
+    reads = [[(c.partition_id.split("#")[1], c.data_address, c.subpartitions.start)
               for c in channels_of(tdd.inputs[0], tdd.subtask_index)] for tdd in received]
     assert reads == [[("0", "src-0:9", 0)], [("1", "src-1:9", 0)]]
     produced = received[1].info.produced[0]
@@ -141,7 +141,8 @@ def test_an_all_to_all_consumers_descriptor_does_not_grow_with_the_producer_para
             channels = channels_of(tdd.inputs[0], tdd.subtask_index)
             assert len(channels) == producers
             assert channels[producers - 1].data_address == f"te-src-{(producers - 1) % 50}:9"
-            assert {c.subpartition for c in channels} == {tdd.subtask_index}
+            assert {c.subpartitions for c in channels} == {range(tdd.subtask_index,
+                                                                 tdd.subtask_index + 1)}
     assert sizes[10] == sizes[100] == sizes[2000], sizes
 
 

@@ -5,9 +5,9 @@ so a P × P shuffle costs O(P) objects, not O(P²) (Flink 1.13's fix, FLINK-2111
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from yarnflow.core.deployment import InputGateDescriptor, SharedPart, TaskInformation
+from yarnflow.core.deployment import ConsumerRead, InputGateDescriptor, SharedPart, TaskInformation
 
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
@@ -19,17 +19,18 @@ if TYPE_CHECKING:     # the operators import pyarrow, which scheduling does not 
 from yarnflow.core.status import (
     JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
 from yarnflow.core.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
-                               PartitionType, ShipStrategy)
+                                    PartitionType, ScheduleMode, ShipStrategy)
 
 
 class IntermediateResult:
     """The data one JobEdge carries: one partition per producer subtask."""
 
     __slots__ = ("id", "edge", "producer", "consumer", "partitions", "partition_type", "ship",
-                 "keys", "num_subpartitions", "distribution", "all_consumers_group", "store")
+                 "keys", "num_subpartitions", "distribution", "all_consumers_group", "store",
+                 "consumer_reads")
 
     def __init__(self, edge: JobEdge, producer: "ExecutionJobVertex",
-                 consumer: "ExecutionJobVertex") -> None:
+                 consumer: "ExecutionJobVertex", adaptive_subpartitions: int = 128) -> None:
         self.id = f"{producer.id}->{consumer.id}.{edge.target_input}"
         self.edge = edge
         self.producer = producer
@@ -38,18 +39,30 @@ class IntermediateResult:
         self.ship: ShipStrategy = edge.ship
         self.keys = edge.keys
         self.distribution = edge.distribution
-        self.num_subpartitions = consumer.parallelism \
-            if self.distribution is DistributionPattern.ALL_TO_ALL else 1
+        if self.distribution is not DistributionPattern.ALL_TO_ALL:
+            self.num_subpartitions = 1
+        elif consumer.adaptive:
+            # the consumer's parallelism is decided once this result is written: its
+            # producers write the most subpartitions it may get, and each consumer
+            # subtask reads a contiguous range of them (one, for a broadcast)
+            self.num_subpartitions = 1 if self.ship is ShipStrategy.BROADCAST \
+                else adaptive_subpartitions
+        else:
+            self.num_subpartitions = consumer.parallelism
         self.partitions = [IntermediateResultPartition(self, i)
                            for i in range(producer.parallelism)]
         self.all_consumers_group: ConsumedPartitionGroup | None = None
         # BLOCKING on the cluster file system: the result's directory there (set by the
         # JobMaster); empty: each partition stays with its producer's executor
         self.store = ""
+        # an adaptive consumer's reads, per consumer subtask (ALL_TO_ALL); empty: each
+        # reads the subpartition of its own index from every producer
+        self.consumer_reads: tuple[ConsumerRead, ...] = ()
 
     def is_consumable(self) -> bool:
-        """Whether consumers of this result may be deployed (LAZY_FROM_SOURCES)."""
-        return all(p.is_consumable() for p in self.partitions)
+        """Whether consumers of this result may be deployed (LAZY_FROM_SOURCES); never
+        while its producer's parallelism is still undecided."""
+        return self.producer.initialized and all(p.is_consumable() for p in self.partitions)
 
 
 class IntermediateResultPartition:
@@ -97,7 +110,13 @@ class ExecutionJobVertex:
         self.job_vertex = job_vertex
         self.id = job_vertex.id
         self.name = job_vertex.name
-        self.parallelism: int = job_vertex.parallelism or 1
+        self.configured_parallelism: int = job_vertex.parallelism or 1
+        # adaptive batch execution: no subtasks until its inputs are written and
+        # ``ExecutionGraph.initialize`` gives it the parallelism decided from them
+        self.adaptive = job_vertex.adaptive
+        self.parallelism: int = 0 if self.adaptive else self.configured_parallelism
+        # how, and from what, its parallelism was decided (adaptive only; shown)
+        self.decision: Any = None
         # what its subtasks run; a source's becomes its readers once its splits are listed
         self.operator: UserCode[Operator] = job_vertex.operator
         self.produced: list[IntermediateResult] = []
@@ -105,6 +124,10 @@ class ExecutionJobVertex:
         # what every subtask is deployed with alike (built at the first deployment)
         self.task_information: TaskInformation | None = None
         self.task_vertices = [ExecutionVertex(self, i) for i in range(self.parallelism)]
+
+    @property
+    def initialized(self) -> bool:
+        return self.parallelism > 0
 
     @property
     def slot_sharing_group(self) -> str:
@@ -211,8 +234,13 @@ class ExecutionVertex:
 class ExecutionGraph:
     """The runtime view of a job; every mutation happens on the JobMaster's main thread."""
 
-    def __init__(self, job_graph: JobGraph, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, job_graph: JobGraph, clock: Clock = SYSTEM_CLOCK,
+                 adaptive_max_parallelism: int = 128) -> None:
         self.clock = clock
+        self.adaptive_max_parallelism = adaptive_max_parallelism
+        # grows whenever subtasks are added (an adaptive vertex initialized): what is
+        # derived from the whole graph (pipelined regions) is derived again
+        self.version = 0
         self.job_id = job_graph.job_id
         self.name = job_graph.name
         self.schedule_mode = job_graph.schedule_mode
@@ -231,7 +259,7 @@ class ExecutionGraph:
         for edge in sorted(job_graph.edges, key=lambda e: e.target_input):
             producer = self.job_vertices[edge.source.id]
             consumer = self.job_vertices[edge.target.id]
-            result = IntermediateResult(edge, producer, consumer)
+            result = IntermediateResult(edge, producer, consumer, self.adaptive_max_parallelism)
             self.results[result.id] = result
             producer.produced.append(result)
             consumer.inputs.append(result)
@@ -248,6 +276,45 @@ class ExecutionGraph:
         for ejv in self.job_vertices.values():
             for task in ejv.task_vertices:
                 self.attempts[task.current.attempt_id] = task.current
+        if any(ejv.adaptive for ejv in self.job_vertices.values()):
+            # a vertex is decided once its inputs are written: consumers go then
+            self.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES
+
+    def initialize(self, ejv: ExecutionJobVertex, parallelism: int,
+                   reads: dict[str, tuple[ConsumerRead, ...]]) -> None:
+        """Give an adaptive vertex its decided parallelism and subtasks (Flink's
+        ExecutionJobVertex.initialize): its inputs' producers are decided already, and
+        ``reads`` says, per ALL_TO_ALL input result, what each subtask reads of it."""
+        if ejv.initialized:
+            raise RuntimeError(f"{ejv.name} has its parallelism ({ejv.parallelism}) already")
+        if parallelism < 1 or any(not r.producer.initialized for r in ejv.inputs):
+            raise RuntimeError(f"{ejv.name} cannot be initialized with parallelism "
+                               f"{parallelism} before its producers are")
+        ejv.parallelism = parallelism
+        ejv.task_vertices = [ExecutionVertex(ejv, i) for i in range(parallelism)]
+        for result in ejv.inputs:
+            if result.distribution is DistributionPattern.ALL_TO_ALL:
+                group = result.all_consumers_group
+                assert group is not None
+                result.consumer_reads = reads.get(result.id, ())
+                if result.consumer_reads and len(result.consumer_reads) != parallelism:
+                    raise RuntimeError(f"{ejv.name}: {len(result.consumer_reads)} reads of "
+                                       f"{result.id} for {parallelism} subtasks")
+                group.cached_descriptors, group.cached_gate = None, None
+                for task in ejv.task_vertices:
+                    task.consumed.append(group)
+            else:
+                for task in ejv.task_vertices:
+                    task.consumed.append(ConsumedPartitionGroup(
+                        result, range(task.subtask_index, task.subtask_index + 1)))
+        for result in ejv.produced:
+            result.partitions = [IntermediateResultPartition(result, i) for i in range(parallelism)]
+            if result.all_consumers_group is not None:
+                result.all_consumers_group.partition_indexes = range(parallelism)
+                result.all_consumers_group.cached_descriptors = None
+        for task in ejv.task_vertices:
+            self.attempts[task.current.attempt_id] = task.current
+        self.version += 1
 
     # --- queries ---------------------------------------------------------------------
     def vertices_topologically(self) -> list[ExecutionJobVertex]:
@@ -269,8 +336,9 @@ class ExecutionGraph:
     def all_finished(self) -> bool:
         """Every subtask finished, and every speculative attempt beside it has ended (a
         loser still writing must not outlive the job)."""
-        return all(e.state is ExecutionState.FINISHED if e is e.vertex.current
-                   else e.state.is_terminal for e in self.all_executions())
+        return all(ejv.initialized for ejv in self.job_vertices.values()) and \
+            all(e.state is ExecutionState.FINISHED if e is e.vertex.current
+                else e.state.is_terminal for e in self.all_executions())
 
     def all_terminal(self) -> bool:
         return all(e.state.is_terminal for e in self.all_executions())

@@ -42,10 +42,12 @@ class RestartPipelinedRegion:
     def __init__(self, graph: ExecutionGraph) -> None:
         self._graph = graph
         self._regions: dict[ExecutionVertex, PipelinedRegion] | None = None
+        self._version = -1
 
     def region_of(self, vertex: ExecutionVertex) -> PipelinedRegion:
-        if self._regions is None:
-            self._regions = pipelined_regions(self._graph)
+        if self._regions is None or self._version != self._graph.version:
+            self._regions = pipelined_regions(self._graph)     # subtasks were added
+            self._version = self._graph.version
         return self._regions[vertex]
 
     def tasks_to_restart(self, failed: Iterable[ExecutionVertex],

@@ -6,6 +6,8 @@ before it is read, so it is where a failure can stop spreading.
 An ALL_TO_ALL pipelined exchange joins every producer and consumer subtask into one
 region; a POINTWISE one joins subtask i of each side. Built with a union-find over
 the subtasks: O(subtasks + edges), an ALL_TO_ALL edge counting once per side.
+Subtasks an adaptive vertex does not have yet belong to no region; the regions are
+built again once it has them (``ExecutionGraph.version``).
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ def pipelined_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedR
             continue
         producers = result.producer.task_vertices
         consumers = result.consumer.task_vertices
+        if not producers:          # an adaptive producer not yet decided: nothing to join
+            continue
         if result.distribution is DistributionPattern.ALL_TO_ALL:
             first = number[producers[0]]
             for v in producers[1:] + consumers:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from yarnflow.core.ids import AllocationID
-from yarnflow.appmaster.jobmaster.executiongraph import ExecutionVertex
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionJobVertex, ExecutionVertex
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import merge, preferred_locations
-from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup
+from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import (ExecutionSlotSharingGroup,
+                                                                 SlotSharing)
 from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPool, SlotPreferences,
                                                    TaskExecutorLocation)
 from yarnflow.taskexecutor.gateway import TaskExecutorGateway
@@ -52,10 +53,20 @@ class Allocation:
 class SlotSharingSlotAllocator:
     def __init__(self, pool: SlotPool,
                  groups: dict[ExecutionVertex, ExecutionSlotSharingGroup],
-                 input_hosts: Callable[[ExecutionVertex], str] = lambda _: "") -> None:
+                 input_hosts: Callable[[ExecutionVertex], str] = lambda _: "",
+                 sharing: SlotSharing | None = None) -> None:
+        """``sharing``: what assigned ``groups``, to assign the subtasks an adaptive
+        vertex gets later."""
         self._pool = pool
         self._groups = groups
         self._input_hosts = input_hosts
+        self._sharing = sharing
+
+    def add_subtasks(self, ejv: ExecutionJobVertex) -> None:
+        """Shared slots for the subtasks an adaptive vertex just got."""
+        if self._sharing is None:
+            raise RuntimeError("this allocator cannot take subtasks added later")
+        self._sharing.add(ejv)
 
     def allocate(self, vertices: Iterable[ExecutionVertex]) -> Allocation:
         by_group: dict[ExecutionSlotSharingGroup, list[ExecutionVertex]] = {}

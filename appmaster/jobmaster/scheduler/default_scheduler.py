@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from yarnflow.core.ids import ExecutionAttemptID, ResourceID
-from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
-                                                         ExecutionState, ExecutionVertex,
-                                                         JobStatus)
+from yarnflow.appmaster.jobmaster.executiongraph import (
+    Execution, ExecutionGraph, ExecutionState, ExecutionVertex, JobStatus)
 from yarnflow.appmaster.jobmaster.failover import failover_strategy, restart_strategy
 from yarnflow.appmaster.jobmaster.outputs import JobOutputs
+from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch import vertex_initializer as adaptive
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.cancelling import ExecutionCanceller
 from yarnflow.appmaster.jobmaster.scheduler.deployer import ExecutionDeployer
@@ -87,9 +87,11 @@ class DefaultScheduler:
         self._on_ended = on_ended
         self._deployer = ExecutionDeployer(main, job_master, DeploymentParts.of(config, graph.job_id),
                                            self._task_failed)
+        self.adaptive = adaptive.AdaptiveVertexInitializer(
+            graph, adaptive.auto_parallelism(config), allocator.add_subtasks)
         self._strategy = SchedulingStrategy(main, graph, allocator,
                                             lambda vertex: self._deployer.deploy(vertex.current),
-                                            self._fail_vertex)
+                                            self._fail_vertex, self.adaptive.initialize)
         self._restart_strategy = restart_strategy(config)
         self._failover = failover_strategy(config.get(options.FAILOVER_STRATEGY), graph)
         self._canceller = ExecutionCanceller(main, config, self._on_canceled)

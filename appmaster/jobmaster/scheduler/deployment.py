@@ -11,7 +11,7 @@ from __future__ import annotations
 from yarnflow.core.ids import AllocationID, JobMasterId
 from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, Execution,
                                                          ExecutionJobVertex, IntermediateResult)
-from yarnflow.core.deployment import (InputGateDescriptor, ResultPartitionDescriptor,
+from yarnflow.core.deployment import (ConsumerRead, InputGateDescriptor, ResultPartitionDescriptor,
                                      SharedPart, ShuffleDescriptors, TaskDeploymentDescriptor,
                                      TaskInformation, stored_address)
 from yarnflow.core.jobgraph import DistributionPattern
@@ -26,7 +26,8 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> SharedPart:
     if result.store:       # on the cluster file system: read there, whoever wrote it
         part = group.cached_descriptors = _part(group, ShuffleDescriptors(
             result.id, (stored_address(result.store),), (0,) * len(group),
-            tuple(p.producer.current.attempt_number for p in group.partitions())))
+            tuple(p.producer.current.attempt_number for p in group.partitions()),
+            _reads(group)))
         return part
     addresses: dict[str, int] = {}
     locations: list[int] = []
@@ -44,8 +45,16 @@ def shuffle_descriptors(group: ConsumedPartitionGroup) -> SharedPart:
         locations.append(index)
         attempts.append(execution.attempt_number)
     part = group.cached_descriptors = _part(group, ShuffleDescriptors(
-        result.id, tuple(addresses), tuple(locations), tuple(attempts)))
+        result.id, tuple(addresses), tuple(locations), tuple(attempts), _reads(group)))
     return part
+
+
+def _reads(group: ConsumedPartitionGroup) -> tuple[ConsumerRead, ...]:
+    """An adaptive consumer's reads travel with the group's shared descriptors: sent once
+    per executor, not once per subtask."""
+    if group.result.distribution is DistributionPattern.ALL_TO_ALL:
+        return group.result.consumer_reads
+    return ()
 
 
 def _part(group: ConsumedPartitionGroup, descriptors: ShuffleDescriptors) -> SharedPart:

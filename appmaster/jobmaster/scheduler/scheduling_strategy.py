@@ -37,12 +37,16 @@ Failer = Callable[[ExecutionVertex, str], None]
 class SchedulingStrategy:
     def __init__(self, main: MainThreadExecutor, graph: ExecutionGraph,
                  allocator: SlotSharingSlotAllocator, deploy: Deployer,
-                 fail_vertex: Failer) -> None:
+                 fail_vertex: Failer,
+                 initialize: Callable[[ExecutionJobVertex], None] = lambda ejv: None) -> None:
+        """``initialize(ejv)`` gives an adaptive vertex its subtasks, once its inputs are
+        written and before it is scheduled."""
         self._main = main
         self._graph = graph
         self._allocator = allocator
         self._deploy = deploy
         self._fail_vertex = fail_vertex
+        self._initialize = initialize
         self._scheduled_vertices: set[str] = set()
         self._stopped = False
 
@@ -94,6 +98,8 @@ class SchedulingStrategy:
     def _schedule_job_vertex(self, ejv: ExecutionJobVertex) -> None:
         if ejv.id in self._scheduled_vertices:
             return
+        if not ejv.initialized:
+            self._initialize(ejv)
         self._scheduled_vertices.add(ejv.id)
         waiting = [v for v in ejv.task_vertices if v.current.state is ExecutionState.CREATED]
         attempts = {vertex: vertex.current for vertex in waiting}

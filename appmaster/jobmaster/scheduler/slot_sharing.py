@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
-from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex
+from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionJobVertex,
+                                                         ExecutionVertex)
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot
 from yarnflow.core.jobgraph import DistributionPattern
 from yarnflow.core.resources import ResourceSpec
@@ -51,17 +52,29 @@ def build_slot_sharing_groups(graph: ExecutionGraph, profiles: dict[str, list[Re
                               ) -> dict[ExecutionVertex, ExecutionSlotSharingGroup]:
     """Assign every subtask to a shared slot; ``profiles`` gives the size of each
     group's shared slots by index (``JobGraph.shared_slot_profiles``)."""
+    return SlotSharing(graph, profiles).assignment
 
-    def profile(name: str, index: int) -> ResourceSpec:
-        sizes = profiles[name]
+
+class SlotSharing:
+    """The shared slots of a job's subtasks: all of them at the start, and an adaptive
+    vertex's when it gets them (``add``), into the same shared slots by the same rules."""
+
+    def __init__(self, graph: ExecutionGraph, profiles: dict[str, list[ResourceSpec]]) -> None:
+        self._profiles = profiles
+        self.assignment: dict[ExecutionVertex, ExecutionSlotSharingGroup] = {}
+        self._groups: dict[str, list[ExecutionSlotSharingGroup]] = {}
+        self._co_located: dict[tuple[str, int], ExecutionSlotSharingGroup] = {}
+        for ejv in graph.vertices_topologically():
+            self.add(ejv)
+
+    def _profile(self, name: str, index: int) -> ResourceSpec:
+        sizes = self._profiles[name]
         return sizes[index] if index < len(sizes) else sizes[0]
-    assignment: dict[ExecutionVertex, ExecutionSlotSharingGroup] = {}
-    groups: dict[str, list[ExecutionSlotSharingGroup]] = {}
-    co_located: dict[tuple[str, int], ExecutionSlotSharingGroup] = {}
 
-    for ejv in graph.vertices_topologically():
+    def add(self, ejv: ExecutionJobVertex) -> None:
+        """Shared slots for the vertex's subtasks (none yet for an undecided one)."""
         name = ejv.slot_sharing_group
-        slots = groups.setdefault(name, [])
+        slots = self._groups.setdefault(name, [])
         forward_producer = next(
             (r.producer for r in ejv.inputs
              if r.distribution is DistributionPattern.POINTWISE
@@ -71,21 +84,20 @@ def build_slot_sharing_groups(graph: ExecutionGraph, profiles: dict[str, list[Re
             target: ExecutionSlotSharingGroup | None = None
             key = (ejv.co_location_group, i) if ejv.co_location_group else None
             if key is not None:
-                target = co_located.get(key)
+                target = self._co_located.get(key)
             if target is None and forward_producer is not None:
-                target = assignment[forward_producer.task_vertices[i]]
+                target = self.assignment[forward_producer.task_vertices[i]]
                 if target.holds_vertex(ejv.id):
                     target = None
             if target is None:
                 while len(slots) <= i:
                     slots.append(ExecutionSlotSharingGroup(name, len(slots),
-                                                           profile(name, len(slots))))
+                                                           self._profile(name, len(slots))))
                 target = slots[i]
                 if target.holds_vertex(ejv.id):   # pragma: no cover - defensive
-                    target = ExecutionSlotSharingGroup(name, len(slots), profiles[name][0])
+                    target = ExecutionSlotSharingGroup(name, len(slots), self._profiles[name][0])
                     slots.append(target)
             target.add(vertex)
-            assignment[vertex] = target
+            self.assignment[vertex] = target
             if key is not None:
-                co_located.setdefault(key, target)
-    return assignment
+                self._co_located.setdefault(key, target)

@@ -158,7 +158,8 @@ function dag(plan, job) {
     const g = svg("g", {class: "vertex status-" + v.status, "data-vertex": node.description,
                         "data-status": v.status, transform: `translate(${p.x},${p.y})`});
     g.append(svg("rect", {class: "box", width: W, height: H, rx: 4}));
-    g.append(svg("text", {class: "title", x: 8, y: 17}, `${node.description} ×${v.parallelism}`));
+    g.append(svg("text", {class: "title", x: 8, y: 17},
+      `${node.description} ×${v.parallelism || (node.adaptive ? "auto" : 0)}`));
     g.append(svg("text", {x: 8, y: 33}, `${v.status} · ${spec(node.profile)}`));
     let x = 8;
     const total = Math.max(1, v.parallelism);
@@ -200,6 +201,11 @@ async function jobPage(jid) {
       bytes(v.metrics["read-bytes"]), bytes(v.metrics["write-bytes"]), skew(v.metrics["input-skew"]),
       v.inputs.map(i => `${i.ship_strategy} ← ${i.producer}`).join(", ") || "(source)"]})),
     [2, 4, 5, 6, 7, 8, 9]));
+  const decided = job.vertices.filter(v => v.decision);
+  if (decided.length) {
+    parts.push(el("h2", {}, "Decided at run time"), table(["vertex", "decision"],
+      decided.map(v => ({attrs: {"data-decision": v.name}, cells: [v.name, v.decision]}))));
+  }
   parts.push(el("h2", {}, "Subtasks"), table(
     ["subtask", "state", "attempt", "executor", "YARN container", "host", "slot profile",
      "input", "records in", "records out", "duration"],

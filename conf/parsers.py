@@ -1,0 +1,60 @@
+"""Parsers of option values that several options share: each turns what a file or a
+``-D`` flag says into the option's type, or raises ValueError naming what is wrong
+(``Configuration`` turns that into one line naming the option)."""
+from __future__ import annotations
+
+from yarnflow.core.resources import check_node_label
+
+
+def text(value: object) -> str:
+    return str(value)
+
+
+def node_label(value: object) -> str:
+    return check_node_label(str(value).strip())
+
+
+def acl(value: object) -> str:
+    """Hadoop's ACL form, 'user1,user2 group1,group2' ('*' for everyone): checked here,
+    so a stray space fails at the user's -D, not as YARN's silent misreading."""
+    text = str(value).rstrip()       # ' analysts': no users, the group analysts
+    parts = text.split(" ") if text.strip() else []
+    if len(parts) > 2 or any(not name for part in parts if part for name in part.split(",")):
+        raise ValueError(f"{value!r} is not 'users groups' (comma-separated names, one space "
+                         "between users and groups, '*' for everyone)")
+    return text
+
+
+def hdfs_authentication(value: object) -> str:
+    text = str(value).strip().lower()
+    if text not in ("", "simple", "kerberos"):
+        raise ValueError(f"{value!r} is not simple or kerberos")
+    return text
+
+
+def pos_int(value: object) -> int:
+    number = int(str(value))
+    if number < 1:
+        raise ValueError(f"{value!r} must be a whole number of at least 1")
+    return number
+
+
+def nonneg_int(value: object) -> int:
+    number = int(str(value))
+    if number < 0:
+        raise ValueError(f"{value!r} must be a whole number of at least 0")
+    return number
+
+
+def fraction(value: object) -> float:
+    number = float(str(value))
+    if not 0 < number <= 1:
+        raise ValueError(f"{value!r} must be a fraction in (0, 1]")
+    return number
+
+
+def pos_float(value: object) -> float:
+    number = float(str(value))
+    if number <= 0:
+        raise ValueError(f"{value!r} must be a positive number")
+    return number

@@ -1,0 +1,103 @@
+"""The adaptive parallelism decider (appmaster/jobmaster/scheduler/adaptivebatch/
+decider.py): bytes over the per-task volume within the bounds, contiguous ranges of
+about equal bytes shared by every hashed input, a broadcast input read whole."""
+from __future__ import annotations
+
+import pytest
+
+from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.decider import (
+    AutoParallelism, InputBytes, balanced_ranges, decide, even_ranges)
+
+MB = 2**20
+
+
+def hashed(result: str, *partitions: tuple[int, ...] | None) -> InputBytes:
+    width = next(len(p) for p in partitions if p is not None)
+    return InputBytes(result, False, width, partitions)
+
+
+def test_tiny_inputs_get_the_minimum_and_one_range_over_every_subpartition():
+    decision = decide([hashed("r", (10,) * 8, (5,) * 8)], 4, AutoParallelism(1, 8, 16 * MB))
+    assert decision.parallelism == 1 and decision.input_bytes == 120
+    [read] = decision.reads["r"]
+    assert (read.partitions, read.subpartitions) == (range(2), range(8))
+    assert "120 B" in decision.reason and "1..8" in decision.reason
+
+
+def test_bytes_over_the_volume_per_task_within_the_bounds():
+    sizes = (4 * MB,) * 16           # 64 MB from one producer, 16 MB per task: 4
+    assert decide([hashed("r", sizes)], 2, AutoParallelism(1, 16, 16 * MB)).parallelism == 4
+    assert decide([hashed("r", sizes)], 2, AutoParallelism(1, 3, 16 * MB)).parallelism == 3
+    assert decide([hashed("r", sizes)], 2, AutoParallelism(6, 16, 16 * MB)).parallelism == 6
+
+
+def test_ranges_are_contiguous_cover_everything_and_balance_the_bytes():
+    sizes = [1, 1, 1, 50, 1, 1, 30, 30, 1, 1]
+    ranges = balanced_ranges(sizes, 3)
+    assert [j for r in ranges for j in r] == list(range(len(sizes)))
+    assert len(ranges) <= 3
+    # the best split has its largest range at 54 bytes (0..4 | 4..7 | 7..10 or alike)
+    assert max(sum(sizes[j] for j in r) for r in ranges) <= 62
+    assert even_ranges(10, 3) == [range(0, 4), range(4, 7), range(7, 10)]
+
+
+def test_every_hashed_input_gets_the_same_ranges_and_a_broadcast_is_read_whole():
+    left = hashed("left", (8 * MB, 8 * MB, 8 * MB, 8 * MB))
+    right = hashed("right", (1, 1, 1, 1), (1, 1, 1, 1))
+    small = InputBytes("small", True, 1, ((100,), (100,), (100,)))
+    decision = decide([left, right, small], 1, AutoParallelism(1, 4, 16 * MB))
+    assert decision.parallelism == 2
+    assert [r.subpartitions for r in decision.reads["left"]] == \
+        [r.subpartitions for r in decision.reads["right"]] == [range(0, 2), range(2, 4)]
+    assert [r.partitions for r in decision.reads["right"]] == [range(2), range(2)]
+    assert [(r.partitions, r.subpartitions) for r in decision.reads["small"]] == \
+        [(range(3), range(1))] * 2
+    assert decision.input_bytes == 32 * MB + 8        # the broadcast side decides nothing
+
+
+def test_a_producer_that_reported_no_bytes_leaves_the_configured_parallelism():
+    decision = decide([hashed("r", (5,) * 8, None)], 3, AutoParallelism(1, 8, 16 * MB))
+    assert decision.parallelism == 3 and decision.input_bytes is None
+    assert "configured parallelism 3" in decision.reason
+
+
+def test_empty_inputs_get_the_minimum():
+    decision = decide([hashed("r", (0,) * 8)], 4, AutoParallelism(2, 8, 16 * MB))
+    assert decision.parallelism == 2
+    assert [r.subpartitions for r in decision.reads["r"]] == [range(0, 4), range(4, 8)]
+
+
+def test_an_adaptive_vertex_without_a_hashed_input_is_refused():
+    with pytest.raises(ValueError, match="hash or rebalance"):
+        decide([InputBytes("b", True, 1, ((1,),))], 1, AutoParallelism())
+
+
+def test_which_operators_the_client_leaves_to_the_run_time():
+    """After a BLOCKING redistribution and unset: decided; FORWARD after a decided one:
+    follows; set_parallelism, a PIPELINED exchange, or a FORWARD edge into a fixed
+    operator: fixed."""
+    import pyarrow as pa
+
+    import yarnflow.client as yf
+    from yarnflow.conf import Configuration
+
+    config = Configuration.load(overrides=["execution.batch.adaptive.enabled=true",
+                                           "parallelism.default=4"])
+    table = pa.table({"k": [1, 2], "v": [3, 4]})
+    p = yf.Pipeline("marks")
+    src = p.from_arrow(table)
+    src.aggregate(["k"], [("v", "sum")], name="decided").map(lambda b: b, name="follows") \
+       .write_parquet("/tmp/never-a", name="sink-a")
+    src.aggregate(["k"], [("v", "sum")], name="set").set_parallelism(2) \
+       .write_parquet("/tmp/never-b", name="sink-b")
+    pinned = src.aggregate(["k"], [("v", "sum")], name="pinned")
+    pinned.map(lambda b: b, name="fixed").set_parallelism(4).write_parquet("/tmp/never-c",
+                                                                          name="sink-c")
+    graph = p.job_graph(config)
+    adaptive = {v.name for v in graph.vertices.values() if v.adaptive}
+    # sink-b reads 'set' (2) through a rebalance: its bytes decide it too
+    assert adaptive == {"decided", "follows", "sink-a", "sink-b"}
+    assert graph.schedule_mode.name == "LAZY_FROM_SOURCES"
+    piped = yf.Pipeline("piped", exchange="pipelined")
+    piped.from_arrow(table).aggregate(["k"], [("v", "sum")]).write_parquet("/tmp/never-d")
+    assert not any(v.adaptive for v in piped.job_graph(config).vertices.values())
