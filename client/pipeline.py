@@ -21,8 +21,8 @@ import pyarrow as pa
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import LocalPathRefused
 from yarnflow.client.filesystems import filesystem_settings
-from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, JobVertex, PartitionType,
-                                    ScheduleMode, ShipStrategy, path_error)
+from yarnflow.core.jobgraph import (AdaptiveJoin, InvalidPipelineError, JobGraph, JobVertex,
+                                    PartitionType, ScheduleMode, ShipStrategy, path_error)
 from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
 from yarnflow.client.planner.adaptive import mark_adaptive
 from yarnflow.core.estimates import UNKNOWN, EstimateHint
@@ -152,7 +152,11 @@ class Pipeline:
         edges = [dataclasses.replace(e, source=own[e.source.id], target=own[e.target.id])
                  for e in self._edges]
         for join in self._joins:
-            edges += self._plan_join(join, graph, own, config.get(options.BROADCAST_THRESHOLD))
+            at_run_time = adaptive and join.vertex.id in unset and all(
+                (side._partition_type or exchange) is PartitionType.BLOCKING
+                for side in (join.left, join.right))
+            edges += self._plan_join(join, graph, own, config.get(options.BROADCAST_THRESHOLD),
+                                     at_run_time)
         for vertex in own.values():
             if vertex.parallelism is None:
                 vertex.parallelism = default_parallelism
@@ -196,9 +200,11 @@ class Pipeline:
         return order
 
     def _plan_join(self, join: _PendingJoin, graph: JobGraph, own: dict[str, JobVertex],
-                   threshold: int) -> list[_PendingEdge]:
+                   threshold: int, at_run_time: bool = False) -> list[_PendingEdge]:
         """The join's two input edges, as its plan says: the broadcast side BROADCAST and
-        the other side FORWARD at its own parallelism, or both HASH on the keys."""
+        the other side FORWARD at its own parallelism, or both HASH on the keys.
+        ``at_run_time`` (adaptive execution): both HASH and BLOCKING, the strategy left to
+        what the inputs measure once written."""
         sides = (join.left, join.right)
         inputs = (own[join.left.vertex.id], own[join.right.vertex.id])
         vertex = own[join.vertex.id]
@@ -206,9 +212,14 @@ class Pipeline:
         operator = vertex.operator.value
         assert isinstance(operator, HashJoinOperator), operator
         plan = plan_join(join.strategy, inputs[0].estimate or UNKNOWN, inputs[1].estimate or UNKNOWN,
-                         threshold, (inputs[0].name, inputs[1].name), operator.how)
+                         threshold, (inputs[0].name, inputs[1].name), operator.how,
+                         at_run_time=at_run_time)
         graph.join_plans[vertex.id] = plan
         operator.build_input = plan.build_input
+        if at_run_time and plan.strategy is not JoinStrategy.BROADCAST:
+            vertex.join = AdaptiveJoin(
+                buildable=plan.buildable, splittable=(0,) if operator.how == "left outer" else (0, 1),
+                broadcast_threshold=threshold if plan.strategy is JoinStrategy.AUTO else 0)
         if plan.broadcast_input is None:
             return [_PendingEdge(inputs[i], vertex, ShipStrategy.HASH, keys[i],
                                  side._partition_type, i) for i, side in enumerate(sides)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
-from yarnflow.conf.parsers import (acl as _acl, fraction as _fraction,
+from yarnflow.conf.parsers import (acl as _acl, choice as _choice, fraction as _fraction,
                                    hdfs_authentication as _hdfs_authentication,
                                    node_label as _node_label, nonneg_int as _nonneg_int,
                                    pos_float as _pos_float, pos_int as _pos_int, text as _str)
@@ -288,6 +288,15 @@ ADAPTIVE_AVG_DATA_VOLUME = _option(
     "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task", parse_bytes, 16 * 2**20,
     "Bytes each subtask of an adaptive operator should read (Arrow bytes its producers wrote; Flink's name and default, 16 mb).")
 
+SKEWED_JOIN_STRATEGY = _option(
+    "table.optimizer.skewed-join-optimization.strategy", _choice("none", "auto"), "auto",
+    "Under adaptive execution, split a hash join's skewed partition across several subtasks, the other side's matching partition read by each (auto), or never (none); Flink's name.")
+SKEWED_JOIN_FACTOR = _option(
+    "table.optimizer.skewed-join-optimization.skewed-factor", _pos_float, 4.0,
+    "A join partition is skewed when its bytes exceed this many times the median partition's (and the threshold); Flink's name and default.")
+SKEWED_JOIN_THRESHOLD = _option(
+    "table.optimizer.skewed-join-optimization.skewed-threshold", parse_bytes, 256 * 2**20,
+    "A join partition is skewed only above these bytes (and the factor); Flink's name and default.")
 
 # --- deployment ------------------------------------------------------------------------
 TARGETS = ("local", "yarn-per-job", "yarn-session")

@@ -3,6 +3,8 @@
 (``Configuration`` turns that into one line naming the option)."""
 from __future__ import annotations
 
+from typing import Callable
+
 from yarnflow.core.resources import check_node_label
 
 
@@ -58,3 +60,13 @@ def pos_float(value: object) -> float:
     if number <= 0:
         raise ValueError(f"{value!r} must be a positive number")
     return number
+
+
+def choice(*allowed: str) -> Callable[[object], str]:
+    """One of ``allowed`` (case and surrounding spaces ignored)."""
+    def parse(value: object) -> str:
+        text = str(value).strip().lower()
+        if text not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return text
+    return parse

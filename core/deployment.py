@@ -125,6 +125,8 @@ class TaskInformation:
     parallelism: int
     operator: UserCode[Operator]          # only the executor loads it
     produced: tuple[ResultPartitionDescriptor, ...] = ()
+    # an adaptive join's build input, decided at run time (-1: as the operator was planned)
+    build_input: int = -1
     # its wire form, made by the JobMaster once for all the vertex's deployments
     part: SharedPart | None = field(default=None, repr=False)
 

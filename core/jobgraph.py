@@ -68,6 +68,18 @@ def path_error(vertex: str, err: Exception) -> InvalidPipelineError:
     return InvalidPipelineError(vertex, problem, fix or "check the path")
 
 
+@dataclass(frozen=True)
+class AdaptiveJoin:
+    """A join whose strategy is decided at run time from its inputs' measured bytes
+    (adaptive batch execution): which inputs may be broadcast or held as the build side
+    (a left outer join keeps every left row once: only its right side), which may be
+    split when one of its partitions is skewed (the side whose rows each go to exactly
+    one subtask: a left outer join's left side), and the broadcast threshold."""
+    buildable: tuple[int, ...] = (0, 1)
+    splittable: tuple[int, ...] = (0, 1)
+    broadcast_threshold: int = 0       # 0: never broadcast (strategy 'hash')
+
+
 @dataclass(eq=False)
 class JobVertex:
     name: str
@@ -91,6 +103,8 @@ class JobVertex:
     # its BLOCKING inputs measured, or follows its FORWARD producer's; ``parallelism``
     # is then only the configured one the decision is reported against.
     adaptive: bool = False
+    # an adaptive join's choices left to the run time (None: not such a join)
+    join: AdaptiveJoin | None = None
 
     @property
     def is_source(self) -> bool:

@@ -13,7 +13,8 @@ from yarnflow.core.deployment import (ConsumerRead, InputGateDescriptor, ResultP
                                      TaskInformation)
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.history import JobDetailsCodec
-from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
+from yarnflow.core.jobgraph import (AdaptiveJoin, JobGraph, JobVertex, PartitionType, ScheduleMode,
+                                    ShipStrategy)
 from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
                                     SlotStatus, TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration, TaskMetrics)
@@ -57,6 +58,11 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
         if vertex.resources is not None:
             out.has_resources = True
             fill_resource_spec(vertex.resources, out.resources)
+        if vertex.join is not None:
+            out.has_join = True
+            out.join_buildable[:] = vertex.join.buildable
+            out.join_splittable[:] = vertex.join.splittable
+            out.join_broadcast_threshold = vertex.join.broadcast_threshold
         if vertex.estimate is not None:
             if vertex.estimate.rows is not None:
                 out.estimate_rows = vertex.estimate.rows
@@ -97,6 +103,8 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
             slot_sharing_group=v.slot_sharing_group or None,
             co_location_group=v.co_location_group or None, num_inputs=v.num_inputs, id=v.id,
             uses_spark=v.uses_spark, adaptive=v.adaptive,
+            join=AdaptiveJoin(tuple(v.join_buildable), tuple(v.join_splittable),
+                              v.join_broadcast_threshold) if v.has_join else None,
             committer=committer,
             estimate=Estimate(v.estimate_rows if v.HasField("estimate_rows") else None,
                               v.estimate_bytes if v.HasField("estimate_bytes") else None,
@@ -269,6 +277,8 @@ def task_information_to_bytes(info: TaskInformation) -> bytes:
         job_master_address=info.job_master_address, vertex_id=info.vertex_id,
         vertex_name=info.vertex_name, parallelism=info.parallelism,
         operator=info.operator.serialized())
+    if info.build_input >= 0:
+        message.build_input = info.build_input
     for p in info.produced:
         message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
                              partition_type=p.partition_type.value, ship=p.ship.value,
@@ -331,7 +341,8 @@ def tdd_from_proto(m: Any, shared: Callable[[str], bytes]) -> TaskDeploymentDesc
         v.parallelism, UserCode.received(v.operator),
         tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
-                                        tuple(p.keys), p.store) for p in v.produced))
+                                        tuple(p.keys), p.store) for p in v.produced),
+        build_input=v.build_input if v.HasField("build_input") else -1)
     return TaskDeploymentDescriptor(
         info, m.subtask_index, m.attempt_number, m.attempt_id, m.allocation_id,
         tuple(InputGateDescriptor(

@@ -356,6 +356,7 @@ class _Context:
         self.job_id = task.job_id
         self.attempt_id = task.attempt_id
         self.batch_rows = task._services.batch_rows
+        self.build_input = task.tdd.info.build_input
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]:
         return self._task.input(index)

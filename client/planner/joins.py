@@ -32,20 +32,34 @@ class JoinStrategy(enum.Enum):
 
 @dataclass(frozen=True)
 class JoinPlan:
-    strategy: JoinStrategy          # BROADCAST or HASH, never AUTO
+    # BROADCAST or HASH; AUTO only when decided at run time (adaptive execution)
+    strategy: JoinStrategy
     broadcast_input: int | None     # the input sent whole to every subtask
-    build_input: int                # the input the join holds in memory
+    build_input: int                # the input the join holds in memory (as planned)
     reason: str
+    buildable: tuple[int, ...] = (0, 1)    # the inputs that may be broadcast or built
 
 
 def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshold: int,
-              names: tuple[str, str], how: str = "inner") -> JoinPlan:
+              names: tuple[str, str], how: str = "inner", at_run_time: bool = False) -> JoinPlan:
     """A left outer join keeps every left row once, so only its right side may be
-    broadcast or held as the build side."""
+    broadcast or held as the build side. ``at_run_time`` (adaptive execution): an
+    ``auto`` or ``hash`` join is hash-partitioned on both sides and decided once both
+    are written, from their measured bytes, not from these estimates."""
     estimates = (left, right)
     allowed = (1,) if how == "left outer" else (0, 1)
     if requested is JoinStrategy.BROADCAST:
         return JoinPlan(JoinStrategy.BROADCAST, 1, 1, f"broadcast {names[1]} (forced)")
+    if at_run_time:
+        build = allowed[-1]
+        if requested is JoinStrategy.AUTO:
+            sides = " or ".join(names[i] for i in allowed)
+            return JoinPlan(JoinStrategy.AUTO, None, build,
+                            f"decided at run time: {sides} broadcast if it measures within "
+                            f"planner.broadcast-threshold ({format_bytes(threshold)}), else "
+                            "hash; skewed partitions split", allowed)
+        return JoinPlan(JoinStrategy.HASH, None, build, "hash both sides (forced); the build "
+                        "side and skewed partitions decided at run time", allowed)
     if requested is JoinStrategy.AUTO:
         small = [i for i in allowed if (estimates[i].bytes or threshold + 1) <= threshold]
         if small:

@@ -23,6 +23,8 @@ class OperatorContext(Protocol):
     job_id: JobID
     attempt_id: ExecutionAttemptID
     batch_rows: int
+    # a join's build input as adaptive execution decided it at run time (-1: as planned)
+    build_input: int
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]: ...
     def emit(self, data: pa.RecordBatch | pa.Table) -> None: ...

@@ -2,7 +2,8 @@
 
 The same operator serves both plans: a hash join reads both inputs hash-partitioned
 on the keys; a broadcast join reads the (small) broadcast side whole in every subtask
-and the other side as it is already partitioned.
+and the other side as it is already partitioned. Under adaptive execution the build
+side is the one the run time measured smaller (``OperatorContext.build_input``).
 """
 from __future__ import annotations
 
@@ -66,8 +67,9 @@ class HashJoinOperator(Operator):
                             "join on keys of the same type on both sides") from None
 
     def run(self, ctx: OperatorContext) -> None:
-        build = concat(ctx.input(self.build_input))
-        probe_input = 1 - self.build_input
+        build_input = self.build_input if ctx.build_input < 0 else ctx.build_input
+        build = concat(ctx.input(build_input))
+        probe_input = 1 - build_input
         for batch in ctx.input(probe_input):
             if build is None:      # nothing to match: an inner join emits nothing
                 if self.how == "left outer" and probe_input == 0:

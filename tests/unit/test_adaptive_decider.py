@@ -101,3 +101,64 @@ def test_which_operators_the_client_leaves_to_the_run_time():
     piped = yf.Pipeline("piped", exchange="pipelined")
     piped.from_arrow(table).aggregate(["k"], [("v", "sum")]).write_parquet("/tmp/never-d")
     assert not any(v.adaptive for v in piped.job_graph(config).vertices.values())
+
+
+# --- joins -------------------------------------------------------------------------------
+from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.join_decider import (  # noqa: E402
+    SkewSettings, decide_join)
+from yarnflow.core.jobgraph import AdaptiveJoin  # noqa: E402
+
+NAMES = ("facts", "dims")
+
+
+def test_a_side_that_measured_small_is_broadcast_and_built_and_the_other_cut_alone():
+    facts = hashed("facts", (2 * MB,) * 8, (2 * MB,) * 8)           # 32 MB
+    dims = hashed("dims", (100,) * 8, (100,) * 8, (100,) * 8)      # 2.4 KB
+    decision = decide_join([facts, dims], NAMES, 4, AutoParallelism(1, 8, 8 * MB),
+                           AdaptiveJoin((0, 1), (0, 1), 10 * MB), SkewSettings())
+    assert decision.strategy == "broadcast" and decision.build_input == 1
+    assert decision.parallelism == 4
+    assert [r.subpartitions for r in decision.reads["facts"]] == \
+        [range(0, 2), range(2, 4), range(4, 6), range(6, 8)]
+    assert all((r.partitions, r.subpartitions) == (range(3), range(8))
+               for r in decision.reads["dims"])
+    assert "join switched to broadcast: dims measured 2.3 KB" in decision.reason
+
+
+def test_sides_over_the_threshold_are_hashed_at_the_same_ranges_and_the_smaller_built():
+    left = hashed("facts", (2 * MB,) * 8)
+    right = hashed("dims", (MB,) * 8)
+    decision = decide_join([left, right], NAMES, 4, AutoParallelism(1, 8, 8 * MB),
+                           AdaptiveJoin((0, 1), (0, 1), 1 * MB), SkewSettings())
+    assert decision.strategy == "hash" and decision.build_input == 1
+    assert [r.subpartitions for r in decision.reads["facts"]] == \
+        [r.subpartitions for r in decision.reads["dims"]]
+    assert decision.parallelism == 3
+    # a left outer join never broadcasts or builds its left side, however small
+    outer = decide_join([hashed("facts", (1,) * 8), right], NAMES, 4,
+                        AutoParallelism(1, 8, 8 * MB), AdaptiveJoin((1,), (0,), 1 * MB),
+                        SkewSettings())
+    assert outer.strategy == "hash" and outer.build_input == 1
+
+
+def test_a_skewed_partition_is_split_by_producer_and_the_other_side_read_by_each_piece():
+    hot = 3                      # a third of the facts in subpartition 3, from 4 producers
+    facts = hashed("facts", *[tuple(8 * MB if j == hot else MB // 4 for j in range(16))] * 4)
+    dims = hashed("dims", *[tuple(50_000 for _ in range(16))] * 2)
+    decision = decide_join([facts, dims], NAMES, 4, AutoParallelism(1, 64, 8 * MB),
+                           AdaptiveJoin((0, 1), (0, 1), 0), SkewSettings(True, 4.0, MB))
+    assert decision.strategy == "hash" and decision.split == 1
+    pieces = [(f, d) for f, d in zip(decision.reads["facts"], decision.reads["dims"])
+              if f.subpartitions == range(hot, hot + 1)]
+    assert len(pieces) == 4                             # one producer's hot rows each
+    assert sorted(f.partitions.start for f, _ in pieces) == [0, 1, 2, 3]
+    assert all(d.partitions == range(2) for _, d in pieces)     # the dims there, whole
+    covered = [(k, j) for f in decision.reads["facts"] for k in f.partitions
+               for j in f.subpartitions]
+    assert sorted(covered) == [(k, j) for k in range(4) for j in range(16)]   # each once
+    per_consumer = [sum(8 * MB if j == hot else MB // 4 for _ in f.partitions
+                        for j in f.subpartitions) for f in decision.reads["facts"]]
+    assert max(per_consumer) / (sum(per_consumer) / len(per_consumer)) <= 1.3
+    off = decide_join([facts, dims], NAMES, 4, AutoParallelism(1, 64, 8 * MB),
+                      AdaptiveJoin((0, 1), (0, 1), 0), SkewSettings(False))
+    assert off.split == 0

@@ -86,7 +86,8 @@ def task_information(vertex: ExecutionJobVertex, job_master_id: JobMasterId,
             tuple(ResultPartitionDescriptor(result.id, result.num_subpartitions,
                                             result.partition_type, result.ship,
                                             tuple(result.keys), result.store)
-                  for result in vertex.produced))
+                  for result in vertex.produced),
+            build_input=getattr(vertex.decision, "build_input", -1))
         info.part = SharedPart.of(task_information_to_bytes(info))
     return info
 

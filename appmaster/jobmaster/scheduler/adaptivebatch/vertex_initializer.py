@@ -10,6 +10,8 @@ from typing import Callable
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionJobVertex
 from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.decider import (
     AutoParallelism, InputBytes, ParallelismDecision, decide)
+from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.join_decider import (SkewSettings,
+                                                                               decide_join)
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import DistributionPattern, ShipStrategy
 
@@ -20,6 +22,12 @@ def auto_parallelism(config: Configuration) -> AutoParallelism:
     return AutoParallelism(config.get(options.ADAPTIVE_MIN_PARALLELISM),
                            config.get(options.ADAPTIVE_MAX_PARALLELISM),
                            config.get(options.ADAPTIVE_AVG_DATA_VOLUME))
+
+
+def skew_settings(config: Configuration) -> SkewSettings:
+    return SkewSettings(config.get(options.SKEWED_JOIN_STRATEGY) == "auto",
+                        config.get(options.SKEWED_JOIN_FACTOR),
+                        config.get(options.SKEWED_JOIN_THRESHOLD))
 
 
 def measured_inputs(ejv: ExecutionJobVertex) -> list[InputBytes]:
@@ -39,16 +47,24 @@ def measured_inputs(ejv: ExecutionJobVertex) -> list[InputBytes]:
 
 class AdaptiveVertexInitializer:
     def __init__(self, graph: ExecutionGraph, settings: AutoParallelism,
-                 add_subtasks: Callable[[ExecutionJobVertex], None]) -> None:
+                 add_subtasks: Callable[[ExecutionJobVertex], None],
+                 skew: SkewSettings = SkewSettings()) -> None:
         """``add_subtasks(ejv)`` gives a vertex's new subtasks their shared slots."""
         self._graph = graph
         self._settings = settings
+        self._skew = skew
         self._add_subtasks = add_subtasks
 
     def initialize(self, ejv: ExecutionJobVertex) -> None:
         if ejv.initialized:
             return
-        decision = decide(measured_inputs(ejv), ejv.configured_parallelism, self._settings)
+        join = ejv.job_vertex.join
+        if join is not None and len(ejv.inputs) == 2:
+            names = (ejv.inputs[0].producer.name, ejv.inputs[1].producer.name)
+            decision = decide_join(measured_inputs(ejv), names, ejv.configured_parallelism,
+                                   self._settings, join, self._skew)
+        else:
+            decision = decide(measured_inputs(ejv), ejv.configured_parallelism, self._settings)
         self._apply(ejv, decision)
         log.info("job %s: %s runs with parallelism %d (configured %d): %s", self._graph.job_id[:8],
                  ejv.name, decision.parallelism, decision.configured, decision.reason)
