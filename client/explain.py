@@ -88,7 +88,7 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
     lines: list[Table | Text] = [table]
     lines.append(Text("executors: " + ", ".join(
         f"{w['executors']} x {w['name']} ({_label(w['container'])} each)"
-        for w in plan["worker_specs"])))
+        for w in plan["worker_specs"] if w["executors"])))
     for vertex_id, join in graph.join_plans.items():
         lines.append(Text(f"{graph.vertices[vertex_id].name}: {join.strategy.name} join — "
                           f"{join.reason}"))
@@ -99,12 +99,17 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
 
 def adaptive_note(config: Configuration) -> str:
     """What ``auto`` in the parallelism column means."""
+    memory = options.slot_memory(config)
     return ("auto: parallelism decided at run time, once the inputs are written, from the "
             "bytes they measured: "
             f"{format_bytes(config.get(options.ADAPTIVE_AVG_DATA_VOLUME))} per subtask, "
             f"{config.get(options.ADAPTIVE_MIN_PARALLELISM)}.."
             f"{config.get(options.ADAPTIVE_MAX_PARALLELISM)} "
-            "(execution.batch.adaptive.auto-parallelism.*); job details show the decision")
+            "(execution.batch.adaptive.auto-parallelism.*)" + (
+                "; slots sized from the bytes read, among "
+                + ", ".join(f"{size} MB" for size in memory.rungs())
+                + " (execution.batch.adaptive.slot-memory.*)" if memory.enabled else "")
+            + "; job details show the decisions")
 
 
 def _label(spec: dict[str, Any]) -> str:

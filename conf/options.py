@@ -14,6 +14,7 @@ from yarnflow.conf.parsers import (acl as _acl, choice as _choice, fraction as _
                                    pos_float as _pos_float, pos_int as _pos_int, text as _str)
 from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.slot_memory import SlotMemory
 from yarnflow.core.units import (parse_bool, parse_bytes, parse_duration, parse_memory_mb,
                                  parse_parallelism)
 
@@ -287,6 +288,30 @@ ADAPTIVE_MAX_PARALLELISM = _option(
 ADAPTIVE_AVG_DATA_VOLUME = _option(
     "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task", parse_bytes, 16 * 2**20,
     "Bytes each subtask of an adaptive operator should read (Arrow bytes its producers wrote; Flink's name and default, 16 mb).")
+ADAPTIVE_SLOT_MEMORY = _option(
+    "execution.batch.adaptive.slot-memory.enabled", parse_bool, True,
+    "Under adaptive execution, size the slots of an operator without a ResourceSpec from the bytes its largest subtask reads, and ask for containers of that size.")
+ADAPTIVE_SLOT_MEMORY_MIN = _option(
+    "execution.batch.adaptive.slot-memory.min", parse_memory_mb, 256,
+    "Least memory (MB) of an adaptively sized slot; sizes go up from it in powers of two.")
+ADAPTIVE_SLOT_MEMORY_MAX = _option(
+    "execution.batch.adaptive.slot-memory.max", parse_memory_mb, 8192,
+    "Most memory (MB) of an adaptively sized slot (and never more than the largest container holds).")
+ADAPTIVE_SLOT_MEMORY_PER_BYTE = _option(
+    "execution.batch.adaptive.slot-memory.read-factor", _pos_float, 3.0,
+    "Memory an adaptively sized slot gets per byte its largest subtask reads (the rows held, a join's hash table, Arrow's copies), at least the minimum.")
+
+
+def slot_memory(config: "Configuration") -> SlotMemory:
+    """How adaptive execution sizes slots; the maximum never above what the largest
+    container holds after the executor's own overhead."""
+    largest = config.get(MAX_WORKER_MEMORY) - config.get(WORKER_OVERHEAD_MEMORY)
+    return SlotMemory(config.get(ADAPTIVE_ENABLED) and config.get(ADAPTIVE_SLOT_MEMORY),
+                      config.get(ADAPTIVE_SLOT_MEMORY_MIN),
+                      max(config.get(ADAPTIVE_SLOT_MEMORY_MIN),
+                          min(config.get(ADAPTIVE_SLOT_MEMORY_MAX), largest)),
+                      config.get(ADAPTIVE_SLOT_MEMORY_PER_BYTE))
+
 
 SKEWED_JOIN_STRATEGY = _option(
     "table.optimizer.skewed-join-optimization.strategy", _choice("none", "auto"), "auto",

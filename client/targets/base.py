@@ -89,7 +89,15 @@ def make_target(name: str, config: Configuration) -> Target:
 def planned_worker_specs(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:
     """The executors a job's slots need, on every target: as many slots of each
     profile per executor as the job uses at once, never more."""
-    return plan_worker_specs(graph, options.default_slot_profile(config),
-                             config.get(options.NUM_TASK_SLOTS),
-                             config.get(options.WORKER_OVERHEAD_MEMORY),
-                             options.largest_worker(config))
+    default_slot = options.default_slot_profile(config)
+    specs = plan_worker_specs(graph, default_slot, config.get(options.NUM_TASK_SLOTS),
+                              config.get(options.WORKER_OVERHEAD_MEMORY),
+                              options.largest_worker(config))
+    memory = options.slot_memory(config)
+    if memory.enabled and any(v.adaptive for v in graph.vertices.values()):
+        # the sizes adaptive execution may give a stage's slots: one slot per container,
+        # so each is as large as its subtask needs (declared now: a per-job
+        # application's containers are named when it is submitted)
+        for profile in memory.profiles(default_slot):
+            specs.setdefault(profile, WorkerSpec(profile, 1, config.get(options.WORKER_OVERHEAD_MEMORY)))
+    return specs

@@ -163,3 +163,51 @@ def test_a_zipf_skewed_key_is_split_and_the_join_stays_balanced_and_exact(tmp_pa
         [s.metrics.records_in_per_input for s in join.subtasks]
     assert sum(s.metrics.records_in_per_input[0] for s in join.subtasks) == ROWS
     assert _read_sorted(out).equals(_joined(facts, dims))
+
+
+# --- slot profiles -------------------------------------------------------------------------
+def two_stages(out_big: str, out_small: str, rows: int = 400_000) -> yf.Pipeline:
+    """Two stages after a rebalance, one reading ten times the bytes of the other; the
+    sources in slots of the smallest size (an executor a later stage may reuse: a free
+    slot of the very profile asked for goes first)."""
+    p = yf.Pipeline("two-stages")
+    big = pa.table({"k": list(range(rows)), "v": list(range(rows))})
+    small = big.slice(0, rows // 10)
+    light = yf.ResourceSpec(1, "256m")
+    p.from_arrow(big, name="big").resources(light).rebalance() \
+     .map(lambda b: b, name="big-stage").write_parquet(out_big, name="big-sink")
+    p.from_arrow(small, name="small").resources(light).rebalance() \
+     .map(lambda b: b, name="small-stage").write_parquet(out_small, name="small-sink")
+    return p
+
+
+SIZED = ["execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task=64 mb",
+         "execution.batch.adaptive.slot-memory.read-factor=100"]
+
+
+def test_stages_that_read_ten_times_apart_get_slots_and_executors_of_different_memory(tmp_path):
+    config = _config(*SIZED)
+    graph = two_stages(str(tmp_path / "big"), str(tmp_path / "small")).job_graph(config)
+    with LocalCluster(config) as cluster:
+        result = cluster.submit(graph).wait(180)
+        started = dict(cluster.overview().workers_started_per_spec)
+    assert result.status is JobStatus.FINISHED, result.failure
+    vertices = {v.name: v for v in result.details.vertices}
+    big = {s.slot_profile.memory_mb for s in vertices["big-stage"].subtasks}
+    small = {s.slot_profile.memory_mb for s in vertices["small-stage"].subtasks}
+    assert big == {1024} and small == {256}, (big, small)   # 6.1 MB and 625 KB read, x100
+    assert "slots of 1c-1024m for the 6.1 MB" in vertices["big-stage"].decision
+    assert {s.worker_spec for s in vertices["big-sink"].subtasks} == {"1x1c-1024m"}
+    assert started.get("1x1c-1024m") and started.get("1x1c-256m"), started
+    assert pq.read_table(tmp_path / "big").num_rows == 400_000
+    assert pq.read_table(tmp_path / "small").num_rows == 40_000
+
+
+def test_a_resource_spec_the_user_set_wins_over_sizing(tmp_path):
+    config = _config(*SIZED)
+    p = yf.Pipeline("explicit")
+    p.from_arrow(TABLE).rebalance().map(lambda b: b, name="set").resources(yf.ResourceSpec(1, "768m")) \
+     .write_parquet(str(tmp_path / "out"))
+    vertices = _run(config, p)
+    assert {s.slot_profile.memory_mb for s in vertices["set"].subtasks} == {768}
+    assert "slots of" not in vertices["set"].decision and vertices["set"].parallelism == 1

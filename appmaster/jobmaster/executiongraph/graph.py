@@ -12,6 +12,7 @@ from yarnflow.core.deployment import ConsumerRead, InputGateDescriptor, SharedPa
 from yarnflow.appmaster.jobmaster.executiongraph.execution import Execution
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.user_code import UserCode
 
 if TYPE_CHECKING:     # the operators import pyarrow, which scheduling does not need
@@ -117,6 +118,11 @@ class ExecutionJobVertex:
         self.parallelism: int = 0 if self.adaptive else self.configured_parallelism
         # how, and from what, its parallelism was decided (adaptive only; shown)
         self.decision: Any = None
+        # adaptive slot memory: its subtasks' slot profile, sized from what they read,
+        # in shared slots of their own (a stage after a BLOCKING exchange never runs at
+        # the same time as its producers, so it shares nothing with them)
+        self.sized_profile: ResourceSpec | None = None
+        self.sized_group = ""          # those shared slots' group: its stage's own
         # what its subtasks run; a source's becomes its readers once its splits are listed
         self.operator: UserCode[Operator] = job_vertex.operator
         self.produced: list[IntermediateResult] = []
@@ -131,7 +137,7 @@ class ExecutionJobVertex:
 
     @property
     def slot_sharing_group(self) -> str:
-        return self.job_vertex.slot_sharing_group or "default"
+        return self.sized_group or self.job_vertex.slot_sharing_group or "default"
 
     @property
     def co_location_group(self) -> str | None:

@@ -87,9 +87,7 @@ class DefaultScheduler:
         self._on_ended = on_ended
         self._deployer = ExecutionDeployer(main, job_master, DeploymentParts.of(config, graph.job_id),
                                            self._task_failed)
-        self.adaptive = adaptive.AdaptiveVertexInitializer(
-            graph, adaptive.auto_parallelism(config), allocator.add_subtasks,
-            adaptive.skew_settings(config))
+        self.adaptive = adaptive.AdaptiveVertexInitializer.of(config, graph, allocator.add_subtasks)
         self._strategy = SchedulingStrategy(main, graph, allocator,
                                             lambda vertex: self._deployer.deploy(vertex.current),
                                             self._fail_vertex, self.adaptive.initialize)

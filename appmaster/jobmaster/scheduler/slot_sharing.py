@@ -72,8 +72,11 @@ class SlotSharing:
         return sizes[index] if index < len(sizes) else sizes[0]
 
     def add(self, ejv: ExecutionJobVertex) -> None:
-        """Shared slots for the vertex's subtasks (none yet for an undecided one)."""
+        """Shared slots for the vertex's subtasks (none yet for an undecided one); a
+        vertex whose slots adaptive execution sized gets shared slots of that size."""
         name = ejv.slot_sharing_group
+        if ejv.sized_profile is not None:
+            self._profiles.setdefault(name, [ejv.sized_profile])
         slots = self._groups.setdefault(name, [])
         forward_producer = next(
             (r.producer for r in ejv.inputs

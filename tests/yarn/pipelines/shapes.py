@@ -58,7 +58,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
                                           "copy", "narrow-heavy", "two-stage", "four-and-two",
-                                          "bad-column", "batch", "labelled"])
+                                          "bad-column", "batch", "labelled",
+                                          "adaptive-stages"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -126,6 +127,14 @@ def main() -> None:
             .map(working(args.work), name="labelled-op").resources(R(1, "768m", node_label=args.label)) \
             .slot_sharing_group("labelled").rebalance() \
             .write_parquet(args.out, mode).resources(R(1, "512m")).slot_sharing_group("default")
+    elif args.shape == "adaptive-stages":   # two stages after a rebalance, 10x apart in bytes
+        p = yf.Pipeline("adaptive-stages", parallelism=2)
+        big, light = keyed(args.rows), R(1, "256m")
+        p.from_arrow(big, name="big").resources(light).rebalance() \
+            .map(working(0), name="big-stage").write_parquet(f"{args.out}/big", mode, name="big-sink")
+        p.from_arrow(big.slice(0, args.rows // 10), name="small").resources(light).rebalance() \
+            .map(working(0), name="small-stage") \
+            .write_parquet(f"{args.out}/small", mode, name="small-sink")
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)
