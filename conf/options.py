@@ -292,11 +292,14 @@ ADAPTIVE_SLOT_MEMORY = _option(
     "execution.batch.adaptive.slot-memory.enabled", parse_bool, True,
     "Under adaptive execution, size the slots of an operator without a ResourceSpec from the bytes its largest subtask reads, and ask for containers of that size.")
 ADAPTIVE_SLOT_MEMORY_MIN = _option(
-    "execution.batch.adaptive.slot-memory.min", parse_memory_mb, 256,
+    "execution.batch.adaptive.slot-memory.min", parse_memory_mb, 64,
     "Least memory (MB) of an adaptively sized slot; sizes go up from it in powers of two.")
 ADAPTIVE_SLOT_MEMORY_MAX = _option(
     "execution.batch.adaptive.slot-memory.max", parse_memory_mb, 8192,
     "Most memory (MB) of an adaptively sized slot (and never more than the largest container holds).")
+ADAPTIVE_SLOT_MEMORY_EXACT = _option(
+    "execution.batch.adaptive.slot-memory.exact", parse_bool, True,
+    "Only an executor of its very size serves a sized slot, never a larger idle one (a yarn-session, whose warm executors are paid for already, sets false).")
 ADAPTIVE_SLOT_MEMORY_PER_BYTE = _option(
     "execution.batch.adaptive.slot-memory.read-factor", _pos_float, 3.0,
     "Memory an adaptively sized slot gets per byte its largest subtask reads (the rows held, a join's hash table, Arrow's copies), at least the minimum.")
@@ -310,7 +313,8 @@ def slot_memory(config: "Configuration") -> SlotMemory:
                       config.get(ADAPTIVE_SLOT_MEMORY_MIN),
                       max(config.get(ADAPTIVE_SLOT_MEMORY_MIN),
                           min(config.get(ADAPTIVE_SLOT_MEMORY_MAX), largest)),
-                      config.get(ADAPTIVE_SLOT_MEMORY_PER_BYTE))
+                      config.get(ADAPTIVE_SLOT_MEMORY_PER_BYTE),
+                      config.get(ADAPTIVE_SLOT_MEMORY_EXACT))
 
 
 SKEWED_JOIN_STRATEGY = _option(

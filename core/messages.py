@@ -64,6 +64,9 @@ class SlotRequest:
     job_master_address: str
     profile: ResourceSpec
     preferred_hosts: tuple[str, ...] = ()   # where a worker started for it should run
+    # only a slot of exactly ``profile`` serves it (an adaptively sized stage's: a larger
+    # idle slot would hold memory the stage was sized not to need)
+    exact: bool = False
 
 
 @dataclass(frozen=True)

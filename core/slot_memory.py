@@ -18,9 +18,10 @@ from yarnflow.core.resources import ResourceSpec
 @dataclass(frozen=True)
 class SlotMemory:
     enabled: bool = True
-    min_mb: int = 256
+    min_mb: int = 64
     max_mb: int = 8192
     per_byte: float = 3.0
+    exact: bool = True       # only an executor of its size serves a sized slot
 
     def rungs(self) -> list[int]:
         """Every size a sized slot may get, smallest first."""

@@ -22,6 +22,9 @@ LOCAL: dict[str, tuple[list[str], list[str]]] = {
     "exchange_throughput.py": (["--gb", "0.02", "--repeats", "1"], []),
     "skewed_join.py": (["--rows", "100000", "--repeats", "1", "--source", "memory"], []),
     "ui_overhead.py": (["--seconds", "5"], []),
+    "adaptive_batch.py": (["--rows", "100000", "--parallelism", "4"],
+                          ["filter_agg_ratio", "join_ratio", "skew_ratio", "memory_efficiency",
+                           "memory_efficiency_fixed", "exact"]),
 }
 # On the YARN test cluster, by the yarn tier (tests/yarn/test_benchmarks.py): on the
 # dockerised cluster's edge host in CI, the client's environment shipped to the hosts.

@@ -20,7 +20,7 @@ ENDPOINTS = {
     "taskmanagers": {"taskmanagers", "pending-slot-requests"},
 }
 VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "subtask-profile",
-                 "inputs"}
+                 "inputs", "decision"}
 SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
                   "slot-profile", "metrics", "start-time", "duration"}
 VERTEX_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes", "input-skew",

@@ -286,7 +286,8 @@ class ResourceManager:
                           f"larger than the largest this cluster gives ({largest})")
         self.slot_manager.request_slot(PendingRequest(
             request.allocation_id, request.job_id, request.job_master_id,
-            request.job_master_address, request.profile, request.preferred_hosts))
+            request.job_master_address, request.profile, request.preferred_hosts,
+            request.exact))
 
     def cancel_slot_request(self, allocation_id: AllocationID) -> None:
         self.slot_manager.cancel_slot_request(allocation_id)

@@ -148,14 +148,16 @@ class FakeResourceManager:
     def __init__(self) -> None:
         self.requests: dict[str, ResourceSpec] = {}
         self.hosts: dict[str, tuple[str, ...]] = {}
+        self.exact: dict[str, bool] = {}
         self.disconnected = ""
         self.blocked: list[Any] = []          # the BlockedNodes the JobMaster sent
         self.refuse_blocking = False
 
     def request_slot(self, allocation_id: str, profile: ResourceSpec,
-                     preferred_hosts: tuple[str, ...] = ()) -> "Future[Any]":
+                     preferred_hosts: tuple[str, ...] = (), exact: bool = False) -> "Future[Any]":
         self.requests[allocation_id] = profile
         self.hosts[allocation_id] = preferred_hosts
+        self.exact[allocation_id] = exact
         return done()
 
     def cancel_slot_request(self, allocation_id: str) -> "Future[Any]":

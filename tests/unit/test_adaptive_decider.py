@@ -98,6 +98,14 @@ def test_which_operators_the_client_leaves_to_the_run_time():
     # sink-b reads 'set' (2) through a rebalance: its bytes decide it too
     assert adaptive == {"decided", "follows", "sink-a", "sink-b"}
     assert graph.schedule_mode.name == "LAZY_FROM_SOURCES"
+    from yarnflow.client.explain import plan_json, plan_renderable
+    from rich.console import Console
+    planned = {v["name"]: v["adaptive"] for v in plan_json(graph, config)["vertices"]}
+    assert planned["decided"] and not planned["set"]
+    console = Console(record=True, width=400)
+    console.print(plan_renderable(graph, config))
+    shown = console.export_text()
+    assert "auto: parallelism decided at run time" in shown and "64 MB, 128 MB" in shown
     piped = yf.Pipeline("piped", exchange="pipelined")
     piped.from_arrow(table).aggregate(["k"], [("v", "sum")]).write_parquet("/tmp/never-d")
     assert not any(v.adaptive for v in piped.job_graph(config).vertices.values())

@@ -123,6 +123,7 @@ class ExecutionJobVertex:
         # the same time as its producers, so it shares nothing with them)
         self.sized_profile: ResourceSpec | None = None
         self.sized_group = ""          # those shared slots' group: its stage's own
+        self.sized_exact = False       # only slots of that very size serve them
         # what its subtasks run; a source's becomes its readers once its splits are listed
         self.operator: UserCode[Operator] = job_vertex.operator
         self.produced: list[IntermediateResult] = []

@@ -79,9 +79,10 @@ class SlotSharingSlotAllocator:
                 prefs = merge([preferred_locations(v) for v in members]
                               + [SlotPreferences(hosts=(h,), input_hosts=(h,)) for v in members
                                  if (h := self._input_hosts(v))])
-                group.slot = self._pool.allocate_available(group.profile, prefs)
+                group.slot = self._pool.allocate_available(group.profile, prefs, group.exact)
                 if group.slot is None:
-                    group.slot_future = self._pool.request_new_slot(group.profile, prefs)
+                    group.slot_future = self._pool.request_new_slot(group.profile, prefs,
+                                                                    group.exact)
             group.assigned.update(members)
             # one logical slot per shared slot: its members scheduled together share it
             if group.slot is not None:

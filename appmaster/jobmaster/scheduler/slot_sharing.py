@@ -20,14 +20,18 @@ from yarnflow.core.resources import ResourceSpec
 class ExecutionSlotSharingGroup:
     """The subtasks that share one slot, and (at run time) that slot."""
 
-    __slots__ = ("slot_sharing_group", "index", "members", "profile", "slot", "slot_future",
-                 "assigned", "_vertex_ids")
+    __slots__ = ("slot_sharing_group", "index", "members", "profile", "exact", "slot",
+                 "slot_future", "assigned", "_vertex_ids")
 
-    def __init__(self, slot_sharing_group: str, index: int, profile: ResourceSpec) -> None:
+    def __init__(self, slot_sharing_group: str, index: int, profile: ResourceSpec,
+                 exact: bool = False) -> None:
+        """``exact``: only a slot of ``profile`` itself serves it (an adaptively sized
+        stage's), never a larger one."""
         self.slot_sharing_group = slot_sharing_group
         self.index = index
         self.members: list[ExecutionVertex] = []
         self.profile = profile
+        self.exact = exact
         self.slot: PhysicalSlot | None = None                   # the slot it holds
         self.slot_future: Future[PhysicalSlot] | None = None    # while requested
         self.assigned: set[ExecutionVertex] = set()
@@ -95,7 +99,8 @@ class SlotSharing:
             if target is None:
                 while len(slots) <= i:
                     slots.append(ExecutionSlotSharingGroup(name, len(slots),
-                                                           self._profile(name, len(slots))))
+                                                           self._profile(name, len(slots)),
+                                                           ejv.sized_exact))
                 target = slots[i]
                 if target.holds_vertex(ejv.id):   # pragma: no cover - defensive
                     target = ExecutionSlotSharingGroup(name, len(slots), self._profiles[name][0])

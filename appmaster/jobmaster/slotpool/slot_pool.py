@@ -40,9 +40,14 @@ class PendingRequest:
     profile: ResourceSpec
     future: "Future[PhysicalSlot]"
     hosts: tuple[str, ...] = ()    # where a worker started for it should run, best first
+    exact: bool = False            # only a slot of exactly ``profile`` (adaptive sizing)
     timeout: ScheduledTask | None = None
     sent: bool = False
     retry_pause: float = 0.0      # the next pause before asking again after a lost message
+
+
+def _serves(request: PendingRequest, slot_profile: ResourceSpec) -> bool:
+    return slot_profile == request.profile if request.exact else request.profile.fits_in(slot_profile)
 
 
 _FIRST_RETRY_PAUSE = 0.5
@@ -116,13 +121,15 @@ class SlotPool:
 
     # --- requests --------------------------------------------------------------------
     def allocate_available(self, profile: ResourceSpec,
-                           preferences: SlotPreferences = SlotPreferences()) -> PhysicalSlot | None:
+                           preferences: SlotPreferences = SlotPreferences(),
+                           exact: bool = False) -> PhysicalSlot | None:
         """A free slot the pool holds, allocated at once; None when none fits. A warm
         pool serves most requests this way, and the scheduler then needs no Future per
-        subtask (20,000 of them were a third of assigning 10,000 slots)."""
+        subtask (20,000 of them were a third of assigning 10,000 slots). ``exact``: of
+        ``profile`` itself, never a larger one."""
         if self._closed:
             return None
-        free = self._select(profile, preferences)
+        free = self._least_utilized(profile) if exact else self._select(profile, preferences)
         if free is not None:
             self._mark_allocated(free)
         return free
@@ -143,14 +150,16 @@ class SlotPool:
         return free
 
     def request_new_slot(self, profile: ResourceSpec,
-                         preferences: SlotPreferences = SlotPreferences()) -> "Future[PhysicalSlot]":
+                         preferences: SlotPreferences = SlotPreferences(),
+                         exact: bool = False) -> "Future[PhysicalSlot]":
         """A slot the pool does not hold yet: asked of the ResourceManager, done when an
         executor offers it."""
         future: Future[PhysicalSlot] = Future()
         if self._closed:
             future.set_exception(NoResourceAvailableError("the SlotPool is closed: the job ended"))
             return future
-        request = PendingRequest(AllocationID(uuid.uuid4().hex), profile, future, preferences.ranked_hosts())
+        request = PendingRequest(AllocationID(uuid.uuid4().hex), profile, future,
+                                 preferences.ranked_hosts(), exact)
         request.timeout = self._main.schedule(self._request_timeout, self._timeout_request,
                                               request.allocation_id)
         self._pending[request.allocation_id] = request
@@ -161,7 +170,8 @@ class SlotPool:
     def _send_request(self, request: PendingRequest) -> None:
         assert self._rm is not None
         request.sent = True
-        reply = self._rm.request_slot(request.allocation_id, request.profile, request.hosts)
+        reply = self._rm.request_slot(request.allocation_id, request.profile, request.hosts,
+                                      request.exact)
 
         def failed(err: Exception) -> None:
             if isinstance(err, Refused):
@@ -240,7 +250,7 @@ class SlotPool:
             request = self._pending.pop(offer.allocation_id, None)
             if request is None:   # offered for another request of ours: serve any that fits
                 request = next((r for r in self._pending.values()
-                                if r.profile.fits_in(offer.profile)), None)
+                                if _serves(r, offer.profile)), None)
                 if request is not None:
                     del self._pending[request.allocation_id]
                     if self._rm is not None:
@@ -379,7 +389,7 @@ class SlotPool:
             self._give_back(allocation_id, f"host {held.slot.location.host} is blocked")
             return
         request = next((r for r in self._pending.values()
-                        if r.profile.fits_in(held.slot.profile)), None)
+                        if _serves(r, held.slot.profile)), None)
         if request is not None:
             del self._pending[request.allocation_id]
             if request.timeout:

@@ -63,13 +63,13 @@ class SlotIndex:
         worker = self._workers.get(slot.resource_id)
         return slot if worker is not None and worker.slots[slot.index] is slot else None
 
-    def free_slot(self, profile: ResourceSpec) -> TaskManagerSlot | None:
-        """A free slot that fits ``profile``: of the exact profile before a larger one,
-        then on the least-loaded executor."""
+    def free_slot(self, profile: ResourceSpec, exact: bool = False) -> TaskManagerSlot | None:
+        """A free slot that fits ``profile``: of the exact profile before a larger one
+        (``exact``: only of that profile), then on the least-loaded executor."""
         best: Worker | None = None
         best_key: tuple[int, float] | None = None
         for slot_profile, heap in self._heaps.items():
-            if not profile.fits_in(slot_profile):
+            if not profile.fits_in(slot_profile) or (exact and slot_profile != profile):
                 continue
             top = self._least_loaded(slot_profile, heap)
             if top is not None:

@@ -64,6 +64,7 @@ class SlotRequest:
     job_master_address: str
     profile: ResourceSpec
     preferred_hosts: tuple[str, ...] = ()       # best first; where a worker for it should run
+    exact: bool = False                         # only a slot of ``profile`` itself serves it
     state: RequestState = RequestState.WAITING
     assigned: tuple[str, int] | None = None     # (resource id, slot index) while PENDING
     worker: ResourceID | None = None            # the starting worker, while WAITING_FOR_WORKER
@@ -148,7 +149,7 @@ class SlotManager:
         """Serve a waiting request: a free slot (not ``avoid``, the one that was just
         refused), else a place on a starting worker, else a new worker (unless
         resourcemanager.max-workers are running or starting)."""
-        slot = self._find_free_slot(request.profile, avoid)
+        slot = self._find_free_slot(request.profile, avoid, request.exact)
         if slot is not None:
             slot.transition(SlotState.PENDING)
             slot.assign(request.allocation_id, request.job_id)
@@ -211,21 +212,22 @@ class SlotManager:
         self.pending_workers[resource_id] = PendingWorker(resource_id, spec,
                                                           self._clock.monotonic())
 
-    def _find_free_slot(self, profile: ResourceSpec,
-                        avoid: tuple[str, int] | None = None) -> TaskManagerSlot | None:
-        """A free slot that fits, of the exact profile first, on the least-loaded
-        executor: from the heaps, or by a scan after a refusal (rare) to put the
-        refusing slot last."""
+    def _find_free_slot(self, profile: ResourceSpec, avoid: tuple[str, int] | None = None,
+                        exact: bool = False) -> TaskManagerSlot | None:
+        """A free slot that fits, of the exact profile first (``exact``: only that), on
+        the least-loaded executor: from the heaps, or by a scan after a refusal (rare) to
+        put the refusing slot last."""
         blocked = self._blocked()
         if avoid is not None or blocked:
-            return self._scan_free_slots(profile, avoid, blocked)
-        return self._index.free_slot(profile)
+            return self._scan_free_slots(profile, avoid, blocked, exact)
+        return self._index.free_slot(profile, exact)
 
     def _blocked(self) -> frozenset[str]:
         return self._blocklist.hosts() if self._blocklist is not None else frozenset()
 
     def _scan_free_slots(self, profile: ResourceSpec, avoid: tuple[str, int] | None,
-                         blocked: frozenset[str] = frozenset()) -> TaskManagerSlot | None:
+                         blocked: frozenset[str] = frozenset(),
+                         exact: bool = False) -> TaskManagerSlot | None:
         """A scan, not the heaps: after a refusal, or while hosts are blocked (whose
         slots are passed over), both rare."""
         best: TaskManagerSlot | None = None
@@ -235,7 +237,8 @@ class SlotManager:
                 continue
             load = worker.load()
             for slot in worker.slots:
-                if slot.state is SlotState.FREE and profile.fits_in(slot.profile):
+                if slot.state is SlotState.FREE and (slot.profile == profile if exact
+                                                     else profile.fits_in(slot.profile)):
                     # a slot that just refused comes last, but still before a new worker
                     refused = 1 if (slot.resource_id, slot.index) == avoid else 0
                     key = (refused, 0 if slot.profile == profile else 1, load)

@@ -129,7 +129,7 @@ def main() -> None:
             .write_parquet(args.out, mode).resources(R(1, "512m")).slot_sharing_group("default")
     elif args.shape == "adaptive-stages":   # two stages after a rebalance, 10x apart in bytes
         p = yf.Pipeline("adaptive-stages", parallelism=2)
-        big, light = keyed(args.rows), R(1, "256m")
+        big, light = keyed(args.rows), R(1, "64m")
         p.from_arrow(big, name="big").resources(light).rebalance() \
             .map(working(0), name="big-stage").write_parquet(f"{args.out}/big", mode, name="big-sink")
         p.from_arrow(big.slice(0, args.rows // 10), name="small").resources(light).rebalance() \

@@ -94,6 +94,7 @@ class AdaptiveVertexInitializer:
         for vertex in stage:
             if profile is not None:
                 vertex.sized_profile, vertex.sized_group = profile, f"{ejv.id}@{profile.label()}"
+                vertex.sized_exact = self._memory.exact
             self._apply(vertex, decision if vertex is ejv else ParallelismDecision(
                 decision.parallelism, vertex.configured_parallelism, None, {},
                 f"as its FORWARD input '{ejv.name}'"))
