@@ -16,7 +16,7 @@ from rich.console import Console
 
 from yarnflow.core.ids import JobID
 from yarnflow.client.display import (blocked_table, speculation_table, exceptions_table, progress_table,
-                                     subtask_table, summary_table)
+                                     print_decisions, subtask_table, summary_table)
 
 from yarnflow.conf import ConfigError, options
 from yarnflow.client.context import ExecutionContext, JobFailedError, set_context
@@ -174,6 +174,7 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
     if st.details is not None:
         console.print(progress_table(st.details))
         console.print(summary_table(st.details))
+        print_decisions(st.details, console)
         if subtasks:
             console.print(subtask_table(st.details))
         if st.details.exceptions:

@@ -182,15 +182,20 @@ def follow(handle: Any, console: Console, refresh: float = 0.5) -> None:
             time.sleep(refresh)   # display refresh cadence, not synchronisation
 
 
+def print_decisions(details: JobDetails, console: Console) -> None:
+    """What adaptive execution decided at run time, a line per vertex."""
+    for vertex in details.vertices:
+        if vertex.decision:
+            console.print(f"{escape(vertex.name)}: {escape(vertex.decision)}", highlight=False,
+                          soft_wrap=True)
+
+
 def print_summary(details: JobDetails, console: Console, subtasks: bool = False) -> None:
     console.print(summary_table(details))
     for vertex in details.vertices:
         if len(vertex.inputs) > 1:
             console.print(per_input(vertex), highlight=False, soft_wrap=True)
-    for vertex in details.vertices:
-        if vertex.decision:
-            console.print(f"{escape(vertex.name)}: {escape(vertex.decision)}", highlight=False,
-                          soft_wrap=True)
+    print_decisions(details, console)
     if subtasks:
         console.print(subtask_table(details))
     if details.restarts:

@@ -91,13 +91,6 @@ def _restart_strategy(value: object) -> str:
     return aliases[name]
 
 
-def _failover_strategy(value: object) -> str:
-    name = str(value).strip().lower()
-    if name not in ("region", "full"):
-        raise ValueError(f"{value!r} is not one of region, full")
-    return name
-
-
 def _multiplier(value: object) -> float:
     number = float(str(value))
     if number < 1:
@@ -155,7 +148,7 @@ NON_RECOVERABLE_EXCEPTIONS = _option(
     "restart-strategy.non-recoverable-exceptions", _exception_names, tuple[str, ...](),
     "Exception types (names or module-qualified names, comma-separated) that fail the job at once instead of restarting it, as raising yarnflow.client.NonRecoverableError does.")
 FAILOVER_STRATEGY = _option(
-    "jobmanager.execution.failover-strategy", _failover_strategy, "region",
+    "jobmanager.execution.failover-strategy", _choice("region", "full"), "region",
     "What a task failure restarts: region (its pipelined region and what that needs) or full (every task).")
 
 
