@@ -75,9 +75,14 @@ class ShuffleDescriptors:
 @dataclass(frozen=True, slots=True)
 class ConsumerRead:
     """What one consumer subtask reads of one input: contiguous producer partitions and,
-    of each, contiguous subpartitions (Flink's IndexRange pair of an ExecutionVertexInputInfo)."""
+    of each, contiguous subpartitions (Flink's IndexRange pair of an
+    ExecutionVertexInputInfo); of those, the batches whose index is ``slice`` modulo
+    ``slices`` (a skewed subpartition of one producer shared among several subtasks:
+    every reader sees its batches in the order they were written)."""
     partitions: range
     subpartitions: range
+    slice: int = 0
+    slices: int = 1
 
 
 @dataclass(slots=True)

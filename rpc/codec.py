@@ -250,7 +250,8 @@ def shuffle_descriptors_to_bytes(descriptors: ShuffleDescriptors) -> bytes:
         producer_attempt=descriptors.producer_attempt,
         consumer_reads=[n for read in descriptors.consumer_reads
                         for n in (read.partitions.start, read.partitions.stop,
-                                  read.subpartitions.start, read.subpartitions.stop)]
+                                  read.subpartitions.start, read.subpartitions.stop,
+                                  read.slice, read.slices)]
     ).SerializeToString()
     if len(data) > _COMPRESS_ABOVE:
         return _ZLIB + zlib.compress(data)
@@ -265,8 +266,9 @@ def shuffle_descriptors_from_bytes(data: bytes) -> ShuffleDescriptors:
                               tuple(itertools.accumulate(m.producer_location_delta)),
                               tuple(m.producer_attempt),
                               tuple(ConsumerRead(range(flat[i], flat[i + 1]),
-                                                 range(flat[i + 2], flat[i + 3]))
-                                    for i in range(0, len(flat), 4)))
+                                                 range(flat[i + 2], flat[i + 3]),
+                                                 flat[i + 4], flat[i + 5])
+                                    for i in range(0, len(flat), 6)))
 
 
 def task_information_to_bytes(info: TaskInformation) -> bytes:

@@ -31,6 +31,8 @@ class Channel:
     partition_id: str
     data_address: str
     subpartitions: range
+    slice: int = 0            # of each subpartition, the batches whose index is slice
+    slices: int = 1           # modulo slices (a skewed subpartition shared out)
 
 
 def partition_id(result_id: str, index: int, attempt: int) -> str:
@@ -40,9 +42,11 @@ def partition_id(result_id: str, index: int, attempt: int) -> str:
 def channels_of(gate: InputGateDescriptor, subtask_index: int) -> list[Channel]:
     shuffle = shuffle_descriptors_from_bytes(gate.shuffle_descriptors.data)
     positions: range = range(len(shuffle.producer_location))
+    share = (0, 1)
     if shuffle.consumer_reads:           # adaptive: this subtask's share, decided at run time
         read = shuffle.consumer_reads[subtask_index]
         positions, subpartitions = read.partitions, read.subpartitions
+        share = (read.slice, read.slices)
     else:
         subpartition = gate.subpartition_index(subtask_index)
         subpartitions = range(subpartition, subpartition + 1)
@@ -51,7 +55,7 @@ def channels_of(gate: InputGateDescriptor, subtask_index: int) -> list[Channel]:
     for k in positions:
         where = shuffle.producer_location[k]
         out.append(Channel(partition_id(shuffle.result_id, indexes[k], shuffle.producer_attempt[k]),
-                           shuffle.data_addresses[where], subpartitions))
+                           shuffle.data_addresses[where], subpartitions, *share))
     return out
 
 
@@ -74,7 +78,13 @@ class InputGate:
 
     def _read_channel(self, channel: Channel) -> Iterator[pa.RecordBatch]:
         for subpartition in channel.subpartitions:
-            yield from self._read_subpartition(channel, subpartition)
+            batches = self._read_subpartition(channel, subpartition)
+            if channel.slices == 1:
+                yield from batches
+                continue
+            for index, batch in enumerate(batches):
+                if index % channel.slices == channel.slice:
+                    yield batch
 
     def _read_subpartition(self, channel: Channel, subpartition: int) -> Iterator[pa.RecordBatch]:
         stored = stored_result_dir(channel.data_address)

@@ -9,6 +9,7 @@ import urllib.request
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 import yarnflow.client as yf
 from tests.conftest import FAST
@@ -152,13 +153,16 @@ def test_a_join_side_estimated_small_that_measured_large_is_hashed(tmp_path):
     assert _read_sorted(out).equals(_joined(FACTS, OTHER))
 
 
-def test_a_zipf_skewed_key_is_split_and_the_join_stays_balanced_and_exact(tmp_path):
+@pytest.mark.parametrize("layout", ["spread", "bunched"])
+def test_a_zipf_skewed_key_is_split_and_the_join_stays_balanced_and_exact(tmp_path, layout):
     """The top key holds 35 % of the facts, spread through the input as a real key's
-    rows are: its partition is split among subtasks by producer, each reading the
-    dimension's matching rows whole. (A producer's share of a partition is the finest
-    piece: rows of the hot key bunched in one producer would stay together.)"""
+    rows are, or bunched at its start (sorted by key): its partition is split among
+    subtasks by producer, a producer's share that alone is too large by batch, each
+    reading the dimension's matching rows whole."""
     out = str(tmp_path / "out")
-    facts = pa.table({"k": [0 if (i * 7919) % 100 < 35 else 1 + i % 4999 for i in range(ROWS)],
+    hot = [(i * 7919) % 100 < 35 for i in range(ROWS)] if layout == "spread" else \
+        [i < ROWS * 35 // 100 for i in range(ROWS)]
+    facts = pa.table({"k": [0 if h else 1 + i % 4999 for i, h in enumerate(hot)],
                       "v": list(range(ROWS))})
     assert pc.sum(pc.equal(facts["k"], 0)).as_py() >= ROWS * 0.3
     dims = pa.table({"k": list(range(5000)), "name": [f"d{i}" for i in range(5000)]})

@@ -170,3 +170,19 @@ def test_a_skewed_partition_is_split_by_producer_and_the_other_side_read_by_each
     off = decide_join([facts, dims], NAMES, 4, AutoParallelism(1, 64, 8 * MB),
                       AdaptiveJoin((0, 1), (0, 1), 0), SkewSettings(False))
     assert off.split == 0
+
+
+def test_one_producers_share_of_a_skewed_partition_is_dealt_out_by_batch():
+    """All of the hot key's rows came from one producer (its rows sorted by key): the
+    share is sliced, every slice a subtask, each reading the dims there whole."""
+    hot = 5
+    facts = hashed("facts", tuple(24 * MB if j == hot else MB // 4 for j in range(16)),
+                   *[tuple(MB // 4 for _ in range(16))] * 3)
+    dims = hashed("dims", tuple(10_000 for _ in range(16)))
+    decision = decide_join([facts, dims], NAMES, 4, AutoParallelism(1, 64, 4 * MB),
+                           AdaptiveJoin((0, 1), (0, 1), 0), SkewSettings(True, 4.0, MB))
+    sliced = [f for f in decision.reads["facts"] if f.slices > 1]
+    assert sliced and {(f.partitions, f.subpartitions) for f in sliced} == {(range(0, 1),
+                                                                            range(hot, hot + 1))}
+    assert sorted(f.slice for f in sliced) == list(range(sliced[0].slices))   # each batch once
+    assert decision.split == 1

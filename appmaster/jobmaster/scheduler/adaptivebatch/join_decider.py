@@ -13,8 +13,9 @@ whole. Then:
 
 Either way a subpartition far larger than the median (``skewed-factor`` times, and more
 than ``skewed-threshold``) is split: its rows on the splittable side are divided among
-several subtasks by producer, each of which also reads the other side's matching
-subpartition whole (in a broadcast, the whole small side). Every row of the split side
+several subtasks by producer (and one producer's share that alone is too large, by
+batch), each of which also reads the other side's matching subpartition whole (in a
+broadcast, the whole small side). Every row of the split side
 still meets every row it matches, exactly once.
 """
 from __future__ import annotations
@@ -46,6 +47,9 @@ class JoinDecision(ParallelismDecision):
 
 
 Consumer = dict[int, ConsumerRead]       # input index -> what one subtask reads of it
+# Most subtasks one producer's share of a skewed partition is dealt out to, by batch: a
+# share holds a batch per batch its producer emitted, so finer slices would get none.
+MAX_SLICES = 16
 
 
 def decide_join(inputs: list[InputBytes], names: tuple[str, str], configured: int,
@@ -91,7 +95,7 @@ def decide_join(inputs: list[InputBytes], names: tuple[str, str], configured: in
             consumer[whole] = ConsumerRead(sides[whole].producers, range(sides[whole].subpartitions))
     reads = {inputs[i].result_id: tuple(c[i] for c in consumers) for i in (0, 1)}
     split = len({next(iter(c[s].subpartitions)) for c in consumers for s in hashed
-                 if len(c[s].partitions) < len(sides[s].producers)})
+                 if len(c[s].partitions) < len(sides[s].producers) or c[s].slices > 1})
     if split:
         why += f"; {split} skewed partition(s) split among several subtasks"
     reason = (f"{why}; {format_bytes(settings.avg_data_volume)} per subtask "
@@ -166,7 +170,8 @@ def _consumers(sides: list[_Side], per_sub: list[int], hashed: list[int],
 
 def _split(sides: list[_Side], hashed: list[int], j: int, side: int, limit: int) -> list[Consumer]:
     """Subpartition ``j`` of ``side`` cut by producer into pieces within ``limit`` (less
-    what each piece also reads of the other side there); one subtask each."""
+    what each piece also reads of the other side there), and one producer's share that
+    alone exceeds it dealt out by batch; one subtask each."""
     others = [i for i in hashed if i != side]
     room = max(1, limit - sum(sides[i].at(j) for i in others))
     pieces: list[range] = []
@@ -177,6 +182,10 @@ def _split(sides: list[_Side], hashed: list[int], j: int, side: int, limit: int)
             start, filled = k, 0
         filled += partition[j]
     pieces.append(range(start, len(sides[side].partitions)))
-    return [{side: ConsumerRead(piece, range(j, j + 1)),
-             **{i: ConsumerRead(sides[i].producers, range(j, j + 1)) for i in others}}
-            for piece in pieces]
+    reads: list[ConsumerRead] = []
+    for piece in pieces:
+        size = sum(sides[side].partitions[k][j] for k in piece)
+        slices = min(MAX_SLICES, math.ceil(size / room)) if len(piece) == 1 else 1
+        reads += [ConsumerRead(piece, range(j, j + 1), n, slices) for n in range(max(1, slices))]
+    return [{side: read, **{i: ConsumerRead(sides[i].producers, range(j, j + 1)) for i in others}}
+            for read in reads]

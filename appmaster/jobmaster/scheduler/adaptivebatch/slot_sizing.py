@@ -21,7 +21,8 @@ def bytes_read(inputs: list[InputBytes], reads: dict[str, tuple[ConsumerRead, ..
             for k in read.partitions:
                 sizes = one.partitions[k] if k < len(one.partitions) else None
                 if sizes is not None:
-                    out[c] += sum(sizes[j] for j in read.subpartitions if j < len(sizes))
+                    out[c] += sum(sizes[j] for j in read.subpartitions
+                                  if j < len(sizes)) // max(1, read.slices)
     return out
 
 
