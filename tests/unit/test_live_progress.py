@@ -106,6 +106,17 @@ def test_the_job_master_keeps_the_latest_counts_and_never_goes_back(h):
     assert details.vertices[0].subtasks[0].state is ExecutionState.RUNNING
 
 
+def test_a_final_reports_produced_bytes_survive_a_progress_report_it_overtook(h):
+    """Adaptive execution decides from them; an equal-count progress report that arrives
+    after the final one must not take them away."""
+    attempt = h.deployed()[0].attempt_id
+    h.report(attempt, RUNNING)
+    execution = next(e for e in h.jm.graph.all_executions() if e.attempt_id == attempt)
+    execution.update_metrics(TaskMetrics(records_out=5, produced_bytes=((1, 2),)))
+    h.call(h.jm.report_task_progress, "te-1", [progress(attempt, 5)])   # counts as high
+    assert execution.metrics.records_in == 5 and execution.metrics.produced_bytes == ((1, 2),)
+
+
 def test_progress_of_an_unknown_attempt_or_from_another_executor_is_dropped(h):
     attempt = h.deployed()[0].attempt_id
     h.report(attempt, RUNNING)

@@ -1,6 +1,7 @@
 """One attempt to run one subtask."""
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,10 @@ class Execution:
         newer one (they travel on different calls) must not set them back."""
         old = self.metrics
         if old is None or all(getattr(metrics, name) >= getattr(old, name) for name in _GROWING):
+            if old is not None and old.produced_bytes and not metrics.produced_bytes:
+                # a progress report overtaken by the final one, equal in every count:
+                # the bytes the final one carried are what adaptive execution decides on
+                metrics = dataclasses.replace(metrics, produced_bytes=old.produced_bytes)
             self.metrics = metrics
 
     def transition(self, target: ExecutionState) -> None:
