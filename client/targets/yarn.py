@@ -22,7 +22,7 @@ from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.operators.sources import FileSource
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.appmaster_size import appmaster_memory_mb
-from yarnflow.core.worker_spec import WorkerSpec, executors_needed
+from yarnflow.core.worker_spec import WorkerSpec, executors_needed, slots_needed
 from yarnflow.rpc.codec import jobgraph_to_proto
 from yarnflow.rpc.security import generate_application_credentials
 from yarnflow.client.targets.app_store import ApplicationStore
@@ -100,8 +100,10 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     # Each localized file is one more upload before YARN accepts the application: the
     # configuration and plan travel in the environment, and so does a small JobGraph.
     env = {"PYTHONUNBUFFERED": "1", CONF_ENV: encode(config.to_json().encode())}
+    planned = slots_needed(graph, options.default_slot_profile(config))
     services, plan = container_services(list(specs.values()), instances, node, env, hosts,
-                                        executor_node_label(config))
+                                        executor_node_label(config),
+                                        frozenset(s.name for p, s in specs.items() if p not in planned))
     master_env = {**env, SERVICES_ENV: plan}
     master_files = {**node.files, **(login.appmaster_files() if login else {})}
     job = jobgraph_to_proto(graph).SerializeToString()

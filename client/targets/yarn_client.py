@@ -171,14 +171,16 @@ def configured_node_labels(config: Configuration) -> dict[str, str]:
 
 
 def container_services(specs: list[WorkerSpec], instances: dict[str, int], node: NodePython,
-                       env: dict[str, str], hosts: list[str], default_label: str = ""
-                       ) -> tuple[dict[str, Any], str]:
+                       env: dict[str, str], hosts: list[str], default_label: str = "",
+                       anywhere_only: frozenset[str] = frozenset()) -> tuple[dict[str, Any], str]:
     """The Skein services of the container sizes, and their plan as the ApplicationMaster
     reads it ($YARNFLOW_SERVICES): per size, one service anywhere (with the containers
     to start with) and one on each of ``hosts`` (strictly there, none to start with),
     for executors asked where their input is stored (drivers/yarn.py). A size in a node
     label's partition (its profile's, else ``default_label``) has no per-host services:
-    YARN takes a node label only on a request for any host."""
+    YARN takes a node label only on a request for any host; nor does one of
+    ``anywhere_only`` (the sizes adaptive execution may give a stage after an exchange,
+    which reads no input split: seven sizes on a hundred hosts would be 700 services)."""
     services: dict[str, Any] = {}
     plan = []
     for spec in specs:
@@ -186,7 +188,8 @@ def container_services(specs: list[WorkerSpec], instances: dict[str, int], node:
         label = spec.slot_profile.node_label or default_label
         services[name] = taskexecutor_service(spec, instances.get(spec.name, 0), node, env,
                                               node_label=label)
-        on_hosts = {} if label else {host: f"{name}-h{i}" for i, host in enumerate(hosts)}
+        on_hosts = {} if label or spec.name in anywhere_only else \
+            {host: f"{name}-h{i}" for i, host in enumerate(hosts)}
         for host, on_host in on_hosts.items():
             services[on_host] = taskexecutor_service(spec, 0, node, env, host)
         plan.append({"service": name, "slot_cpu": spec.slot_profile.cpu,

@@ -186,3 +186,30 @@ def test_one_producers_share_of_a_skewed_partition_is_dealt_out_by_batch():
                                                                             range(hot, hot + 1))}
     assert sorted(f.slice for f in sliced) == list(range(sliced[0].slices))   # each batch once
     assert decision.split == 1
+
+
+def test_an_adaptive_per_job_application_declares_the_sizes_once_each_not_per_host(tmp_path):
+    """The sizes a stage may get are Skein services of their own, instances 0; only the
+    plan's own sizes get a service per host (for source subtasks reading local splits)."""
+    import pyarrow as pa
+    import skein
+
+    import yarnflow.client as yf
+    from yarnflow.client.targets.yarn import build_spec, plan_containers
+    from yarnflow.conf import Configuration
+    from yarnflow.rpc.security import generate_application_credentials
+
+    cfg = Configuration.load(overrides=["execution.batch.adaptive.enabled=true",
+                                        "execution.batch.adaptive.slot-memory.max=512m"])
+    p = yf.Pipeline("sized")
+    p.from_arrow(pa.table({"k": [1, 2]})).rebalance().map(lambda b: b).write_parquet("/tmp/never-e")
+    graph = p.job_graph(cfg)
+    creds = generate_application_credentials()
+    spec = build_spec(graph, cfg, plan_containers(graph, cfg), tmp_path,
+                      skein.Security(cert_bytes=creds.cert_pem, key_bytes=creds.key_pem),
+                      ["nm1", "nm2"])
+    memory = sorted(s.resources.memory for s in spec.services.values() if not s.nodes)
+    assert memory == [64 + 256, 128 + 256, 256 + 256, 512 + 256, 1024 + 256], memory
+    hosted = {s.resources.memory for s in spec.services.values() if s.nodes}
+    assert hosted == {1024 + 256}          # the sources' default slots, on each host
+    assert all(s.instances == 0 for s in spec.services.values())
