@@ -134,11 +134,18 @@ def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any
             "metrics": {**_vertex_metrics(vertex.subtasks),
                         "progress": round(vertex.progress(), 4),
                         "splits-total": vertex.splits_total},
-            "subtask-profile": plan["subtask_profile"] if plan else None,
+            "subtask-profile": _decided_profile(vertex) or (plan["subtask_profile"] if plan else None),
             "slot-sharing-group": plan["slot_sharing_group"] if plan else "",
             "decision": vertex.decision,      # adaptive execution's, with its measured bytes
             "inputs": [{"num": i, "producer": inp.producer, "ship_strategy": inp.ship.upper()}
                        for i, inp in enumerate(vertex.inputs)]}
+
+
+def _decided_profile(vertex: VertexDetails) -> dict[str, Any] | None:
+    """An adaptive vertex's slots as they were sized at run time (the plan knew only the
+    default); None for the rest, or before its subtasks have slots."""
+    profiles = {s.slot_profile for s in vertex.subtasks if s.slot_profile is not None}
+    return _spec(profiles.pop()) if vertex.decision and len(profiles) == 1 else None
 
 
 def job(job: JobDetails, plan: list[dict[str, Any]] | None, now: float) -> dict[str, Any]:
@@ -171,8 +178,10 @@ def plan(job: JobDetails, vertices: list[dict[str, Any]] | None) -> dict[str, An
                                  "ship": inp.ship.upper(), "keys": [], "exchange": ""}
                                 for i, inp in enumerate(v.inputs)]} for v in job.vertices]
     ids = {v["name"]: v["id"] for v in vertices}
+    decided = {v.id: profile for v in job.vertices if (profile := _decided_profile(v))}
     nodes = [{"id": v["id"], "description": v["name"], "parallelism": v["parallelism"],
-              "slot_sharing_group": v["slot_sharing_group"], "profile": v["subtask_profile"],
+              "slot_sharing_group": v["slot_sharing_group"],
+              "profile": decided.get(v["id"], v["subtask_profile"]),
               "uses_spark": v["uses_spark"], "estimate": v["estimate"],
               "adaptive": v.get("adaptive", False),
               "inputs": [{"num": inp["index"], "id": inp["producer_id"] or ids.get(inp["producer"], ""),

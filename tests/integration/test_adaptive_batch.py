@@ -226,3 +226,17 @@ def test_a_resource_spec_the_user_set_wins_over_sizing(tmp_path):
     vertices = _run(config, p)
     assert {s.slot_profile.memory_mb for s in vertices["set"].subtasks} == {768}
     assert "slots of" not in vertices["set"].decision and vertices["set"].parallelism == 1
+
+
+def test_the_web_page_shows_each_decision_with_its_bytes(tmp_path, chromium):
+    from tests.conftest import artifacts_dir, browse
+    config = _config("local.web-ui=true")
+    graph = _filter_then_aggregate(str(tmp_path / "out"), ROWS // 100).job_graph(config)
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(graph)
+        assert client.wait(180).status is JobStatus.FINISHED
+        dom = browse(chromium, f"{cluster.web.url}#/jobs/{client.job_id}",
+                     artifacts_dir() / "web-ui-adaptive.png")
+    assert "Decided at run time" in dom and 'data-decision="aggregate"' in dom, dom[-2000:]
+    assert "parallelism 1 decided at run time (configured 4): its inputs measured" in dom
+    assert "aggregate ×1" in dom and "FINISHED · 1c-64m" in dom     # its slots as sized
