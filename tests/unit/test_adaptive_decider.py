@@ -199,8 +199,11 @@ def test_an_adaptive_per_job_application_declares_the_sizes_once_each_not_per_ho
     from yarnflow.conf import Configuration
     from yarnflow.rpc.security import generate_application_credentials
 
+    # an interpreter on the nodes, not the client's virtual environment packed: CI's
+    # Python is not in one, and packing it is not what this test is about
     cfg = Configuration.load(overrides=["execution.batch.adaptive.enabled=true",
-                                        "execution.batch.adaptive.slot-memory.max=512m"])
+                                        "execution.batch.adaptive.slot-memory.max=512m",
+                                        "yarn.python=/opt/python/bin/python3"])
     p = yf.Pipeline("sized")
     p.from_arrow(pa.table({"k": [1, 2]})).rebalance().map(lambda b: b).write_parquet("/tmp/never-e")
     graph = p.job_graph(cfg)

@@ -64,3 +64,28 @@ def test_a_slot_still_to_come_arrives_through_a_future_and_is_held_like_a_warm_o
     again = allocator.allocate([v for v in allocation.waiting])
     assert {s.allocation_id for s in again.ready.values()} == {requested}, \
         "the released slot went back to the pool, which serves it again at once"
+
+
+def test_a_cancelled_wait_for_a_slot_is_withdrawn_and_never_served_a_released_slot():
+    """Cancelling a job cancels its subtasks still waiting for slots and then releases the
+    slots of running ones, in one main-thread call: a released slot must not go to a
+    request whose consumer is gone, and the ResourceManager hears the request is withdrawn."""
+    from tests.unit.fakes import FakeResourceManager
+    pool, allocator, vertices = setup(free_slots=1)
+    rm = FakeResourceManager()
+    pool.connect_resource_manager(rm)
+    main = pool._main
+    allocation = allocator.allocate(vertices)
+    requested = next(iter(pool._pending))
+    assert rm.requests, "the missing slot was asked of the ResourceManager"
+
+    def cancel_everything():
+        for vertex in allocation.waiting:
+            allocator.release(vertex)
+        for vertex in allocation.ready:
+            allocator.release(vertex)
+    main.execute(cancel_everything).result(timeout=0)
+    assert requested not in pool._pending and requested not in rm.requests
+    assert all(f.cancelled() for f in allocation.waiting.values())
+    again = allocator.allocate(list(allocation.ready))
+    assert len(again.ready) == 2, "the released slot stayed free in the pool"

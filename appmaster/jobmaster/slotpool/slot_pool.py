@@ -165,7 +165,23 @@ class SlotPool:
         self._pending[request.allocation_id] = request
         if self._rm is not None:
             self._send_request(request)
+
+        def withdrawn(fut: "Future[PhysicalSlot]") -> None:
+            if fut.cancelled():
+                self._main.execute(self._withdraw, request.allocation_id)
+        future.add_done_callback(withdrawn)
         return future
+
+    def _withdraw(self, allocation_id: AllocationID) -> None:
+        """Its consumer no longer wants a requested slot (its subtasks were cancelled):
+        forget the request and tell the ResourceManager, so no container starts for it."""
+        request = self._pending.pop(allocation_id, None)
+        if request is None:
+            return
+        if request.timeout:
+            request.timeout.cancel()
+        if self._rm is not None:
+            self._rm.cancel_slot_request(allocation_id)
 
     def _send_request(self, request: PendingRequest) -> None:
         assert self._rm is not None
@@ -250,7 +266,7 @@ class SlotPool:
             request = self._pending.pop(offer.allocation_id, None)
             if request is None:   # offered for another request of ours: serve any that fits
                 request = next((r for r in self._pending.values()
-                                if _serves(r, offer.profile)), None)
+                                if not r.future.done() and _serves(r, offer.profile)), None)
                 if request is not None:
                     del self._pending[request.allocation_id]
                     if self._rm is not None:
@@ -388,8 +404,9 @@ class SlotPool:
         if self.is_blocked(held.slot.location.host):
             self._give_back(allocation_id, f"host {held.slot.location.host} is blocked")
             return
+        # a cancelled request may still wait here for its withdrawal on the main thread
         request = next((r for r in self._pending.values()
-                        if _serves(r, held.slot.profile)), None)
+                        if not r.future.done() and _serves(r, held.slot.profile)), None)
         if request is not None:
             del self._pending[request.allocation_id]
             if request.timeout:
