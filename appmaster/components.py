@@ -24,6 +24,7 @@ from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.messages import ClusterOverview
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
+from yarnflow.conf.job_level import for_job
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.plan import plan_vertices
 from yarnflow.core.resources import ResourceSpec
@@ -70,6 +71,10 @@ class ApplicationMasterComponents:
                  token_provider: TokenProvider | None = None) -> None:
         """``application_attempt``: YARN's attempt number of the ApplicationMaster hosting
         these components, shown in every job's details."""
+        if ladder is not None:
+            # a session's (local or on YARN) warm executors are paid for already: a larger
+            # idle one may serve an adaptively sized slot, and it starts only ladder sizes
+            config = config.copy().set(options.ADAPTIVE_SLOT_MEMORY_EXACT, False)
         self.config = config
         self.application_attempt = application_attempt
         self.tls = tls
@@ -111,7 +116,7 @@ class ApplicationMasterComponents:
     def submit(self, job_graph: JobGraph, admitted: "Future[None] | None" = None) -> JobClient:
         """Start a JobMaster for the job; returns at once. ``admitted``: see JobMaster."""
         received = as_received(job_graph)
-        jm = JobMaster(received, self.config, self.address,
+        jm = JobMaster(received, for_job(self.config, received.job_configuration), self.address,
                        self._te_gateway_factory, application_attempt=self.application_attempt,
                        admitted=admitted)
         jm_id = jm.job_master_id

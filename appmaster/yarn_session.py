@@ -37,8 +37,6 @@ log = logging.getLogger("yarnflow.appmaster.session")
 class Session:
     def __init__(self, config: Configuration, app: Any,
                  token_provider: KeytabTokenProvider | None = None) -> None:
-        # an adaptively sized slot may take a larger warm executor: the session's are paid for
-        config.set(options.ADAPTIVE_SLOT_MEMORY_EXACT, False)
         self.config = config
         self.ladder = ContainerLadder(parse_container_sizes(config.get(options.SESSION_CONTAINER_SIZES)),
                                       config.get(options.WORKER_OVERHEAD_MEMORY))

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from yarnflow.conf import Configuration, options
+from yarnflow.conf.job_level import job_level
 from yarnflow.core.fs import LocalPathRefused
 from yarnflow.client.filesystems import filesystem_settings
 from yarnflow.core.jobgraph import (AdaptiveJoin, InvalidPipelineError, JobGraph, JobVertex,
@@ -120,6 +121,7 @@ class Pipeline:
         default_parallelism = self.parallelism or config.get(options.DEFAULT_PARALLELISM)
         graph = JobGraph(self.name, self.schedule_mode)
         graph.spark_overhead_mb = config.get(options.SPARK_JVM_OVERHEAD)
+        graph.job_configuration = job_level(config)
         settings = filesystem_settings(config)
         own: dict[str, JobVertex] = {}
         for vertex in self._vertices:

@@ -137,6 +137,9 @@ class JobGraph:
         # The Spark JVM's non-heap memory (taskmanager.spark.jvm-overhead), which a slot
         # hosting Spark operators needs on top of what they declare.
         self.spark_overhead_mb = 0
+        # job-level options the client set (conf/job_level.py): a session's JobMaster
+        # applies them over the session's configuration
+        self.job_configuration: dict[str, str] = {}
         # How the planner resolved each join (vertex id -> JoinPlan); client-side.
         self.join_plans: dict[str, Any] = {}
 

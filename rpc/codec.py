@@ -46,7 +46,8 @@ def resource_spec_from_proto(message: Any) -> ResourceSpec:
 def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
     message = jobgraph_pb2.JobGraph(job_id=graph.job_id, name=graph.name,
                                     schedule_mode=graph.schedule_mode.name,
-                                    spark_overhead_mb=graph.spark_overhead_mb)
+                                    spark_overhead_mb=graph.spark_overhead_mb,
+                                    job_configuration=graph.job_configuration)
     for vertex in graph.vertices.values():
         out = message.vertices.add(
             id=vertex.id, name=vertex.name, parallelism=vertex.parallelism or 0,
@@ -89,6 +90,7 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
     (``yarnflow.appmaster.jobmaster.user_code``)."""
     graph = JobGraph(message.name, ScheduleMode(message.schedule_mode), JobID(message.job_id))
     graph.spark_overhead_mb = message.spark_overhead_mb
+    graph.job_configuration = dict(message.job_configuration)
     for v in message.vertices:
         operator: UserCode[Operator] = UserCode.received(v.operator)
         committer: UserCode[OutputCommitter] | None = \

@@ -101,17 +101,26 @@ class JobEdge(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., target_input: _Optional[int] = ..., distribution: _Optional[_Union[DistributionPattern, str]] = ..., ship: _Optional[_Union[ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., partition_type: _Optional[_Union[PartitionType, str]] = ...) -> None: ...
 
 class JobGraph(_message.Message):
-    __slots__ = ("job_id", "name", "vertices", "edges", "schedule_mode", "spark_overhead_mb")
+    __slots__ = ("job_id", "name", "vertices", "edges", "schedule_mode", "spark_overhead_mb", "job_configuration")
+    class JobConfigurationEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERTICES_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_MODE_FIELD_NUMBER: _ClassVar[int]
     SPARK_OVERHEAD_MB_FIELD_NUMBER: _ClassVar[int]
+    JOB_CONFIGURATION_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     vertices: _containers.RepeatedCompositeFieldContainer[JobVertex]
     edges: _containers.RepeatedCompositeFieldContainer[JobEdge]
     schedule_mode: ScheduleMode
     spark_overhead_mb: int
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., vertices: _Optional[_Iterable[_Union[JobVertex, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[JobEdge, _Mapping]]] = ..., schedule_mode: _Optional[_Union[ScheduleMode, str]] = ..., spark_overhead_mb: _Optional[int] = ...) -> None: ...
+    job_configuration: _containers.ScalarMap[str, str]
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., vertices: _Optional[_Iterable[_Union[JobVertex, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[JobEdge, _Mapping]]] = ..., schedule_mode: _Optional[_Union[ScheduleMode, str]] = ..., spark_overhead_mb: _Optional[int] = ..., job_configuration: _Optional[_Mapping[str, str]] = ...) -> None: ...

@@ -240,3 +240,21 @@ def test_the_web_page_shows_each_decision_with_its_bytes(tmp_path, chromium):
     assert "Decided at run time" in dom and 'data-decision="aggregate"' in dom, dom[-2000:]
     assert "parallelism 1 decided at run time (configured 4): its inputs measured" in dom
     assert "aggregate ×1" in dom and "FINISHED · 1c-64m" in dom     # its slots as sized
+
+
+def test_a_session_job_decides_with_its_own_adaptive_options_not_the_sessions(tmp_path):
+    """The session runs without adaptive execution; one job turns it on with a minimum of
+    2 subtasks. Its JobMaster decides with the job's options (Flink's job-level
+    configuration): the aggregate gets 2 subtasks, its slots sized, the output exact."""
+    out = str(tmp_path / "out")
+    session_config = Configuration.load(overrides=FAST)
+    job_config = _config("execution.batch.adaptive.auto-parallelism.min-parallelism=2")
+    graph = _filter_then_aggregate(out, ROWS // 100).job_graph(job_config)
+    with LocalCluster(session_config, session=True) as session:
+        details = session.dispatcher.wait(session.dispatcher.submit(graph), 180)
+    assert details.status is JobStatus.FINISHED, details.failure
+    aggregate = {v.name: v for v in details.vertices}["aggregate"]
+    assert aggregate.parallelism == 2 and "configured 4" in aggregate.decision
+    assert "slots of" in aggregate.decision, aggregate.decision
+    got = pq.read_table(out).select(["k", "v_sum", "v_count"]).sort_by("k")
+    assert got.equals(_expected(ROWS // 100))

@@ -216,3 +216,41 @@ def test_an_adaptive_per_job_application_declares_the_sizes_once_each_not_per_ho
     hosted = {s.resources.memory for s in spec.services.values() if s.nodes}
     assert hosted == {1024 + 256}          # the sources' default slots, on each host
     assert all(s.instances == 0 for s in spec.services.values())
+
+
+def test_a_jobs_own_adaptive_options_travel_with_its_graph_and_apply_over_a_sessions():
+    """A session's JobMaster runs with the session's configuration: the options that say
+    how one job runs come with the job (Flink's job-level configuration), the ones that
+    say how the application is deployed do not."""
+    import pyarrow as pa
+
+    import yarnflow.client as yf
+    from yarnflow.conf import ConfigError, Configuration, options
+    from yarnflow.conf.job_level import for_job
+    from yarnflow.rpc.codec import jobgraph_from_proto, jobgraph_to_proto
+
+    client = Configuration.load(overrides=[
+        "execution.batch.adaptive.enabled=true",
+        "execution.batch.adaptive.auto-parallelism.min-parallelism=3",
+        "execution.batch.adaptive.slot-memory.exact=true",
+        "table.optimizer.skewed-join-optimization.strategy=none",
+        "parallelism.default=7"])
+    p = yf.Pipeline("job-level")
+    p.from_arrow(pa.table({"k": [1, 2]})).rebalance().map(lambda b: b).write_parquet("/tmp/never-j")
+    received = jobgraph_from_proto(jobgraph_to_proto(p.job_graph(client)), load_operators=False)
+    assert received.job_configuration == {
+        "execution.batch.adaptive.auto-parallelism.min-parallelism": "3",
+        "execution.batch.adaptive.enabled": "true",
+        "table.optimizer.skewed-join-optimization.strategy": "none"}
+
+    session = Configuration.load(overrides=["execution.batch.adaptive.slot-memory.exact=false",
+                                            "parallelism.default=2"])
+    job = for_job(session, {**received.job_configuration, "parallelism.default": "9",
+                            "execution.batch.adaptive.slot-memory.exact": "true"})
+    assert job.get(options.ADAPTIVE_ENABLED) and job.get(options.ADAPTIVE_MIN_PARALLELISM) == 3
+    assert job.get(options.SKEWED_JOIN_STRATEGY) == "none"
+    assert job.get(options.DEFAULT_PARALLELISM) == 2, "not a job-level option: the session's"
+    assert not job.get(options.ADAPTIVE_SLOT_MEMORY_EXACT), "the session's warm executors serve"
+    assert not session.get(options.ADAPTIVE_ENABLED), "the session's own is left as it was"
+    with pytest.raises(ConfigError, match="min-parallelism"):
+        for_job(session, {"execution.batch.adaptive.auto-parallelism.min-parallelism": "none"})
