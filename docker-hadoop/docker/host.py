@@ -66,6 +66,12 @@ def prepare() -> None:
         # a DataNode that is gone counts as dead after ~50 s (2 x recheck + 10 heartbeats)
         "dfs.namenode.heartbeat.recheck-interval": "15000",
         "dfs.heartbeat.interval": "2",
+        # ... and as stale after 8 s without a heartbeat: writes and reads avoid it from
+        # then on (as clusters that run HBase set it), or a new block's pipeline through a
+        # killed host waits ~15 s to connect until it is dead
+        "dfs.namenode.stale.datanode.interval": "8000",
+        "dfs.namenode.avoid.write.stale.datanode": "true",
+        "dfs.namenode.avoid.read.stale.datanode": "true",
     })
     write_webapps(WEBAPPS)
     write_yarn_command(HADOOP_HOME / "bin", CONF, LIB, JAVA, LOGS)
