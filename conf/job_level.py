@@ -31,8 +31,10 @@ def job_level(config: Configuration) -> dict[str, str]:
 def for_job(application: Configuration, job: Mapping[str, str]) -> Configuration:
     """The application's configuration with a job's own job-level options over it; any
     other key a job names is not the job's to change and is left as the application has it."""
+    own = {key: value for key, value in job.items() if is_job_level(key)}
+    if not own:
+        return application
     merged = application.copy()
-    for key, value in job.items():
-        if is_job_level(key):
-            merged.set_raw(key, value)
+    for key, value in own.items():
+        merged.set_raw(key, value)
     return merged

@@ -47,6 +47,10 @@ class PendingRequest:
 
 
 def _serves(request: PendingRequest, slot_profile: ResourceSpec) -> bool:
+    """Whether a slot of ``slot_profile`` may serve ``request``; a request whose consumer
+    cancelled it (its withdrawal still queued on the main thread) serves nothing."""
+    if request.future.done():
+        return False
     return slot_profile == request.profile if request.exact else request.profile.fits_in(slot_profile)
 
 
@@ -175,11 +179,9 @@ class SlotPool:
     def _withdraw(self, allocation_id: AllocationID) -> None:
         """Its consumer no longer wants a requested slot (its subtasks were cancelled):
         forget the request and tell the ResourceManager, so no container starts for it."""
-        request = self._pending.pop(allocation_id, None)
-        if request is None:
+        if allocation_id not in self._pending:
             return
-        if request.timeout:
-            request.timeout.cancel()
+        self._fail_pending(allocation_id, "withdrawn")   # its future is cancelled already
         if self._rm is not None:
             self._rm.cancel_slot_request(allocation_id)
 
@@ -266,7 +268,7 @@ class SlotPool:
             request = self._pending.pop(offer.allocation_id, None)
             if request is None:   # offered for another request of ours: serve any that fits
                 request = next((r for r in self._pending.values()
-                                if not r.future.done() and _serves(r, offer.profile)), None)
+                                if _serves(r, offer.profile)), None)
                 if request is not None:
                     del self._pending[request.allocation_id]
                     if self._rm is not None:
@@ -404,9 +406,8 @@ class SlotPool:
         if self.is_blocked(held.slot.location.host):
             self._give_back(allocation_id, f"host {held.slot.location.host} is blocked")
             return
-        # a cancelled request may still wait here for its withdrawal on the main thread
         request = next((r for r in self._pending.values()
-                        if not r.future.done() and _serves(r, held.slot.profile)), None)
+                        if _serves(r, held.slot.profile)), None)
         if request is not None:
             del self._pending[request.allocation_id]
             if request.timeout:
