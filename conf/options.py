@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from yarnflow.conf.parsers import (acl as _acl, choice as _choice, fraction as _fraction,
-                                   hdfs_authentication as _hdfs_authentication,
                                    node_label as _node_label, nonneg_int as _nonneg_int,
                                    pos_float as _pos_float, pos_int as _pos_int, text as _str)
 from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
@@ -241,7 +240,7 @@ FS_HDFS_HTTP_ADDRESS = _option(
     "fs.hdfs.http-address", _str, "",
     "The NameNode's HTTP address (host:port) for WebHDFS; empty: dfs.namenode.http-address of HADOOP_CONF_DIR, else port 9870 of the NameNode's host.")
 FS_HDFS_AUTHENTICATION = _option(
-    "fs.hdfs.authentication", _hdfs_authentication, "",
+    "fs.hdfs.authentication", _choice("", "simple", "kerberos"), "",
     "How WebHDFS calls authenticate: simple (user.name) or kerberos (a container's delegation token, else SPNEGO from the user's ticket); empty: hadoop.security.authentication of HADOOP_CONF_DIR on the YARN targets, else simple.")
 
 

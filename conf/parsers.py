@@ -27,13 +27,6 @@ def acl(value: object) -> str:
     return text
 
 
-def hdfs_authentication(value: object) -> str:
-    text = str(value).strip().lower()
-    if text not in ("", "simple", "kerberos"):
-        raise ValueError(f"{value!r} is not simple or kerberos")
-    return text
-
-
 def pos_int(value: object) -> int:
     number = int(str(value))
     if number < 1:
@@ -63,10 +56,12 @@ def pos_float(value: object) -> float:
 
 
 def choice(*allowed: str) -> Callable[[object], str]:
-    """One of ``allowed`` (case and surrounding spaces ignored)."""
+    """One of ``allowed`` (case and surrounding spaces ignored); an empty name among
+    them lets the option stay unset."""
     def parse(value: object) -> str:
         text = str(value).strip().lower()
         if text not in allowed:
-            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+            named = ", ".join(name for name in allowed if name)
+            raise ValueError(f"{value!r} is not one of {named}" + (" (or empty)" if "" in allowed else ""))
         return text
     return parse

@@ -33,6 +33,14 @@ def test_bad_value_names_the_option():
         Configuration.load(overrides=["heartbeat.interval=soon"])
 
 
+def test_a_choice_names_what_it_takes_and_may_stay_empty():
+    config = Configuration.load(overrides=["fs.hdfs.authentication= Kerberos "])
+    assert config.get(options.FS_HDFS_AUTHENTICATION) == "kerberos"
+    assert Configuration.load().get(options.FS_HDFS_AUTHENTICATION) == ""
+    with pytest.raises(ConfigError, match=r"'token' is not one of simple, kerberos \(or empty\)"):
+        Configuration.load(overrides=["fs.hdfs.authentication=token"])
+
+
 def test_shipped_json_round_trips_and_bad_files_name_the_problem(tmp_path):
     conf = Configuration.load(overrides=["slot.request.timeout=500 ms",
                                          "taskmanager.default-slot.memory=2g"])
