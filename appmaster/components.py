@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from yarnflow.core.ids import JobID, JobMasterId, ResourceManagerId
+from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
 from yarnflow.appmaster.resourcemanager.delegation_tokens import TokenProvider
 from yarnflow.appmaster.jobmaster.service import JobMasterService
@@ -68,15 +69,18 @@ class ApplicationMasterComponents:
                  worker_specs: dict[ResourceSpec, WorkerSpec] | None = None,
                  ladder: ContainerLadder | None = None, min_workers: int = 0,
                  application_attempt: int = 1,
-                 token_provider: TokenProvider | None = None) -> None:
+                 token_provider: TokenProvider | None = None,
+                 fence: AttemptFence = NO_FENCE) -> None:
         """``application_attempt``: YARN's attempt number of the ApplicationMaster hosting
-        these components, shown in every job's details."""
+        these components, shown in every job's details; ``fence`` says whether it still
+        owns the application's files (``attempt_fence.py``)."""
         if ladder is not None:
             # a session's (local or on YARN) warm executors are paid for already: a larger
             # idle one may serve an adaptively sized slot, and it starts only ladder sizes
             config = config.copy().set(options.ADAPTIVE_SLOT_MEMORY_EXACT, False)
         self.config = config
         self.application_attempt = application_attempt
+        self.fence = fence
         self.tls = tls
         self.channels = ChannelCache(tls, fault_injector(config.get(options.TEST_RPC_FAULTS),
                                                          config.get(options.TEST_RPC_FAULTS_SEED)))
@@ -118,7 +122,7 @@ class ApplicationMasterComponents:
         received = as_received(job_graph)
         jm = JobMaster(received, for_job(self.config, received.job_configuration), self.address,
                        self._te_gateway_factory, application_attempt=self.application_attempt,
-                       admitted=admitted)
+                       admitted=admitted, fence=self.fence)
         jm_id = jm.job_master_id
         self.job_masters.register(jm)
         channel = self.channels.get(self.address)

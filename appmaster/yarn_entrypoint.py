@@ -35,6 +35,9 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from yarnflow.appmaster.attempt_fence import AttemptFence
+from yarnflow.appmaster.jobmaster.job_events import partition_store_dir
+from yarnflow.core.fs import open_filesystem
 from yarnflow.core.ids import JobID, ResourceID
 from yarnflow.appmaster.components import ApplicationMasterComponents
 from yarnflow.appmaster.dispatcher import Dispatcher
@@ -75,6 +78,15 @@ def application_attempt(container_id: str | None = None) -> int:
         return int(parts[-2]) if len(parts) >= 5 else 1
     except ValueError:
         return 1
+
+
+def attempt_fence(config: Configuration) -> AttemptFence:
+    """This attempt's claim on the application, beside the jobs' stored results:
+    ``<execution.batch.partition-store.dir>/.attempts/<application id>/``."""
+    settings = options.filesystem_settings(config)
+    root = settings.resolve(partition_store_dir(config)).rstrip("/")
+    directory = f"{root}/.attempts/{os.environ.get('SKEIN_APPLICATION_ID', 'unknown')}"
+    return AttemptFence(open_filesystem(directory, settings), directory, application_attempt())
 
 
 def configure_logging() -> Path:
@@ -152,12 +164,14 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     worker_specs, starting = plan.specs, plan.starting
     max_container = options.largest_worker(config)
     driver = YarnDriver(config, app, plan.services, max_container, plan.host_services)
+    fence = attempt_fence(config)
+    fence.claim()          # before anything is recovered: from now on an older attempt yields
     tls = read_skein_container_credentials(".")
     host = os.environ.get("NM_HOST", "127.0.0.1")
     components = ApplicationMasterComponents(
         config, driver, tls, bind_host="0.0.0.0", advertised_host=host,
         worker_specs=None if ladder else worker_specs, ladder=ladder, min_workers=min_workers,
-        application_attempt=application_attempt(), token_provider=token_provider)
+        application_attempt=fence.attempt, token_provider=token_provider, fence=fence)
     components.start(None if register_more is None else
                      lambda server: register_more(components, server))
     driver.adopt([resource_id for resource_id, _ in starting])

@@ -18,6 +18,7 @@ import logging
 from concurrent import futures
 from typing import TYPE_CHECKING
 
+from yarnflow.appmaster.attempt_fence import AttemptReplaced
 from yarnflow.core.ids import JobID
 from yarnflow.core.history import JobArchive
 from yarnflow.core.clock import Deadline
@@ -162,8 +163,12 @@ class Dispatcher:
         archive = self._archive
         assert archive is not None          # only scheduled with an archive
         try:
+            self._components.fence.check(f"archiving job {details.job_id}")
             where = archive.store(details)
             log.info("archived job %s to %s", details.job_id, where)
+        except AttemptReplaced as err:     # the newer attempt archives it
+            log.warning("%s", err)
+            return
         except Exception:   # the job's outcome stays in memory meanwhile
             log.exception("archiving job %s to %s failed", details.job_id, archive.directory)
             return
@@ -174,7 +179,10 @@ class Dispatcher:
         if self._job_graphs is None:
             return
         try:
+            self._components.fence.check(f"removing job {job_id} from the job graph store")
             self._job_graphs.remove(job_id)
+        except AttemptReplaced as err:
+            log.warning("%s", err)
         except Exception:   # a later attempt finds it archived and skips it
             log.exception("removing job %s from %s failed", job_id, self._job_graphs.location)
 

@@ -29,6 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any
 
+from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence
 from yarnflow.core.ids import JobID
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          ExecutionVertex)
@@ -85,15 +86,18 @@ class JobStorage:
     """The job's directory on the cluster file system: its stored results and, with job
     recovery on, its event log."""
 
-    def __init__(self, fs: FileSystem, job_dir: str, events: bool) -> None:
+    def __init__(self, fs: FileSystem, job_dir: str, events: bool,
+                 fence: AttemptFence = NO_FENCE) -> None:
         self.fs = fs
+        self.fence = fence      # a replaced ApplicationMaster attempt logs and removes nothing
         self.job_dir = job_dir.rstrip("/")
         self.events_enabled = events
         self._events_dir = f"{self.job_dir}/events"
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="job-events")
 
     @staticmethod
-    def of(config: Configuration, job_id: JobID) -> "JobStorage | None":
+    def of(config: Configuration, job_id: JobID,
+           fence: AttemptFence = NO_FENCE) -> "JobStorage | None":
         """None when BLOCKING results stay on the producers' disks."""
         recovery = config.get(options.JOB_RECOVERY_ENABLED)
         store = config.get(options.PARTITION_STORE) or ("dfs" if recovery else "local")
@@ -102,7 +106,7 @@ class JobStorage:
         settings = options.filesystem_settings(config)
         root = settings.resolve(partition_store_dir(config))
         return JobStorage(open_filesystem(root, settings), f"{root.rstrip('/')}/{job_id}",
-                          recovery)
+                          recovery, fence)
 
     def prepare(self) -> None:
         """The job's directory, for its owner's eyes only: results are the job's data."""
@@ -123,6 +127,7 @@ class JobStorage:
 
     def _write(self, name: str, data: bytes) -> None:
         try:
+            self.fence.check("logging a finished region")
             self.fs.mkdirs(self._events_dir)
             self.fs.write_whole(f"{self._events_dir}/{name}", data)
         except Exception as err:   # noqa: BLE001 - recovery degrades, the job goes on
@@ -155,6 +160,7 @@ class JobStorage:
         """Remove the job's directory once the events queued before are written."""
         def remove() -> None:
             try:
+                self.fence.check(f"removing {self.job_dir}")
                 self.fs.delete(self.job_dir)
             except Exception as err:   # noqa: BLE001 - named, and left for the operator
                 log.warning("could not remove the job's stored results %s: %s: %s",

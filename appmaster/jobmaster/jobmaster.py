@@ -18,6 +18,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, Executio
 from yarnflow.appmaster.jobmaster.blocklist_handler import JobMasterBlocklistHandler
 from yarnflow.appmaster.jobmaster.job_details import job_details
 from yarnflow.appmaster.jobmaster.job_events import JobStorage, StoredResults
+from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence
 from yarnflow.appmaster.jobmaster.outputs import JobOutputs
 from yarnflow.appmaster.jobmaster.scheduler.allocator import SlotSharingSlotAllocator
 from yarnflow.appmaster.jobmaster.scheduler.default_scheduler import DefaultScheduler
@@ -46,12 +47,14 @@ class JobMaster:
                  job_master_id: JobMasterId | None = None,
                  main: MainThreadExecutor | None = None, application_attempt: int = 1,
                  scheduler_factory: SchedulerFactory = DefaultScheduler,
-                 admitted: "Future[None] | None" = None) -> None:
+                 admitted: "Future[None] | None" = None,
+                 fence: AttemptFence = NO_FENCE) -> None:
         """``graph`` as received: its operators are cloudpickle bytes, never unpickled
         here (``yarnflow.rpc.codec.as_received``). Nothing here reads a file system:
         listing the sources' splits and taking over stored results happen at start.
         ``admitted``: the job runs at once but commits its output only once this is
-        done (``outputs.py``)."""
+        done (``outputs.py``). ``fence``: whether this ApplicationMaster attempt still
+        owns the job's files (``attempt_fence.py``)."""
         self.job_id = graph.job_id
         self.application_attempt = application_attempt
         self.job_master_id = job_master_id or JobMasterId(uuid.uuid4().hex)
@@ -69,7 +72,7 @@ class JobMaster:
 
         self.graph = ExecutionGraph(graph, self._clock,
                                     config.get(options.ADAPTIVE_MAX_PARALLELISM))
-        self.outputs = JobOutputs(graph, admitted)
+        self.outputs = JobOutputs(graph, admitted, fence)
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
@@ -83,7 +86,7 @@ class JobMaster:
         self.allocator = SlotSharingSlotAllocator(self.slot_pool, sharing.assignment,
                                                   self._input_host, sharing)
         self._splits: dict[str, InputSplitAssigner] = {}
-        storage = JobStorage.of(config, self.job_id)
+        storage = JobStorage.of(config, self.job_id, fence)
         self._stored = StoredResults(storage, self.graph, self.outputs.sinks) if storage else None
         self.scheduler: SchedulerNG = scheduler_factory(
             self.graph, config, self.main, self.slot_pool, self.allocator, self.outputs,

@@ -6,7 +6,10 @@ write into staging, so a restarted or abandoned attempt never shows in the outpu
 A session runs a job while the job graph store still writes it (the write and the
 job's start overlap): its outputs are committed only once the job is admitted, that
 is once the client can be told it was accepted, so a job whose admission failed
-leaves no output behind."""
+leaves no output behind.
+
+An ApplicationMaster attempt that YARN replaced (``attempt_fence.py``) sets up,
+commits and discards nothing: the job is the newer attempt's now."""
 from __future__ import annotations
 
 import logging
@@ -14,6 +17,7 @@ import traceback
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Callable, Mapping
 
+from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence, AttemptReplaced
 from yarnflow.core.ids import ExecutionAttemptID
 from yarnflow.appmaster.jobmaster.user_code import load_committer
 from yarnflow.core.jobgraph import JobGraph
@@ -26,10 +30,12 @@ log = logging.getLogger(__name__)
 
 
 class JobOutputs:
-    def __init__(self, graph: JobGraph, admitted: "Future[None] | None" = None) -> None:
+    def __init__(self, graph: JobGraph, admitted: "Future[None] | None" = None,
+                 fence: AttemptFence = NO_FENCE) -> None:
         """``admitted``: done once the job may leave output (None: it may at once);
         failed when it was not admitted."""
         self.job_id = graph.job_id
+        self._fence = fence
         self._admitted = admitted
         self._received: list[tuple[str, str, UserCode[OutputCommitter]]] = [
             (v.id, v.name, v.committer) for v in graph.vertices.values() if v.committer]
@@ -45,6 +51,10 @@ class JobOutputs:
                 self._committers.append((vertex_id, name, load_committer(code)))
             except Exception as err:   # noqa: BLE001 - user code: named below
                 return f"sink '{name}': its committer cannot be loaded: {type(err).__name__}: {err}"
+        try:
+            self._fence.check("setting up the job's outputs")
+        except Exception as err:   # noqa: BLE001 - replaced, or the file system cannot say
+            return f"the job's outputs cannot be set up: {err}"
         for _, name, committer in self._committers:
             try:
                 committer.setup(self.job_id)
@@ -66,6 +76,10 @@ class JobOutputs:
         was not admitted commits nothing (``when_admitted`` first)."""
         if self._admitted is not None and self._admitted.exception() is not None:
             return (f"the job was not accepted: {self._admitted.exception()}", "")
+        try:
+            self._fence.check("committing the job's outputs")
+        except Exception as err:   # noqa: BLE001 - replaced, or the file system cannot say
+            return (f"the job's outputs were not committed: {err}", "")
         for vertex_id, name, committer in self._committers:
             try:
                 committer.commit(self.job_id, attempts[vertex_id])
@@ -75,6 +89,16 @@ class JobOutputs:
         return None
 
     def abort(self) -> None:
+        if self._committers:
+            try:
+                self._fence.check("discarding the job's partial outputs")
+            except AttemptReplaced as err:
+                log.warning("%s", err)
+                return
+            except Exception as err:   # noqa: BLE001 - cannot say: touch nothing either
+                log.warning("the job's partial outputs are left (whether a newer "
+                            "ApplicationMaster attempt owns them cannot be read): %s", err)
+                return
         for _, name, committer in self._committers:   # one never loaded staged nothing
             try:
                 committer.abort(self.job_id)

@@ -216,16 +216,27 @@ class ResourceManager:
     def notify_slot_available(self, resource_id: ResourceID, slot_index: int, allocation_id: AllocationID) -> None:
         self.slot_manager.free_slot(resource_id, slot_index, allocation_id)
 
-    def on_worker_terminated(self, resource_id: ResourceID, cause: str) -> None:
+    def on_worker_terminated(self, resource_id: ResourceID, cause: str,
+                             spec_fault: bool = True) -> None:
         """Driver callback (any thread): a worker process or container ended."""
-        self.main.execute(self._worker_terminated, resource_id, cause)
+        self.main.execute(self._worker_terminated, resource_id, cause, spec_fault)
 
     def on_worker_moved(self, resource_id: ResourceID, new_resource_id: ResourceID) -> None:
         """Driver callback (any thread): a worker YARN did not place on its host in time
         is asked anywhere; the requests it was to serve wait for the new one."""
         self.main.execute(self.slot_manager.worker_moved, resource_id, new_resource_id)
 
-    def _worker_terminated(self, resource_id: ResourceID, cause: str) -> None:
+    def _worker_terminated(self, resource_id: ResourceID, cause: str,
+                           spec_fault: bool = True) -> None:
+        if resource_id in self.slot_manager.pending_workers and not spec_fault:
+            # its host was lost, YARN preempted it, the cluster answered late: nothing
+            # wrong with the spec, so the requests it was to serve are asked again (the
+            # driver passes lost hosts by) without counting toward the limit
+            log.warning("worker %s did not start (%s); asking again", resource_id, cause)
+            self.slot_manager.worker_start_failed(resource_id, cause, give_up=False)
+            self.main.schedule(self.config.get(options.WORKER_RETRY_INTERVAL),
+                               self.slot_manager.match_waiting_requests)
+            return
         if resource_id in self.slot_manager.pending_workers:
             self._start_failures += 1
             give_up = self._start_failures > self.config.get(options.WORKER_MAX_START_FAILURES)

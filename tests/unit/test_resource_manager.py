@@ -36,6 +36,7 @@ class FakeDriver(ResourceDriver):
         self.released: list[str] = []
         self.events: WorkerEvents | None = None
         self.refusing = ""          # the cause every start fails with, as YARN's driver says it
+        self.refusing_spec_fault = True     # whether that cause is the worker spec's fault
 
     def start(self, events: WorkerEvents, resource_manager_address: str) -> None:
         self.events = events
@@ -46,7 +47,8 @@ class FakeDriver(ResourceDriver):
         self.requested.append((resource_id, spec))
         self.avoided.append(avoid)
         if self.refusing and self.events is not None:
-            self.events.on_worker_terminated(resource_id, self.refusing)
+            self.events.on_worker_terminated(resource_id, self.refusing,
+                                             self.refusing_spec_fault)
         return resource_id
 
     def release_worker(self, resource_id: str) -> None:
@@ -283,6 +285,29 @@ def test_a_start_the_driver_fails_as_it_asks_is_retried_with_back_off(cluster):
     cluster.main.advance(3)                         # resourcemanager.start-worker-retry-interval
     assert [rid for rid, _ in cluster.driver.requested] == ["container-0", "container-1"]
     assert "container-1" in cluster.rm.slot_manager.pending_workers
+
+
+def test_failed_starts_that_blame_a_host_or_a_late_answer_never_fail_the_job():
+    """Issue 53: a host lost while its containers start, or Skein answering late, says
+    nothing about the worker spec: the start is asked again, however often, and only
+    failures of the spec itself count toward resourcemanager.start-worker-max-failures."""
+    cluster = Cluster("resourcemanager.start-worker-max-failures=2")
+    cluster.main.call(cluster.rm.register_job_master, "job-1", "jm-1", "jm:1")
+    cluster.request("a1")
+    for n in range(6):         # three times the limit, each after the plain retry interval
+        cluster.rm.on_worker_terminated(f"container-{n}", "YARN container ... on nm2:8042 "
+                                        "ended FAILED: Container released on a *lost* node",
+                                        spec_fault=False)
+        cluster.main.advance(3)
+        assert [rid for rid, _ in cluster.driver.requested][-1] == f"container-{n + 1}"
+    assert cluster.job_master.allocation_failures == []
+    assert cluster.rm.slot_manager.requests["a1"].worker == "container-6"
+    for n in (6, 7, 8):        # the spec's own failures still end it after the limit
+        cluster.rm.on_worker_terminated(f"container-{n}", "exited at once", spec_fault=True)
+        cluster.main.advance(60)
+    (allocation_id, cause), = cluster.job_master.allocation_failures
+    assert allocation_id == "a1" and "exited at once" in cause \
+        and "resourcemanager.start-worker-max-failures" in cause
 
 
 def test_an_idle_executor_is_stopped_after_the_taskmanager_timeout(cluster):

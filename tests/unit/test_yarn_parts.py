@@ -149,9 +149,15 @@ class FakeSkeinApp:
 class Events:
     def __init__(self) -> None:
         self.terminated: list[tuple[str, str]] = []
+        self.spec_faults: list[bool] = []
+        self.moved: list[tuple[str, str]] = []
 
-    def on_worker_terminated(self, resource_id: str, cause: str) -> None:
+    def on_worker_terminated(self, resource_id: str, cause: str, spec_fault: bool = True) -> None:
         self.terminated.append((resource_id, cause))
+        self.spec_faults.append(spec_fault)
+
+    def on_worker_moved(self, resource_id: str, new_resource_id: str) -> None:
+        self.moved.append((resource_id, new_resource_id))
 
 
 def test_driver_adds_and_kills_exactly_its_containers_and_reports_losses_with_yarns_cause():
@@ -173,19 +179,37 @@ def test_driver_adds_and_kills_exactly_its_containers_and_reports_losses_with_ya
     assert "container_1_0001_01_000003" in cause and "preempted" in cause and "FAILED" in cause
 
 
-def test_an_ask_skein_does_not_answer_in_time_is_a_failed_start_and_its_late_container_released():
+def test_an_ask_skein_answers_late_is_still_an_ask_and_its_container_adopted():
+    """Issue 53: a late answer is a container, not a failure."""
     spec = WorkerSpec(R(1, 512), 1, 256)
     app, events = FakeSkeinApp(answer=threading.Event()), Events()
     driver = YarnDriver(Configuration.load(overrides=["yarn.appmaster.skein-timeout=0.2 s"]),
                         app, {spec.name: service_name(spec)}, R(8, 8192))
     driver.start(events, "am:1")
-    resource_id = driver.request_worker(spec)
-    (reported, cause), = events.terminated
-    assert reported == resource_id and resource_id not in app.containers
-    assert "did not complete within 0.2 s (yarn.appmaster.skein-timeout)" in cause
+    provisional = driver.request_worker(spec)
+    assert events.terminated == [] and provisional not in app.containers
     app.answer.set()                       # Skein gets to it after all
+    wait_until(lambda: events.moved, 5, "the late container to be adopted")
+    assert events.moved == [(provisional, "te-1x1c-512m_0")] and app.killed == []
+    app.containers["te-1x1c-512m_0"].state = "FAILED"      # and it is watched like any other
+    app.containers["te-1x1c-512m_0"].exit_message = "Container failed during execution"
+    wait_until(lambda: events.terminated, 5, "the adopted container's end to be reported")
+    assert events.terminated[0][0] == "te-1x1c-512m_0" and events.spec_faults == [True]
+    driver.stop()
+
+
+def test_a_late_answer_for_a_worker_given_up_meanwhile_is_released():
+    spec = WorkerSpec(R(1, 512), 1, 256)
+    app, events = FakeSkeinApp(answer=threading.Event()), Events()
+    driver = YarnDriver(Configuration.load(overrides=["yarn.appmaster.skein-timeout=0.2 s"]),
+                        app, {spec.name: service_name(spec)}, R(8, 8192))
+    driver.start(events, "am:1")
+    provisional = driver.request_worker(spec)
+    driver.release_worker(provisional)     # the ResourceManager's start timeout
+    assert app.killed == []                # nothing to kill yet
+    app.answer.set()
     wait_until(lambda: app.killed, 5, "the late container to be released")
-    assert app.killed == ["te-1x1c-512m_0"]
+    assert app.killed == ["te-1x1c-512m_0"] and events.moved == []
     driver.stop()
 
 
@@ -197,6 +221,7 @@ def test_an_ask_skein_refuses_is_a_failed_start_naming_skeins_reason():
     resource_id = driver.request_worker(spec)
     assert events.terminated == [(resource_id, "Skein's ApplicationMaster refused the container "
                                   "request: Service 'te-1x1c-512m' is shutting down")]
+    assert events.spec_faults == [True]
     driver.stop()
 
 
@@ -410,6 +435,12 @@ class _Container:
     def __init__(self, service: str, n: int) -> None:
         self.id = f"{service}_{n}"
         self.state = "REQUESTED"
+        self.yarn_node_http_address = ""
+        self.yarn_container_id = f"container_1_0001_01_{n:06d}"
+        self.exit_message = ""
+
+    def place(self, host: str) -> None:
+        self.state, self.yarn_node_http_address = "RUNNING", f"{host}:8042"
 
 
 class _SkeinApp:
@@ -438,9 +469,11 @@ class _Events:
     def __init__(self) -> None:
         self.moved: list[tuple[str, str]] = []
         self.terminated: list[str] = []
+        self.spec_faults: list[bool] = []
 
-    def on_worker_terminated(self, resource_id: str, cause: str) -> None:
+    def on_worker_terminated(self, resource_id: str, cause: str, spec_fault: bool = True) -> None:
         self.terminated.append(resource_id)
+        self.spec_faults.append(spec_fault)
 
     def on_worker_moved(self, resource_id: str, new_resource_id: str) -> None:
         self.moved.append((resource_id, new_resource_id))
@@ -484,3 +517,42 @@ def test_a_worker_its_host_did_not_take_within_the_locality_wait_is_asked_anywhe
     clock.advance(10)
     driver._ask_anywhere_when_overdue()
     assert len(app.added) == 3, "asked anywhere once, and the placed one is left alone"
+
+
+def test_a_host_yarn_lost_is_never_asked_again_and_its_waiting_asks_go_anywhere():
+    """Issue 53: nm2 dies while containers start there. YARN reports its placed
+    container released on a lost node: that says nothing of the spec, the request still
+    waiting on nm2's service is withdrawn and asked anywhere at once (no locality wait),
+    and no later worker is asked there, however much its locality prefers nm2, until a
+    container asked after the loss runs there again."""
+    app = _SkeinApp()
+    driver, spec, clock, events = _driver(app)
+    placed = driver.request_worker(spec, ("nm2",))
+    waiting = driver.request_worker(spec, ("nm2",))
+    app.containers[placed].place("nm2")
+    app.containers[placed].state = "FAILED"
+    app.containers[placed].exit_message = "Container released on a *lost* node"
+    driver.poll_once()
+    assert events.terminated == [placed] and events.spec_faults == [False]
+    assert driver.lost_hosts() == {"nm2"} and driver.worker_hosts() == {"nm1"}
+    assert app.killed == [waiting] and events.moved == [(waiting, "te-a_3")], \
+        "withdrawn from the lost host at once, asked anywhere"
+    driver.request_worker(spec, ("nm2", "nm1"))          # locality says nm2, then nm1
+    driver.request_worker(spec, ("nm2",))                # only nm2: anywhere
+    driver.request_worker(spec, avoid=frozenset({"nm1"}))   # blocked nm1, lost nm2: anywhere
+    assert app.added == ["te-a-h1", "te-a-h1", "te-a", "te-a-h0", "te-a", "te-a"]
+    app.containers["te-a_5"].place("nm2")                # YARN put an anywhere-ask there
+    driver.poll_once()
+    assert driver.lost_hosts() == set(), "a container asked after the loss runs there"
+    driver.request_worker(spec, ("nm2",))
+    assert app.added[-1] == "te-a-h1"
+
+
+def test_a_container_that_fails_by_itself_or_its_memory_blames_the_spec():
+    from yarnflow.appmaster.resourcemanager.drivers.yarn import blames_the_spec
+    assert blames_the_spec("Container failed during execution, see logs for more information.")
+    assert blames_the_spec("Container killed on request. Exit code is 143 ... running beyond "
+                           "the 'PHYSICAL' memory limit")
+    assert not blames_the_spec("Container released on a *lost* node")
+    assert not blames_the_spec("Container preempted by scheduler")
+    assert not blames_the_spec("Failed to start, exception raised: Connection refused")

@@ -11,7 +11,13 @@ from yarnflow.core.resources import ResourceSpec
 
 class WorkerEvents(Protocol):
     """What a driver reports back; called from any thread."""
-    def on_worker_terminated(self, resource_id: ResourceID, cause: str) -> None: ...
+    def on_worker_terminated(self, resource_id: ResourceID, cause: str,
+                             spec_fault: bool = True) -> None:
+        """A worker ended, or never started. ``spec_fault`` is False when the cause says
+        nothing about the worker spec itself (its host was lost, YARN preempted it, the
+        cluster answered late): such a failed start is retried without counting toward
+        resourcemanager.start-worker-max-failures."""
+        ...
 
     def on_worker_moved(self, resource_id: ResourceID, new_resource_id: ResourceID) -> None:
         """A starting worker asked on a host is asked again anywhere, under a new id."""
