@@ -83,6 +83,17 @@ class Session:
             self.reason = reason
             self._stopped.set()
 
+    def _replaced(self) -> bool:
+        """A replaced attempt (``attempt_fence.py``) leaves the job graph store to the
+        attempt that replaced it, which recovers the session's jobs from it; one that
+        cannot tell leaves it too (a later attempt finds the ended jobs archived)."""
+        try:
+            self.components.fence.check("removing the session's job graph store")
+        except Exception as err:   # noqa: BLE001 - replaced, or the file system cannot say
+            log.warning("%s", err)
+            return True
+        return False
+
     def serve(self) -> tuple[str, str]:
         self._stopped.wait()
         log.info("stopping the session: %s", self.reason)
@@ -92,7 +103,7 @@ class Session:
         self.web.stop()
         self.components.stop()
         dispatcher.stop()
-        if self.job_graphs is not None:
+        if self.job_graphs is not None and not self._replaced():
             self.job_graphs.discard()   # every job ended and is archived: nothing to run again
         status = "KILLED" if self.reason.startswith("SIGTERM") else "SUCCEEDED"
         return status, f"yarnflow session stopped ({self.reason}); {finished} jobs ran"

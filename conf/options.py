@@ -65,11 +65,11 @@ REGISTRATION_INITIAL_BACKOFF = _option("cluster.registration.initial-timeout", p
 REGISTRATION_MAX_BACKOFF = _option("cluster.registration.max-timeout", parse_duration, 30.0,
                                    "Longest pause between registration attempts.")
 WORKER_START_TIMEOUT = _option("resourcemanager.worker.start-timeout", parse_duration, 120.0,
-                               "A requested worker that has not registered this long counts as failed to start.")
+                               "A requested worker that has not registered this long is released and asked again (slow, not a failure of its spec).")
 WORKER_RETRY_INTERVAL = _option("resourcemanager.start-worker-retry-interval", parse_duration, 3.0,
                                 "First pause before replacing a worker that failed to start; doubles per failure in a row, up to 60 s.")
 WORKER_MAX_START_FAILURES = _option("resourcemanager.start-worker-max-failures", _nonneg_int, 5,
-                                    "Failed worker starts in a row after which pending slot requests fail.")
+                                    "Failed worker starts in a row that blame the worker spec (it exits, outgrows its container) after which pending slot requests fail; a lost host, a preemption or a slow start does not count.")
 UPSTREAM_FAILURE_GRACE = _option(
     "jobmaster.upstream-failure.grace", parse_duration, 2.0,
     "How long a task's 'input went away' failure waits for the real cause (a lost executor) before it becomes the job's cause; YARN targets default to 10 s.")
@@ -398,7 +398,10 @@ YARN_CONTAINER_POLL_INTERVAL = _option("yarn.container-poll-interval", parse_dur
                                        "How often the ApplicationMaster checks Skein for completed containers.")
 YARN_SKEIN_TIMEOUT = _option(
     "yarn.appmaster.skein-timeout", parse_duration, 10.0,
-    "How long the ApplicationMaster waits for Skein's ApplicationMaster (in the same container) to answer a container call (ask, release, list) before counting it failed: an ask that times out is a failed executor start.")
+    "How long the ApplicationMaster waits for Skein's ApplicationMaster (in the same container) to answer a container call (ask, release, list); an ask answered later is still taken, its container adopted.")
+YARN_AM_NODEMANAGER_TIMEOUT = _option(
+    "yarn.appmaster.nodemanager-timeout", parse_duration, 30.0,
+    "Longest that Skein's ApplicationMaster spends starting a container on a NodeManager that does not answer (a dead or frozen host), in the Hadoop configuration the client ships it; every container start waits behind such a one.")
 YARN_LOCALITY_WAIT = _option(
     "yarn.locality.wait", parse_duration, 3.0,
     "How long an executor asked on the host that stores its input waits for YARN to place it there before it is asked anywhere (Spark's spark.locality.wait, for containers), counted from Skein's next heartbeat to YARN (up to 5 s).")

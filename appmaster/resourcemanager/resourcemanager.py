@@ -385,8 +385,12 @@ class ResourceManager:
         for resource_id, pending in list(self.slot_manager.pending_workers.items()):
             if now - pending.requested_at > start_timeout:
                 self.driver.release_worker(resource_id)
+                # slow, not wrong: a host localizing a large environment for the first
+                # time, YARN or Skein answering late; a worker that never comes is ended
+                # by its requests' slot.request.timeout
                 self._worker_terminated(resource_id, f"it did not register within "
-                                        f"{start_timeout:g} s (resourcemanager.worker.start-timeout)")
+                                        f"{start_timeout:g} s (resourcemanager.worker.start-timeout)",
+                                        spec_fault=False)
         for resource_id in self.slot_manager.idle_workers(keep=self._min_workers):
             self.stop_worker(resource_id, "idle longer than resourcemanager.taskmanager-timeout")
 

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from yarnflow.client.targets.appmaster_conf import appmaster_conf
 from yarnflow.core.clock import poll_until
 from yarnflow.conf import ConfigError, Configuration, options
 from yarnflow.core.appmaster_size import MINIMUM_MB
@@ -79,11 +80,12 @@ def build_session_spec(config: Configuration, name: str, ladder: ContainerLadder
     instances = {ladder.specs[0].name: min_executors}
     services, plan = container_services(ladder.specs, instances, node, env, hosts,
                                         executor_node_label(config))
+    conf_files, conf_env = appmaster_conf(config)
     master = skein.Master(
         resources=skein.Resources(memory=config.get(options.JOBMANAGER_PROCESS_MEMORY) or MINIMUM_MB,
                                   vcores=config.get(options.YARN_AM_VCORES)),
-        files={**node.files, **(login.appmaster_files() if login else {})},
-        env={**env, SERVICES_ENV: plan},
+        files={**node.files, **conf_files, **(login.appmaster_files() if login else {})},
+        env={**env, **conf_env, SERVICES_ENV: plan},
         security=security, script=node.script("yarnflow.appmaster --session"))
     return skein.ApplicationSpec(name=name, queue=config.get(options.YARN_QUEUE), master=master,
                                  node_label=config.get(options.YARN_APP_NODE_LABEL),

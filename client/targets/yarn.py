@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from yarnflow.client.targets.appmaster_conf import appmaster_conf
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import (CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode,
                                     web_page_url)
@@ -104,8 +105,9 @@ def build_spec(graph: JobGraph, config: Configuration, specs: dict[ResourceSpec,
     services, plan = container_services(list(specs.values()), instances, node, env, hosts,
                                         executor_node_label(config),
                                         frozenset(s.name for p, s in specs.items() if p not in planned))
-    master_env = {**env, SERVICES_ENV: plan}
-    master_files = {**node.files, **(login.appmaster_files() if login else {})}
+    conf_files, conf_env = appmaster_conf(config)
+    master_env = {**env, **conf_env, SERVICES_ENV: plan}
+    master_files = {**node.files, **conf_files, **(login.appmaster_files() if login else {})}
     job = jobgraph_to_proto(graph).SerializeToString()
     if len(job) <= JOB_ENV_LIMIT:
         master_env[JOB_ENV] = encode(job)

@@ -556,3 +556,29 @@ def test_a_container_that_fails_by_itself_or_its_memory_blames_the_spec():
     assert not blames_the_spec("Container released on a *lost* node")
     assert not blames_the_spec("Container preempted by scheduler")
     assert not blames_the_spec("Failed to start, exception raised: Connection refused")
+
+
+def test_skeins_appmaster_gets_the_clients_site_files_with_its_nodemanager_client_bounded(tmp_path):
+    """Issue 53: Skein starts containers from one thread, which a dead host held for
+    minutes in Hadoop's NodeManager client; the client ships its own site files with
+    yarn-site.xml bounded, and nothing else of its configuration directory."""
+    import io
+    import xml.etree.ElementTree as ET
+    import zipfile
+    from yarnflow.client.targets.appmaster_conf import appmaster_conf_archive
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.hostname</name><value>rm</value>"
+        "</property><property><name>yarn.client.nodemanager-connect.max-wait-ms</name>"
+        "<value>180000</value></property></configuration>")
+    (tmp_path / "core-site.xml").write_text("<configuration/>")
+    (tmp_path / "ssl-client.xml").write_text("<configuration><!-- a password --></configuration>")
+    data = appmaster_conf_archive(Configuration.load(overrides=[
+        "yarn.appmaster.nodemanager-timeout=30 s"]), tmp_path)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        assert sorted(archive.namelist()) == ["core-site.xml", "yarn-site.xml"]
+        props = {p.findtext("name"): p.findtext("value")
+                 for p in ET.fromstring(archive.read("yarn-site.xml")).iter("property")}
+    assert props["yarn.resourcemanager.hostname"] == "rm"
+    assert props["yarn.client.nodemanager-connect.max-wait-ms"] == "30000"
+    assert props["ipc.client.rpc-timeout.ms"] == "30000"
+    assert appmaster_conf_archive(Configuration.load(), tmp_path) == data, "the same bytes each time"

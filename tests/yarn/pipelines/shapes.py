@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
                                           "copy", "narrow-heavy", "two-stage", "four-and-two",
                                           "bad-column", "batch", "labelled",
-                                          "adaptive-stages"])
+                                          "adaptive-stages", "profiles"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -69,7 +69,8 @@ def main() -> None:
     parser.add_argument("--work1", type=float, default=0.1, help="two-stage: stage 1's work")
     parser.add_argument("--label", default="highmem", help="labelled: the map's node label")
     parser.add_argument("--rows", type=int, default=2000, help="long: its rows")
-    parser.add_argument("--hold", help="long: work while this WebHDFS file status URL answers")
+    parser.add_argument("--hold", help="long, profiles: work while this WebHDFS file status URL "
+                        "answers")
     args = parser.parse_args()
     mode = args.mode
     R = yf.ResourceSpec
@@ -135,6 +136,19 @@ def main() -> None:
         p.from_arrow(big.slice(0, args.rows // 10), name="small").resources(light).rebalance() \
             .map(working(0), name="small-stage") \
             .write_parquet(f"{args.out}/small", mode, name="small-sink")
+    elif args.shape == "profiles":       # issue 53's job: three slot profiles, a BLOCKING
+        # aggregate and a broadcast join over --input (keyed rows on the cluster)
+        p = yf.Pipeline("profiles", parallelism=args.parallelism)
+        work = held(args.work, args.hold) if args.hold else working(args.work)
+        names = pa.table({"k": pa.array(range(97), pa.int64()),
+                          "name": [f"key-{k}" for k in range(97)]})
+        p.read_parquet(args.input, name="parquet-source").resources(R(1, "300m")) \
+            .slot_sharing_group("source").rebalance() \
+            .map(work, name="slow-map").resources(R(1, "600m")).slot_sharing_group("map") \
+            .blocking().aggregate(["k"], [("v", "sum"), ("v", "count")]) \
+            .resources(R(1, "400m")).slot_sharing_group("aggregate") \
+            .join(p.from_arrow(names, name="names"), on="k", strategy="broadcast") \
+            .write_parquet(args.out, mode)
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)

@@ -1,0 +1,267 @@
+"""Hosts lost at the wrong moment (issue 53), on the dockerised cluster: a worker host
+killed while the job's containers are still starting on it, per-job and in a session;
+in the same session a host brought back and then another one killed; and the host of
+a session's ApplicationMaster cut off the network past YARN's liveness timeout, then
+reconnected while the next attempt runs the job. Each job's output must be exact, the
+session must go on serving, and nothing may be left.
+
+The job is the issue's: a Parquet source (1 core, 300 MB) over input on HDFS whose
+blocks are on every host, a slow map (1 core, 600 MB), a BLOCKING aggregate (1 core,
+400 MB), a broadcast join and a Parquet sink."""
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from typing import Iterator
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.docker.conftest import WORKERS, DockerCluster
+from tests.docker.test_host_faults import (FAST, NETWORK, SHAPES, TIMEOUT_20S, Page, app,
+                                          appmaster_host, appmaster_log, assert_nothing_left,
+                                          hosts, running, scratch, submit, wait_finished)
+
+__all__ = ["hosts"]     # the fixture, shared with the other host-fault tests
+
+# The input, written from the edge host: 4000 keyed rows in six files (so its splits'
+# blocks are spread over the three hosts); the check of an ended job's output.
+PUT_INPUT = """
+import sys, tempfile, pyarrow.parquet as pq
+sys.path.insert(0, "tests/yarn/pipelines")
+from shapes import keyed
+from yarnflow.client import files
+table, target = keyed(4000), sys.argv[1]
+with tempfile.TemporaryDirectory() as local:
+    for i in range(6):
+        pq.write_table(table.slice(i * 700, 700), f"{local}/part-{i:05d}.parquet")
+    files.put(local, target)
+"""
+OUTPUT = """
+import json, posixpath, sys
+import pyarrow as pa
+sys.path.insert(0, "tests/yarn/pipelines")
+from shapes import keyed
+from yarnflow.client import files
+out = sys.argv[1]
+got = files.read_table(out).select(["k", "v_sum", "v_count", "name"]).sort_by("k")
+want = keyed(4000).group_by("k").aggregate([("v", "sum"), ("v", "count")]).sort_by("k")
+want = want.append_column("name", pa.array([f"key-{k}" for k in want.column("k").to_pylist()]))
+base = posixpath.basename(out.rstrip("/"))
+beside = [uri for uri, _ in files.ls(posixpath.dirname(out.rstrip("/")))
+          if posixpath.basename(uri.rstrip("/")).startswith("." + base)]
+print(json.dumps({"rows": got.num_rows, "exact": got.equals(want.select(got.column_names)),
+                  "beside": beside}))
+"""
+
+
+def put_input(cluster: DockerCluster) -> str:
+    target = f"hdfs://rm:9000/tmp/yarnflow-tests/lost-hosts-{uuid.uuid4().hex[:8]}/in"
+    done = cluster.edge("python", "-c", PUT_INPUT, target)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return target
+
+
+def assert_exact(cluster: DockerCluster, out: str) -> None:
+    check = cluster.edge("python", "-c", OUTPUT, out)
+    assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
+    written = json.loads(check.stdout.splitlines()[-1])
+    assert written["exact"] and written["rows"] == 97 and written["beside"] == [], written
+
+
+def profiles(input_uri: str, out: str, *more: str) -> list[str]:
+    return [SHAPES, "--", "profiles", "--input", input_uri, "--out", out, *more]
+
+
+def containers(cluster: DockerCluster, app_id: str) -> list[dict]:
+    """The containers YARN gave the application's current attempt."""
+    attempts = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    page = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts/"
+                        f"{attempts[-1]['appAttemptId']}/containers") or {}
+    return page.get("container") or []
+
+
+def registered_hosts(page: Page) -> set[str] | None:
+    try:
+        return {e["host"] for e in page.get("taskmanagers")["taskmanagers"] if e["host"]}
+    except (OSError, ValueError, KeyError):          # not serving yet
+        return None
+
+
+def kill_while_starting(cluster: DockerCluster, app_id: str, spare: set[str]) -> str:
+    """As soon as YARN gives the application a container on a worker host whose
+    executors have not registered (not ``spare``, not the ApplicationMaster's), that
+    host is frozen (nothing on it starts from then on), checked to have registered
+    nothing, and killed. Returns the host."""
+    page = Page(cluster, app_id)
+    am = appmaster_host(cluster, app_id)
+
+    def starting() -> str | None:
+        registered = registered_hosts(page)
+        if registered is None:
+            return None
+        placed = {c["assignedNodeId"].split(":")[0] for c in containers(cluster, app_id)}
+        fresh = sorted(placed - registered - spare - {am})
+        return fresh[0] if fresh else None
+    host = wait_until(starting, 300, f"a container of {app_id} starting on a host",
+                      interval=0.2)
+    cluster.docker("pause", host)
+    assert host not in (registered_hosts(page) or set()), \
+        f"an executor on {host} registered before the host was frozen: not a start"
+    cluster.docker("kill", host)
+    return host
+
+
+def elapsed_s(cluster: DockerCluster, app_id: str) -> float:
+    return app(cluster, app_id)["elapsedTime"] / 1000
+
+
+def test_a_host_killed_while_a_per_job_applications_containers_start_on_it(hosts):
+    """The job is run once with no fault, then again with a host killed while its
+    containers start there: YARN reports them released on a lost node, the host is
+    not asked again, and the job ends exact on the hosts that are left."""
+    input_uri = put_input(hosts)
+    base = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
+                  *profiles(input_uri, scratch("lost-baseline"), "--work", "0.3"))
+    assert wait_finished(hosts, base, 400)["finalStatus"] == "SUCCEEDED"
+    out = scratch("lost-while-starting")
+    app_id = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
+                    *profiles(input_uri, out, "--work", "0.3"))
+    host = kill_while_starting(hosts, app_id, spare=set())
+
+    final = wait_finished(hosts, app_id, 600)
+    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
+    assert_exact(hosts, out)
+    print(json.dumps({"no_fault_s": elapsed_s(hosts, base),
+                      "host_killed_while_starting_s": elapsed_s(hosts, app_id)}))
+    log = appmaster_log(hosts, app_id)
+    assert "failed starts in a row" not in log, f"losing {host} counted as a failed start"
+    assert_nothing_left(hosts, app_id)
+
+
+def start_session(cluster: DockerCluster, name: str, *more: str) -> str:
+    started = cluster.edge("yarnflow", "session", "start", "--name", name, *FAST, *TIMEOUT_20S,
+                           *more, timeout=600)
+    assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
+    found = re.search(r"application_\d+_\d+", started.stdout)
+    assert found, started.stdout
+    return found.group(0)
+
+
+def run_in(cluster: DockerCluster, name: str, *args: str, attach: bool = False) -> str:
+    """A job submitted to the session; its id."""
+    run = cluster.edge("yarnflow", "run", "-t", "yarn-session", "-a", name,
+                       *(["--attach", "--no-progress"] if attach else []), *args, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return re.search(r"job (\w+) accepted by session", run.stdout).group(1)
+
+
+def job_ended(page: Page, job_id: str) -> dict | None:
+    job = page.job(job_id)
+    return job if job and job["state"] in ("FINISHED", "FAILED", "CANCELED") else None
+
+
+def stop_session(cluster: DockerCluster, app_id: str) -> None:
+    stopped = cluster.edge("yarnflow", "session", "stop", app_id, timeout=300)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert wait_finished(cluster, app_id, 120)["finalStatus"] == "SUCCEEDED"
+
+
+def test_a_session_loses_a_host_while_its_jobs_containers_start_then_another_after_one_came_back(hosts):
+    """A session whose job's containers are starting on a host when it is killed; the
+    session serves on. The host comes back, and in the next job another host is killed
+    while the job runs; a third job after that runs on what is left."""
+    name = f"lost-{uuid.uuid4().hex[:6]}"
+    input_uri = put_input(hosts)
+    app_id = start_session(hosts, name, "--min-executors", "1")
+    page = Page(hosts, app_id)
+    try:
+        wait_until(lambda: registered_hosts(page), 300, "the session's warm executor", interval=1.0)
+        spare = registered_hosts(page) or set()
+        out = scratch("session-lost-while-starting")
+        job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "0.3"))
+        first = kill_while_starting(hosts, app_id, spare)
+        job = wait_until(lambda: job_ended(page, job_id), 600, f"job {job_id} to end", interval=1.0)
+        assert job["state"] == "FINISHED", job
+        assert_exact(hosts, out)
+        assert app(hosts, app_id)["state"] == "RUNNING"
+
+        hosts.docker("start", first)
+        hosts.wait_ready()
+        out = scratch("session-lost-mid-job")
+        job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "2"))
+        _, work = wait_until(lambda: running(page, "slow-map", job_id), 300,
+                             "the second job's slow map running", interval=1.0)
+        am = appmaster_host(hosts, app_id)
+        second = sorted({s["host"] for s in work} - {am, first}) or \
+            sorted({s["host"] for s in work} - {am})
+        assert second, f"every slow-map subtask runs on the ApplicationMaster's host {am}"
+        hosts.docker("kill", second[0])
+        job = wait_until(lambda: job_ended(page, job_id), 600, f"job {job_id} to end", interval=1.0)
+        assert job["state"] == "FINISHED", job
+        assert_exact(hosts, out)
+
+        out = scratch("session-after-losses")
+        run_in(hosts, name, *profiles(input_uri, out, "--work", "0"), attach=True)
+        assert_exact(hosts, out)
+        assert len(hosts.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")
+                   ["appAttempts"]["appAttempt"]) == 1, "a host loss cost the session its attempt"
+    finally:
+        stop_session(hosts, app_id)
+    assert_nothing_left(hosts, app_id)
+
+
+def test_a_sessions_appmaster_host_cut_off_past_yarns_liveness_timeout_then_reconnected(hosts):
+    """YARN gives up on the cut-off host (45 s here) and starts the session's second
+    attempt elsewhere, which runs the accepted job again. The first attempt, back on the
+    network, was replaced: it touches nothing, and the job commits exactly once."""
+    name = f"cut-{uuid.uuid4().hex[:6]}"
+    input_uri = put_input(hosts)
+    hold = f"/tmp/yarnflow-tests/hold-{uuid.uuid4().hex[:8]}"
+    made = hosts.on("rm", "yarn", "fs", "-touchz", hold, timeout=120)
+    assert made.returncode == 0, made.stderr
+    status_url = f"http://rm:9870/webhdfs/v1{hold}?op=GETFILESTATUS&user.name=root"
+    app_id = start_session(hosts, name, "-D", "yarn.application-attempts=2")
+    page = Page(hosts, app_id)
+    cut = ""
+    try:
+        out = scratch("session-am-cut-off")
+        job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "1", "--hold", status_url))
+        wait_until(lambda: running(page, "slow-map", job_id), 300, "the job's slow map running",
+                   interval=1.0)
+        cut = appmaster_host(hosts, app_id)
+        hosts.docker("network", "disconnect", NETWORK, cut)
+
+        def second_attempt() -> bool:
+            attempts = hosts.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+            return len(attempts) == 2 and attempts[1].get("nodeId", "").split(":")[0] not in ("", cut)
+        wait_until(second_attempt, 300, f"YARN to start a second attempt away from {cut}",
+                   interval=1.0)
+        wait_until(lambda: running(page, "slow-map", job_id, through=False), 300,
+                   "the second attempt running the job again", interval=1.0)
+        hosts.docker("network", "connect", NETWORK, cut)
+        cut = ""
+        released = hosts.on("rm", "yarn", "fs", "-rm", hold, timeout=120)
+        assert released.returncode == 0, released.stderr
+        job = wait_until(lambda: job_ended(page, job_id), 600, f"job {job_id} to end", interval=1.0)
+        assert job["state"] == "FINISHED", job
+        assert_exact(hosts, out)
+        again = scratch("session-after-cut-off")
+        run_in(hosts, name, *profiles(input_uri, again, "--work", "0"), attach=True)
+        assert_exact(hosts, again)
+    finally:
+        if cut:
+            hosts.docker("network", "connect", NETWORK, cut)
+        stop_session(hosts, app_id)
+    assert_nothing_left(hosts, app_id)
+
+
+@pytest.fixture(autouse=True)
+def _whole_cluster(hosts: DockerCluster) -> Iterator[None]:
+    """Every test here starts on a whole cluster (the previous test restored it)."""
+    states = {h: hosts.docker("inspect", "--format", "{{.State.Status}}", h).stdout.strip()
+              for h in WORKERS}
+    assert set(states.values()) == {"running"}, states
+    yield
