@@ -51,6 +51,12 @@ def prepare() -> None:
         # a host that stops answering is LOST after 45 s: longer than the 30 s freeze
         # the tests expect nothing to fail from, far shorter than YARN's 10 minutes
         "yarn.nm.liveness-monitor.expiry-interval-ms": "45000",
+        # a host brought back keeps what it localized (the shipped environment takes
+        # minutes to localize on a busy 2-core machine) and its node id, as a
+        # production NodeManager with work-preserving restart does
+        "yarn.nodemanager.recovery.enabled": "true",
+        "yarn.nodemanager.recovery.supervised": "true",
+        "yarn.nodemanager.address": "0.0.0.0:45454",
     })
     set_properties(CONF / "core-site.xml", {"fs.defaultFS": f"hdfs://{RM_HOST}:9000",
                                             "hadoop.tmp.dir": str(DATA / "tmp")})

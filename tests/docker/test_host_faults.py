@@ -1,6 +1,7 @@
 """Host-level faults on the dockerised cluster: a host killed (its NodeManager, its
-DataNode and every executor on it at once), cut off from the network, frozen, and the
-host of the ApplicationMaster killed. Each job's output must be exact (every row once),
+DataNode and every executor on it at once), cut off from the network, and frozen
+(test_lost_hosts.py has the hosts lost while containers start, in sessions, and the
+ApplicationMaster's host). Each job's output must be exact (every row once),
 and nothing may be left: no container in YARN's view, no yarnflow process on any host,
 no staging directory beside the output.
 
@@ -234,65 +235,8 @@ def test_a_host_killed_mid_job_loses_its_blocking_results_and_the_job_recovers_e
     assert_nothing_left(hosts, app_id)
 
 
-def test_a_host_killed_in_a_session_fails_over_its_job_and_the_session_serves_on(hosts):
-    name = f"faults-{uuid.uuid4().hex[:6]}"
-    started = hosts.edge("yarnflow", "session", "start", "--name", name, "--min-executors", "2",
-                         *FAST, *TIMEOUT_20S, timeout=600)
-    assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
-    app_id = re.search(r"application_\d+_\d+", started.stdout).group(0)
-    try:
-        out = scratch("session-host-killed")
-        run = hosts.edge("yarnflow", "run", "-t", "yarn-session", "-a", name, SHAPES, "--", "long",
-                         "--work", "2", "--out", out)
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-        job_id = re.search(r"job (\w+) accepted by session", run.stdout).group(1)
-        page = Page(hosts, app_id)
-        _, work = wait_until(lambda: running(page, "work", job_id), 300,
-                             "the session job's work subtasks running", interval=1.0)
-        host = victim(hosts, app_id, work)
-        hosts.docker("kill", host)
-
-        def ended() -> dict | None:
-            job = page.job(job_id)
-            return job if job and job["state"] in ("FINISHED", "FAILED", "CANCELED") else None
-        job = wait_until(ended, 400, f"job {job_id} to end", interval=1.0)
-        assert job["state"] == "FINISHED" and job["restarts"] >= 1, job
-        assert_exact(hosts, "long", out)
-        assert app(hosts, app_id)["state"] == "RUNNING"
-        after = scratch("session-after")
-        again = hosts.edge("yarnflow", "run", "-t", "yarn-session", "-a", name, "--attach",
-                           "--no-progress", SHAPES, "--", "long", "--work", "0", "--out", after,
-                           timeout=600)
-        assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-        assert_exact(hosts, "long", after)
-    finally:
-        stopped = hosts.edge("yarnflow", "session", "stop", app_id, timeout=300)
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert wait_finished(hosts, app_id, 120)["finalStatus"] == "SUCCEEDED"
-    assert_nothing_left(hosts, app_id)
-
-
-def test_the_appmaster_host_killed_the_next_attempt_runs_on_another_host(hosts):
-    """Issue 16's recovery when the whole host goes: YARN declares its NodeManager lost,
-    the attempt failed, and starts the next one elsewhere, which runs the job again."""
-    out = scratch("am-host-killed")
-    app_id = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
-                    "-D", "yarn.application-attempts=2", SHAPES, "--", "long", "--work", "2",
-                    "--out", out)
-    page = Page(hosts, app_id)
-    wait_until(lambda: running(page, "work"), 300, "the job's work subtasks running", interval=1.0)
-    host = appmaster_host(hosts, app_id)
-    hosts.docker("kill", host)
-
-    final = wait_finished(hosts, app_id, 600)
-    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
-    attempts = hosts.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
-    assert len(attempts) == 2, attempts
-    assert attempts[1]["nodeId"].split(":")[0] != host, attempts
-    assert_exact(hosts, "long", out)
-    ended = archived(hosts, app_id)
-    assert ended["attempt"] == 2 and host not in ended["hosts"], ended
-    assert_nothing_left(hosts, app_id)
+# A host killed while a session runs a job, and the ApplicationMaster's host lost, are
+# test_lost_hosts.py's (with the issue-53 cases around them).
 
 
 # --- a host cut off, a host frozen ----------------------------------------------------------

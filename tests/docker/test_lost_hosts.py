@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import uuid
 from typing import Iterator
 
@@ -21,8 +20,9 @@ import pytest
 from tests.conftest import wait_until
 from tests.docker.conftest import WORKERS, DockerCluster
 from tests.docker.test_host_faults import (FAST, NETWORK, SHAPES, TIMEOUT_20S, Page, app,
-                                          appmaster_host, appmaster_log, assert_nothing_left,
-                                          hosts, running, scratch, submit, wait_finished)
+                                          appmaster_host, appmaster_log, archived,
+                                          assert_nothing_left, hosts, running, scratch, submit,
+                                          wait_finished)
 
 __all__ = ["hosts"]     # the fixture, shared with the other host-fault tests
 
@@ -200,7 +200,7 @@ def test_a_session_loses_a_host_while_its_jobs_containers_start_then_another_aft
         assert second, f"every slow-map subtask runs on the ApplicationMaster's host {am}"
         hosts.docker("kill", second[0])
         job = wait_until(lambda: job_ended(page, job_id), 600, f"job {job_id} to end", interval=1.0)
-        assert job["state"] == "FINISHED", job
+        assert job["state"] == "FINISHED" and job["restarts"] >= 1, job
         assert_exact(hosts, out)
 
         out = scratch("session-after-losses")
@@ -255,6 +255,43 @@ def test_a_sessions_appmaster_host_cut_off_past_yarns_liveness_timeout_then_reco
         if cut:
             hosts.docker("network", "connect", NETWORK, cut)
         stop_session(hosts, app_id)
+    assert_nothing_left(hosts, app_id)
+
+
+def test_a_per_job_appmaster_host_cut_off_past_yarns_liveness_timeout_then_reconnected(hosts):
+    """The per-job form of the above (and of its ApplicationMaster's host dying: the
+    next attempt runs on another host and runs the job again under its id): the
+    first attempt, back on the network, touches nothing, and the output is exact."""
+    input_uri = put_input(hosts)
+    hold = f"/tmp/yarnflow-tests/hold-{uuid.uuid4().hex[:8]}"
+    made = hosts.on("rm", "yarn", "fs", "-touchz", hold, timeout=120)
+    assert made.returncode == 0, made.stderr
+    status_url = f"http://rm:9870/webhdfs/v1{hold}?op=GETFILESTATUS&user.name=root"
+    out = scratch("am-cut-off")
+    app_id = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
+                    "-D", "yarn.application-attempts=2",
+                    *profiles(input_uri, out, "--work", "1", "--hold", status_url))
+    page = Page(hosts, app_id)
+    wait_until(lambda: running(page, "slow-map"), 300, "the job's slow map running", interval=1.0)
+    cut = appmaster_host(hosts, app_id)
+    hosts.docker("network", "disconnect", NETWORK, cut)
+    try:
+        def second_attempt() -> bool:
+            attempts = hosts.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+            return len(attempts) == 2 and attempts[1].get("nodeId", "").split(":")[0] not in ("", cut)
+        wait_until(second_attempt, 300, f"YARN to start a second attempt away from {cut}",
+                   interval=1.0)
+        wait_until(lambda: running(page, "slow-map", through=False), 300,
+                   "the second attempt running the job again", interval=1.0)
+    finally:
+        hosts.docker("network", "connect", NETWORK, cut)
+    released = hosts.on("rm", "yarn", "fs", "-rm", hold, timeout=120)
+    assert released.returncode == 0, released.stderr
+
+    final = wait_finished(hosts, app_id, 600)
+    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
+    assert_exact(hosts, out)
+    assert archived(hosts, app_id)["attempt"] == 2
     assert_nothing_left(hosts, app_id)
 
 
