@@ -17,8 +17,11 @@ those few moments of a job's life, never per record; once replaced, always repla
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
+import time
+from typing import Callable
 
 from yarnflow.core.fs import FileSystem
 
@@ -87,6 +90,31 @@ class AttemptFence:
         except Exception as err:   # noqa: BLE001 - unknown is not replaced
             log.info("could not read the attempts' claims in %s: %s", self.directory, err)
             return False
+
+
+def _exit_now(code: int) -> None:
+    logging.shutdown()
+    os._exit(code)
+
+
+def exit_when_replaced(fence: AttemptFence, interval: float,
+                       exit_process: Callable[[int], None] = _exit_now) -> threading.Thread:
+    """Watch for a newer attempt's claim; once there is one, this process ends at once,
+    touching nothing: no job is cancelled, aborted, archived or committed, and its
+    server goes, so clients ask YARN again and find the attempt that replaced it.
+    (YARN kills the container too, once the host's NodeManager is heard from again,
+    but a host that was cut off may serve clients for a while before that.)"""
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if fence.replaced():
+                log.warning("ApplicationMaster attempt %d was replaced: it exits without "
+                            "touching its jobs' files", fence.attempt)
+                exit_process(0)
+                return
+    thread = threading.Thread(target=watch, name="attempt-fence", daemon=True)
+    thread.start()
+    return thread
 
 
 NO_FENCE = AttemptFence(None, "", 1)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from yarnflow.appmaster.attempt_fence import AttemptFence
+from yarnflow.appmaster.attempt_fence import AttemptFence, exit_when_replaced
 from yarnflow.appmaster.jobmaster.job_events import partition_store_dir
 from yarnflow.core.fs import open_filesystem
 from yarnflow.core.ids import JobID, ResourceID
@@ -63,6 +63,8 @@ from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, CONF_ENV, JOB_ENV, JO
 
 log = logging.getLogger("yarnflow.appmaster")
 
+# How often an attempt looks for a newer one's claim (attempt_fence.py).
+REPLACED_CHECK_S = 5.0
 # YARN keeps diagnostics in the ResourceManager's memory; keep ours short.
 _DIAGNOSTICS_LIMIT = 4000
 FINAL_STATUS = {JobStatus.FINISHED: "SUCCEEDED", JobStatus.FAILED: "FAILED",
@@ -166,6 +168,7 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     driver = YarnDriver(config, app, plan.services, max_container, plan.host_services)
     fence = attempt_fence(config)
     fence.claim()          # before anything is recovered: from now on an older attempt yields
+    exit_when_replaced(fence, REPLACED_CHECK_S)
     tls = read_skein_container_credentials(".")
     host = os.environ.get("NM_HOST", "127.0.0.1")
     components = ApplicationMasterComponents(

@@ -66,6 +66,10 @@ class Dispatcher:
         JobGraph as it came) goes to the job graph store, so an accepted job outlives
         this ApplicationMaster: the job starts while it is being written, commits its
         output only once it is written, and is acknowledged only then."""
+        if self._components.fence.replaced():
+            # a replaced attempt back on the network: the client asks YARN again and
+            # finds the attempt that replaced this one
+            raise EndpointStopped("this ApplicationMaster attempt was replaced by a newer one")
         self.main.call(self._accept, graph.job_id)
         kept: futures.Future[None] | None = None
         try:

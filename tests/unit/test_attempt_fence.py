@@ -89,3 +89,16 @@ def test_a_replaced_attempt_leaves_the_jobs_stored_results_and_logs_no_event(tmp
     assert job_dir.is_dir()
     JobStorage(fs, f"file://{job_dir}", events=True, fence=new).discard().result(10)
     assert not job_dir.exists()
+
+
+def test_a_replaced_attempt_exits_as_soon_as_it_sees_the_newer_claim(tmp_path):
+    from tests.conftest import wait_until
+    from yarnflow.appmaster.attempt_fence import exit_when_replaced
+    old, new = fences(tmp_path, 1, 2)
+    old.claim()
+    exits: list[int] = []
+    exit_when_replaced(old, 0.01, exits.append)
+    assert exits == []
+    new.claim()
+    wait_until(lambda: exits, 10, "the replaced attempt to exit")
+    assert exits == [0]
