@@ -291,6 +291,22 @@ def test_a_start_the_driver_fails_as_it_asks_is_retried_with_back_off(cluster):
     assert "container-1" in cluster.rm.slot_manager.pending_workers
 
 
+def test_a_worker_skein_answered_late_for_is_adopted_and_serves_its_request(cluster):
+    """Issue 53: the YARN driver returns a provisional id when Skein does not answer in
+    time, and moves the worker to the container the late answer made: the request
+    waits on it, nothing else is started, and its registration serves the request."""
+    cluster.request("a1")
+    (provisional, _), = cluster.driver.requested
+    cluster.rm.on_worker_moved(provisional, "te-late_0")
+    cluster.main.advance(0)
+    assert cluster.rm.slot_manager.requests["a1"].worker == "te-late_0"
+    assert list(cluster.rm.slot_manager.pending_workers) == ["te-late_0"]
+    cluster.register("te-late_0")
+    (allocation, _), = cluster.executors["te-late_0"].allocations
+    assert allocation.allocation_id == "a1"
+    assert len(cluster.driver.requested) == 1, "no second worker for a late answer"
+
+
 def test_failed_starts_that_blame_a_host_or_a_late_answer_never_fail_the_job():
     """Issue 53: a host lost while its containers start, or Skein answering late, says
     nothing about the worker spec: the start is asked again, however often, and only
