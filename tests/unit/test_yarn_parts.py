@@ -179,14 +179,19 @@ def test_driver_adds_and_kills_exactly_its_containers_and_reports_losses_with_ya
     assert "container_1_0001_01_000003" in cause and "preempted" in cause and "FAILED" in cause
 
 
-def test_an_ask_skein_answers_late_is_still_an_ask_and_its_container_adopted():
-    """Issue 53: a late answer is a container, not a failure."""
+def _asked_of_a_stuck_skein() -> tuple[FakeSkeinApp, Events, YarnDriver, str]:
+    """A worker asked of a Skein that answers only once the test lets it."""
     spec = WorkerSpec(R(1, 512), 1, 256)
     app, events = FakeSkeinApp(answer=threading.Event()), Events()
     driver = YarnDriver(Configuration.load(overrides=["yarn.appmaster.skein-timeout=0.2 s"]),
                         app, {spec.name: service_name(spec)}, R(8, 8192))
     driver.start(events, "am:1")
-    provisional = driver.request_worker(spec)
+    return app, events, driver, driver.request_worker(spec)
+
+
+def test_an_ask_skein_answers_late_is_still_an_ask_and_its_container_adopted():
+    """Issue 53: a late answer is a container, not a failure."""
+    app, events, driver, provisional = _asked_of_a_stuck_skein()
     assert events.terminated == [] and provisional not in app.containers
     app.answer.set()                       # Skein gets to it after all
     wait_until(lambda: events.moved, 5, "the late container to be adopted")
@@ -199,12 +204,7 @@ def test_an_ask_skein_answers_late_is_still_an_ask_and_its_container_adopted():
 
 
 def test_a_late_answer_for_a_worker_given_up_meanwhile_is_released():
-    spec = WorkerSpec(R(1, 512), 1, 256)
-    app, events = FakeSkeinApp(answer=threading.Event()), Events()
-    driver = YarnDriver(Configuration.load(overrides=["yarn.appmaster.skein-timeout=0.2 s"]),
-                        app, {spec.name: service_name(spec)}, R(8, 8192))
-    driver.start(events, "am:1")
-    provisional = driver.request_worker(spec)
+    app, events, driver, provisional = _asked_of_a_stuck_skein()
     driver.release_worker(provisional)     # the ResourceManager's start timeout
     assert app.killed == []                # nothing to kill yet
     app.answer.set()
