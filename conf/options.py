@@ -64,7 +64,7 @@ REGISTRATION_INITIAL_BACKOFF = _option("cluster.registration.initial-timeout", p
                                        "First pause between registration attempts; it doubles each attempt.")
 REGISTRATION_MAX_BACKOFF = _option("cluster.registration.max-timeout", parse_duration, 30.0,
                                    "Longest pause between registration attempts.")
-WORKER_START_TIMEOUT = _option("resourcemanager.worker.start-timeout", parse_duration, 300.0,
+WORKER_START_TIMEOUT = _option("resourcemanager.worker.start-timeout", parse_duration, 120.0,
                                "A requested worker that has not registered this long is released and asked again (slow, not a failure of its spec).")
 WORKER_RETRY_INTERVAL = _option("resourcemanager.start-worker-retry-interval", parse_duration, 3.0,
                                 "First pause before replacing a worker that failed to start; doubles per failure in a row, up to 60 s.")

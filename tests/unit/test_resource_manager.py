@@ -264,7 +264,7 @@ def test_a_lost_executor_with_a_pending_request_gets_it_placed_again(cluster):
 
 def test_a_worker_that_never_registers_is_asked_again_without_counting(cluster):
     cluster.request("a1")
-    cluster.main.advance(301)                       # resourcemanager.worker.start-timeout
+    cluster.main.advance(121)                       # resourcemanager.worker.start-timeout
     assert "container-0" in cluster.driver.released
     assert cluster.rm.slot_manager.requests["a1"].worker != "container-0"
     # the replacement start waits for resourcemanager.start-worker-retry-interval
@@ -272,7 +272,7 @@ def test_a_worker_that_never_registers_is_asked_again_without_counting(cluster):
     cluster.main.advance(3)
     assert [rid for rid, _ in cluster.driver.requested] == ["container-0", "container-1"]
     for n in range(1, 8):       # slow, not wrong: never a failed start of the spec
-        cluster.main.advance(301 + 3)
+        cluster.main.advance(121 + 3)
         assert cluster.driver.requested[-1][0] == f"container-{n + 1}"
     assert cluster.job_master.allocation_failures == []
 
