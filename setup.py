@@ -83,7 +83,7 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
             # SPNEGO to WebHDFS on a Kerberos cluster (core/fs/webhdfs.py); gssapi builds
             # against the system's Kerberos (Debian: libkrb5-dev)
             "kerberos": ["requests-gssapi>=1.2"],
-            "test": ["pytest>=8", "pytest-timeout>=2.2", "grpcio-tools>=1.85.1", "skein>=0.8.2",
+            "test": ["pytest>=8", "pytest-timeout>=2.2", "pytest-xdist>=3.5", "grpcio-tools>=1.85.1", "skein>=0.8.2",
                      "venv-pack>=0.2",
                      "mypy>=2.4,<2.5", "ruff>=0.17,<0.18",
                      "pyspark>=4.0"],

@@ -49,6 +49,8 @@ TIERS = {
 def pytest_configure(config: pytest.Config) -> None:
     for tier, what in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: {what}")
+    config.addinivalue_line("markers", "alone: a YARN tier test that changes or measures the "
+                            "whole cluster; it runs after the others, with no other application")
     yarn_tier = ROOT / "tests" / "yarn"
     named = [Path(arg.split("::")[0]).resolve() for arg in config.args]
     if yarn_test_cluster() == "docker" and any(p == yarn_tier or yarn_tier in p.parents for p in named):
@@ -56,6 +58,20 @@ def pytest_configure(config: pytest.Config) -> None:
             "tests/yarn runs on the dockerised cluster's edge host by default. Fix: run "
             "`pytest tests/docker/test_yarn_tier.py -k NAME`, or set YARNFLOW_TEST_CLUSTER=native "
             "to run it on docker-hadoop/native here")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """With pytest-xdist (`-n 2`): the docker tier on one worker, in its order (its
+    tests share one cluster, and host faults must not overlap the YARN tier), while the
+    other workers take the rest file by file. The docker tier mostly waits on hosts and
+    YARN, so the unit and integration tiers run in its idle time."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TierScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/docker" if nodeid.startswith("tests/docker/") else nodeid.split("::")[0]
+
+    return TierScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -131,9 +147,12 @@ def debian_command(command: str, package: str, why: str) -> str:
         pytest.fail(f"{why} need `{command}` and this machine has no apt-get. "
                     f"Fix: install {package} so `{command}` is on PATH")
     env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-    install = ["apt-get", "install", "-y", "--no-install-recommends", package]
+    # tests side by side (and the docker tier's `cluster up`) may install at once: the
+    # later one waits for dpkg's lock instead of failing on it
+    wait = ["-o", "DPkg::Lock::Timeout=600"]
+    install = ["apt-get", *wait, "install", "-y", "--no-install-recommends", package]
     if subprocess.run(install, env=env, capture_output=True, timeout=900).returncode != 0:
-        subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=900)
+        subprocess.run(["apt-get", *wait, "update"], env=env, capture_output=True, timeout=900)
         done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             pytest.fail(f"could not install {package} with apt-get (it needs root): "

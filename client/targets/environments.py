@@ -14,6 +14,7 @@ the same environment again costs a directory walk, not a new archive.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -131,12 +132,23 @@ def pack(prefix: Path, python_prefix: str, cache_dir: Path) -> Path:
     archive = cache_dir / f"env-{key}.tar.gz"
     if archive.exists():
         return archive
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # Clients submitting at once from a fresh environment pack it once: the others wait
+    # for the first one's archive instead of each spending minutes of CPU on a copy.
+    with open(cache_dir / ".pack.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if archive.exists():
+            return archive
+        return _pack(prefix, python_prefix, cache_dir, editables, archive)
+
+
+def _pack(prefix: Path, python_prefix: str, cache_dir: Path, editables: list[Editable],
+          archive: Path) -> Path:
     try:
         import venv_pack
     except ImportError:
         raise YarnError("packing the environment needs venv-pack. Fix: pip install venv-pack "
                         "(or install yarnflow[yarn])") from None
-    cache_dir.mkdir(parents=True, exist_ok=True)
     version = python_version(prefix)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         tar = Path(tmp) / "env.tar"

@@ -1,8 +1,9 @@
 """Hosts lost at the wrong moment (issue 53), on the dockerised cluster: a worker host
 killed while the job's containers are still starting on it, per-job and in a session;
-in the same session a host brought back and then another one killed; and the host of
-a session's ApplicationMaster cut off the network past YARN's liveness timeout, then
-reconnected while the next attempt runs the job. Each job's output must be exact, the
+then that host brought back and another one killed mid-job (per-job: in the next
+application); and the host of a session's or a per-job ApplicationMaster cut off the
+network past YARN's liveness timeout, then reconnected while the next attempt runs the
+job. Each job's output must be exact, the
 session must go on serving, and nothing may be left.
 
 The job is the issue's: a Parquet source (1 core, 300 MB) over input on HDFS whose
@@ -118,10 +119,12 @@ def elapsed_s(cluster: DockerCluster, app_id: str) -> float:
     return app(cluster, app_id)["elapsedTime"] / 1000
 
 
-def test_a_host_killed_while_a_per_job_applications_containers_start_on_it(hosts):
+def test_a_host_killed_while_a_per_job_applications_containers_start_then_another_after_it_came_back(
+        hosts):
     """The job is run once with no fault, then again with a host killed while its
     containers start there: YARN reports them released on a lost node, the host is
-    not asked again, and the job ends exact on the hosts that are left."""
+    not asked again, and the job ends exact on the hosts that are left. The host comes
+    back, and a third application loses another host mid-job: exact again."""
     input_uri = put_input(hosts)
     base = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
                   *profiles(input_uri, scratch("lost-baseline"), "--work", "0.3"))
@@ -139,6 +142,23 @@ def test_a_host_killed_while_a_per_job_applications_containers_start_on_it(hosts
     log = appmaster_log(hosts, app_id)
     assert "failed starts in a row" not in log, f"losing {host} counted as a failed start"
     assert_nothing_left(hosts, app_id)
+
+    hosts.docker("start", host)
+    hosts.wait_ready()
+    out = scratch("lost-mid-job-after-return")
+    third = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
+                   *profiles(input_uri, out, "--work", "2"))
+    _, work = wait_until(lambda: running(Page(hosts, third), "slow-map"), 300,
+                         "the third application's slow map running", interval=1.0)
+    am = appmaster_host(hosts, third)
+    second = sorted({s["host"] for s in work} - {am, host}) or sorted({s["host"] for s in work} - {am})
+    assert second, f"every slow-map subtask runs on the ApplicationMaster's host {am}"
+    hosts.docker("kill", second[0])
+    final = wait_finished(hosts, third, 600)
+    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
+    assert_exact(hosts, out)
+    assert archived(hosts, third)["restarts"] >= 1, "the killed host's subtasks ran again"
+    assert_nothing_left(hosts, third)
 
 
 def start_session(cluster: DockerCluster, name: str, *more: str) -> str:

@@ -2,18 +2,21 @@
 on the edge host, with yarnflow installed from the checkout's wheel, the tests' client
 processes, HDFS reads and REST calls going to the cluster's hosts by their names.
 
-tests/yarn runs there as one pytest run (YARNFLOW_TEST_CLUSTER=given); each of its
-tests is a test here too, which passes or fails as it did on the edge host, with its
-failure's report. `pytest tests/docker/test_yarn_tier.py -k NAME` runs the tests it
-selects and only those. The run's output goes to test-artifacts/yarn-tier.log as it
-comes."""
+tests/yarn runs there (YARNFLOW_TEST_CLUSTER=given): the tests that share the cluster
+side by side in YARNFLOW_TEST_YARN_WORKERS processes (2), then those marked ``alone``
+one at a time (edge_run). Each of its tests is a test here too, which passes or fails
+as it did on the edge host, with its failure's report. `pytest
+tests/docker/test_yarn_tier.py -k NAME` runs the tests it selects and only those. The
+run's output goes to test-artifacts/yarn-tier.log as it comes."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +35,10 @@ ON_EDGE = {
     "PYTHONPATH": "/opt/yarnflow-test-tools",
 }
 RUN_TIMEOUT_S = 3600.0
+# Test processes on the edge host at once. Its tests wait on YARN and containers, but
+# their JVMs and Spark sessions keep two cores 70 % busy with one process: with three,
+# a quarter of them outran their waits on a 2-core machine.
+WORKERS_ON_EDGE = int(os.environ.get("YARNFLOW_TEST_YARN_WORKERS", "2"))
 
 
 def tier_tests() -> list[str]:
@@ -68,25 +75,48 @@ def outcomes(junit: str) -> dict[str, Outcome]:
     return found
 
 
+def edge_run(selected: list[str], junits: list[Path]) -> str:
+    """The shell line the edge host runs: one Skein driver for every test process, the
+    tests that share the cluster side by side (pytest-xdist, a module's tests on one
+    worker in file order: test_session.py's share one session), then those marked
+    ``alone`` by themselves."""
+    pytest_args = ["python", "-m", "pytest", "-p", "no:cacheprovider", "-v", "-rfE",
+                   "--timeout=900"]
+    together = [*pytest_args, "-n", str(WORKERS_ON_EDGE), "--dist", "loadfile", "-m",
+                "not alone", f"--junitxml={junits[0]}", *selected]
+    alone = [*pytest_args, "-m", "alone", f"--junitxml={junits[1]}", *selected]
+    return "; ".join([
+        "python -m skein.cli driver start >/dev/null",
+        shlex.join(together) + "; together=$?",
+        shlex.join(alone) + "; alone=$?",
+        "python -m skein.cli driver stop >/dev/null 2>&1",
+        # 5: every selected test was in the other group
+        'for rc in $together $alone; do [ $rc -eq 0 ] || [ $rc -eq 5 ] || exit $rc; done'])
+
+
 @pytest.fixture(scope="module")
 def tier(docker_cluster: DockerCluster, request: pytest.FixtureRequest) -> dict[str, Outcome]:
-    """tests/yarn run once on the edge host: the tests selected here, in pytest's order."""
+    """tests/yarn run once on the edge host: the tests selected here."""
     selected = [item.callspec.params["node"] for item in request.session.items
                 if item.module is request.module and hasattr(item, "callspec")]
-    junit = artifacts_dir() / "yarn-tier.xml"
     log = artifacts_dir() / "yarn-tier.log"
-    junit.unlink(missing_ok=True)
+    parts = [artifacts_dir() / "yarn-tier-together.xml", artifacts_dir() / "yarn-tier-alone.xml"]
+    for part in parts:
+        part.unlink(missing_ok=True)
     env = [f"{key}={value}" for key, value in ON_EDGE.items()]
     with open(log, "w") as out:      # as it comes: `tail -f` shows the run's progress
-        run = subprocess.run([sys.executable, str(CLUSTER), "edge", "env", *env, "python", "-m",
-                              "pytest", "-p", "no:cacheprovider", "-v", "-rfE", "--timeout=900",
-                              f"--junitxml={junit}", *selected], stdout=out,
+        run = subprocess.run([sys.executable, str(CLUSTER), "edge", "env", *env, "sh", "-c",
+                              edge_run(selected, parts)], stdout=out,
                              stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S, cwd=ROOT,
                              env={**os.environ, **docker_cluster.env})
-    if not junit.exists():
+    found: dict[str, Outcome] = {}
+    for part in parts:
+        if part.exists():
+            found.update(outcomes(str(part)))
+    if not found:
         pytest.fail(f"{TIER} did not run on the edge host (exit {run.returncode}):\n"
                     f"{log.read_text()[-4000:]}")
-    return outcomes(str(junit))
+    return found
 
 
 @pytest.mark.timeout(RUN_TIMEOUT_S + 600)

@@ -86,6 +86,9 @@ def skein_driver(yarn_cluster: "YarnRest") -> Any:
     if running.returncode == 0:       # the user's own: used, and left running
         yield
         return
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.fail("side by side, the tests share one Skein driver, which none of them may stop. "
+                    f"Fix: start it first with `{sys.executable} -m skein.cli driver start`")
     started = subprocess.run([*skein, "start"], capture_output=True, text=True, timeout=180)
     if started.returncode != 0:
         pytest.fail(f"could not start Skein's driver:\n{started.stderr[-3000:]}")

@@ -39,14 +39,16 @@ def sink_is_writing(app: YarnApplication, hdfs, out: str) -> bool:
 
 
 def overwrite_while_sink_writes(hdfs, name: str, *options: str) -> tuple[str, pa.Table, str]:
-    """An old output at a target, and a running job (`--work` slows it) replacing it,
-    whose sink is writing: (target, old output, application id)."""
+    """An old output at a target, and a running job replacing it, whose sink is writing:
+    (target, old output, application id). The job has 100 batches of 1 s per subtask:
+    on a loaded machine a cancel took longer than the few seconds a job of 2000 rows
+    had left, which then committed before it was cancelled."""
     out = f"{hdfs.scratch(name)}/out"
     old = numbers(0, 1000)
     hdfs.write_table(old, f"{out}/part-00000.parquet")
     proc = yarnflow("run", "-t", "yarn-per-job", *FAST, "-D", "pipeline.batch-rows=100", *options,
                     SHAPES,
-                    "--", "long", "--work", "1", "--out", out, "--mode", "overwrite")
+                    "--", "long", "--work", "1", "--rows", "20000", "--out", out, "--mode", "overwrite")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     with YarnApplication(app_id, timeout=30) as app:

@@ -24,6 +24,8 @@ from tests.yarn.conftest import FAST, HOSTS, PIPELINES, submitted_app_id, yarnfl
 from yarnflow.client.targets.yarn_apps import YarnApplication
 
 SHAPES = str(PIPELINES / "shapes.py")
+# where executors land depends on every host's free room: no other application runs
+pytestmark = pytest.mark.alone
 ROWS_PER_FILE = 60_000
 ROW_GROUP = 15_000       # four row groups a file: splits are made of whole row groups
 

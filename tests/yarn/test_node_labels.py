@@ -21,7 +21,8 @@ from yarnflow.client.targets.yarn_apps import YarnApplication
 
 SHAPES = str(PIPELINES / "shapes.py")
 LABEL = "highmem"
-pytestmark = pytest.mark.usefixtures("yarn_cluster")
+# a host labelled exclusively takes no other application's containers meanwhile
+pytestmark = [pytest.mark.usefixtures("yarn_cluster"), pytest.mark.alone]
 
 
 def rmadmin(*args: str) -> None:
