@@ -233,6 +233,18 @@ class YarnRest:
         apps = (self.get("/ws/v1/cluster/apps").get("apps") or {}).get("app", [])
         return {a["id"] for a in apps}
 
+    def apps_named(self, name: str) -> list[str]:
+        """The applications called ``name``: a refused submission's own (its test names
+        it with yarn.application.name), whatever the tests beside it submit."""
+        apps = (self.get("/ws/v1/cluster/apps").get("apps") or {}).get("app", [])
+        return [a["id"] for a in apps if a["name"] == name]
+
+
+def unique_app_name(what: str) -> tuple[list[str], str]:
+    """``-D yarn.application.name=…`` for a submission that must be refused, and that name."""
+    name = f"{what}-{uuid.uuid4().hex[:8]}"
+    return ["-D", f"yarn.application.name={name}"], name
+
     def running_containers(self, app_id: str) -> list[dict]:
         """The application's live containers with their allocated sizes."""
         attempts = self.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import wait_until
-from tests.yarn.conftest import FAST, PIPELINES, submitted_app_id, yarnflow
+from tests.yarn.conftest import FAST, PIPELINES, submitted_app_id, unique_app_name, yarnflow
 from yarnflow.core.status import ExecutionState
 from yarnflow.client.targets.yarn_apps import YarnApplication
 
@@ -90,12 +90,12 @@ def test_the_default_refuses_an_existing_output_and_overwrite_replaces_it_atomic
     old = pa.concat_tables([numbers(10_000 + 1000 * i, 1000) for i in range(3)])
     for i in range(3):                 # three old parts; the new output has two
         hdfs.write_table(numbers(10_000 + 1000 * i, 1000), f"{out}/part-{i:05d}.parquet")
-    apps_before = yarn_cluster.app_ids()
-    refused = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "long", "--work", "0",
+    named, name = unique_app_name("refused-existing")
+    refused = yarnflow("run", "-t", "yarn-per-job", *FAST, *named, SHAPES, "--", "long", "--work", "0",
                        "--out", out, "--mode", "errorifexists")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "already exists" in refused.stdout and "mode='overwrite'" in refused.stdout
-    assert yarn_cluster.app_ids() == apps_before, "an application was submitted"
+    assert not yarn_cluster.apps_named(name), "an application was submitted"
 
     # A reader reads the target over and over while the job runs and commits: each read
     # is the old output or the new one, never a mix and never partial.
@@ -129,15 +129,15 @@ def test_a_local_input_is_refused_on_yarn_before_submission(yarn_cluster, hdfs, 
     local = tmp_path / "input"
     local.mkdir()
     numbers(0, 10).to_pandas().to_parquet(local / "a.parquet")
-    apps_before = yarn_cluster.app_ids()
-    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "copy", "--input",
+    named, name = unique_app_name("refused-local")
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *named, SHAPES, "--", "copy", "--input",
                     f"file://{local}", "--out", f"{hdfs.scratch('refused')}/out")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     message = " ".join(proc.stdout.split())
     assert f"input file://{local} is a local path" in message
     assert "yarnflow fs put" in message and "fs.allow-local-paths: true" in message
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert yarn_cluster.app_ids() == apps_before, "an application was submitted"
+    assert not yarn_cluster.apps_named(name), "an application was submitted"
 
 
 def test_yarnflow_fs_puts_lists_and_removes_on_the_clusters_hdfs(yarn_cluster, hdfs, tmp_path):

@@ -14,7 +14,7 @@ from tests.conftest import wait_until
 from yarnflow.core.status import ExecutionState
 from yarnflow.client.targets.yarn_apps import YarnApplication
 from tests.yarn.conftest import (FAST, PIPELINES, kill_and_watch_replacement, load_example,
-                                 submitted_app_id, yarnflow)
+                                 submitted_app_id, unique_app_name, yarnflow)
 
 SHAPES = str(PIPELINES / "shapes.py")
 SMALL_BATCHES = ["-D", "pipeline.batch-rows=250"]   # several batches, so rebalance feeds all
@@ -210,23 +210,23 @@ def test_a_container_killed_midway_is_replaced_and_the_job_succeeds_exactly(yarn
 ])
 def test_profile_beyond_yarn_maximum_is_refused_before_submission(yarn_cluster, hdfs,
                                                                    memory, needle):
-    before = yarn_cluster.app_ids()
-    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "huge", "--memory", memory,
+    named, name = unique_app_name("refused-huge")
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *named, SHAPES, "--", "huge", "--memory", memory,
                     "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "huge-op" in proc.stdout and needle in proc.stdout, proc.stdout
     assert "Fix:" in proc.stdout
-    assert yarn_cluster.app_ids() == before, "an application was submitted anyway"
+    assert not yarn_cluster.apps_named(name), "an application was submitted anyway"
 
 
 def test_a_missing_column_is_refused_before_any_application_is_submitted(yarn_cluster, hdfs):
-    before = yarn_cluster.app_ids()
-    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, SHAPES, "--", "bad-column",
+    named, name = unique_app_name("refused-column")
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *named, SHAPES, "--", "bad-column",
                     "--out", f"{hdfs.scratch('out')}/out")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "vertex 'aggregate': its input has no column 'value' (it has: k, v)" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert yarn_cluster.app_ids() == before, "an application was submitted anyway"
+    assert not yarn_cluster.apps_named(name), "an application was submitted anyway"
 
 
 def test_user_code_raising_fails_the_application_and_status_shows_it(yarn_cluster, hdfs):
