@@ -229,21 +229,16 @@ class YarnRest:
     def app(self, app_id: str) -> dict:
         return self.get(f"/ws/v1/cluster/apps/{app_id}")["app"]
 
+    def apps(self) -> list[dict]:
+        return (self.get("/ws/v1/cluster/apps").get("apps") or {}).get("app", [])
+
     def app_ids(self) -> set[str]:
-        apps = (self.get("/ws/v1/cluster/apps").get("apps") or {}).get("app", [])
-        return {a["id"] for a in apps}
+        return {a["id"] for a in self.apps()}
 
     def apps_named(self, name: str) -> list[str]:
         """The applications called ``name``: a refused submission's own (its test names
         it with yarn.application.name), whatever the tests beside it submit."""
-        apps = (self.get("/ws/v1/cluster/apps").get("apps") or {}).get("app", [])
-        return [a["id"] for a in apps if a["name"] == name]
-
-
-def unique_app_name(what: str) -> tuple[list[str], str]:
-    """``-D yarn.application.name=…`` for a submission that must be refused, and that name."""
-    name = f"{what}-{uuid.uuid4().hex[:8]}"
-    return ["-D", f"yarn.application.name={name}"], name
+        return [a["id"] for a in self.apps() if a["name"] == name]
 
     def running_containers(self, app_id: str) -> list[dict]:
         """The application's live containers with their allocated sizes."""
@@ -296,6 +291,12 @@ def unique_app_name(what: str) -> tuple[list[str], str]:
     def wait_finished(self, app_id: str, timeout: float = 240) -> dict:
         return wait_until(lambda: (a := self.app(app_id))["state"] in FINISHED and a,
                           timeout, f"{app_id} to finish", interval=0.5)
+
+
+def unique_app_name(what: str) -> tuple[list[str], str]:
+    """``-D yarn.application.name=…`` for a submission that must be refused, and that name."""
+    name = f"{what}-{uuid.uuid4().hex[:8]}"
+    return ["-D", f"yarn.application.name={name}"], name
 
 
 def load_example() -> Any:
