@@ -95,6 +95,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(parts[1])
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.timing import report
+    report(terminalreporter, artifacts_dir())
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """tests/yarn is collected here unless it runs on the dockerised cluster's edge host."""
     if collection_path == ROOT / "tests" / "yarn" and yarn_test_cluster() == "docker":

@@ -292,45 +292,38 @@ def client_script(tmp_path: Path, out: Path, progress: Path) -> Path:
     return script
 
 
-def run_client(tmp_path: Path, name: str, freeze_when: Callable[[Path], bool] | None) -> float:
+def run_client(tmp_path: Path, name: str, freeze_when: Callable[[Path], bool]) -> None:
     """Run the job with ``yarnflow run`` (restarts off: a stall must fail nothing);
-    freeze the client for FREEZE_S once ``freeze_when(progress)`` holds. Returns the
-    seconds the run took; the output is checked exact."""
+    freeze the client for FREEZE_S once ``freeze_when(progress)`` holds. The output is
+    checked exact."""
     home = tmp_path / name
     home.mkdir()
     out, progress = home / "out", home / "progress"
     command = [sys.executable, "-m", "yarnflow.client.cli", "run", "-D", f"pipeline.batch-rows={BATCH_ROWS}",
                "-D", "restart-strategy.type=none", str(client_script(home, out, progress))]
-    started = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=ROOT, env=dict(os.environ, YARNFLOW_HOME=str(home)))
     try:
-        if freeze_when is not None:
-            wait_until(lambda: freeze_when(progress) or proc.poll() is not None, 180,
-                       f"the moment to freeze the client ({name})")
-            assert proc.poll() is None, proc.communicate()[0]
-            os.kill(proc.pid, signal.SIGSTOP)
-            time.sleep(FREEZE_S)        # the fault itself, not a wait for anything
-            os.kill(proc.pid, signal.SIGCONT)
+        wait_until(lambda: freeze_when(progress) or proc.poll() is not None, 180,
+                   f"the moment to freeze the client ({name})")
+        assert proc.poll() is None, proc.communicate()[0]
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(FREEZE_S)        # the fault itself, not a wait for anything
+        os.kill(proc.pid, signal.SIGCONT)
         output, _ = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    took = time.monotonic() - started
     assert proc.returncode == 0, output + executor_logs(home / "local-logs")
     assert "FINISHED" in output and "restart" not in output, output
     assert_exact(out)
-    return took
 
 
 def test_a_client_frozen_shorter_than_the_heartbeat_timeout_fails_nothing(tmp_path):
     """FLIP-6 reconciliation: reports sent while the ApplicationMaster (on ``local``, the
     client) stalls reach it when it runs again; nothing is failed or blamed on a
-    partition, midway or as the tasks finish."""
-    baseline = run_client(tmp_path, "baseline", None)
-    midway = run_client(tmp_path, "midway", lambda p: rows_through(p) >= ROWS // 2)
-    at_end = run_client(tmp_path, "at-end", lambda p: rows_through(p) >= ROWS)
-    for name, took in (("midway", midway), ("at the end", at_end)):
-        assert took <= baseline + FREEZE_S + 10, \
-            f"frozen {name}: {took:.1f} s, without a freeze {baseline:.1f} s"
+    partition, midway or as the tasks finish. Restarts are off, so anything failed
+    would fail the job; run_client checks it FINISHED exact with no restart."""
+    run_client(tmp_path, "midway", lambda p: rows_through(p) >= ROWS // 2)
+    run_client(tmp_path, "at-end", lambda p: rows_through(p) >= ROWS)

@@ -7,7 +7,7 @@ import pytest
 
 from tests.benchmarks import YARN, run_benchmark
 
-pytestmark = pytest.mark.usefixtures("yarn_cluster")
+pytestmark = [pytest.mark.usefixtures("yarn_cluster"), pytest.mark.alone]
 
 
 @pytest.mark.parametrize("name", sorted(YARN))
