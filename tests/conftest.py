@@ -46,9 +46,9 @@ TIERS = {
 }
 
 
-# Test processes when -n does not say: the two docker clusters' own and two for the
+# Test processes when -n does not say: the two docker clusters' own and one for the
 # rest (pytest_xdist_make_scheduler). `-n 0` runs everything in this one process.
-DEFAULT_PROCESSES = 4
+DEFAULT_PROCESSES = 3
 
 
 @pytest.hookimpl(tryfirst=True)

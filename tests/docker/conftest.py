@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.conftest import artifacts_dir, docker_prefix, wait_until
+from tests.conftest import DOCKER_ORDER, artifacts_dir, docker_prefix, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "docker-hadoop" / "docker" / "cluster"
@@ -144,11 +144,14 @@ class Clusters:
         self.up: dict[str, DockerCluster] = {}
         self.started_here: list[DockerCluster] = []
 
-    def get(self, prefix: str, module: str) -> DockerCluster:
+    def get(self, prefix: str, selected: set[str]) -> DockerCluster:
+        """The cluster, started; ``selected``: the run's modules on it."""
         if prefix not in self.up:
-            self.up[prefix] = self.start(prefix)
-            if module not in COLD_START_MODULES:
-                warm(self.up[prefix])
+            cluster = self.up[prefix] = self.start(prefix)
+            if cluster.env.get("YARNFLOW_TEST_SECURE") != "1":
+                start_skein_driver(cluster)
+                if not selected & COLD_START_MODULES:
+                    warm(cluster)
         return self.up[prefix]
 
     def start(self, prefix: str) -> DockerCluster:
@@ -181,6 +184,17 @@ class Clusters:
 COLD_START_MODULES = {"test_ship_environment.py"}
 
 
+def start_skein_driver(cluster: DockerCluster) -> None:
+    """Skein's global driver on the edge host, as a user's workstation has it (`skein
+    driver start`): every `yarnflow` command there then talks to it instead of
+    starting a JVM of its own (seconds of CPU each, and on a loaded machine longer
+    than yarn.client.timeout). A secure cluster's tests start their own, as the user
+    whose ticket they test."""
+    started = cluster.edge("python", "-m", "skein.cli", "driver", "start", timeout=600)
+    assert started.returncode == 0, "starting Skein's driver on the edge host failed:\n" + \
+        started.stdout[-2000:] + started.stderr[-2000:]
+
+
 def warm(cluster: DockerCluster) -> None:
     """A fresh cluster's first job packs the client's environment, uploads it and has
     each host localize it: minutes on a busy 2-core machine, which a test's own waits
@@ -207,4 +221,8 @@ def docker_clusters() -> Iterator[Clusters]:
 @pytest.fixture(scope="module")
 def docker_cluster(docker_clusters: Clusters, request: pytest.FixtureRequest) -> DockerCluster:
     """The cluster this module runs on (tests/conftest.py's DOCKER_CLUSTERS)."""
-    return docker_clusters.get(docker_prefix(request.path.name), request.path.name)
+    prefix = docker_prefix(request.path.name)
+    selected = {item.path.name for item in request.session.items
+                if item.path.parent.name == "docker" and item.path.name in DOCKER_ORDER
+                and docker_prefix(item.path.name) == prefix}
+    return docker_clusters.get(prefix, selected)

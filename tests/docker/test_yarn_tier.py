@@ -87,7 +87,8 @@ WARM_ENVIRONMENT = (
 
 
 def edge_run(selected: list[str], junits: list[Path]) -> str:
-    """The shell line the edge host runs: one Skein driver for every test process, the
+    """The shell line the edge host runs: one Skein driver for every test process (the
+    one the docker tier's fixture started, or a new one it leaves running), the
     tests that share the cluster side by side (pytest-xdist, a module's tests on one
     worker in file order: test_session.py's share one session), then those marked
     ``alone`` by themselves."""
@@ -101,7 +102,6 @@ def edge_run(selected: list[str], junits: list[Path]) -> str:
         WARM_ENVIRONMENT,
         shlex.join(together) + "; together=$?",
         shlex.join(alone) + "; alone=$?",
-        "python -m skein.cli driver stop >/dev/null 2>&1",
         # 5: every selected test was in the other group
         'for rc in $together $alone; do [ $rc -eq 0 ] || [ $rc -eq 5 ] || exit $rc; done'])
 
