@@ -57,13 +57,6 @@ print(json.dumps({"running_at": running, "exact": exact, "status": d.status.valu
 """
 
 
-def container(host: str) -> str:
-    """The host's container: `cluster` prefixes it with YARNFLOW_DOCKER_PREFIX, if set."""
-    import os
-    prefix = os.environ.get("YARNFLOW_DOCKER_PREFIX", "")
-    return f"{prefix}-{host}" if prefix else host
-
-
 def cluster(*args: str, timeout: float = 2400) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(CLUSTER), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
@@ -104,7 +97,7 @@ def localized(env: dict[str, str]) -> dict[str, set[str]]:
     """Per worker host, the entries of its NodeManager's public cache (one per download)."""
     found = {}
     for host in WORKERS:
-        ls = docker(env, "exec", container(host), "sh", "-c", "ls -d /data/nm/local/filecache/*/* 2>/dev/null")
+        ls = docker(env, "exec", host, "sh", "-c", "ls -d /data/nm/local/filecache/*/* 2>/dev/null")
         found[host] = set(ls.stdout.split())
     return found
 
@@ -128,9 +121,9 @@ def preinstall(env: dict[str, str]) -> None:
     import os
     environ = {**os.environ, **env}
     for host in WORKERS:
-        source = subprocess.Popen(["docker", "exec", container("edge"), "tar", "-C", "/opt", "-cf", "-",
+        source = subprocess.Popen(["docker", "exec", "edge", "tar", "-C", "/opt", "-cf", "-",
                                    "yarnflow"], stdout=subprocess.PIPE, env=environ)
-        copied = subprocess.run(["docker", "exec", "-i", container(host), "tar", "-C", "/opt", "-xf", "-"],
+        copied = subprocess.run(["docker", "exec", "-i", host, "tar", "-C", "/opt", "-xf", "-"],
                                 stdin=source.stdout, capture_output=True, timeout=600,
                                 env=environ)
         source.wait(timeout=60)
@@ -141,7 +134,7 @@ def preinstall(env: dict[str, str]) -> None:
 def uninstall(env: dict[str, str]) -> None:
     """The worker hosts as they were: nothing of yarnflow's."""
     for host in WORKERS:
-        removed = docker(env, "exec", container(host), "rm", "-rf", PREINSTALLED)
+        removed = docker(env, "exec", host, "rm", "-rf", PREINSTALLED)
         if removed.returncode != 0:
             sys.exit(f"removing {PREINSTALLED} from {host} failed: {removed.stderr[-2000:]}")
 

@@ -5,7 +5,6 @@ its JSON must hold."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,13 +57,10 @@ DOCKER: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-def run_benchmark(name: str, args: list[str], keys: list[str], timeout: float,
-                  env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run it (with ``env`` added to this process's environment); its last line of
-    output is its JSON, with ``keys`` and no false flag."""
+def run_benchmark(name: str, args: list[str], keys: list[str], timeout: float) -> dict[str, Any]:
+    """Run it; its last line of output is its JSON, with ``keys`` and no false flag."""
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / name), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+                          capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     lines = proc.stdout.strip().splitlines()
     assert lines, f"{name} printed nothing:\n{proc.stderr[-3000:]}"

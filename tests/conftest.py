@@ -46,23 +46,6 @@ TIERS = {
 }
 
 
-# Test processes when -n does not say: the two docker clusters' own and one for the
-# rest (pytest_xdist_make_scheduler). `-n 0` runs everything in this one process.
-DEFAULT_PROCESSES = 3
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
-    """pytest-xdist's -n defaults to DEFAULT_PROCESSES: nearly every test here waits on
-    processes, containers or timeouts, so one process at a time leaves most of a
-    2-core machine idle. Not for a worker, a --collect-only or a --pdb run."""
-    option = config.option
-    if (hasattr(config, "workerinput") or getattr(option, "numprocesses", 0) is not None
-            or option.collectonly or getattr(option, "usepdb", False)):
-        return
-    option.numprocesses = DEFAULT_PROCESSES
-
-
 def pytest_configure(config: pytest.Config) -> None:
     for tier, what in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: {what}")
@@ -77,46 +60,25 @@ def pytest_configure(config: pytest.Config) -> None:
             "to run it on docker-hadoop/native here")
 
 
-# The docker tier runs on two dockerised clusters, side by side with `-n 4`, each its
-# modules in this order (by YARNFLOW_DOCKER_PREFIX: "yarn" names its containers
-# yarn-rm, yarn-nm1, ...; "" is the plain names, which the secure cluster needs).
-# "yarn": its first checks, then the ship-environment benchmark, whose first submission
-# measures a cold start (nothing packed, nothing localized) that a fresh cluster gives
-# it for free, then the tests that find the environment warm. "": the lost hosts, then
-# the secure module, which restarts its cluster secure. Host faults must not overlap
-# the YARN tier's tests, which share a cluster: each cluster runs one module at a time.
-DOCKER_CLUSTERS: dict[str, tuple[str, ...]] = {
-    "yarn": ("test_hosts.py", "test_ship_environment.py", "test_compose.py",
-             "test_host_faults.py", "test_yarn_tier.py"),
-    "": ("test_lost_hosts.py", "test_yarn_tier_secure.py"),
-}
-DOCKER_ORDER = tuple(module for modules in DOCKER_CLUSTERS.values() for module in modules)
-
-
-def docker_prefix(module: str) -> str:
-    """The docker cluster (its YARNFLOW_DOCKER_PREFIX) that runs a docker-tier module."""
-    return next(prefix for prefix, modules in DOCKER_CLUSTERS.items() if module in modules)
+# The docker tier's modules in the order they run on the one cluster: its first checks,
+# then the ship-environment benchmark, whose first submission measures a cold start
+# (nothing packed, nothing localized) that a fresh cluster gives it for free; later
+# modules find the environment warm. The secure module restarts the cluster: last.
+DOCKER_ORDER = ("test_hosts.py", "test_ship_environment.py", "test_compose.py",
+                "test_host_faults.py", "test_lost_hosts.py", "test_yarn_tier.py",
+                "test_yarn_tier_secure.py")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """With pytest-xdist (`-n 4`): each docker cluster's modules on a worker of their
-    own, in their order, while the other workers take the rest file by file. The docker
-    tier mostly waits on hosts and YARN, so the unit and integration tiers run in its
-    idle time."""
+    """With pytest-xdist (`-n 2`): the docker tier on one worker, in its order (its
+    tests share one cluster, and host faults must not overlap the YARN tier), while the
+    other workers take the rest file by file. The docker tier mostly waits on hosts and
+    YARN, so the unit and integration tiers run in its idle time."""
     from xdist.scheduler import LoadScopeScheduling
 
     class TierScheduling(LoadScopeScheduling):
-        def __init__(self, config: pytest.Config, log: object = None) -> None:
-            super().__init__(config, log)   # type: ignore[arg-type]
-            # in collection order, which puts the docker clusters first (they take
-            # longest); not by the number of tests in a scope
-            config.option.loadscopereorder = False
-
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::")[0]
-            if path.startswith("tests/docker/"):
-                return f"tests/docker[{docker_prefix(Path(path).name) or 'plain'}]"
-            return path
+            return "tests/docker" if nodeid.startswith("tests/docker/") else nodeid.split("::")[0]
 
     return TierScheduling(config, log)
 
@@ -125,11 +87,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Every test is marked with its folder's tier; the docker tier's modules run in
     DOCKER_ORDER."""
     rank = {name: i for i, name in enumerate(DOCKER_ORDER)}
-    unknown = {item.path.name for item in items if item.path.parent.name == "docker"
-               and item.path.name.startswith("test_")} - set(rank)
-    if unknown:
-        raise pytest.UsageError(f"tests/docker modules in no cluster: {sorted(unknown)}. "
-                                "Fix: add them to DOCKER_CLUSTERS in tests/conftest.py")
     items.sort(key=lambda item: rank.get(item.path.name, len(rank))
                if item.path.parent.name == "docker" else len(rank))
     for item in items:

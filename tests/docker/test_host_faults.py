@@ -20,9 +20,10 @@ from typing import Any, Iterator
 import pytest
 
 from tests.conftest import wait_until
-from tests.docker.conftest import NETWORK, WORKERS, DockerCluster
+from tests.docker.conftest import WORKERS, DockerCluster
 
 SHAPES = "tests/yarn/pipelines/shapes.py"
+NETWORK = "yarnflow-hadoop"
 FAST = ["-D", "heartbeat.interval=1 s", "-D", "resourcemanager.taskmanager-timeout=3 s",
         "-D", "slot.idle.timeout=1 s", "-D", "slot.request.timeout=180 s",
         "-D", "job.cancel.timeout=20 s", "-D", "pipeline.batch-rows=250",
@@ -199,7 +200,7 @@ def hosts(docker_cluster: DockerCluster, request: pytest.FixtureRequest) -> Iter
             docker_cluster.docker("start", host)
         networks = docker_cluster.docker("inspect", "--format", "{{json .NetworkSettings.Networks}}",
                                          host).stdout
-        if f'"{docker_cluster.container(NETWORK)}"' not in networks:
+        if NETWORK not in networks:
             docker_cluster.docker("network", "connect", NETWORK, host)
     docker_cluster.wait_ready()
 

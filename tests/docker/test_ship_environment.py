@@ -74,8 +74,7 @@ def test_the_ship_environment_benchmark_runs_in_its_short_mode(docker_cluster: D
     cluster's own cold start, not a second one made by deleting what a test warmed."""
     from tests.benchmarks import DOCKER, run_benchmark
     args, keys = DOCKER["ship_environment.py"]
-    figures = run_benchmark("ship_environment.py", args, keys, timeout=2400,
-                            env=docker_cluster.env)
+    figures = run_benchmark("ship_environment.py", args, keys, timeout=2400)
     assert figures["max_downloads_per_host"] <= 1, figures
     assert figures["first_submit_s"] > 0 and figures["preinstalled_submit_s"] > 0, figures
     for host in WORKERS:

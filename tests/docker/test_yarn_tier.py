@@ -87,8 +87,7 @@ WARM_ENVIRONMENT = (
 
 
 def edge_run(selected: list[str], junits: list[Path]) -> str:
-    """The shell line the edge host runs: one Skein driver for every test process (the
-    one the docker tier's fixture started, or a new one it leaves running), the
+    """The shell line the edge host runs: one Skein driver for every test process, the
     tests that share the cluster side by side (pytest-xdist, a module's tests on one
     worker in file order: test_session.py's share one session), then those marked
     ``alone`` by themselves."""
@@ -96,12 +95,13 @@ def edge_run(selected: list[str], junits: list[Path]) -> str:
                    "--timeout=900"]
     together = [*pytest_args, "-n", str(WORKERS_ON_EDGE), "--dist", "loadfile", "-m",
                 "not alone", f"--junitxml={junits[0]}", *selected]
-    alone = [*pytest_args, "-n", "0", "-m", "alone", f"--junitxml={junits[1]}", *selected]
+    alone = [*pytest_args, "-m", "alone", f"--junitxml={junits[1]}", *selected]
     return "; ".join([
         "python -m skein.cli driver start >/dev/null",
         WARM_ENVIRONMENT,
         shlex.join(together) + "; together=$?",
         shlex.join(alone) + "; alone=$?",
+        "python -m skein.cli driver stop >/dev/null 2>&1",
         # 5: every selected test was in the other group
         'for rc in $together $alone; do [ $rc -eq 0 ] || [ $rc -eq 5 ] || exit $rc; done'])
 
