@@ -7,6 +7,8 @@ import pytest
 
 from tests.benchmarks import YARN, run_benchmark
 
+# alone: each measurement waits for an idle cluster, which tests side by side never
+# give it (straggler.py timed out so in CI)
 pytestmark = [pytest.mark.usefixtures("yarn_cluster"), pytest.mark.alone]
 
 
