@@ -67,6 +67,7 @@ class Session:
         self.dispatcher = Dispatcher(components, self.ladder,
                                      open_archive(self.history_dir, JOB_DETAILS) if self.history_dir else None,
                                      self.job_graphs)
+        self.dispatcher.expect_recovery()
         add_dispatcher_service(server, self.dispatcher, self.stop)
 
     def recover(self) -> None:

@@ -115,20 +115,30 @@ def shipped(env: dict[str, str]) -> tuple[str, float]:
 def preinstall(env: dict[str, str]) -> None:
     """yarnflow preinstalled on every worker host, as an image with it would have it:
     the edge host's environment (the checkout's wheel and its dependencies, over
-    Debian's python3, which the workers have too) copied to the same path. Unlike
-    `cluster up --preinstalled`, nothing restarts, so HDFS and the NodeManagers keep
-    what the cluster held."""
+    Debian's python3, which the workers have too) copied to the same path, to all
+    hosts at once. Unlike `cluster up --preinstalled`, nothing restarts, so HDFS and
+    the NodeManagers keep what the cluster held."""
     import os
     environ = {**os.environ, **env}
+    copies = []
     for host in WORKERS:
         source = subprocess.Popen(["docker", "exec", "edge", "tar", "-C", "/opt", "-cf", "-",
                                    "yarnflow"], stdout=subprocess.PIPE, env=environ)
-        copied = subprocess.run(["docker", "exec", "-i", host, "tar", "-C", "/opt", "-xf", "-"],
-                                stdin=source.stdout, capture_output=True, timeout=600,
-                                env=environ)
-        source.wait(timeout=60)
-        if copied.returncode != 0 or source.returncode != 0:
-            sys.exit(f"copying yarnflow's environment to {host} failed: {copied.stderr[-2000:]!r}")
+        target = subprocess.Popen(["docker", "exec", "-i", host, "tar", "-C", "/opt", "-xf", "-"],
+                                  stdin=source.stdout, stderr=subprocess.PIPE, env=environ)
+        assert source.stdout is not None
+        source.stdout.close()           # the target's end of the pipe only
+        copies.append((host, source, target))
+    for host, source, target in copies:
+        try:
+            _, err = target.communicate(timeout=600)
+            source.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            source.kill()
+            target.kill()
+            sys.exit(f"copying yarnflow's environment to {host} did not end within 600 s")
+        if target.returncode != 0 or source.returncode != 0:
+            sys.exit(f"copying yarnflow's environment to {host} failed: {err[-2000:]!r}")
 
 
 def uninstall(env: dict[str, str]) -> None:

@@ -46,6 +46,24 @@ TIERS = {
 }
 
 
+# pytest-xdist processes when the command line names none: nearly every test here
+# waits on processes, containers or timeouts, so one at a time leaves a 2-core
+# machine mostly idle (the unit and integration tiers take half as long with two).
+DEFAULT_PROCESSES = 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``-n`` defaults to DEFAULT_PROCESSES; ``-n 0`` (or ``-p no:xdist``) runs in this
+    process, as do a worker, ``--collect-only`` and ``--pdb``."""
+    option = config.option
+    if (hasattr(config, "workerinput") or not hasattr(option, "numprocesses")
+            or option.numprocesses is not None or option.collectonly
+            or getattr(option, "usepdb", False)):
+        return
+    option.numprocesses = DEFAULT_PROCESSES
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for tier, what in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: {what}")

@@ -59,6 +59,9 @@ class Dispatcher:
         # writes to the job graph store, which submissions wait for in parallel
         self._keeper = futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="job-graph-store")
         self._closed = False
+        # jobs an earlier attempt accepted, listed before this one serves: a client asking
+        # about one meanwhile waits for recover() to run it again (it would be unknown)
+        self._recovering: dict[JobID, futures.Future[None]] = {}
 
     def submit(self, graph: JobGraph, serialized: bytes | None = None) -> JobID:
         """Start the job's JobMaster; returns its job id once the job is accepted.
@@ -190,12 +193,47 @@ class Dispatcher:
         except Exception:   # a later attempt finds it archived and skips it
             log.exception("removing job %s from %s failed", job_id, self._job_graphs.location)
 
+    def expect_recovery(self) -> None:
+        """Before this attempt serves clients: the jobs the store holds are this
+        session's, so a call about one waits until ``recover`` ran it again (or found it
+        ended) instead of answering that the session has no such job."""
+        if self._job_graphs is None:
+            return
+        job_ids = self._job_graphs.job_ids()
+        self.main.call(lambda: self._recovering.update(
+            {job_id: futures.Future() for job_id in job_ids}))
+
+    def _recovery_of(self, job_id: JobID) -> None:
+        """Wait (``rpc.ask-timeout`` at most) until ``recover`` is past ``job_id``."""
+        pending = self.main.call(self._recovering.get, job_id)
+        if pending is None:
+            return
+        timeout = self._components.config.get(options.RPC_ASK_TIMEOUT)
+        try:
+            pending.result(timeout)
+        except futures.TimeoutError:
+            raise Refused(f"job {job_id} is being recovered by this session's new "
+                          f"ApplicationMaster attempt; try again in a few seconds") from None
+
+    def _recovered(self, job_id: JobID) -> None:
+        pending = self.main.call(self._recovering.pop, job_id, None)
+        if pending is not None:
+            pending.set_result(None)
+
     def recover(self) -> list[JobID]:
         """A new ApplicationMaster attempt: run again, under their ids, the jobs an
         earlier attempt accepted and did not see end; those archived meanwhile are only
         dropped from the store. Returns the ids of the jobs run again."""
         if self._job_graphs is None:
             return []
+        try:
+            return self._recover()
+        finally:
+            for job_id in self.main.call(lambda: list(self._recovering)):
+                self._recovered(job_id)
+
+    def _recover(self) -> list[JobID]:
+        assert self._job_graphs is not None
         from yarnflow.rpc.codec import jobgraph_as_received
         recovered = []
         for job_id in self._job_graphs.job_ids():
@@ -203,6 +241,7 @@ class Dispatcher:
                 try:
                     if self._archive.load(job_id).status.is_globally_terminal:
                         self._forget_job_graph(job_id)
+                        self._recovered(job_id)
                         continue
                 except (KeyError, OSError):
                     pass
@@ -212,6 +251,8 @@ class Dispatcher:
             except Exception:   # one unreadable job must not stop the others
                 log.exception("could not run job %s again", job_id)
                 continue
+            finally:
+                self._recovered(job_id)
             log.info("running job %s (%s) again: an earlier ApplicationMaster attempt had "
                      "accepted it", graph.name, job_id)
             recovered.append(job_id)
@@ -261,6 +302,7 @@ class Dispatcher:
         return details
 
     def details(self, job_id: JobID) -> JobDetails:
+        self._recovery_of(job_id)
         client, finished = self.main.call(
             lambda: (self._running.get(job_id), self._finished.get(job_id)))
         if finished is not None:
@@ -275,6 +317,7 @@ class Dispatcher:
         raise UnknownJob(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
 
     def cancel(self, job_id: JobID) -> None:
+        self._recovery_of(job_id)
         client, done = self.main.call(
             lambda: (self._running.get(job_id), job_id in self._finished))
         if done:
@@ -285,6 +328,7 @@ class Dispatcher:
 
     def wait(self, job_id: JobID, timeout: float | None) -> JobDetails:
         """Block until the job ended (or ``timeout``), then its archived summary."""
+        self._recovery_of(job_id)
         client = self.main.call(self._running.get, job_id)
         if client is not None:
             client.wait(timeout)

@@ -12,7 +12,9 @@ Three ways, in the order the configuration is read:
 A shipped archive is uploaded once to the cluster's file system under a name
 derived from its content (``yarn.environment-cache-dir``), and localized with PUBLIC
 visibility where the path allows it: a node downloads it once for every container
-and application that uses it, not once per container.
+and application that uses it, not once per container. Where it does not (a user's
+home on a secure cluster is the user's alone), PRIVATE: a node downloads it once per
+user, as Spark's archives are, not once per application (hundreds of MB each time).
 """
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ def node_python(config: Configuration) -> NodePython:
             "install it on every node or unset yarn.python to ship the client's environment"))
     packed = config.get(options.YARN_SHIP_ENVIRONMENT)
     if "://" in packed:            # already on the cluster: localized from there as it is
-        uri, visibility = packed, "application"
+        uri, visibility = packed, "private"
         what = f"yarn.ship-environment {packed}"
     else:
         if packed:
@@ -92,7 +94,8 @@ def interpreter_check(python: str, problem: str) -> str:
 
 def publish(archive: Path, config: Configuration) -> tuple[str, str]:
     """Upload ``archive`` under its content digest, once; returns its URI and the
-    visibility YARN can localize it with."""
+    visibility YARN can localize it with: PUBLIC (once per node) or PRIVATE (once per
+    node and user)."""
     digest = file_digest(archive)
     settings = filesystem_settings(config)
     directory = settings.resolve(config.get(options.YARN_ENVIRONMENT_CACHE_DIR)
@@ -103,7 +106,7 @@ def publish(archive: Path, config: Configuration) -> tuple[str, str]:
         fs.mkdirs(directory)
         with open(archive, "rb") as src:     # False: another client uploaded it meanwhile
             fs.write_whole(uri, iter(lambda: src.read(8 << 20), b""))
-    return uri, "public" if world_readable(fs, uri) else "application"
+    return uri, "public" if world_readable(fs, uri) else "private"
 
 
 def file_digest(path: Path) -> str:

@@ -3,7 +3,8 @@ client's virtual environment (on the edge host) is packed, uploaded to HDFS once
 its content digest and localized with PUBLIC visibility, so each host downloads it
 once however many containers and applications use it. The README's example, run
 per-job from the edge host with its data on HDFS, gives exactly pyarrow's answer
-(tests/yarn, which runs on the same edge host, runs it in a session too)."""
+(tests/yarn/test_per_job.py, on the same edge host and the same bare workers; its
+test_session.py runs it in a session too)."""
 from __future__ import annotations
 
 import json
@@ -41,16 +42,6 @@ print(json.dumps({"cached": sorted(os.path.basename(p) for p in cached), "stray"
 """
 
 
-def run_example(cluster: DockerCluster, base: str) -> dict:
-    run = cluster.edge("yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress",
-                       *FAST, "examples/skewed_join.py", "--", "--rows", "30000", "--data", f"{base}/data",
-                       "--out", f"{base}/out", timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    check = cluster.edge("python", "-c", EXACT, f"{base}/data", f"{base}/out")
-    assert check.returncode == 0, check.stderr
-    return json.loads(check.stdout.splitlines()[-1])
-
-
 def shipped_archive(cluster: DockerCluster) -> str:
     """The name of the one environment archive the client uploaded."""
     uploaded = cluster.edge("yarnflow", "fs", "ls", "/user/root/.yarnflow-environments")
@@ -67,38 +58,30 @@ def host_state(cluster: DockerCluster, host: str) -> dict:
 
 
 def test_the_ship_environment_benchmark_runs_in_its_short_mode(docker_cluster: DockerCluster):
-    """bench/ship_environment.py once, short: it installs yarnflow on the workers for
-    its comparison and removes it after, so the YARN tier after it runs on workers
-    with nothing of yarnflow's, as before. It runs first in the docker tier: its
-    first submission, which must find nothing packed or localized, is then the fresh
-    cluster's own cold start, not a second one made by deleting what a test warmed."""
+    """bench/ship_environment.py once, short: its applications (a cold first one, then
+    one on the shipped environment, then one on yarnflow it installed on the workers
+    for its comparison) each end exact, and the environment is uploaded once and
+    localized at most once per host. It removes what it installed, so the YARN tier
+    after it runs on workers with nothing of yarnflow's, as checked here (the YARN
+    tier's per-job test runs the README's example on them, exact). It runs first in
+    the docker tier: its first submission, which must find nothing packed or
+    localized, is then the fresh cluster's own cold start, not a second one made by
+    deleting what a test warmed."""
     from tests.benchmarks import DOCKER, run_benchmark
     args, keys = DOCKER["ship_environment.py"]
     figures = run_benchmark("ship_environment.py", args, keys, timeout=2400)
     assert figures["max_downloads_per_host"] <= 1, figures
     assert figures["first_submit_s"] > 0 and figures["preinstalled_submit_s"] > 0, figures
-    for host in WORKERS:
-        assert docker_cluster.on(host, "test", "-e", "/opt/yarnflow").returncode == 1, host
-
-
-def test_the_example_runs_on_hosts_without_yarnflow_with_the_environment_shipped_once(
-        docker_cluster: DockerCluster):
-    base = f"hdfs://rm:9000/tmp/yarnflow-tests/ship-{uuid.uuid4().hex[:8]}"
-    assert run_example(docker_cluster, base) == {"rows": 30000, "exact": True}
-    again = docker_cluster.edge("yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress",
-                                *FAST, "tests/yarn/pipelines/shapes.py", "--", "two-profiles",
-                                "--work", "0", "--out", f"{base}-again/out", timeout=600)
-    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    archive = shipped_archive(docker_cluster)        # one upload for both applications
+    archive = shipped_archive(docker_cluster)        # one upload for all its applications
     downloads = {}
     for host in WORKERS:
+        assert docker_cluster.on(host, "test", "-e", "/opt/yarnflow").returncode == 1, host
         state = host_state(docker_cluster, host)
         assert state["stray"] == [], (host, state["stray"])
         downloads[host] = state["cached"].count(archive)
-    assert max(downloads.values()) == 1 and sum(downloads.values()) >= 1, downloads
-    # still nothing of yarnflow's for the host's own Python
-    for host in WORKERS:
+        # still nothing of yarnflow's for the host's own Python
         assert docker_cluster.on(host, "python3", "-c", "import yarnflow.client").returncode != 0
+    assert max(downloads.values()) == 1 and sum(downloads.values()) >= 1, downloads
 
 
 def test_a_host_that_cannot_run_the_interpreter_is_named_in_one_line(docker_cluster: DockerCluster):

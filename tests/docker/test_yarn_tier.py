@@ -95,7 +95,7 @@ def edge_run(selected: list[str], junits: list[Path]) -> str:
                    "--timeout=900"]
     together = [*pytest_args, "-n", str(WORKERS_ON_EDGE), "--dist", "loadfile", "-m",
                 "not alone", f"--junitxml={junits[0]}", *selected]
-    alone = [*pytest_args, "-m", "alone", f"--junitxml={junits[1]}", *selected]
+    alone = [*pytest_args, "-n", "0", "-m", "alone", f"--junitxml={junits[1]}", *selected]
     return "; ".join([
         "python -m skein.cli driver start >/dev/null",
         WARM_ENVIRONMENT,

@@ -453,7 +453,6 @@ def test_a_session_with_a_keytab_runs_jobs_past_several_token_lifetimes(short_to
         tokens = web_overview(secure, app_id)["delegation-tokens"]
         assert tokens["state"] == "valid" and tokens["renewals"] >= 3, tokens
         assert tokens["warning"] == ""
-        assert time.monotonic() - began > 3 * LIFETIME_S
         # the keytab went to the ApplicationMaster: none of its keys is shown anywhere
         shipped = subprocess.run(["docker", "exec", "edge", "cat", keytab], capture_output=True,
                                  timeout=60, env={**os.environ, **secure.env})

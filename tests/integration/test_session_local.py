@@ -3,6 +3,7 @@ ResourceManager; warm executors serve later jobs; finished jobs stay queryable."
 from __future__ import annotations
 
 import gc
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 import threading
 import time
 
@@ -30,9 +31,24 @@ def slow(batch: pa.RecordBatch) -> pa.RecordBatch:
     return batch
 
 
-def job(name: str, out, config, parallelism: int = 2, resources=None):
+def held_until(gate):
+    """A ``slow`` that also holds every batch until ``gate`` exists (the test's word to
+    go on), so two jobs are surely running at the same moment on a busy machine."""
+    gate = str(gate)
+
+    def held(batch: pa.RecordBatch) -> pa.RecordBatch:
+        import os
+        for _ in range(2400):          # 120 s at most: then the test has failed anyway
+            if os.path.exists(gate):
+                break
+            time.sleep(0.05)
+        return slow(batch)
+    return held
+
+
+def job(name: str, out, config, parallelism: int = 2, resources=None, gate=None):
     p = yf.Pipeline(name, parallelism=parallelism)
-    ds = p.from_arrow(TABLE).map(slow, name="slow")
+    ds = p.from_arrow(TABLE).map(slow if gate is None else held_until(gate), name="slow")
     if resources is not None:
         ds = ds.resources(resources)
     ds.write_parquet(str(out))
@@ -55,14 +71,16 @@ def test_jobs_share_the_session_and_finished_ones_stay_queryable(tmp_path, confi
     config.set(options.SESSION_HISTORY_DIR, str(history))
     with LocalCluster(config, session=True, min_executors=1) as session:
         dispatcher = session.dispatcher
-        a = dispatcher.submit(job("a", tmp_path / "a", config))
-        b = dispatcher.submit(job("b", tmp_path / "b", config))
+        gate = tmp_path / "go"
+        a = dispatcher.submit(job("a", tmp_path / "a", config, gate=gate))
+        b = dispatcher.submit(job("b", tmp_path / "b", config, gate=gate))
         # both run at once on the session's executors ...
         wait_until(lambda: all_running(dispatcher, a) and all_running(dispatcher, b), 60,
                    "both jobs running at once")
         # ... and cancelling one leaves the other alone
         dispatcher.cancel(a)
         assert dispatcher.wait(a, 60).status is JobStatus.CANCELED
+        gate.touch()
         done_b = dispatcher.wait(b, 120)
         assert done_b.status is JobStatus.FINISHED, done_b.failure
         assert pq.read_table(tmp_path / "b").sort_by("x").equals(TABLE)
@@ -176,7 +194,14 @@ def test_a_new_attempt_runs_again_the_accepted_jobs_that_had_not_ended(tmp_path,
 
     with LocalCluster(config) as attempt_two:
         dispatcher = Dispatcher(attempt_two.components, None, archive, store)
+        dispatcher.expect_recovery()              # before the attempt serves clients
+        # a client asking meanwhile is answered once the job runs again, not told the
+        # session has no such job (what a second attempt used to say in that moment)
+        asked = ThreadPoolExecutor(1).submit(dispatcher.details, unended.job_id)
+        with pytest.raises(FutureTimeout):
+            asked.result(0.5)
         assert dispatcher.recover() == [unended.job_id]
+        assert asked.result(30).job_id == unended.job_id
         assert dispatcher.wait(unended.job_id, 60).status is JobStatus.FINISHED
         wait_until(lambda: store.job_ids() == [], 30, "the archived job to leave the store")
     assert pq.read_table(tmp_path / "a").sort_by("x").equals(TABLE)
