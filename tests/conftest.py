@@ -50,18 +50,24 @@ TIERS = {
 # waits on processes, containers or timeouts, so one at a time leaves a 2-core
 # machine mostly idle (the unit and integration tiers take half as long with two).
 DEFAULT_PROCESSES = 2
+# Without the docker tier (`-m "unit or integration"`): its tests mostly sleep in user
+# code, wait for executors and poll, so a third process on 2 cores still shortens the run
+PROCESSES_WITHOUT_DOCKER = 3
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """``-n`` defaults to DEFAULT_PROCESSES; ``-n 0`` (or ``-p no:xdist``) runs in this
-    process, as do a worker, ``--collect-only`` and ``--pdb``."""
+    """``-n`` defaults to DEFAULT_PROCESSES, or PROCESSES_WITHOUT_DOCKER when ``-m``
+    leaves the docker tier out; ``-n 0`` (or ``-p no:xdist``) runs in this process, as
+    do a worker, ``--collect-only`` and ``--pdb``."""
     option = config.option
     if (hasattr(config, "workerinput") or not hasattr(option, "numprocesses")
             or option.numprocesses is not None or option.collectonly
             or getattr(option, "usepdb", False)):
         return
-    option.numprocesses = DEFAULT_PROCESSES
+    marks = getattr(option, "markexpr", "") or ""
+    without_docker = bool(marks) and "docker" not in marks
+    option.numprocesses = PROCESSES_WITHOUT_DOCKER if without_docker else DEFAULT_PROCESSES
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hadoop import (JPMS_FLAGS, copy_conf, daemon_command, format_namenode_command,  # noqa: E402
+from hadoop import (JVM_FLAGS, copy_conf, daemon_command, format_namenode_command,  # noqa: E402
                     lib_dir, set_properties, write_webapps, write_yarn_command)
 from kerberos import HOST_KEYTAB, KRB5_CONF, secure_properties
 
@@ -108,7 +108,7 @@ def start(name: str) -> subprocess.Popen[bytes]:
     LOGS.mkdir(parents=True, exist_ok=True)
     env = daemon_env()
     if name == "nodemanager":   # containers' JVMs (Skein's ApplicationMaster) need the flags
-        env["JDK_JAVA_OPTIONS"] = " ".join(JPMS_FLAGS)
+        env["JDK_JAVA_OPTIONS"] = " ".join(JVM_FLAGS)
     if name == "namenode" and not (DATA / "namenode" / "current").exists():
         subprocess.run(format_namenode_command(JAVA, CONF, LIB), check=True, env=env,
                        stdout=subprocess.DEVNULL)

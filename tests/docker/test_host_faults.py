@@ -122,7 +122,11 @@ def app(cluster: DockerCluster, app_id: str) -> dict:
 
 
 def appmaster_host(cluster: DockerCluster, app_id: str) -> str:
-    return app(cluster, app_id)["amHostHttpAddress"].split(":")[0]
+    """The host of the application's current ApplicationMaster, once YARN has placed
+    it (a submission returns before that)."""
+    address = wait_until(lambda: app(cluster, app_id).get("amHostHttpAddress"), 300,
+                         f"YARN to place {app_id}'s ApplicationMaster", interval=0.5)
+    return str(address).split(":")[0]
 
 
 def wait_finished(cluster: DockerCluster, app_id: str, timeout: float) -> dict:

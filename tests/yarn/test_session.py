@@ -64,33 +64,41 @@ def ended(client: DispatcherClient, job_id: str, timeout: float = 120) -> str:
                       timeout, f"job {job_id} to end")
 
 
-JOBS: dict[str, str] = {}
-
-
-def test_jobs_run_concurrently_and_cancelling_one_leaves_the_others(session, hdfs):
+@pytest.fixture(scope="module")
+def first_jobs(session, hdfs) -> dict[str, str]:
+    """Three jobs at once in the session, ``a`` and ``d`` run to the end and ``b``
+    cancelled while all three run: their ids by name. Made once, by the first test
+    that asks (any test of this module may run alone); later tests find these jobs
+    ended, listed and in the history."""
     app_id, client = session
     base = hdfs.scratch("session-concurrent")
     runs = {name: yarnflow("run", "-t", "yarn-session", "-a", ref, SHAPES, "--", "long",
                            "--work", work, "--out", f"{base}/{name}")
             for name, ref, work in (("a", NAME, "3"), ("b", app_id, "8"), ("d", NAME, "3"))}
-    JOBS.update({name: accepted_job_id(proc) for name, proc in runs.items()})
-    wait_until(lambda: all(work_running(client, JOBS[j]) for j in "abd"), 120,
+    jobs = {name: accepted_job_id(proc) for name, proc in runs.items()}
+    wait_until(lambda: all(work_running(client, jobs[j]) for j in "abd"), 120,
                "three jobs' subtasks RUNNING at the same time", interval=0.2)
-    cancel = yarnflow("cancel", JOBS["b"])
+    cancel = yarnflow("cancel", jobs["b"])
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
-    assert ended(client, JOBS["b"]) == "CANCELED"
+    assert ended(client, jobs["b"]) == "CANCELED"
     for job in "ad":
-        assert ended(client, JOBS[job]) == "FINISHED", client.details(JOBS[job]).failure
+        assert ended(client, jobs[job]) == "FINISHED", client.details(jobs[job]).failure
+    return {**jobs, "base": base}
+
+
+def test_jobs_run_concurrently_and_cancelling_one_leaves_the_others(first_jobs, hdfs):
+    base = first_jobs["base"]
+    for job in "ad":
         out = hdfs.read_table(f"{base}/{job}")
         assert sorted(out.column("k").to_pylist()) == list(range(2000))
         assert out.column("v").to_pylist() == [1.0] * 2000
     listing = yarnflow("list", "-a", NAME)
-    assert JOBS["a"][:8] in listing.stdout and "CANCELED" in listing.stdout, listing.stdout
+    assert first_jobs["a"][:8] in listing.stdout and "CANCELED" in listing.stdout, listing.stdout
     assert hdfs.leftovers(f"{base}/b") == [] and not hdfs.fs.exists(f"{base}/b")
 
 
 def test_idle_executors_beyond_the_minimum_go_and_a_third_job_runs_on_warm_ones(
-        session, yarn_cluster, hdfs):
+        session, first_jobs, yarn_cluster, hdfs):
     app_id, client = session
     out = f"{hdfs.scratch('session-warm')}/c"
     # three jobs at once held six executors; past the timeout the session keeps two
@@ -100,16 +108,16 @@ def test_idle_executors_beyond_the_minimum_go_and_a_third_job_runs_on_warm_ones(
     warm = executor_containers(yarn_cluster, app_id)
     c = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "1",
                  "--out", out)
-    JOBS["c"] = accepted_job_id(c)
+    third = accepted_job_id(c)
     seen: set[str] = set()
 
     def watch() -> str | bool:
         seen.update(executor_containers(yarn_cluster, app_id))
-        status = client.details(JOBS["c"]).status
+        status = client.details(third).status
         return status.is_globally_terminal and status.value
     assert wait_until(watch, 120, "the third job to end", interval=0.2) == "FINISHED"
     assert seen == warm, f"new containers while the third job ran: {seen - warm}"
-    details = client.details(JOBS["c"])
+    details = client.details(third)
     used = {s.resource_id for v in details.vertices for s in v.subtasks}
     assert len(used) == MIN_EXECUTORS
     assert hdfs.read_table(out).num_rows == 2000
@@ -183,7 +191,7 @@ def test_a_container_killed_midway_is_replaced_and_the_session_runs_on(session, 
 
 
 def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
-        session, yarn_cluster, hdfs):
+        session, first_jobs, yarn_cluster, hdfs):
     """Issue 16, item 4: the session's ApplicationMaster dies with one job running and
     others ended; the next attempt runs the running one again, under the same job id,
     to an exact output; the ended ones stay in the history; the session takes the next
@@ -208,7 +216,7 @@ def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
     assert ended(client, job, 240) == "FINISHED", client.details(job).failure
     assert sorted(hdfs.read_table(f"{base}/out").column("k").to_pylist()) == list(range(2000))
     assert hdfs.leftovers(f"{base}/out") == []
-    assert client.details(JOBS["a"]).status.value == "FINISHED"    # from the history
+    assert client.details(first_jobs["a"]).status.value == "FINISHED"    # from the history
     attempts = yarn_cluster.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")
     assert len(attempts["appAttempts"]["appAttempt"]) == 2
     assert yarn_cluster.app(app_id)["state"] == "RUNNING"
@@ -220,7 +228,7 @@ def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
 
 
 def test_the_web_ui_lists_the_running_job_and_those_that_ended_before_the_new_attempt(
-        session, hdfs, chromium):
+        session, first_jobs, yarn_cluster, hdfs, chromium):
     """Issue 17: the session's page, behind its tracking URL, in the attempt that
     followed the killed one: the job running now, and the jobs attempt 1 saw end (from
     the history)."""
@@ -240,16 +248,19 @@ def test_the_web_ui_lists_the_running_job_and_those_that_ended_before_the_new_at
             jobs = {j["jid"]: j for j in json.loads(response.read())["jobs"]}
         return jobs if job in jobs and jobs[job]["state"] == "RUNNING" else None
     jobs = wait_until(listed, 120, f"job {job} RUNNING on the session's page", interval=0.5)
-    assert jobs[JOBS["a"]]["state"] == "FINISHED" and jobs[JOBS["b"]]["state"] == "CANCELED"
-    assert jobs[job]["application-attempt"] == 2
+    assert jobs[first_jobs["a"]]["state"] == "FINISHED" and jobs[first_jobs["b"]]["state"] == "CANCELED"
+    # after the killed-appmaster test (the module's order), attempt 2: the ended jobs
+    # listed come from the history that attempt 1 wrote
+    attempts = yarn_cluster.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    assert jobs[job]["application-attempt"] == len(attempts)
     dom = browse(chromium, url, artifacts_dir() / "web-ui-session.png")
-    assert f'data-job="{job}"' in dom and f'data-job="{JOBS["a"]}"' in dom, dom[-3000:]
+    assert f'data-job="{job}"' in dom and f'data-job="{first_jobs["a"]}"' in dom, dom[-3000:]
     cancel = yarnflow("cancel", job)
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
     assert ended(client, job) == "CANCELED"
 
 
-def test_history_outlives_the_session(session, yarn_cluster):
+def test_history_outlives_the_session(session, first_jobs, yarn_cluster):
     app_id, client = session
     stop = yarnflow("session", "stop", NAME)
     assert stop.returncode == 0, stop.stdout + stop.stderr
@@ -257,11 +268,11 @@ def test_history_outlives_the_session(session, yarn_cluster):
     assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app["diagnostics"]
     listing = yarnflow("history", "-a", NAME)
     assert listing.returncode == 0, listing.stdout + listing.stderr
-    for job in ("a", "b", "c"):
-        assert JOBS[job][:8] in listing.stdout, listing.stdout
-    one = yarnflow("history", JOBS["a"], "-a", NAME, "--subtasks")
+    for job in "abd":
+        assert first_jobs[job][:8] in listing.stdout, listing.stdout
+    one = yarnflow("history", first_jobs["a"], "-a", NAME, "--subtasks")
     assert one.returncode == 0, one.stdout + one.stderr
-    assert f"job {JOBS['a']} FINISHED" in one.stdout, one.stdout
-    assert f"subtasks of job {JOBS['a']}" in one.stdout and "2,000" in one.stdout, one.stdout
-    status = yarnflow("status", JOBS["b"])
+    assert f"job {first_jobs['a']} FINISHED" in one.stdout, one.stdout
+    assert f"subtasks of job {first_jobs['a']}" in one.stdout and "2,000" in one.stdout, one.stdout
+    status = yarnflow("status", first_jobs["b"])
     assert "from its history" in status.stdout and "CANCELED" in status.stdout, status.stdout
