@@ -186,6 +186,9 @@ SPARK_JVM_OVERHEAD = _option(
 SPARK_HEAP_FRACTION = _option(
     "taskmanager.spark.heap-fraction", _fraction, 0.6,
     "Share of a TaskExecutor's slot memory given to its Spark JVM's heap; the rest holds Arrow data on the Python side.")
+SPARK_JVM_OPTIONS = _option(
+    "taskmanager.spark.jvm-options", _str, "",
+    "Options for the Spark JVM of a TaskExecutor that runs Spark operators (Spark's spark.driver.extraJavaOptions, as Flink's env.java.opts.taskmanager), e.g. its collector or compiler.")
 MAX_WORKER_CPU = _option("resourcemanager.max-worker.cpu", _pos_float, 16.0,
                          "Most cores one container may have; larger slot profiles are rejected at submission.")
 MAX_WORKER_MEMORY = _option("resourcemanager.max-worker.memory", parse_memory_mb, 32768,

@@ -9,6 +9,11 @@ from typing import Callable
 import pytest
 
 from yarnflow.conf import Configuration
+from yarnflow.conf.configuration import ENV_CONF_DIR
+
+# The suite's own configuration file, for this process and every one it starts here
+# (the dockerised cluster's hosts have their own settings): tests/conf/yarnflow.yaml.
+os.environ[ENV_CONF_DIR] = str(Path(__file__).resolve().parent / "conf")
 
 FAST = [
     "heartbeat.interval=0.5 s", "heartbeat.timeout=5 s",

@@ -52,6 +52,10 @@ class DockerCluster:
         with urllib.request.urlopen(self.env["YARNFLOW_TEST_YARN_RM"] + path, timeout=15) as answer:
             return json.load(answer)
 
+    def attempts(self, app_id: str) -> list[dict]:
+        """The application's attempts as YARN lists them, the first first."""
+        return self.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+
     def web(self, path: str, user: str = "yarnadmin") -> tuple[int, str]:
         """A ResourceManager page (or, through its proxy, an application's) as ``user``
         asks for it (`cluster web`): its HTTP status and body."""
@@ -106,6 +110,34 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     setattr(item, f"report_{report.when}", report)
     return report
+
+
+# A worker host has localized a shipped environment: an unpacked archive in its
+# NodeManager's cache (public, or private to a user).
+LOCALIZED = ("find /data/nm/local/filecache /data/nm/local/usercache -maxdepth 4 "
+             "-name '*.tar.gz' -print -quit 2>/dev/null")
+# The job that warms them: short, every core its own container
+WARM_JOB = ["yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress",
+            "-D", "slot.request.timeout=600 s", "tests/yarn/pipelines/shapes.py", "--", "long",
+            "--work", "0"]
+
+
+@pytest.fixture(scope="module")
+def warm_hosts(docker_cluster: DockerCluster) -> DockerCluster:
+    """The cluster once its worker hosts have the shipped environment. In the whole
+    docker tier the ship-environment module (whose first job measures the cold start)
+    did it, and this costs three `find`s; a module selected alone on a fresh cluster
+    runs one small job first. A cold 2-core cluster's first job packs, uploads and
+    localizes the environment for minutes, past the short timeouts of tests that
+    start several applications at once or lose a host meanwhile; a cold start is not
+    what they test."""
+    cold = [h for h in WORKERS if not docker_cluster.on(h, "sh", "-c", LOCALIZED).stdout.strip()]
+    if cold:
+        out = f"hdfs://rm:9000/tmp/yarnflow-tests/warm-{os.getpid()}-{len(cold)}/out"
+        done = docker_cluster.edge(*WARM_JOB, "--out", out, timeout=1200)
+        assert done.returncode == 0, \
+            f"warming {', '.join(cold)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    return docker_cluster
 
 
 @pytest.fixture(scope="package")

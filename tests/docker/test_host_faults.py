@@ -165,7 +165,7 @@ def assert_nothing_left(cluster: DockerCluster, app_id: str) -> None:
 
     YARN forgets a finished application's containers only as their NodeManagers report
     them ended (a dead host's after its liveness expiry, 45 s here), so both are polled."""
-    attempts = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    attempts = cluster.attempts(app_id)
 
     left: list[str] = []
 

@@ -78,7 +78,7 @@ def profiles(input_uri: str, out: str, *more: str) -> list[str]:
 
 def containers(cluster: DockerCluster, app_id: str) -> list[dict]:
     """The containers YARN gave the application's current attempt."""
-    attempts = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    attempts = cluster.attempts(app_id)
     page = cluster.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts/"
                         f"{attempts[-1]['appAttemptId']}/containers") or {}
     return page.get("container") or []
@@ -229,8 +229,7 @@ def test_a_session_loses_a_host_while_its_jobs_containers_start_then_another_aft
         out = scratch("session-after-losses")
         run_in(hosts, name, *profiles(input_uri, out, "--work", "0"), attach=True)
         assert_exact(hosts, out)
-        assert len(hosts.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")
-                   ["appAttempts"]["appAttempt"]) == 1, "a host loss cost the session its attempt"
+        assert len(hosts.attempts(app_id)) == 1, "a host loss cost the session its attempt"
     finally:
         stop_session(hosts, app_id)
     assert_nothing_left(hosts, app_id)
@@ -258,7 +257,7 @@ def test_a_sessions_appmaster_host_cut_off_past_yarns_liveness_timeout_then_reco
         hosts.docker("network", "disconnect", NETWORK, cut)
 
         def second_attempt() -> bool:
-            attempts = hosts.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+            attempts = hosts.attempts(app_id)
             return len(attempts) == 2 and attempts[1].get("nodeId", "").split(":")[0] not in ("", cut)
         wait_until(second_attempt, 300, f"YARN to start a second attempt away from {cut}",
                    interval=1.0)
@@ -300,7 +299,7 @@ def test_a_per_job_appmaster_host_cut_off_past_yarns_liveness_timeout_then_recon
     hosts.docker("network", "disconnect", NETWORK, cut)
     try:
         def second_attempt() -> bool:
-            attempts = hosts.rest(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+            attempts = hosts.attempts(app_id)
             return len(attempts) == 2 and attempts[1].get("nodeId", "").split(":")[0] not in ("", cut)
         wait_until(second_attempt, 300, f"YARN to start a second attempt away from {cut}",
                    interval=1.0)
@@ -318,32 +317,8 @@ def test_a_per_job_appmaster_host_cut_off_past_yarns_liveness_timeout_then_recon
     assert_nothing_left(hosts, app_id)
 
 
-# A worker host has localized a shipped environment: an unpacked archive in its
-# NodeManager's cache (public, or private to a user).
-LOCALIZED = ("find /data/nm/local/filecache /data/nm/local/usercache -maxdepth 4 "
-             "-name '*.tar.gz' -print -quit 2>/dev/null")
-
-
-@pytest.fixture(scope="module")
-def _warm_hosts(docker_cluster: DockerCluster) -> None:
-    """Every worker host has the shipped environment before a test loses one. In the
-    whole docker tier the ship-environment module did it; selected alone on a fresh
-    cluster, the job with no fault runs first: on a cold 2-core cluster, localizing
-    the environment on two hosts at once while the third dies outlasts the tests'
-    short slot.request.timeout (a cold cluster's first job is not what they test)."""
-    cold = [h for h in WORKERS if not docker_cluster.docker("exec", h, "sh", "-c", LOCALIZED).stdout.strip()]
-    if not cold:
-        return
-    input_uri = put_input(docker_cluster)
-    out = scratch("lost-hosts-warm")
-    app_id = submit(docker_cluster, "-t", "yarn-per-job", *FAST, "-D", "slot.request.timeout=600 s",
-                    *profiles(input_uri, out, "--work", "0"))
-    final = wait_finished(docker_cluster, app_id, 900)
-    assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
-
-
 @pytest.fixture(autouse=True)
-def _whole_cluster(hosts: DockerCluster, _warm_hosts: None) -> Iterator[None]:
+def _whole_cluster(hosts: DockerCluster, warm_hosts: DockerCluster) -> Iterator[None]:
     """Every test here starts on a whole, warm cluster (the previous test restored it)."""
     states = {h: hosts.docker("inspect", "--format", "{{.State.Status}}", h).stdout.strip()
               for h in WORKERS}

@@ -75,17 +75,6 @@ def outcomes(junit: str) -> dict[str, Outcome]:
     return found
 
 
-# Before tests start side by side, one small job ships the environment when HDFS has
-# none yet (a fresh cluster selected with -k; in the whole docker tier the
-# ship-environment benchmark did it): two tests' first containers would otherwise
-# both wait out the cold packing, upload and localization inside their own timeouts.
-WARM_ENVIRONMENT = (
-    "python -m yarnflow.client.cli fs ls /user/root/.yarnflow-environments 2>/dev/null"
-    " | grep -q 'tar.gz' || python -m yarnflow.client.cli run -t yarn-per-job --attach"
-    " --no-progress tests/yarn/pipelines/shapes.py -- long --work 0"
-    " --out hdfs://rm:9000/tmp/yarnflow-tests/warm-$$/out >/dev/null")
-
-
 def edge_run(selected: list[str], junits: list[Path]) -> str:
     """The shell line the edge host runs: one Skein driver for every test process, the
     tests that share the cluster side by side (pytest-xdist, a module's tests on one
@@ -98,7 +87,6 @@ def edge_run(selected: list[str], junits: list[Path]) -> str:
     alone = [*pytest_args, "-n", "0", "-m", "alone", f"--junitxml={junits[1]}", *selected]
     return "; ".join([
         "python -m skein.cli driver start >/dev/null",
-        WARM_ENVIRONMENT,
         shlex.join(together) + "; together=$?",
         shlex.join(alone) + "; alone=$?",
         "python -m skein.cli driver stop >/dev/null 2>&1",
@@ -107,8 +95,10 @@ def edge_run(selected: list[str], junits: list[Path]) -> str:
 
 
 @pytest.fixture(scope="module")
-def tier(docker_cluster: DockerCluster, request: pytest.FixtureRequest) -> dict[str, Outcome]:
-    """tests/yarn run once on the edge host: the tests selected here."""
+def tier(warm_hosts: DockerCluster, request: pytest.FixtureRequest) -> dict[str, Outcome]:
+    """tests/yarn run once on the edge host, on warm hosts (two tests' first containers
+    would otherwise both wait out the cold start inside their own timeouts): the tests
+    selected here."""
     selected = [item.callspec.params["node"] for item in request.session.items
                 if item.module is request.module and hasattr(item, "callspec")]
     log = artifacts_dir() / "yarn-tier.log"
@@ -120,7 +110,7 @@ def tier(docker_cluster: DockerCluster, request: pytest.FixtureRequest) -> dict[
         run = subprocess.run([sys.executable, str(CLUSTER), "edge", "env", *env, "sh", "-c",
                               edge_run(selected, parts)], stdout=out,
                              stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S, cwd=ROOT,
-                             env={**os.environ, **docker_cluster.env})
+                             env={**os.environ, **warm_hosts.env})
     found: dict[str, Outcome] = {}
     for part in parts:
         if part.exists():

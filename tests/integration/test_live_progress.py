@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -54,9 +55,14 @@ def test_running_subtasks_show_growing_records_before_any_subtask_finished(tmp_p
                            "records of the running work subtasks in the REST API")
         wait_until(lambda: work_records_none_finished() > first, 30,
                    "the work subtasks' records growing, no subtask finished yet")
-        details = client.details()
-        work = next(v for v in details.vertices if v.name == "work")
-        assert all(s.metrics.records_in > 0 for s in work.subtasks), work.subtasks
+
+        def every_work_subtask_read() -> Any:
+            # the vertex's sum grows once one subtask reads; on a busy machine the
+            # other may start a moment later (none may have finished meanwhile)
+            work_records_none_finished()
+            work = next(v for v in client.details().vertices if v.name == "work")
+            return work if all(s.metrics.records_in > 0 for s in work.subtasks) else None
+        work = wait_until(every_work_subtask_read, 30, "records in every running work subtask")
         assert metric(url, "yarnflow_vertex_records_in", "work") > 0
         subtask = get(url + f"jobs/{client.job_id}/vertices/{work.id}")["subtasks"][0]
         assert SUBTASK_METRICS <= set(subtask["metrics"])

@@ -97,3 +97,16 @@ def test_a_spark_error_other_than_a_jvm_start_is_not_retried(monkeypatch):
     with pytest.raises(RuntimeError, match="no such table"):
         holder._start(builder)
     assert builder.calls == 1
+
+
+def test_the_spark_jvm_gets_the_configured_java_options_and_none_by_default(monkeypatch):
+    from yarnflow.conf import Configuration
+    from yarnflow.conf.configuration import ENV_CONF_DIR
+    from yarnflow.taskexecutor.spark import session
+    monkeypatch.delenv(ENV_CONF_DIR)      # the suite's own file sets them
+    plain = session.SparkSessionHolder(Configuration.load(), 1, ResourceSpec(1, 1024), "/nowhere")
+    assert "spark.driver.extraJavaOptions" not in plain.settings()
+    tuned = session.SparkSessionHolder(
+        Configuration.load(overrides=["taskmanager.spark.jvm-options=-XX:+UseSerialGC -Xss2m"]),
+        1, ResourceSpec(1, 1024), "/nowhere")
+    assert tuned.settings()["spark.driver.extraJavaOptions"] == "-XX:+UseSerialGC -Xss2m"

@@ -240,16 +240,20 @@ class YarnRest:
         it with yarn.application.name), whatever the tests beside it submit."""
         return [a["id"] for a in self.apps() if a["name"] == name]
 
+    def attempts(self, app_id: str) -> list[dict]:
+        """The application's attempts as YARN lists them, the first first."""
+        return self.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+
     def running_containers(self, app_id: str) -> list[dict]:
         """The application's live containers with their allocated sizes."""
-        attempts = self.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+        attempts = self.attempts(app_id)
         attempt = attempts[-1]["appAttemptId"]
         data = self.get(f"/ws/v1/cluster/apps/{app_id}/appattempts/{attempt}/containers")
         return (data or {}).get("container", []) if isinstance(data, dict) else []
 
     def appmaster_container(self, app_id: str) -> str:
         """The container of the application's current ApplicationMaster attempt."""
-        attempts = self.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+        attempts = self.attempts(app_id)
         return attempts[-1]["containerId"]
 
     def executor_containers(self, app_id: str) -> list[str]:

@@ -82,8 +82,7 @@ def test_a_killed_appmaster_is_replaced_by_a_second_attempt_that_finishes_the_jo
     assert "FINISHED" in run.output
     report = yarn_cluster.wait_finished(app_id, timeout=60)
     assert report["finalStatus"] == "SUCCEEDED", report.get("diagnostics")
-    attempts = yarn_cluster.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")
-    assert len(attempts["appAttempts"]["appAttempt"]) == 2
+    assert len(yarn_cluster.attempts(app_id)) == 2
 
     # exact: every row once, nothing of the old output, nothing of the dead attempt
     assert sorted(hdfs.read_table(out).column("k").to_pylist()) == list(range(2000))

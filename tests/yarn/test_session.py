@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import NamedTuple
 
 import pytest
 
@@ -64,10 +65,18 @@ def ended(client: DispatcherClient, job_id: str, timeout: float = 120) -> str:
                       timeout, f"job {job_id} to end")
 
 
+class FirstJobs(NamedTuple):
+    """The ids of the module's first three jobs, and where they wrote."""
+    a: str
+    b: str
+    d: str
+    base: str
+
+
 @pytest.fixture(scope="module")
-def first_jobs(session, hdfs) -> dict[str, str]:
+def first_jobs(session, hdfs) -> FirstJobs:
     """Three jobs at once in the session, ``a`` and ``d`` run to the end and ``b``
-    cancelled while all three run: their ids by name. Made once, by the first test
+    cancelled while all three run. Made once, by the first test
     that asks (any test of this module may run alone); later tests find these jobs
     ended, listed and in the history."""
     app_id, client = session
@@ -83,17 +92,17 @@ def first_jobs(session, hdfs) -> dict[str, str]:
     assert ended(client, jobs["b"]) == "CANCELED"
     for job in "ad":
         assert ended(client, jobs[job]) == "FINISHED", client.details(jobs[job]).failure
-    return {**jobs, "base": base}
+    return FirstJobs(a=jobs["a"], b=jobs["b"], d=jobs["d"], base=base)
 
 
 def test_jobs_run_concurrently_and_cancelling_one_leaves_the_others(first_jobs, hdfs):
-    base = first_jobs["base"]
+    base = first_jobs.base
     for job in "ad":
         out = hdfs.read_table(f"{base}/{job}")
         assert sorted(out.column("k").to_pylist()) == list(range(2000))
         assert out.column("v").to_pylist() == [1.0] * 2000
     listing = yarnflow("list", "-a", NAME)
-    assert first_jobs["a"][:8] in listing.stdout and "CANCELED" in listing.stdout, listing.stdout
+    assert first_jobs.a[:8] in listing.stdout and "CANCELED" in listing.stdout, listing.stdout
     assert hdfs.leftovers(f"{base}/b") == [] and not hdfs.fs.exists(f"{base}/b")
 
 
@@ -216,9 +225,8 @@ def test_a_killed_appmaster_comes_back_and_runs_the_unended_job_under_its_id(
     assert ended(client, job, 240) == "FINISHED", client.details(job).failure
     assert sorted(hdfs.read_table(f"{base}/out").column("k").to_pylist()) == list(range(2000))
     assert hdfs.leftovers(f"{base}/out") == []
-    assert client.details(first_jobs["a"]).status.value == "FINISHED"    # from the history
-    attempts = yarn_cluster.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")
-    assert len(attempts["appAttempts"]["appAttempt"]) == 2
+    assert client.details(first_jobs.a).status.value == "FINISHED"    # from the history
+    assert len(yarn_cluster.attempts(app_id)) == 2
     assert yarn_cluster.app(app_id)["state"] == "RUNNING"
 
     after = yarnflow("run", "-t", "yarn-session", "-a", NAME, "--attach", "--no-progress", SHAPES,
@@ -248,13 +256,13 @@ def test_the_web_ui_lists_the_running_job_and_those_that_ended_before_the_new_at
             jobs = {j["jid"]: j for j in json.loads(response.read())["jobs"]}
         return jobs if job in jobs and jobs[job]["state"] == "RUNNING" else None
     jobs = wait_until(listed, 120, f"job {job} RUNNING on the session's page", interval=0.5)
-    assert jobs[first_jobs["a"]]["state"] == "FINISHED" and jobs[first_jobs["b"]]["state"] == "CANCELED"
+    assert jobs[first_jobs.a]["state"] == "FINISHED" and jobs[first_jobs.b]["state"] == "CANCELED"
     # after the killed-appmaster test (the module's order), attempt 2: the ended jobs
     # listed come from the history that attempt 1 wrote
-    attempts = yarn_cluster.get(f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+    attempts = yarn_cluster.attempts(app_id)
     assert jobs[job]["application-attempt"] == len(attempts)
     dom = browse(chromium, url, artifacts_dir() / "web-ui-session.png")
-    assert f'data-job="{job}"' in dom and f'data-job="{first_jobs["a"]}"' in dom, dom[-3000:]
+    assert f'data-job="{job}"' in dom and f'data-job="{first_jobs.a}"' in dom, dom[-3000:]
     cancel = yarnflow("cancel", job)
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
     assert ended(client, job) == "CANCELED"
@@ -268,11 +276,11 @@ def test_history_outlives_the_session(session, first_jobs, yarn_cluster):
     assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app["diagnostics"]
     listing = yarnflow("history", "-a", NAME)
     assert listing.returncode == 0, listing.stdout + listing.stderr
-    for job in "abd":
-        assert first_jobs[job][:8] in listing.stdout, listing.stdout
-    one = yarnflow("history", first_jobs["a"], "-a", NAME, "--subtasks")
+    for job in (first_jobs.a, first_jobs.b, first_jobs.d):
+        assert job[:8] in listing.stdout, listing.stdout
+    one = yarnflow("history", first_jobs.a, "-a", NAME, "--subtasks")
     assert one.returncode == 0, one.stdout + one.stderr
-    assert f"job {first_jobs['a']} FINISHED" in one.stdout, one.stdout
-    assert f"subtasks of job {first_jobs['a']}" in one.stdout and "2,000" in one.stdout, one.stdout
-    status = yarnflow("status", first_jobs["b"])
+    assert f"job {first_jobs.a} FINISHED" in one.stdout, one.stdout
+    assert f"subtasks of job {first_jobs.a}" in one.stdout and "2,000" in one.stdout, one.stdout
+    status = yarnflow("status", first_jobs.b)
     assert "from its history" in status.stdout and "CANCELED" in status.stdout, status.stdout
