@@ -54,9 +54,7 @@ class SparkSessionHolder:
         heap_mb = max(256, int(self._num_slots * slot_memory
                                * self._config.get(options.SPARK_HEAP_FRACTION)))
         cores = max(1, math.ceil(self._num_slots * self._slot_profile.cpu - 1e-9))
-        jvm_options = self._config.get(options.SPARK_JVM_OPTIONS).strip()
-        return {
-            **({"spark.driver.extraJavaOptions": jvm_options} if jvm_options else {}),
+        settings = {
             "spark.master": f"local[{cores}]",
             "spark.driver.memory": f"{heap_mb}m",
             "spark.sql.shuffle.partitions": str(cores),
@@ -66,6 +64,10 @@ class SparkSessionHolder:
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             "spark.sql.session.timeZone": "UTC",
         }
+        jvm_options = self._config.get(options.SPARK_JVM_OPTIONS).strip()
+        if jvm_options:
+            settings["spark.driver.extraJavaOptions"] = jvm_options
+        return settings
 
     def get(self) -> Any:
         """The executor's session, started on first use."""

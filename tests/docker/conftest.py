@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 # NodeManager's cache (public, or private to a user).
 LOCALIZED = ("find /data/nm/local/filecache /data/nm/local/usercache -maxdepth 4 "
              "-name '*.tar.gz' -print -quit 2>/dev/null")
-# The job that warms them: short, every core its own container
+# The job that warms them: two executors that end at once
 WARM_JOB = ["yarnflow", "run", "-t", "yarn-per-job", "--attach", "--no-progress",
             "-D", "slot.request.timeout=600 s", "tests/yarn/pipelines/shapes.py", "--", "long",
             "--work", "0"]
@@ -133,7 +134,7 @@ def warm_hosts(docker_cluster: DockerCluster) -> DockerCluster:
     what they test."""
     cold = [h for h in WORKERS if not docker_cluster.on(h, "sh", "-c", LOCALIZED).stdout.strip()]
     if cold:
-        out = f"hdfs://rm:9000/tmp/yarnflow-tests/warm-{os.getpid()}-{len(cold)}/out"
+        out = f"hdfs://rm:9000/tmp/yarnflow-tests/warm-{uuid.uuid4().hex[:8]}/out"
         done = docker_cluster.edge(*WARM_JOB, "--out", out, timeout=1200)
         assert done.returncode == 0, \
             f"warming {', '.join(cold)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
