@@ -9,16 +9,26 @@ it runs before anything is installed and on hosts that have nothing but python3.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 HADOOP_VERSION = "3.5.0"
 HERE = Path(__file__).resolve().parent
 POM = HERE / "native" / "pom.xml"
 SHARED_CONF = HERE / "conf"
+# The test clusters' own classes (java/), one jar beside Hadoop's: a local file system
+# that sets permission bits without forking `chmod` (there is no libhadoop.so here).
+TESTCLUSTER_SOURCES = HERE / "java"
+TESTCLUSTER_JAR = "yarnflow-testcluster.jar"
+LOCAL_FS = "yarnflow.testcluster.NioChmodLocalFileSystem"
+LOCAL_FS_PROPERTIES = {"fs.file.impl": LOCAL_FS, "fs.AbstractFileSystem.file.impl": f"{LOCAL_FS}$Fs"}
 
 # What hadoop-functions.sh adds for JDK 17 (HADOOP-19219, HADOOP-19310) and a few
 # more Netty needs; plain `java` has none of them.
@@ -109,6 +119,35 @@ def fetch_jars(hadoop_home: Path) -> Path:
                  "Fix: check that Maven Central is reachable (proxy settings in ~/.m2/settings.xml).")
     marker.write_bytes(pom)
     return lib
+
+
+def testcluster_jar(lib: Path, cache: Path) -> Path:
+    """The test clusters' classes compiled against Hadoop's jars in ``lib``, once per
+    source (cached in ``cache``)."""
+    sources = sorted(TESTCLUSTER_SOURCES.glob("*.java"))
+    digest = hashlib.sha256(b"".join(s.name.encode() + s.read_bytes() for s in sources))
+    jar = cache / f"testcluster-{digest.hexdigest()[:16]}.jar"
+    if jar.exists():
+        return jar
+    java_home = os.environ.get("JAVA_HOME")
+    javac = str(Path(java_home) / "bin" / "javac") if java_home else shutil.which("javac")
+    if not javac or not Path(javac).exists():
+        sys.exit("cluster: no `javac`. Fix: install a JDK 17 (not only the JRE), e.g. "
+                 "apt-get install openjdk-17-jdk-headless")
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        classes = Path(tmp) / "classes"
+        made = subprocess.run([javac, "--release", "17", "-nowarn", "-d", str(classes), "-cp",
+                               f"{lib}/*", *map(str, sources)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=300)
+        if made.returncode != 0:
+            sys.exit(f"cluster: compiling {TESTCLUSTER_SOURCES} failed:\n{made.stdout[-3000:]}")
+        partial = Path(tmp) / TESTCLUSTER_JAR
+        with zipfile.ZipFile(partial, "w") as z:
+            for f in sorted(classes.rglob("*.class")):
+                z.write(f, f.relative_to(classes).as_posix())
+        partial.rename(jar)
+    return jar
 
 
 def set_properties(path: Path, values: dict[str, str]) -> None:

@@ -111,18 +111,15 @@ def start_session(config: Configuration, name: str | None, min_executors: int) -
     store = ApplicationStore()
     login = client_login(config)
     client = skein_client(timeout, login)
-    try:
-        spec = build_session_spec(config, name, ladder, min_executors, security,
-                                  worker_hosts(client, config, configured_node_labels(config)),
-                                  login, cluster_acls(config))
-        app_id = bounded(lambda: client.submit(spec), timeout, "submitting the session to YARN")
-        store.save(app_id, credentials, {"kind": "session", "name": name, "history_dir": history,
-                                         "container_sizes": ladder.describe(),
-                                         "min_executors": min_executors, "submitted": time.time()})
-        address, tracking_url = _wait_for_dispatcher(client, app_id, security, timeout,
-                                                     config.get(options.SESSION_START_TIMEOUT))
-    finally:
-        client.close()
+    spec = build_session_spec(config, name, ladder, min_executors, security,
+                              worker_hosts(client, config, configured_node_labels(config)),
+                              login, cluster_acls(config))
+    app_id = bounded(lambda: client.submit(spec), timeout, "submitting the session to YARN")
+    store.save(app_id, credentials, {"kind": "session", "name": name, "history_dir": history,
+                                     "container_sizes": ladder.describe(),
+                                     "min_executors": min_executors, "submitted": time.time()})
+    address, tracking_url = _wait_for_dispatcher(client, app_id, security, timeout,
+                                                 config.get(options.SESSION_START_TIMEOUT))
     store.update(app_id, dispatcher=address, tracking_url=tracking_url)
     with DispatcherClient(app_id, timeout, store) as dispatcher:
         dispatcher.overview()                             # it answers over our certificate
@@ -215,11 +212,8 @@ def resolve_session(ref: str, timeout: float, store: ApplicationStore | None = N
 def list_sessions(timeout: float) -> list[Any]:
     """YARN's reports of the running (or starting) yarnflow sessions, anyone's."""
     client = skein_client(timeout)
-    try:
-        reports = bounded(lambda: client.get_applications(states=["ACCEPTED", "RUNNING"]),
-                          timeout, "listing YARN applications")
-    finally:
-        client.close()
+    reports = bounded(lambda: client.get_applications(states=["ACCEPTED", "RUNNING"]),
+                      timeout, "listing YARN applications")
     return [r for r in reports if SESSION_TAG in (r.tags or ())]
 
 

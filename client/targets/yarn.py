@@ -143,15 +143,12 @@ def submit_per_job(graph: JobGraph, config: Configuration) -> YarnJobHandle:
     with tempfile.TemporaryDirectory(prefix="yarnflow-submit-") as staging:
         login = client_login(config)
         client = skein_client(timeout, login)
-        try:
-            spec = build_spec(graph, config, specs, Path(staging), security,
-                              worker_hosts(client, config, node_labels_asked(graph, config)),
-                              login, cluster_acls(config))
-            app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
-            report = bounded(lambda: client.application_report(app_id), timeout,
-                             "reading the application report")
-        finally:
-            client.close()        # stops a private driver; a global one stays up
+        spec = build_spec(graph, config, specs, Path(staging), security,
+                          worker_hosts(client, config, node_labels_asked(graph, config)),
+                          login, cluster_acls(config))
+        app_id = bounded(lambda: client.submit(spec), timeout, "submitting to YARN")
+        report = bounded(lambda: client.application_report(app_id), timeout,
+                         "reading the application report")
     ApplicationStore().save(app_id, credentials, {
         "job_id": graph.job_id, "name": graph.name, "submitted": time.time(),
         "history": config.get(options.SESSION_HISTORY_DIR)})

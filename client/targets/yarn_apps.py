@@ -51,7 +51,6 @@ class YarnApplication:
     def close(self) -> None:
         if self._dispatcher is not None:
             self._dispatcher.close()
-        self._client.close()
 
     def __enter__(self) -> "YarnApplication":
         return self

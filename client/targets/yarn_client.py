@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import warnings
 from typing import Any, Callable, TypeVar
 
@@ -27,6 +28,9 @@ from yarnflow.client.targets.yarn_errors import YarnError
 
 T = TypeVar("T")
 YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~5 s
+# This process's private Skein drivers, by the keytab login they were started with.
+_DRIVERS: dict[tuple[tuple[str, str], ...], Any] = {}
+_DRIVERS_LOCK = threading.Lock()
 
 
 def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
@@ -42,8 +46,16 @@ def bounded(call: Callable[[], T], timeout: float, what: str) -> T:
 def skein_client(timeout: float, login: KerberosLogin | None = None) -> Any:
     """A Skein client: through the user's global Skein driver when one runs (`skein
     driver start`, as Skein's own CLI does; saves starting a JVM per command), else
-    through a private driver logging to ~/.yarnflow, logged in with ``login``'s keytab
-    where it has one (on a Kerberos cluster; otherwise from the ticket cache)."""
+    through this process's private driver, logging to ~/.yarnflow and logged in with
+    ``login``'s keytab where it has one (on a Kerberos cluster; otherwise from the
+    ticket cache).
+
+    The client belongs to the process: callers never close it. A private driver is a
+    JVM that takes seconds and 4-5 CPU-s to start, and an attached run asks YARN about
+    its application every half second for as long as the job runs; one driver per
+    process (per keytab login) serves all of it, and stops when the process exits
+    (Skein's driver ends when its parent's pipe closes). Without a ``login`` any
+    driver the process has will do: it acts for the same user."""
     import skein
     # Skein writes its own TLS credentials under ~/.skein the first time, and says so
     # as a UserWarning: noise, beside the one line a refused command prints
@@ -53,11 +65,21 @@ def skein_client(timeout: float, login: KerberosLogin | None = None) -> Any:
         return bounded(skein.Client.from_global_driver, timeout, "connecting to Skein's driver")
     except (skein.exceptions.DriverNotRunningError, skein.exceptions.ConnectionError):
         pass
-    check_driver_prerequisites(timeout)
-    log = ApplicationStore().root / "skein-driver.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
     args = login.skein_args() if login is not None else {}
-    return bounded(lambda: skein.Client(log=str(log), **args), timeout, "starting Skein's driver")
+    key = tuple(sorted(args.items()))
+    with _DRIVERS_LOCK:
+        for held, client in list(_DRIVERS.items()):
+            if client._proc is None or client._proc.poll() is not None:
+                del _DRIVERS[held]          # its driver died: start another below
+            elif held == key or login is None:
+                return client
+        check_driver_prerequisites(timeout)
+        log = ApplicationStore().root / "skein-driver.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        client = bounded(lambda: skein.Client(log=str(log), **args), timeout,
+                         "starting Skein's driver")
+        _DRIVERS[key] = client
+        return client
 
 
 def check_driver_prerequisites(timeout: float) -> None:

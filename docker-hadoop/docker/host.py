@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hadoop import (JVM_FLAGS, copy_conf, daemon_command, format_namenode_command,  # noqa: E402
-                    lib_dir, set_properties, write_webapps, write_yarn_command)
+from hadoop import (JVM_FLAGS, LOCAL_FS_PROPERTIES, copy_conf, daemon_command,  # noqa: E402
+                    format_namenode_command, lib_dir, set_properties, write_webapps,
+                    write_yarn_command)
 from kerberos import HOST_KEYTAB, KRB5_CONF, secure_properties
 
 HADOOP_HOME = Path("/opt/hadoop")
@@ -57,6 +58,9 @@ def prepare() -> None:
         "yarn.nodemanager.recovery.enabled": "true",
         "yarn.nodemanager.recovery.supervised": "true",
         "yarn.nodemanager.address": "0.0.0.0:45454",
+        # permissions set without a `chmod` per file (no libhadoop.so: ../java/); in
+        # yarn-site, not core-site, so that only JVMs with the cluster's jars read it
+        **LOCAL_FS_PROPERTIES,
     })
     set_properties(CONF / "core-site.xml", {"fs.defaultFS": f"hdfs://{RM_HOST}:9000",
                                             "hadoop.tmp.dir": str(DATA / "tmp")})

@@ -582,3 +582,57 @@ def test_skeins_appmaster_gets_the_clients_site_files_with_its_nodemanager_clien
     assert props["yarn.client.nodemanager-connect.max-wait-ms"] == "30000"
     assert props["ipc.client.rpc-timeout.ms"] == "30000"
     assert appmaster_conf_archive(Configuration.load(), tmp_path) == data, "the same bytes each time"
+
+
+# --- one private Skein driver per client process ---------------------------------------
+class FakeDriverProcess:
+    def __init__(self) -> None:
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+class FakeSkeinClient:
+    """skein.Client as far as skein_client uses it: a driver process it started."""
+    started: list["FakeSkeinClient"] = []
+
+    def __init__(self, log: str, **login: str) -> None:
+        self._proc = FakeDriverProcess()
+        self.login = login
+        FakeSkeinClient.started.append(self)
+
+    @classmethod
+    def from_global_driver(cls) -> "FakeSkeinClient":
+        import skein
+        raise skein.exceptions.DriverNotRunningError("no global driver")
+
+
+def test_a_process_starts_one_private_skein_driver_per_login_and_replaces_a_dead_one(
+        monkeypatch, tmp_path):
+    """An attached run asks YARN about its application every half second: each ask must
+    not start a JVM (the polls of one cold per-job run started 20 drivers, 4.5 CPU-s
+    each)."""
+    import skein
+    from yarnflow.client.targets import yarn_client
+    from yarnflow.client.targets.kerberos import KerberosLogin
+    monkeypatch.setattr(skein, "Client", FakeSkeinClient)
+    monkeypatch.setattr(yarn_client, "_DRIVERS", {})
+    monkeypatch.setattr(yarn_client, "check_driver_prerequisites", lambda timeout: None)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    FakeSkeinClient.started = []
+    first = yarn_client.skein_client(5)
+    assert [yarn_client.skein_client(5) for _ in range(3)] == [first] * 3
+    assert len(FakeSkeinClient.started) == 1
+
+    keytab = KerberosLogin("alice@EXAMPLE.COM", str(tmp_path / "alice.keytab"))
+    alice = yarn_client.skein_client(5, keytab)
+    assert alice is not first and alice.login == keytab.skein_args()
+    assert yarn_client.skein_client(5, keytab) is alice
+    assert yarn_client.skein_client(5) in (first, alice)     # no login: either will do
+    assert len(FakeSkeinClient.started) == 2
+
+    first._proc.returncode = 1
+    alice._proc.returncode = 1               # both drivers died: the next ask starts one
+    again = yarn_client.skein_client(5)
+    assert again not in (first, alice) and len(FakeSkeinClient.started) == 3

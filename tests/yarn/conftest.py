@@ -196,15 +196,11 @@ def executor_container(app_id: str, resource_id: str) -> str:
     from yarnflow.client.targets.app_store import ApplicationStore
     from yarnflow.client.targets.yarn_client import skein_client
     tls = ApplicationStore().credentials(app_id)
-    client = skein_client(30)
-    try:
-        app = client.connect(app_id, wait=False, security=skein.Security(
-            cert_bytes=tls.cert_pem, key_bytes=tls.key_pem))
-        for container in app.get_containers():
-            if container.id == resource_id:
-                return container.yarn_container_id
-    finally:
-        client.close()
+    app = skein_client(30).connect(app_id, wait=False, security=skein.Security(
+        cert_bytes=tls.cert_pem, key_bytes=tls.key_pem))
+    for container in app.get_containers():
+        if container.id == resource_id:
+            return container.yarn_container_id
     raise AssertionError(f"no container of executor {resource_id} in {app_id}")
 
 

@@ -136,12 +136,8 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
     import skein
     from yarnflow.client.targets.app_store import ApplicationStore
     tls = ApplicationStore().credentials(app_id)      # the application's own, as the CLI's
-    client = skein_client(30)
-    try:
-        page = client.connect(app_id, wait=False, security=skein.Security(
-            cert_bytes=tls.cert_pem, key_bytes=tls.key_pem)).ui.get_pages()[WEB_PAGE_ROUTE]
-    finally:
-        client.close()
+    page = skein_client(30).connect(app_id, wait=False, security=skein.Security(
+        cert_bytes=tls.cert_pem, key_bytes=tls.key_pem)).ui.get_pages()[WEB_PAGE_ROUTE]
     assert page.target.startswith("http://127.0.0.1:"), page.target
     served = b"".join(raw(url + p) for p in ("", "app.js", "overview", "jobmanager/config",
                                             "taskmanagers", f"jobs/{jid}", "metrics"))
