@@ -98,6 +98,12 @@ DOCKER_ORDER = ("test_hosts.py", "test_ship_environment.py", "test_compose.py",
                 "test_yarn_tier_secure.py")
 
 
+# Modules whose tests share no module fixture and are long (each test a cluster of its
+# own): their tests go to whichever worker is free, not all to one (test_failover.py
+# alone was 5 of the 8 minutes `-m "unit or integration"` may take).
+SPLIT_BY_TEST = ("tests/integration/test_failover.py", "tests/integration/test_benchmarks.py")
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """With pytest-xdist (`-n 2`): the docker tier on one worker, in its order (its
     tests share one cluster, and host faults must not overlap the YARN tier), while the
@@ -107,7 +113,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class TierScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "tests/docker" if nodeid.startswith("tests/docker/") else nodeid.split("::")[0]
+            if nodeid.startswith("tests/docker/"):
+                return "tests/docker"
+            module = nodeid.split("::")[0]
+            return nodeid if module in SPLIT_BY_TEST else module
 
     return TierScheduling(config, log)
 

@@ -15,6 +15,7 @@ worker hosts have nothing else, as on a real cluster.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -58,9 +59,6 @@ def prepare() -> None:
         "yarn.nodemanager.recovery.enabled": "true",
         "yarn.nodemanager.recovery.supervised": "true",
         "yarn.nodemanager.address": "0.0.0.0:45454",
-        # permissions set without a `chmod` per file (no libhadoop.so: ../java/); in
-        # yarn-site, not core-site, so that only JVMs with the cluster's jars read it
-        **LOCAL_FS_PROPERTIES,
     })
     set_properties(CONF / "core-site.xml", {"fs.defaultFS": f"hdfs://{RM_HOST}:9000",
                                             "hadoop.tmp.dir": str(DATA / "tmp")})
@@ -108,6 +106,21 @@ def daemon_env() -> dict[str, str]:
     return env
 
 
+def daemon_conf(name: str) -> Path:
+    """The configuration directory a daemon reads. The NodeManager's is the host's plus
+    a local file system that sets permission bits without forking `chmod` once per file
+    it localizes (there is no libhadoop.so: ../java/). Its own copy, made as it starts
+    (after make_secure), because its containers get the host's HADOOP_CONF_DIR: a Spark
+    JVM there has none of the cluster's jars."""
+    if name != "nodemanager":
+        return CONF
+    own = DATA / "nodemanager-conf"
+    shutil.rmtree(own, ignore_errors=True)
+    shutil.copytree(CONF, own)
+    set_properties(own / "core-site.xml", LOCAL_FS_PROPERTIES)
+    return own
+
+
 def start(name: str) -> subprocess.Popen[bytes]:
     LOGS.mkdir(parents=True, exist_ok=True)
     env = daemon_env()
@@ -116,7 +129,7 @@ def start(name: str) -> subprocess.Popen[bytes]:
     if name == "namenode" and not (DATA / "namenode" / "current").exists():
         subprocess.run(format_namenode_command(JAVA, CONF, LIB), check=True, env=env,
                        stdout=subprocess.DEVNULL)
-    cmd = daemon_command(JAVA, name, HEAPS[name], f"{CONF}:{WEBAPPS}:{LIB}/*", LOGS, [])
+    cmd = daemon_command(JAVA, name, HEAPS[name], f"{daemon_conf(name)}:{WEBAPPS}:{LIB}/*", LOGS, [])
     print(f"host: starting {name}", flush=True)
     return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL)
 

@@ -31,10 +31,10 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * native library, whose {@code NativeIO.POSIX.chmod} is the same system call this
  * makes. Modes with bits beyond rwx (the sticky bit) still go to {@code chmod}.
  *
- * <p>The cluster's yarn-site.xml names these classes as {@code fs.file.impl} and
- * {@code fs.AbstractFileSystem.file.impl}; only JVMs that load YARN's configuration
- * (its daemons, {@code yarn} commands, Skein's driver and ApplicationMaster) read it,
- * and those run with the cluster's jars, this one among them.
+ * <p>Only the NodeManagers use it: their own copy of the host's core-site.xml names
+ * these classes as {@code fs.file.impl} and {@code fs.AbstractFileSystem.file.impl}
+ * (docker/host.py). The host's configuration, which containers and clients read, does
+ * not: a Spark JVM has none of the cluster's jars.
  */
 public class NioChmodLocalFileSystem extends LocalFileSystem {
   public NioChmodLocalFileSystem() {
