@@ -76,6 +76,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from tests import timing
+    timing.start()
     for tier, what in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: {what}")
     config.addinivalue_line("markers", "alone: a YARN tier test that changes or measures the "

@@ -8,7 +8,11 @@ the secure cluster's in the secure module's; *teardown* is their stops. *span* i
 time from the module's first report's start to its last one's end, which with
 pytest-xdist overlaps other modules on the other worker. The YARN tier, relayed from
 the edge host as one fixture, is broken down by its own modules from the edge run's
-JUnit files."""
+JUnit files.
+
+Time is not the only measure on a 2-core machine: the run's busy CPU-s and the
+machine's utilization (from /proc/stat) come first, and each docker module's CPU on
+the cluster's hosts (tests/docker/conftest.py, from the Docker engine's cgroup)."""
 from __future__ import annotations
 
 import json
@@ -17,6 +21,36 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+
+CLUSTER_CPU_FILE = "cluster-cpu.json"     # written by tests/docker/conftest.py
+_MACHINE_AT_START: tuple[float, float] | None = None
+
+
+def machine_cpu() -> tuple[float, float] | None:
+    """The machine's busy and idle CPU seconds since it booted (/proc/stat)."""
+    try:
+        ticks = [int(t) for t in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = ticks[3] + ticks[4]            # idle, iowait
+    busy = sum(ticks[:8]) - idle          # user nice system irq softirq steal
+    return busy / 100, idle / 100
+
+
+def start() -> None:
+    """Where the run's CPU figures count from (called as the run starts)."""
+    global _MACHINE_AT_START
+    _MACHINE_AT_START = machine_cpu()
+
+
+def cpu_line() -> str | None:
+    now = machine_cpu()
+    if _MACHINE_AT_START is None or now is None:
+        return None
+    busy, idle = now[0] - _MACHINE_AT_START[0], now[1] - _MACHINE_AT_START[1]
+    return (f"machine: {busy:.0f} CPU-s busy, {100 * busy / max(busy + idle, 1e-9):.0f} % of "
+            "its cores over the run")
 
 
 @dataclass
@@ -71,7 +105,8 @@ def edge_modules(junits: Iterable[Path]) -> dict[str, float]:
     return dict(seconds)
 
 
-def table(modules: dict[str, ModuleTime], edge: dict[str, float]) -> list[str]:
+def table(modules: dict[str, ModuleTime], edge: dict[str, float],
+          cluster_cpu: dict[str, float] | None = None) -> list[str]:
     tiers: dict[str, list[str]] = defaultdict(list)
     for name in modules:
         parts = name.split("/")
@@ -88,6 +123,11 @@ def table(modules: dict[str, ModuleTime], edge: dict[str, float]) -> list[str]:
             m = modules[name]
             lines.append(f"  {name:56} {m.tests:5d} {m.setup_s:8.1f} {m.call_s:8.1f} "
                          f"{m.teardown_s:8.1f} {m.span_s:8.1f}")
+    if cluster_cpu:
+        lines.append(f"[docker, on the cluster's hosts] {sum(cluster_cpu.values()):.0f} CPU-s "
+                     "(not counting its start)")
+        for name, seconds in sorted(cluster_cpu.items(), key=lambda item: -item[1]):
+            lines.append(f"  {name:56} {'':5} {'':8} {seconds:8.1f} CPU-s")
     if edge:
         lines.append(f"[yarn, on the edge host] {len(edge)} modules, {sum(edge.values()):.0f} s "
                      "in tests (side by side)")
@@ -105,11 +145,15 @@ def report(terminalreporter: Any, artifacts: Path) -> None:
     relayed = any(name.endswith("tests/docker/test_yarn_tier.py") for name in modules)
     edge = edge_modules([artifacts / "yarn-tier-together.xml", artifacts / "yarn-tier-alone.xml"]) \
         if relayed else {}
+    cpu_file = artifacts / CLUSTER_CPU_FILE
+    cluster_cpu = json.loads(cpu_file.read_text()) if relayed and cpu_file.exists() else {}
     terminalreporter.write_sep("=", "time per tier and module (tests/timing.py)")
-    for line in table(modules, edge):
+    machine = cpu_line()
+    for line in ([machine] if machine else []) + table(modules, edge, cluster_cpu):
         terminalreporter.write_line(line)
     out = {name: {"tests": m.tests, "setup_s": m.setup_s, "call_s": m.call_s,
                   "teardown_s": m.teardown_s, "span_s": m.span_s, "workers": sorted(m.workers)}
            for name, m in modules.items()}
-    (artifacts / "timing.json").write_text(json.dumps({"modules": out, "yarn_edge": edge},
-                                                      indent=1))
+    (artifacts / "timing.json").write_text(json.dumps({"machine": machine, "modules": out,
+                                                       "yarn_edge": edge,
+                                                       "cluster_cpu_s": cluster_cpu}, indent=1))

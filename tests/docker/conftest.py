@@ -14,11 +14,12 @@ import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
 from tests.conftest import artifacts_dir, wait_until
+from tests.timing import CLUSTER_CPU_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "docker-hadoop" / "docker" / "cluster"
@@ -139,6 +140,55 @@ def warm_hosts(docker_cluster: DockerCluster) -> DockerCluster:
         assert done.returncode == 0, \
             f"warming {', '.join(cold)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     return docker_cluster
+
+
+def cluster_cpu_s(cluster: DockerCluster) -> float | None:
+    """CPU seconds the cluster's hosts have used, from the cgroup that holds every
+    container of the cluster's own Docker engine (its counter keeps what hosts killed
+    or restarted meanwhile used); None where that cgroup cannot be read (a cgroup
+    driver that puts containers beside other services)."""
+    pid = cluster.docker("inspect", "--format", "{{.State.Pid}}", "rm").stdout.strip()
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except (OSError, ValueError):
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        parent = Path(path).parent
+        if parent.name != "docker":
+            continue
+        if "cpuacct" in controllers.split(","):
+            for mount in ("cpuacct", "cpu,cpuacct"):
+                usage = Path("/sys/fs/cgroup", mount, *parent.parts[1:], "cpuacct.usage")
+                if usage.exists():
+                    return int(usage.read_text()) / 1e9
+        if controllers == "":
+            for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                stat = Path(root, *parent.parts[1:], "cpu.stat")
+                if stat.exists():
+                    fields = dict(f.split() for f in stat.read_text().splitlines())
+                    return int(fields["usage_usec"]) / 1e6
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cluster_cpu(request: pytest.FixtureRequest, docker_cluster: DockerCluster) -> Iterator[None]:
+    """Each module's CPU on the cluster's hosts, for the suite's time table
+    (tests/timing.py): the docker tier's modules run one after another, so the
+    cluster's counter between a module's start and end is that module's (the first
+    module's excludes the cluster's start)."""
+    before = cluster_cpu_s(docker_cluster)
+    yield
+    after = cluster_cpu_s(docker_cluster)
+    if before is not None and after is not None:
+        record_cluster_cpu(request.node.nodeid.split("::")[0], after - before)
+
+
+def record_cluster_cpu(module: str, seconds: float) -> None:
+    path = artifacts_dir() / CLUSTER_CPU_FILE
+    recorded = json.loads(path.read_text()) if path.exists() else {}
+    recorded[module] = round(seconds, 1)
+    path.write_text(json.dumps(recorded, indent=1))
 
 
 @pytest.fixture(scope="package")
