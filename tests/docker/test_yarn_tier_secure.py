@@ -399,16 +399,14 @@ def web_overview(secure: DockerCluster, app_id: str) -> dict:
 
 @pytest.fixture(scope="module")
 def short_lifetimes(secure: DockerCluster):
-    """HDFS delegation tokens that live LIFETIME_S, for the tests that follow (one
-    restart of the rm host to set, one to put Hadoop's lifetime back)."""
-    def lifetime(seconds: int) -> None:
-        done = subprocess.run([sys.executable, str(CLUSTER), "token-lifetime", str(seconds)],
-                              capture_output=True, text=True, timeout=600,
-                              env={**os.environ, **secure.env})
-        assert done.returncode == 0, done.stderr[-3000:]
-    lifetime(LIFETIME_S)
-    yield
-    lifetime(0)
+    """HDFS delegation tokens that live LIFETIME_S, for the tests that follow, the last
+    of this module (a restart of the rm host). Not put back after them: the cluster
+    goes down after this module, and `cluster up --secure` on a cluster that is kept
+    restores Hadoop's lifetime itself."""
+    done = subprocess.run([sys.executable, str(CLUSTER), "token-lifetime", str(LIFETIME_S)],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **secure.env})
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 @pytest.fixture
