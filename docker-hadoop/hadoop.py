@@ -150,6 +150,18 @@ def testcluster_jar(lib: Path, cache: Path) -> Path:
     return jar
 
 
+def nodemanager_conf(conf: Path, into: Path) -> Path:
+    """A copy of the configuration ``conf`` in ``into``, for a NodeManager to read itself:
+    with a local file system that sets permission bits without forking `chmod` once per
+    file it localizes (there is no libhadoop.so; README.md). Only the NodeManager reads it:
+    its containers get the cluster's HADOOP_CONF_DIR, and a Spark JVM there has none of
+    the test clusters' jars."""
+    shutil.rmtree(into, ignore_errors=True)
+    shutil.copytree(conf, into)
+    set_properties(into / "core-site.xml", LOCAL_FS_PROPERTIES)
+    return into
+
+
 def set_properties(path: Path, values: dict[str, str]) -> None:
     """Override properties of a Hadoop XML file (the shared files stay as committed)."""
     tree = ET.parse(path)

@@ -15,16 +15,15 @@ worker hosts have nothing else, as on a real cluster.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hadoop import (JVM_FLAGS, LOCAL_FS_PROPERTIES, copy_conf, daemon_command,  # noqa: E402
-                    format_namenode_command, lib_dir, set_properties, write_webapps,
-                    write_yarn_command)
+from hadoop import (JVM_FLAGS, copy_conf, daemon_command,  # noqa: E402
+                    format_namenode_command, lib_dir, nodemanager_conf, set_properties,
+                    write_webapps, write_yarn_command)
 from kerberos import HOST_KEYTAB, KRB5_CONF, secure_properties
 
 HADOOP_HOME = Path("/opt/hadoop")
@@ -107,18 +106,11 @@ def daemon_env() -> dict[str, str]:
 
 
 def daemon_conf(name: str) -> Path:
-    """The configuration directory a daemon reads. The NodeManager's is the host's plus
-    a local file system that sets permission bits without forking `chmod` once per file
-    it localizes (there is no libhadoop.so: ../java/). Its own copy, made as it starts
-    (after make_secure), because its containers get the host's HADOOP_CONF_DIR: a Spark
-    JVM there has none of the cluster's jars."""
+    """The configuration directory a daemon reads: the NodeManager's own copy
+    (hadoop.nodemanager_conf says why), made as it starts, after make_secure."""
     if name != "nodemanager":
         return CONF
-    own = DATA / "nodemanager-conf"
-    shutil.rmtree(own, ignore_errors=True)
-    shutil.copytree(CONF, own)
-    set_properties(own / "core-site.xml", LOCAL_FS_PROPERTIES)
-    return own
+    return nodemanager_conf(CONF, DATA / "nodemanager-conf")
 
 
 def start(name: str) -> subprocess.Popen[bytes]:
