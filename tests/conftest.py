@@ -14,6 +14,8 @@ from yarnflow.conf.configuration import ENV_CONF_DIR
 # The suite's own configuration file, for this process and every one it starts here
 # (the dockerised cluster's hosts have their own settings): tests/conf/yarnflow.yaml.
 os.environ[ENV_CONF_DIR] = str(Path(__file__).resolve().parent / "conf")
+# and Spark's, for Spark sessions started outside a TaskExecutor (tests/conf/spark)
+os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).resolve().parent / "conf" / "spark"))
 
 FAST = [
     "heartbeat.interval=0.5 s", "heartbeat.timeout=5 s",
@@ -51,10 +53,12 @@ TIERS = {
 }
 
 
-# pytest-xdist processes when the command line names none: nearly every test here
-# waits on processes, containers or timeouts, so one at a time leaves a 2-core
-# machine mostly idle (the unit and integration tiers take half as long with two).
-DEFAULT_PROCESSES = 2
+# pytest-xdist processes when the command line names none: one per dockerised
+# cluster (DOCKER_CLUSTERS) and one for the unit and integration tiers (which the
+# secure cluster's process joins when its module is done). Nearly every
+# test here waits on processes, containers or timeouts, so one at a time leaves a
+# 2-core machine mostly idle.
+DEFAULT_PROCESSES = 4
 # Without the docker tier (`-m "unit or integration"`): its tests mostly sleep in user
 # code, wait for executors and poll, so a third process on 2 cores still shortens the run
 PROCESSES_WITHOUT_DOCKER = 3
@@ -78,6 +82,10 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     from tests import timing
     timing.start()
+    # the run's first process (not the YARN tier's run on an edge host, which shares
+    # the checkout): nothing recorded yet
+    if not hasattr(config, "workerinput") and yarn_test_cluster() != "given":
+        (artifacts_dir() / timing.CLUSTER_CPU_FILE).unlink(missing_ok=True)
     for tier, what in TIERS.items():
         config.addinivalue_line("markers", f"{tier}: {what}")
     config.addinivalue_line("markers", "alone: a YARN tier test that changes or measures the "
@@ -91,13 +99,27 @@ def pytest_configure(config: pytest.Config) -> None:
             "to run it on docker-hadoop/native here")
 
 
-# The docker tier's modules in the order they run on the one cluster: its first checks,
-# then the ship-environment benchmark, whose first submission measures a cold start
-# (nothing packed, nothing localized) that a fresh cluster gives it for free; later
-# modules find the environment warm. The secure module restarts the cluster: last.
-DOCKER_ORDER = ("test_hosts.py", "test_ship_environment.py", "test_compose.py",
-                "test_host_faults.py", "test_lost_hosts.py", "test_yarn_tier.py",
-                "test_yarn_tier_secure.py")
+# The docker tier's three clusters, side by side (docker-hadoop/docker/cluster with
+# YARNFLOW_CLUSTER_NAME: each its own engine, hosts of the same names), each with the
+# modules it runs, in order, one after another: a host fault must not overlap another
+# module's applications on its cluster. On the default one, its first checks, then
+# the ship-environment benchmark, whose first submission measures a cold start
+# (nothing packed, nothing localized) that a fresh cluster gives it for free, then
+# the YARN tier; on "faults", the host faults and lost hosts; on SECURE_CLUSTER,
+# started in Hadoop's secure mode, the secure module and the compose test (which
+# needs only an engine with the images). Each takes 20-27 minutes of a full run.
+DOCKER_CLUSTERS = {
+    "": ("test_hosts.py", "test_ship_environment.py", "test_yarn_tier.py"),
+    "faults": ("test_host_faults.py", "test_lost_hosts.py"),
+    "secure": ("test_compose.py", "test_yarn_tier_secure.py"),
+}
+SECURE_CLUSTER = "secure"
+DOCKER_ORDER = tuple(m for modules in DOCKER_CLUSTERS.values() for m in modules)
+
+
+def docker_cluster_of(path: Path) -> str:
+    """The name of the cluster a docker module runs on (DOCKER_CLUSTERS)."""
+    return next((name for name, modules in DOCKER_CLUSTERS.items() if path.name in modules), "")
 
 
 # Modules whose tests share no module fixture and are long (each test a cluster of its
@@ -107,19 +129,23 @@ SPLIT_BY_TEST = ("tests/integration/test_failover.py", "tests/integration/test_b
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """With pytest-xdist (`-n 2`): the docker tier on one worker, in its order (its
-    tests share one cluster, and host faults must not overlap the YARN tier), while the
-    other workers take the rest file by file. The docker tier mostly waits on hosts and
-    YARN, so the unit and integration tiers run in its idle time."""
+    """With pytest-xdist (`-n 4`): each dockerised cluster's modules on one worker, in
+    their order (host faults must not overlap other applications on their cluster),
+    while the other workers take the rest file by file, then whatever is left when a
+    cluster's modules are done. The docker tier mostly waits on hosts and YARN, so the
+    unit and integration tiers run in its idle time. Scopes go out in collection order
+    (the docker tier's first), not largest first: a cluster's scope must start at once,
+    not after the integration tier's big modules."""
     from xdist.scheduler import LoadScopeScheduling
 
     class TierScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.startswith("tests/docker/"):
-                return "tests/docker"
             module = nodeid.split("::")[0]
+            if nodeid.startswith("tests/docker/"):
+                return f"tests/docker#{docker_cluster_of(Path(module))}"
             return nodeid if module in SPLIT_BY_TEST else module
 
+    config.option.loadscopereorder = False
     return TierScheduling(config, log)
 
 

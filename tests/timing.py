@@ -124,7 +124,7 @@ def table(modules: dict[str, ModuleTime], edge: dict[str, float],
             lines.append(f"  {name:56} {m.tests:5d} {m.setup_s:8.1f} {m.call_s:8.1f} "
                          f"{m.teardown_s:8.1f} {m.span_s:8.1f}")
     if cluster_cpu:
-        lines.append(f"[docker, on the cluster's hosts] {sum(cluster_cpu.values()):.0f} CPU-s "
+        lines.append(f"[docker, on its clusters' hosts] {sum(cluster_cpu.values()):.0f} CPU-s "
                      "(not counting its start)")
         for name, seconds in sorted(cluster_cpu.items(), key=lambda item: -item[1]):
             lines.append(f"  {name:56} {'':5} {'':8} {seconds:8.1f} CPU-s")
@@ -146,7 +146,7 @@ def report(terminalreporter: Any, artifacts: Path) -> None:
     edge = edge_modules([artifacts / "yarn-tier-together.xml", artifacts / "yarn-tier-alone.xml"]) \
         if relayed else {}
     cpu_file = artifacts / CLUSTER_CPU_FILE
-    cluster_cpu = json.loads(cpu_file.read_text()) if relayed and cpu_file.exists() else {}
+    cluster_cpu = json.loads(cpu_file.read_text()) if cpu_file.exists() else {}
     terminalreporter.write_sep("=", "time per tier and module (tests/timing.py)")
     machine = cpu_line()
     for line in ([machine] if machine else []) + table(modules, edge, cluster_cpu):

@@ -1,9 +1,10 @@
-"""The dockerised cluster (docker-hadoop/docker/cluster): started once for the tests
-in this folder and taken down after the last of them (not at the end of the whole
-run: the rest of the suite should not share the machine with five idle hosts),
-unless it was up before they started or YARNFLOW_KEEP_CLUSTER is set. Its hosts are
-containers this run made; tests reach them by `docker exec` and at their addresses on
-the cluster's own bridge network, nothing else."""
+"""The dockerised clusters (docker-hadoop/docker/cluster): each started once for the
+modules that run on it (tests/conftest.py's DOCKER_CLUSTERS) and taken down after
+the last of them (not at the end of the whole run: the rest of the suite should not
+share the machine with five idle hosts), unless it was up before they started or
+YARNFLOW_KEEP_CLUSTER is set. Their hosts are containers this run made; tests reach
+them by `docker exec` and at their addresses on the cluster's own bridge network,
+nothing else."""
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.conftest import artifacts_dir, wait_until
+from tests.conftest import SECURE_CLUSTER, artifacts_dir, docker_cluster_of, wait_until
 from tests.timing import CLUSTER_CPU_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +156,7 @@ def cluster_cpu_s(cluster: DockerCluster) -> float | None:
     for line in lines:
         _, controllers, path = line.split(":", 2)
         parent = Path(path).parent
-        if parent.name != "docker":
+        if not parent.name.startswith("docker"):     # /docker, or a named cluster's /docker-NAME
             continue
         if "cpuacct" in controllers.split(","):
             for mount in ("cpuacct", "cpu,cpuacct"):
@@ -174,9 +175,9 @@ def cluster_cpu_s(cluster: DockerCluster) -> float | None:
 @pytest.fixture(scope="module", autouse=True)
 def _cluster_cpu(request: pytest.FixtureRequest, docker_cluster: DockerCluster) -> Iterator[None]:
     """Each module's CPU on the cluster's hosts, for the suite's time table
-    (tests/timing.py): the docker tier's modules run one after another, so the
-    cluster's counter between a module's start and end is that module's (the first
-    module's excludes the cluster's start)."""
+    (tests/timing.py): a cluster's modules run one after another, each cluster's
+    engine has its own cgroup, so the counter between a module's start and end is
+    that module's (the first module's excludes the cluster's start)."""
     before = cluster_cpu_s(docker_cluster)
     yield
     after = cluster_cpu_s(docker_cluster)
@@ -185,29 +186,77 @@ def _cluster_cpu(request: pytest.FixtureRequest, docker_cluster: DockerCluster) 
 
 
 def record_cluster_cpu(module: str, seconds: float) -> None:
+    """Added to the run's file (emptied as the run starts), under a lock: each cluster's
+    process writes to it."""
+    import fcntl
     path = artifacts_dir() / CLUSTER_CPU_FILE
-    recorded = json.loads(path.read_text()) if path.exists() else {}
-    recorded[module] = round(seconds, 1)
-    path.write_text(json.dumps(recorded, indent=1))
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        recorded = json.loads(path.read_text()) if path.exists() else {}
+        recorded[module] = round(seconds, 1)
+        path.write_text(json.dumps(recorded, indent=1))
 
 
-@pytest.fixture(scope="package")
-def docker_cluster() -> DockerCluster:
-    # YARNFLOW_TEST_SECURE_ONLY=1: the secure module alone, without a start as an
-    # insecure cluster first (the rest of this folder needs the insecure one)
-    secure = ["--secure"] if os.environ.get("YARNFLOW_TEST_SECURE_ONLY") == "1" else []
-    proc = subprocess.run([sys.executable, str(CLUSTER), "up", *secure], capture_output=True,
-                          text=True, timeout=2400)
+class Clusters:
+    """This process's dockerised clusters by name: each started when the first module
+    that runs on it needs it (SECURE_CLUSTER in Hadoop's secure mode), stopped after
+    the last (pytest_runtest_teardown below)."""
+
+    def __init__(self) -> None:
+        self.up: dict[str, tuple[DockerCluster, bool]] = {}
+
+    def get(self, name: str) -> DockerCluster:
+        if name not in self.up:
+            self.up[name] = start_cluster(name, secure=name == SECURE_CLUSTER)
+        return self.up[name][0]
+
+    def stop(self, name: str) -> None:
+        cluster, started_here = self.up.pop(name, (None, False))
+        if cluster is not None and started_here and not os.environ.get("YARNFLOW_KEEP_CLUSTER"):
+            subprocess.run([sys.executable, str(CLUSTER), "down"], capture_output=True, timeout=300,
+                           env={**os.environ, **cluster.env})
+
+
+CLUSTERS = Clusters()
+
+
+def start_cluster(name: str, secure: bool) -> tuple[DockerCluster, bool]:
+    """`cluster up` (as YARNFLOW_CLUSTER_NAME=name): the cluster, and whether this call
+    started it (rather than finding it up)."""
+    env = {**os.environ, "YARNFLOW_CLUSTER_NAME": name}
+    if name:                          # a named cluster has an engine of its own
+        env.pop("DOCKER_HOST", None)
+    proc = subprocess.run([sys.executable, str(CLUSTER), "up", *(["--secure"] if secure else [])],
+                          capture_output=True, text=True, timeout=2400, env=env)
     if proc.returncode != 0:
-        pytest.fail(f"could not start the dockerised cluster:\n{proc.stderr[-4000:]}")
-    started_here = "already up" not in proc.stderr
-    env = {}
+        pytest.fail(f"could not start the dockerised cluster {name or '(default)'}:\n"
+                    f"{proc.stderr[-4000:]}")
+    found = {}
     for line in proc.stdout.splitlines():
         key, _, value = line.removeprefix("export ").partition("=")
-        env[key] = value
-    try:
-        yield DockerCluster(env)
-    finally:
-        if started_here and not os.environ.get("YARNFLOW_KEEP_CLUSTER"):
-            subprocess.run([sys.executable, str(CLUSTER), "down"], capture_output=True, timeout=300,
-                           env={**os.environ, **env})
+        found[key] = value
+    cluster = DockerCluster(found)
+    if not secure:
+        # One Skein driver on the edge host for every yarnflow command the tests run
+        # there (`skein driver start`, as the YARN tier's run does), instead of a JVM
+        # per command (4-5 CPU-s each). Already running on a kept cluster: no matter.
+        # A secure cluster's commands log in as different users: each its own.
+        cluster.edge("python", "-m", "skein.cli", "driver", "start")
+    return cluster, "already up" not in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def docker_cluster(request: pytest.FixtureRequest) -> DockerCluster:
+    """The cluster this module runs on (DOCKER_CLUSTERS), up."""
+    return CLUSTERS.get(docker_cluster_of(request.path))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a cluster's last module in this process (and that module's fixtures'
+    teardown, which may restore its hosts), the cluster goes down."""
+    yield
+    name = docker_cluster_of(item.path)
+    if name in CLUSTERS.up and (nextitem is None or nextitem.path.parent.name != "docker"
+                                or docker_cluster_of(nextitem.path) != name):
+        CLUSTERS.stop(name)

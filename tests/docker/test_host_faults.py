@@ -187,10 +187,12 @@ def assert_nothing_left(cluster: DockerCluster, app_id: str) -> None:
 
 
 @pytest.fixture
-def hosts(docker_cluster: DockerCluster, request: pytest.FixtureRequest) -> Iterator[DockerCluster]:
-    """The cluster, with every worker host running and on its network again after the
-    test, whatever it did to them; after a failure, with its evidence kept and its
-    applications killed."""
+def hosts(warm_hosts: DockerCluster, request: pytest.FixtureRequest) -> Iterator[DockerCluster]:
+    """The cluster, warm (its first module here finds it cold: conftest.py's warm_hosts
+    says why not to fault a cold start), with every worker host running and on its
+    network again after the test, whatever it did to them; after a failure, with its
+    evidence kept and its applications killed."""
+    docker_cluster = warm_hosts
     yield docker_cluster
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:

@@ -3,8 +3,8 @@
 turns Kerberos on in HDFS's and YARN's RPC (SASL on HDFS's data transfer), SPNEGO on
 every web server, and YARN's application ACLs with yarnadmin as its admin.
 
-It runs last in this folder (its name sorts after test_yarn_tier.py): it turns the
-package's cluster secure, and the package's teardown takes it down as usual.
+It runs on a cluster of its own, started secure (tests/conftest.py's
+DOCKER_CLUSTERS), beside the others.
 
 - Without a ticket, Skein's driver refuses the edge host's client, and yarnflow
   refuses to submit in one line that names kinit, before YARN hears of anything.
@@ -50,6 +50,8 @@ master:
 
 @pytest.fixture(scope="module")
 def secure(docker_cluster: DockerCluster) -> DockerCluster:
+    """The module's cluster, secure (a no-op on one started so; `cluster up --secure`
+    restarts an insecure one kept up with YARNFLOW_KEEP_CLUSTER)."""
     proc = subprocess.run([sys.executable, str(CLUSTER), "up", "--secure"], capture_output=True,
                           text=True, timeout=2400, env={**os.environ, **docker_cluster.env})
     assert proc.returncode == 0, f"could not start the secure cluster:\n{proc.stderr[-4000:]}"
@@ -65,6 +67,12 @@ def alice(secure: DockerCluster):
     assert kinit.returncode == 0, kinit.stderr
     yield secure
     secure.edge("kdestroy")
+
+
+# How often a wait here asks the cluster: each question is a `cluster web` (a Python
+# process here, a klist and a Python process on the edge host for SPNEGO, about
+# 0.5 CPU-s), so waits poll every few seconds, not continuously.
+POLL_S = 2.0
 
 
 def app(secure: DockerCluster, app_id: str) -> dict:
@@ -101,7 +109,7 @@ def test_with_a_ticket_a_skein_application_runs_on_the_secure_cluster(alice: Doc
     app_id = submitted.stdout.strip().split()[-1]
     final = wait_until(lambda: (a := app(secure, app_id))["state"] in
                        ("FINISHED", "FAILED", "KILLED") and a, 300,
-                       f"{app_id} to finish", interval=1.0)
+                       f"{app_id} to finish", interval=POLL_S)
     assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
     assert final["user"] == "alice"
 
@@ -196,7 +204,7 @@ def test_another_user_can_neither_view_nor_kill_alices_job_and_the_admin_can(ali
             status, body = alice.web(page, user)
             return json.loads(body) if status == 200 and body.startswith("{") else None
         owned = wait_until(lambda: running("alice"), 300, "alice's page of her running job",
-                           interval=2.0)
+                           interval=POLL_S)
         assert owned["jobs"], owned
 
         # bob: past the proxy's "this is someone else's application" page, Skein's 403
@@ -220,7 +228,8 @@ def test_another_user_can_neither_view_nor_kill_alices_job_and_the_admin_can(ali
         killed = as_user(alice, "yarnadmin", "yarnflow", "cancel", app_id)
         assert killed.returncode == 0, killed.stdout[-2000:] + killed.stderr[-2000:]
         final = wait_until(lambda: (a := app(alice, app_id))["state"] in
-                           ("FINISHED", "FAILED", "KILLED") and a, 120, f"{app_id} to end")
+                           ("FINISHED", "FAILED", "KILLED") and a, 120, f"{app_id} to end",
+                           interval=POLL_S)
         assert final["state"] == "KILLED", final
     finally:
         alice.edge("yarn", "application", "-kill", app_id, timeout=120)
@@ -265,12 +274,12 @@ def labelled_host(alice: DockerCluster):
     rmadmin("-replaceLabelsOnNode", f"{host}=highmem")
     try:
         wait_until(lambda: labels() == {"highmem"}, 60, f"{host} in partition highmem",
-                   interval=1.0)
+                   interval=POLL_S)
         yield host.split(".")[0]
     finally:
         rmadmin("-replaceLabelsOnNode", f"{host}=")
         wait_until(lambda: not labels(), 60, f"{host} back in the default partition",
-                   interval=1.0)
+                   interval=POLL_S)
 
 
 def test_a_labelled_profile_runs_in_its_partition_as_alice(alice, labelled_host):
@@ -443,7 +452,7 @@ def test_a_session_with_a_keytab_runs_jobs_past_several_token_lifetimes(short_to
             renewals = web_overview(secure, app_id)["delegation-tokens"]["renewals"]
             wait_until(lambda: web_overview(secure, app_id)["delegation-tokens"]["renewals"]
                        > renewals, 3 * LIFETIME_S, "the session to obtain its next token",
-                       interval=2.0)
+                       interval=POLL_S)
             done += 1
             copy = secure.edge("yarnflow", "run", "-t", "yarn-session", "-a", "renewing",
                                "--attach", "--no-progress", SHAPES, "--", "copy",

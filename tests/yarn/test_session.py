@@ -81,15 +81,21 @@ def first_jobs(session, hdfs) -> FirstJobs:
     ended, listed and in the history."""
     app_id, client = session
     base = hdfs.scratch("session-concurrent")
-    runs = {name: yarnflow("run", "-t", "yarn-session", "-a", ref, SHAPES, "--", "long",
-                           "--work", work, "--out", f"{base}/{name}")
-            for name, ref, work in (("a", NAME, "3"), ("b", app_id, "8"), ("d", NAME, "3"))}
+    # held (2 s a batch of 20 rows, 50 batches a work subtask) until all three were
+    # seen running and b was cancelled, however long their executors took to start:
+    # with a fixed amount of work, a busy machine's slow start let one end first
+    hold = hdfs.hold_file(f"{base}/hold")
+    runs = {name: yarnflow("run", "-t", "yarn-session", "-a", ref, "-D", "pipeline.batch-rows=20",
+                           SHAPES, "--", "long", "--work", "2", "--hold", hold,
+                           "--out", f"{base}/{name}")
+            for name, ref in (("a", NAME), ("b", app_id), ("d", NAME))}
     jobs = {name: accepted_job_id(proc) for name, proc in runs.items()}
-    wait_until(lambda: all(work_running(client, jobs[j]) for j in "abd"), 120,
+    wait_until(lambda: all(work_running(client, jobs[j]) for j in "abd"), 240,
                "three jobs' subtasks RUNNING at the same time", interval=0.2)
     cancel = yarnflow("cancel", jobs["b"])
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
     assert ended(client, jobs["b"]) == "CANCELED"
+    hdfs.fs.delete(f"{base}/hold")
     for job in "ad":
         assert ended(client, jobs[job]) == "FINISHED", client.details(jobs[job]).failure
     return FirstJobs(a=jobs["a"], b=jobs["b"], d=jobs["d"], base=base)
