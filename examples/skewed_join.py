@@ -20,8 +20,10 @@ goes beside them.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -99,12 +101,27 @@ def ensure_data(data: str, rows: int) -> None:
 
 
 def ensure_local_data(data_dir: str, rows: int) -> None:
+    """Generated once however many runs start at once (two terminals, or hosts that
+    share the directory): the later ones wait on a lock, and the data appear whole,
+    by a rename, never half-written."""
     marker = os.path.join(data_dir, f".rows-{rows}")
-    if not os.path.exists(marker):
+    if os.path.exists(marker):
+        return
+    parent, name = os.path.split(os.path.abspath(data_dir))
+    os.makedirs(parent, exist_ok=True)
+    with open(os.path.join(parent, f".{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(marker):
+            return
         print(f"generating {rows:,} instruments with PySpark into {data_dir}", flush=True)
-        shutil.rmtree(data_dir, ignore_errors=True)
-        generate(data_dir, rows)
-        open(marker, "w").close()
+        staging = tempfile.mkdtemp(dir=parent, prefix=f".{name}.")
+        try:
+            generate(staging, rows)
+            open(os.path.join(staging, f".rows-{rows}"), "w").close()
+            shutil.rmtree(data_dir, ignore_errors=True)
+            os.rename(staging, data_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def build(data_dir: str, out_dir: str, strategy: str = "auto",

@@ -81,11 +81,12 @@ def first_jobs(session, hdfs) -> FirstJobs:
     ended, listed and in the history."""
     app_id, client = session
     base = hdfs.scratch("session-concurrent")
-    # held (2 s a batch of 20 rows, 50 batches a work subtask) until all three were
-    # seen running and b was cancelled, however long their executors took to start:
-    # with a fixed amount of work, a busy machine's slow start let one end first
+    # held (2 s a batch of 5 rows, 200 batches a work subtask: up to 400 s, past the
+    # wait below) until all three were seen running and b was cancelled, however long
+    # their executors took to start: with a fixed amount of work, a busy machine's
+    # slow start let one end first
     hold = hdfs.hold_file(f"{base}/hold")
-    runs = {name: yarnflow("run", "-t", "yarn-session", "-a", ref, "-D", "pipeline.batch-rows=20",
+    runs = {name: yarnflow("run", "-t", "yarn-session", "-a", ref, "-D", "pipeline.batch-rows=5",
                            SHAPES, "--", "long", "--work", "2", "--hold", hold,
                            "--out", f"{base}/{name}")
             for name, ref in (("a", NAME), ("b", app_id), ("d", NAME))}
