@@ -30,6 +30,11 @@ WRITE_BUFFER = 8 << 20
 # own client gives a pipeline's DataNode 60 s, dfs.client.socket-timeout; a connection
 # on a working network takes milliseconds).
 DATANODE_CONNECT_TIMEOUT_S = 5.0
+# A DataNode that took the connection but then takes no bytes (or gives no answer) for
+# this long is passed over too (HDFS's dfs.client.socket-timeout): on a busy machine a
+# live DataNode stalls for seconds while it writes to disk, which is no reason to send
+# the bytes elsewhere.
+DATANODE_STALL_TIMEOUT_S = 60.0
 # DataNodes a new file's bytes are offered to before the write fails.
 DATANODE_ATTEMPTS = 3
 
@@ -63,7 +68,7 @@ class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
 
     def _create(self) -> None:
         """CREATE, as HDFS's own client writes a block: a DataNode that does not take
-        the connection (its host just died, and the NameNode has not noticed yet: that
+        the connection or stalls (its host just died, and the NameNode has not noticed yet: that
         takes it a heartbeat expiry, minutes by default) is excluded and the NameNode
         asked for another one, instead of waiting minutes for TCP to give up. Nothing
         was written to a DataNode that was never connected to."""
@@ -87,13 +92,23 @@ class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
     def _send(self, op: str, method: str, kwargs: dict[str, Any]) -> None:
         answer = self.fs._call(op, method, self.path, redirect=False, **kwargs)
         location = self.fs._apply_proxy(answer.headers["Location"])
+        datanode = urlsplit(location)
         try:
+            # Connected to first, under the short timeout: urllib3 sends a request's
+            # body under the connect timeout, which would pass over a DataNode that is
+            # only slow to take a large file's bytes.
+            try:
+                socket.create_connection(
+                    (datanode.hostname, datanode.port or (443 if datanode.scheme == "https" else 80)),
+                    timeout=DATANODE_CONNECT_TIMEOUT_S).close()
+            except OSError as err:
+                raise requests.exceptions.ConnectionError(f"{type(err).__name__}: {err}") from err
             self.fs.session.request(
                 method, location, data=self.buffer.getvalue(),
                 headers={"content-type": "application/octet-stream"},
-                timeout=(DATANODE_CONNECT_TIMEOUT_S, None)).raise_for_status()
+                timeout=DATANODE_STALL_TIMEOUT_S).raise_for_status()
         except requests.exceptions.ConnectionError as err:
-            err.datanode = urlsplit(location).hostname or ""     # type: ignore[attr-defined]
+            err.datanode = datanode.hostname or ""     # type: ignore[attr-defined]
             raise
 
 

@@ -214,15 +214,24 @@ def test_a_local_output_on_a_cluster_is_refused_with_where_to_write_instead():
         CLUSTER.check_reachable("file:///out", "output")
 
 
-def test_a_webhdfs_create_passes_over_a_datanode_that_takes_no_connection():
+def test_a_webhdfs_create_passes_over_a_datanode_that_takes_no_connection(monkeypatch):
     """A DataNode whose host just died still gets writes from the NameNode until its
-    heartbeats expire: the writer excludes it and asks again, as HDFS's client does."""
+    heartbeats expire: the writer excludes it and asks again, as HDFS's client does.
+    One that takes the connection has the long stall timeout for the bytes."""
     import io
     import requests
     from types import SimpleNamespace
-    from yarnflow.core.fs.webhdfs import DATANODE_ATTEMPTS, _StrictFile
+    from yarnflow.core.fs import webhdfs
+    from yarnflow.core.fs.webhdfs import DATANODE_ATTEMPTS, DATANODE_STALL_TIMEOUT_S, _StrictFile
 
-    asked, sent = [], []
+    asked, sent, timeouts, connected = [], [], [], []
+
+    def create_connection(address, timeout):
+        connected.append((address, timeout))
+        if address[0] == "127.0.0.9":
+            raise TimeoutError("timed out")
+        return SimpleNamespace(close=lambda: None)
+    monkeypatch.setattr(webhdfs.socket, "create_connection", create_connection)
 
     class NameNode:
         kwargs = {}
@@ -238,8 +247,7 @@ def test_a_webhdfs_create_passes_over_a_datanode_that_takes_no_connection():
     class Session:
         def request(self, method, url, data, headers, timeout):
             sent.append(url)
-            if "127.0.0.9" in url:
-                raise requests.exceptions.ConnectTimeout("no answer")
+            timeouts.append(timeout)
             return SimpleNamespace(raise_for_status=lambda: None)
 
     fs = NameNode()
@@ -249,7 +257,12 @@ def test_a_webhdfs_create_passes_over_a_datanode_that_takes_no_connection():
     file.buffer = io.BytesIO(b"rows")
     file.closed = False
     assert file._upload_chunk(final=True)
-    assert asked == ["", "127.0.0.9", "127.0.0.9"] and sent[-1].startswith("http://127.0.0.2")
+    assert asked == ["", "127.0.0.9", "127.0.0.9"]
+    # the dead DataNode got connection attempts of the short timeout and no bytes
+    assert [a for a, _ in connected] == [("127.0.0.9", 9864)] * 2 + [("127.0.0.2", 9864)]
+    assert all(t == webhdfs.DATANODE_CONNECT_TIMEOUT_S for _, t in connected)
+    assert sent == ["http://127.0.0.2:9864/webhdfs/v1/out/part-0"]
+    assert timeouts == [DATANODE_STALL_TIMEOUT_S]
     file.closed = True                         # written: nothing for fsspec to flush
     # a DataNode after another that takes no connection: the write fails, and says why
     asked.clear()

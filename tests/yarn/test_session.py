@@ -60,6 +60,17 @@ def work_running(client: DispatcherClient, job_id: str) -> bool:
     return bool(work) and all(s.state is ExecutionState.RUNNING for s in work)
 
 
+def job_state(client: DispatcherClient, job_id: str) -> str:
+    """One job as the Dispatcher shows it, for a failed wait's message: its status,
+    restarts, each subtask's state and executor, and its exceptions."""
+    details = client.details(job_id)
+    subtasks = "; ".join(f"{v.name}[{s.index}] {s.state.value} on {s.resource_id}"
+                         for v in details.vertices for s in v.subtasks)
+    causes = " | ".join(x.cause for x in details.exceptions)
+    return (f"job {job_id} {details.status.value}, {details.restarts} restarts: {subtasks}"
+            + (f"; exceptions: {causes}" if causes else ""))
+
+
 def ended(client: DispatcherClient, job_id: str, timeout: float = 120) -> str:
     return wait_until(lambda: (s := client.details(job_id).status).is_globally_terminal and s.value,
                       timeout, f"job {job_id} to end")
@@ -91,8 +102,12 @@ def first_jobs(session, hdfs) -> FirstJobs:
                            "--out", f"{base}/{name}")
             for name, ref in (("a", NAME), ("b", app_id), ("d", NAME))}
     jobs = {name: accepted_job_id(proc) for name, proc in runs.items()}
-    wait_until(lambda: all(work_running(client, jobs[j]) for j in "abd"), 240,
-               "three jobs' subtasks RUNNING at the same time", interval=0.2)
+    try:
+        wait_until(lambda: all(work_running(client, jobs[j]) for j in "abd"), 240,
+                   "three jobs' subtasks RUNNING at the same time", interval=0.2)
+    except AssertionError as timeout:
+        raise AssertionError(f"{timeout}; the jobs then:\n" + "\n".join(
+            job_state(client, jobs[j]) for j in "abd")) from None
     cancel = yarnflow("cancel", jobs["b"])
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
     assert ended(client, jobs["b"]) == "CANCELED"
