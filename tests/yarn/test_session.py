@@ -71,6 +71,17 @@ def job_state(client: DispatcherClient, job_id: str) -> str:
             + (f"; exceptions: {causes}" if causes else ""))
 
 
+def yarn_state(yarn_cluster) -> str:
+    """What YARN had free and who held the rest, for a failed wait's message."""
+    metrics = yarn_cluster.get("/ws/v1/cluster/metrics")["clusterMetrics"]
+    apps = [f"{a['id']} {a['name']} {a['state']} {a['allocatedMB']} MB "
+            f"{a['allocatedVCores']} vcores" for a in yarn_cluster.apps()
+            if a["state"] in ("ACCEPTED", "RUNNING")]
+    return (f"YARN: {metrics['availableMB']} MB and {metrics['availableVirtualCores']} vcores "
+            f"free of {metrics['totalMB']} MB, {metrics['totalVirtualCores']}; "
+            f"{metrics['activeNodes']} nodes active; live applications: {'; '.join(apps)}")
+
+
 def ended(client: DispatcherClient, job_id: str, timeout: float = 120) -> str:
     return wait_until(lambda: (s := client.details(job_id).status).is_globally_terminal and s.value,
                       timeout, f"job {job_id} to end")
@@ -85,7 +96,7 @@ class FirstJobs(NamedTuple):
 
 
 @pytest.fixture(scope="module")
-def first_jobs(session, hdfs) -> FirstJobs:
+def first_jobs(session, hdfs, yarn_cluster) -> FirstJobs:
     """Three jobs at once in the session, ``a`` and ``d`` run to the end and ``b``
     cancelled while all three run. Made once, by the first test
     that asks (any test of this module may run alone); later tests find these jobs
@@ -107,7 +118,8 @@ def first_jobs(session, hdfs) -> FirstJobs:
                    "three jobs' subtasks RUNNING at the same time", interval=0.2)
     except AssertionError as timeout:
         raise AssertionError(f"{timeout}; the jobs then:\n" + "\n".join(
-            job_state(client, jobs[j]) for j in "abd")) from None
+            job_state(client, jobs[j]) for j in "abd") + "\n" + yarn_state(yarn_cluster)) \
+            from None
     cancel = yarnflow("cancel", jobs["b"])
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
     assert ended(client, jobs["b"]) == "CANCELED"
