@@ -13,13 +13,17 @@ from typing import Mapping
 from yarnflow.conf.configuration import Configuration
 
 JOB_LEVEL_PREFIXES = ("execution.batch.adaptive.", "table.optimizer.")
+# single options of a job's own: rows per batch its sources emit (the JobMaster sends it
+# with each deployment, so a session's executors use the job's)
+JOB_LEVEL_KEYS = frozenset({"pipeline.batch-rows"})
 # A session's warm executors are paid for, so it lets a larger one serve a sized slot;
 # a job asking for exact sizes there would wait for containers the session never starts.
 APPLICATION_ONLY = frozenset({"execution.batch.adaptive.slot-memory.exact"})
 
 
 def is_job_level(key: str) -> bool:
-    return key.startswith(JOB_LEVEL_PREFIXES) and key not in APPLICATION_ONLY
+    return (key.startswith(JOB_LEVEL_PREFIXES) or key in JOB_LEVEL_KEYS) \
+        and key not in APPLICATION_ONLY
 
 
 def job_level(config: Configuration) -> dict[str, str]:

@@ -132,6 +132,9 @@ class TaskInformation:
     produced: tuple[ResultPartitionDescriptor, ...] = ()
     # an adaptive join's build input, decided at run time (-1: as the operator was planned)
     build_input: int = -1
+    # rows per batch its job's sources emit (pipeline.batch-rows, a job-level option: a
+    # session's executors serve jobs that set their own); 0: the executor's
+    batch_rows: int = 0
     # its wire form, made by the JobMaster once for all the vertex's deployments
     part: SharedPart | None = field(default=None, repr=False)
 

@@ -283,6 +283,8 @@ def task_information_to_bytes(info: TaskInformation) -> bytes:
         operator=info.operator.serialized())
     if info.build_input >= 0:
         message.build_input = info.build_input
+    if info.batch_rows > 0:
+        message.batch_rows = info.batch_rows
     for p in info.produced:
         message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
                              partition_type=p.partition_type.value, ship=p.ship.value,
@@ -346,7 +348,8 @@ def tdd_from_proto(m: Any, shared: Callable[[str], bytes]) -> TaskDeploymentDesc
         tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
                                         tuple(p.keys), p.store) for p in v.produced),
-        build_input=v.build_input if v.HasField("build_input") else -1)
+        build_input=v.build_input if v.HasField("build_input") else -1,
+        batch_rows=v.batch_rows if v.HasField("batch_rows") else 0)
     return TaskDeploymentDescriptor(
         info, m.subtask_index, m.attempt_number, m.attempt_id, m.allocation_id,
         tuple(InputGateDescriptor(

@@ -355,7 +355,7 @@ class _Context:
         self.vertex_name = task.tdd.info.vertex_name
         self.job_id = task.job_id
         self.attempt_id = task.attempt_id
-        self.batch_rows = task._services.batch_rows
+        self.batch_rows = task.tdd.info.batch_rows or task._services.batch_rows
         self.build_input = task.tdd.info.build_input
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]:

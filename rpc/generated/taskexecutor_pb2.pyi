@@ -91,7 +91,7 @@ class InputGateDescriptor(_message.Message):
     def __init__(self, input_index: _Optional[int] = ..., shuffle_descriptors: _Optional[bytes] = ..., consumed_partitions: _Optional[_Iterable[int]] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., shuffle_descriptors_key: _Optional[str] = ...) -> None: ...
 
 class TaskDeploymentDescriptor(_message.Message):
-    __slots__ = ("job_id", "job_master_id", "job_master_address", "vertex_id", "vertex_name", "subtask_index", "parallelism", "attempt_number", "attempt_id", "allocation_id", "operator", "produced", "inputs", "task_information_key", "shared", "build_input")
+    __slots__ = ("job_id", "job_master_id", "job_master_address", "vertex_id", "vertex_name", "subtask_index", "parallelism", "attempt_number", "attempt_id", "allocation_id", "operator", "produced", "inputs", "task_information_key", "shared", "build_input", "batch_rows")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -108,6 +108,7 @@ class TaskDeploymentDescriptor(_message.Message):
     TASK_INFORMATION_KEY_FIELD_NUMBER: _ClassVar[int]
     SHARED_FIELD_NUMBER: _ClassVar[int]
     BUILD_INPUT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_ROWS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     job_master_id: str
     job_master_address: str
@@ -124,7 +125,8 @@ class TaskDeploymentDescriptor(_message.Message):
     task_information_key: str
     shared: _containers.RepeatedCompositeFieldContainer[SharedPart]
     build_input: int
-    def __init__(self, job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., job_master_address: _Optional[str] = ..., vertex_id: _Optional[str] = ..., vertex_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., parallelism: _Optional[int] = ..., attempt_number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., operator: _Optional[bytes] = ..., produced: _Optional[_Iterable[_Union[ResultPartitionDescriptor, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[InputGateDescriptor, _Mapping]]] = ..., task_information_key: _Optional[str] = ..., shared: _Optional[_Iterable[_Union[SharedPart, _Mapping]]] = ..., build_input: _Optional[int] = ...) -> None: ...
+    batch_rows: int
+    def __init__(self, job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., job_master_address: _Optional[str] = ..., vertex_id: _Optional[str] = ..., vertex_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., parallelism: _Optional[int] = ..., attempt_number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., operator: _Optional[bytes] = ..., produced: _Optional[_Iterable[_Union[ResultPartitionDescriptor, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[InputGateDescriptor, _Mapping]]] = ..., task_information_key: _Optional[str] = ..., shared: _Optional[_Iterable[_Union[SharedPart, _Mapping]]] = ..., build_input: _Optional[int] = ..., batch_rows: _Optional[int] = ...) -> None: ...
 
 class CancelTaskMessage(_message.Message):
     __slots__ = ("job_master_id", "attempt_id")

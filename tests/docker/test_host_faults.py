@@ -226,8 +226,15 @@ def test_a_host_killed_mid_job_loses_its_blocking_results_and_the_job_recovers_e
     page = Page(hosts, app_id)
     job, stage2 = wait_until(lambda: running(page, "stage2-map"), 300,
                              "stage 2 reading stage 1's results", interval=1.0)
-    stage1 = page.subtasks(job, "stage1-source", "stage1-map")
-    assert all(s["status"] == "FINISHED" for s in stage1), stage1
+    # stage 2 was scheduled once stage1-map's BLOCKING results were all written; each
+    # stage-1 subtask's own FINISHED report may come a moment after (a source's after
+    # the map it fed, on a busy machine)
+    def stage1_finished() -> list[dict] | None:
+        subtasks = page.subtasks(job, "stage1-source", "stage1-map")
+        return subtasks if all(s["status"] == "FINISHED" for s in subtasks) else None
+    stage1 = wait_until(stage1_finished, 60, "stage 1's subtasks reported FINISHED",
+                        interval=0.5)
+    assert len(stage1) == 4, stage1
     am = appmaster_host(hosts, app_id)
     holders = sorted({s["host"] for s in stage1} - {am})
     host = holders[0] if holders else victim(hosts, app_id, stage2)

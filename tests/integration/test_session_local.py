@@ -302,3 +302,24 @@ def _subtasks_in(cluster, job_id, state: ExecutionState) -> bool:
         return False
     details = jm.main.call(jm.details)
     return all(s.state is state for v in details.vertices for s in v.subtasks)
+
+
+def test_each_job_in_a_session_gets_its_own_batch_rows(tmp_path, config):
+    """pipeline.batch-rows is the job's (Flink's pipeline.* options are job-level): a
+    session's executors started with the session's 100 cut each job's source into the
+    job's own batches."""
+    def sizes(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch.append_column("n", pa.array([batch.num_rows] * batch.num_rows, pa.int64()))
+    with LocalCluster(config, session=True, min_executors=1) as session:
+        dispatcher = session.dispatcher
+        for rows in (7, None):
+            job_config = Configuration.load(overrides=[*SESSION, f"pipeline.batch-rows={rows}"]) \
+                if rows else config
+            p = yf.Pipeline(f"rows-{rows}", parallelism=1)
+            p.from_arrow(TABLE).map(sizes, name="sizes").write_parquet(str(tmp_path / str(rows)))
+            job_id = dispatcher.submit(p.job_graph(job_config))
+            done = dispatcher.wait(job_id, 120)
+            assert done.status is JobStatus.FINISHED, done.failure
+            got = pq.read_table(tmp_path / str(rows))
+            assert got.num_rows == TABLE.num_rows
+            assert max(got.column("n").to_pylist()) == (rows or 100), rows

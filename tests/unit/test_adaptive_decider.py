@@ -234,13 +234,14 @@ def test_a_jobs_own_adaptive_options_travel_with_its_graph_and_apply_over_a_sess
         "execution.batch.adaptive.auto-parallelism.min-parallelism=3",
         "execution.batch.adaptive.slot-memory.exact=true",
         "table.optimizer.skewed-join-optimization.strategy=none",
-        "parallelism.default=7"])
+        "pipeline.batch-rows=7", "parallelism.default=7"])
     p = yf.Pipeline("job-level")
     p.from_arrow(pa.table({"k": [1, 2]})).rebalance().map(lambda b: b).write_parquet("/tmp/never-j")
     received = jobgraph_from_proto(jobgraph_to_proto(p.job_graph(client)), load_operators=False)
     assert received.job_configuration == {
         "execution.batch.adaptive.auto-parallelism.min-parallelism": "3",
         "execution.batch.adaptive.enabled": "true",
+        "pipeline.batch-rows": "7",
         "table.optimizer.skewed-join-optimization.strategy": "none"}
 
     session = Configuration.load(overrides=["execution.batch.adaptive.slot-memory.exact=false",
@@ -249,6 +250,7 @@ def test_a_jobs_own_adaptive_options_travel_with_its_graph_and_apply_over_a_sess
                             "execution.batch.adaptive.slot-memory.exact": "true"})
     assert job.get(options.ADAPTIVE_ENABLED) and job.get(options.ADAPTIVE_MIN_PARALLELISM) == 3
     assert job.get(options.SKEWED_JOIN_STRATEGY) == "none"
+    assert job.get(options.BATCH_ROWS) == 7, "its sources' batches: the job's own"
     assert job.get(options.DEFAULT_PARALLELISM) == 2, "not a job-level option: the session's"
     assert not job.get(options.ADAPTIVE_SLOT_MEMORY_EXACT), "the session's warm executors serve"
     assert not session.get(options.ADAPTIVE_ENABLED), "the session's own is left as it was"

@@ -167,6 +167,18 @@ def test_shared_parts_reach_each_executor_once_and_a_moved_producer_sends_the_ne
         assert channels_of(tdd.inputs[0], tdd.subtask_index)[5].data_address == "elsewhere:9"
 
 
+def test_the_jobs_batch_rows_travel_with_the_task_information():
+    """A session's executor serves jobs that set their own pipeline.batch-rows: the
+    JobMaster sends the job's with the vertex; unset, the executor uses its own."""
+    eg = _deployable()
+    dst = next(v for v in eg.job_vertices.values() if v.name == "dst")
+    for batch_rows in (7, 0):
+        dst.task_information = None          # built once per JobMaster: built again
+        tdd = build_descriptor(dst.task_vertices[0].current, "jm-1", "am:1", batch_rows)
+        received = Executors().deploy(tdd, dst.task_vertices[0].current.slot.location.resource_id)
+        assert received.info.batch_rows == batch_rows
+
+
 def test_an_executor_without_a_named_part_refuses_the_deployment():
     eg = _shuffle(4, 1)
     dst = next(v for v in eg.job_vertices.values() if v.name == "dst")

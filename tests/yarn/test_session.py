@@ -103,10 +103,10 @@ def first_jobs(session, hdfs, yarn_cluster) -> FirstJobs:
     ended, listed and in the history."""
     app_id, client = session
     base = hdfs.scratch("session-concurrent")
-    # held (2 s a batch of 5 rows, 200 batches a work subtask: up to 400 s, past the
-    # wait below) until all three were seen running and b was cancelled, however long
-    # their executors took to start: with a fixed amount of work, a busy machine's
-    # slow start let one end first
+    # held (2 s a batch of 5 rows, the job's own pipeline.batch-rows over the session's
+    # 250: 200 batches a work subtask, up to 400 s, past the wait below) until all three
+    # were seen running and b was cancelled, however long their executors took to
+    # start: with a fixed amount of work, a busy machine's slow start let one end first
     hold = hdfs.hold_file(f"{base}/hold")
     runs = {name: yarnflow("run", "-t", "yarn-session", "-a", ref, "-D", "pipeline.batch-rows=5",
                            SHAPES, "--", "long", "--work", "2", "--hold", hold,

@@ -86,7 +86,7 @@ class DefaultScheduler:
         self._on_subtask_finished = on_subtask_finished
         self._on_ended = on_ended
         self._deployer = ExecutionDeployer(main, job_master, DeploymentParts.of(config, graph.job_id),
-                                           self._task_failed)
+                                           self._task_failed, config.get(options.BATCH_ROWS))
         self.adaptive = adaptive.AdaptiveVertexInitializer.of(config, graph, allocator.add_subtasks)
         self._strategy = SchedulingStrategy(main, graph, allocator,
                                             lambda vertex: self._deployer.deploy(vertex.current),

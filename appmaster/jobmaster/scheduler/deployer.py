@@ -31,8 +31,9 @@ class DeploymentFailed(Protocol):
 
 class ExecutionDeployer:
     def __init__(self, main: MainThreadExecutor, job_master: JobMasterAddress,
-                 parts: DeploymentParts, failed: DeploymentFailed) -> None:
+                 parts: DeploymentParts, failed: DeploymentFailed, batch_rows: int = 0) -> None:
         self.main = main
+        self._batch_rows = batch_rows      # the job's pipeline.batch-rows
         self._job_master = job_master
         self.parts = parts
         self._failed = failed
@@ -46,7 +47,7 @@ class ExecutionDeployer:
                 invalidate_descriptors(result)
         try:
             descriptor = build_descriptor(execution, self._job_master.job_master_id,
-                                          self._job_master.address)
+                                          self._job_master.address, self._batch_rows)
         except Exception as err:  # noqa: BLE001 - a deployment that cannot be built fails the job, named
             self._failed(execution, f"could not build the deployment of {vertex}: {err}",
                          recoverable=False)

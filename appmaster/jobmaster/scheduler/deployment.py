@@ -76,7 +76,7 @@ def invalidate_descriptors(result: IntermediateResult) -> None:
 
 
 def task_information(vertex: ExecutionJobVertex, job_master_id: JobMasterId,
-                     job_master_address: str) -> TaskInformation:
+                     job_master_address: str, batch_rows: int = 0) -> TaskInformation:
     """The vertex's TaskInformation, built once per JobMaster and shared by its subtasks."""
     info = vertex.task_information
     if info is None or info.job_master_id != job_master_id:
@@ -87,7 +87,7 @@ def task_information(vertex: ExecutionJobVertex, job_master_id: JobMasterId,
                                             result.partition_type, result.ship,
                                             tuple(result.keys), result.store)
                   for result in vertex.produced),
-            build_input=getattr(vertex.decision, "build_input", -1))
+            build_input=getattr(vertex.decision, "build_input", -1), batch_rows=batch_rows)
         info.part = SharedPart.of(task_information_to_bytes(info))
     return info
 
@@ -108,10 +108,10 @@ def input_gate(input_index: int, group: ConsumedPartitionGroup) -> InputGateDesc
 
 
 def build_descriptor(execution: Execution, job_master_id: JobMasterId,
-                     job_master_address: str) -> TaskDeploymentDescriptor:
+                     job_master_address: str, batch_rows: int = 0) -> TaskDeploymentDescriptor:
     vertex = execution.vertex
     return TaskDeploymentDescriptor(
-        task_information(vertex.job_vertex, job_master_id, job_master_address),
+        task_information(vertex.job_vertex, job_master_id, job_master_address, batch_rows),
         vertex.subtask_index, execution.attempt_number, execution.attempt_id,
         execution.slot.allocation_id if execution.slot else AllocationID(""),
         tuple(input_gate(i, group) for i, group in enumerate(vertex.consumed)))
