@@ -215,7 +215,7 @@ PARTITION_REQUEST_TIMEOUT = _option(
     "taskmanager.network.partition-request-timeout", parse_duration, 60.0,
     "How long a consumer waits for a producer's partition to appear before failing.")
 BATCH_ROWS = _option("pipeline.batch-rows", _pos_int, 65536,
-                     "Rows per record batch that sources emit.")
+                     "Rows per record batch that a job's sources emit (job-level: each job in a session has its own).")
 TMP_DIRS = _option("io.tmp.dirs", _str, "",
                    "Directory for TaskExecutor scratch files; empty means the system temp directory.")
 TASK_CANCEL_TIMEOUT = _option("task.cancellation.timeout", parse_duration, 30.0,
