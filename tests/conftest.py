@@ -149,9 +149,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return TierScheduling(config, log)
 
 
+# A docker-tier test's time limit, its fixtures' included: the first test on a cluster
+# starts it, and from an empty cache that waits for the image build (5-6 min on 2
+# cores), a copy into its engine (2 min) and a cold first job (5 min), past the
+# command line's 900 s (the faults cluster's first test set up for over 900 s).
+DOCKER_TEST_TIMEOUT_S = 1800
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test is marked with its folder's tier; the docker tier's modules run in
-    DOCKER_ORDER."""
+    DOCKER_ORDER, each test with at least DOCKER_TEST_TIMEOUT_S."""
     rank = {name: i for i, name in enumerate(DOCKER_ORDER)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank))
                if item.path.parent.name == "docker" else len(rank))
@@ -159,6 +166,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = item.path.relative_to(ROOT).parts
         if len(parts) > 2 and parts[0] == "tests" and parts[1] in TIERS:
             item.add_marker(parts[1])
+        if parts[:2] == ("tests", "docker") and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(DOCKER_TEST_TIMEOUT_S))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
