@@ -68,10 +68,10 @@ class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
 
     def _create(self) -> None:
         """CREATE, as HDFS's own client writes a block: a DataNode that does not take
-        the connection or stalls (its host just died, and the NameNode has not noticed yet: that
-        takes it a heartbeat expiry, minutes by default) is excluded and the NameNode
-        asked for another one, instead of waiting minutes for TCP to give up. Nothing
-        was written to a DataNode that was never connected to."""
+        the connection within DATANODE_CONNECT_TIMEOUT_S (its host just died, and the
+        NameNode has not noticed yet: that takes it a heartbeat expiry, minutes by
+        default), or then stalls past DATANODE_STALL_TIMEOUT_S, is excluded and the
+        NameNode asked for another one, instead of waiting minutes for TCP to give up."""
         excluded: list[str] = []
         for attempt in range(1, DATANODE_ATTEMPTS + 1):
             kwargs = dict(self.kwargs, overwrite="true")
