@@ -22,8 +22,9 @@ from yarnflow.conf import Configuration, options
 from yarnflow.conf.job_level import job_level
 from yarnflow.core.fs import LocalPathRefused
 from yarnflow.client.filesystems import filesystem_settings
-from yarnflow.core.jobgraph import (AdaptiveJoin, InvalidPipelineError, JobGraph, JobVertex,
-                                    PartitionType, ScheduleMode, ShipStrategy, path_error)
+from yarnflow.core.chaining import chain_operators
+from yarnflow.core.jobgraph import (AdaptiveJoin, ChainingStrategy, InvalidPipelineError, JobGraph,
+                                    JobVertex, PartitionType, ScheduleMode, ShipStrategy, path_error)
 from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
 from yarnflow.client.planner.adaptive import mark_adaptive
 from yarnflow.core.estimates import UNKNOWN, EstimateHint
@@ -175,7 +176,7 @@ class Pipeline:
             graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES   # decided once inputs are written
         graph.resolve(default_parallelism)
         graph.validate(options.largest_worker(config), options.default_slot_profile(config))
-        return graph
+        return chain_operators(graph) if config.get(options.OPERATOR_CHAINING) else graph
 
     def _inputs_of(self, vertex: JobVertex) -> list[JobVertex]:
         """The pipeline's (not a plan's) inputs of a vertex, matched by id."""
@@ -266,6 +267,19 @@ class DataSet:
 
     def co_location_group(self, name: str) -> "DataSet":
         self.vertex.co_location_group = name
+        return self
+
+    def disable_chaining(self) -> "DataSet":
+        """This operator runs in a task of its own: chained neither to its producer nor
+        to its consumer (Flink's ``disableChaining``)."""
+        self.vertex.chaining = ChainingStrategy.NEVER
+        return self
+
+    def start_new_chain(self) -> "DataSet":
+        """This operator starts a chain: not chained to its producer, its consumer may
+        be chained to it (Flink's ``startNewChain``)."""
+        if self.vertex.chaining is not ChainingStrategy.NEVER:
+            self.vertex.chaining = ChainingStrategy.HEAD
         return self
 
     def name(self, name: str) -> "DataSet":

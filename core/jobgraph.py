@@ -49,6 +49,16 @@ class PartitionType(enum.IntEnum):
     BLOCKING = 1
 
 
+class ChainingStrategy(enum.IntEnum):
+    """Where an operator may sit in a chain of operators that run as one task (Flink's
+    ``ChainingStrategy``), from the most to the least permissive: an operator's own
+    (``Operator.chaining``), made stricter by the user's (``disable_chaining()``,
+    ``start_new_chain()``)."""
+    ALWAYS = 0     # may run in its producer's task, its input pushed to it a batch at a time
+    HEAD = 1       # starts a chain: not in its producer's task; its consumers may join it
+    NEVER = 2      # a task of its own
+
+
 class ScheduleMode(enum.IntEnum):
     EAGER = 0
     LAZY_FROM_SOURCES = 1
@@ -105,10 +115,19 @@ class JobVertex:
     adaptive: bool = False
     # an adaptive join's choices left to the run time (None: not such a join)
     join: AdaptiveJoin | None = None
+    # The user's chaining setting (None: the operator's own); client-side.
+    chaining: ChainingStrategy | None = None
+    # A chained vertex's operators' names, head first (empty: one operator, ``name``)
+    operator_names: tuple[str, ...] = ()
 
     @property
     def is_source(self) -> bool:
         return self.num_inputs == 0
+
+    @property
+    def operators(self) -> tuple[str, ...]:
+        """The names of the operators it runs, head first."""
+        return self.operator_names or (self.name,)
 
 
 @dataclass(eq=False)

@@ -24,6 +24,7 @@ from yarnflow.core.ids import ResourceID
 from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType
+from yarnflow.core.operators.chain import failed_operator
 from yarnflow.core.errors import Refused
 from yarnflow.core.failures import ContractError, FailureKind, classify
 from yarnflow.core.tracebacks import UserSources, format_user_frames, register_sources
@@ -179,8 +180,10 @@ class Task:
                 upstream = isinstance(err, UpstreamError)
                 non_recoverable = classify(err, self._services.non_recoverable) \
                     is FailureKind.NON_RECOVERABLE
-                error = (f"{self.name} failed on TaskExecutor {self._services.resource_id}: "
-                         f"{type(err).__name__}: {err}")
+                operator = failed_operator(err)
+                within = f"operator '{operator}' of " if operator else ""
+                error = (f"{within}{self.name} failed on TaskExecutor "
+                         f"{self._services.resource_id}: {type(err).__name__}: {err}")
                 frames = format_user_frames(err, self._sources)
                 if frames:
                     error += f"\n{frames}"

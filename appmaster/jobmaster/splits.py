@@ -249,7 +249,7 @@ def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Con
                 fair_share_wait=config.get(options.SOURCE_FAIR_SHARE_WAIT))
             readers = operator.for_readers()
             if readers is not operator:      # the splits carry the data
-                ejv.operator = for_readers(readers)
+                ejv.operator = for_readers(ejv.operator, readers)
         except Exception as err:  # noqa: BLE001 - a missing input, an unreadable file
             return assigners, f"source '{ejv.name}' cannot read its input: {err}"
     return assigners, None

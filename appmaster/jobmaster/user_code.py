@@ -21,9 +21,13 @@ if TYPE_CHECKING:     # the operators import pyarrow: loaded once a job lists it
 
 
 def load_source(code: UserCode[Operator]) -> Source:
-    """A source operator, for its splits (``create_input_splits``, ``for_readers``)."""
+    """A source operator, for its splits (``create_input_splits``, ``for_readers``):
+    the vertex's, or the head of its chain."""
+    from yarnflow.core.operators.chain import ChainedOperator
     from yarnflow.core.operators.sources import Source
     operator = code.load()
+    if isinstance(operator, ChainedOperator):
+        operator = operator.head
     if not isinstance(operator, Source):
         raise TypeError(f"a source vertex holds {type(operator).__name__}, not a Source")
     return operator
@@ -34,6 +38,11 @@ def load_committer(code: UserCode[OutputCommitter]) -> OutputCommitter:
     return code.load()
 
 
-def for_readers(source: Source) -> UserCode[Operator]:
-    """What a source hands its readers instead of itself, pickled once for all of them."""
-    return UserCode.pickled(source)
+def for_readers(code: UserCode[Operator], readers: Source) -> UserCode[Operator]:
+    """What a source vertex hands its subtasks instead of its operator, pickled once for
+    all of them: the source's readers, heading its chain where it has one."""
+    from yarnflow.core.operators.chain import ChainedOperator
+    operator = code.load()
+    if isinstance(operator, ChainedOperator):
+        return UserCode.pickled(operator.with_head(readers))
+    return UserCode.pickled(readers)

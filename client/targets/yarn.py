@@ -19,6 +19,7 @@ from yarnflow.client.targets.appmaster_conf import appmaster_conf
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import (CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode,
                                     web_page_url)
+from yarnflow.core.chaining import head_operator
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.operators.sources import FileSource
 from yarnflow.core.resources import ResourceSpec
@@ -69,7 +70,7 @@ def initial_instances(graph: JobGraph, config: Configuration,
     blocks are (it lists the splits), and a container YARN placed anywhere would read
     them across the network."""
     counts = {spec.name: 0 for spec in specs.values()}
-    if hosts and any(isinstance(v.operator.value, FileSource) for v in graph.sources()):
+    if hosts and any(isinstance(head_operator(v), FileSource) for v in graph.sources()):
         return counts
     if graph.schedule_mode is ScheduleMode.EAGER:
         for profile, executors in executors_needed(

@@ -4,11 +4,12 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import replace
-from typing import Any, Iterable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 import pyarrow as pa
 
 from yarnflow.core.failures import ContractError
+from yarnflow.core.jobgraph import ChainingStrategy
 from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.tracebacks import UserSources
 from yarnflow.core.estimates import UNKNOWN, Estimate
@@ -86,8 +87,11 @@ def declared_schema(schema: Any, what: str) -> pa.Schema | None:
 
 
 class Operator:
-    """Base class; ``num_inputs`` is 0 for sources, 1 for most, 2 for joins."""
+    """Base class; ``num_inputs`` is 0 for sources, 1 for most, 2 for joins. An operator
+    heads its chain unless it takes its input pushed (``OneInputOperator``): one that
+    reads an input whole, or several, pulls them itself."""
     num_inputs = 1
+    chaining = ChainingStrategy.HEAD
     # The user's files its functions come from, set by the client: an executor shows
     # their lines in a failure (yarnflow.core.tracebacks).
     sources: UserSources | None = None
@@ -113,6 +117,49 @@ class Operator:
         Knowing nothing better, an operator keeps its input's estimate (a map or a
         filter is at most as large): dropping it is what made Flink hash seed 003's join."""
         return replace(inputs[0], origin="as its input") if inputs else UNKNOWN
+
+
+class BatchProcessor:
+    """One run of a ``OneInputOperator``: its input pushed to it, a batch per call, by
+    the task that reads it or by the operator before it in a chain."""
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Its input ended: emit what it held back."""
+
+    def close(self) -> None:
+        """After ``finish``, or instead of it when the run failed: release what it holds."""
+
+
+class OneInputOperator(Operator):
+    """An operator that takes its one input a batch at a time (Flink's
+    ``OneInputStreamOperator``), so that a chain can run it in its producer's task:
+    each batch handed over as a function call, with no queue and no copy."""
+    chaining = ChainingStrategy.ALWAYS
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        raise NotImplementedError
+
+    def run(self, ctx: OperatorContext) -> None:
+        processor = self.open(ctx)
+        try:
+            for batch in ctx.input(0):
+                processor.process(batch)
+            processor.finish()
+        finally:
+            processor.close()
+
+
+class EachBatch(BatchProcessor):
+    """A processor that holds nothing between batches: a function per batch."""
+
+    def __init__(self, fn: Callable[[pa.RecordBatch], None]) -> None:
+        self._fn = fn
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        self._fn(batch)
 
 
 def to_batches(data: Any, what: str) -> Iterable[pa.RecordBatch]:

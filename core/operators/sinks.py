@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 
 from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.fs import FileSystem, FileSystemSettings
-from yarnflow.core.operators.base import Operator, OperatorContext
+from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, OperatorContext
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ class DirectoryCommitter:
         self.fs.delete(self.staging(job_id))
 
 
-class ParquetSink(Operator):
+class ParquetSink(OneInputOperator):
     """Each subtask attempt writes one Parquet file into the job's staging directory;
     the JobMaster commits the finished attempts' files (see DirectoryCommitter)."""
 
@@ -173,32 +173,47 @@ class ParquetSink(Operator):
         bound.committer = self.committer.bound(settings)
         return bound
 
-    def run(self, ctx: OperatorContext) -> None:
-        committer = self.committer
-        temp = committer.attempt_file(ctx.job_id, ctx.subtask_index, ctx.attempt_id)
-        writer: pq.ParquetWriter | None = None
-        stream: Any = None
-        try:
-            for batch in ctx.input(0):
-                if writer is None:
-                    stream = committer.fs.open_output(temp)
-                    writer = pq.ParquetWriter(stream, batch.schema)
-                writer.write_batch(batch)
-            if writer is None:
-                return
-            writer.close()
-            writer = None
-            stream.close()
-            stream = None
-        finally:
-            for closable in (writer, stream):
-                try:
-                    if closable is not None:
-                        closable.close()
-                except Exception:  # noqa: BLE001 - the failure being raised already says what went wrong
-                    pass
-            if writer is not None or stream is not None:
-                try:
-                    committer.fs.delete(temp)
-                except Exception:
-                    log.warning("could not remove %s", temp, exc_info=True)
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return _ParquetWriting(self.committer,
+                               self.committer.attempt_file(ctx.job_id, ctx.subtask_index,
+                                                           ctx.attempt_id))
+
+
+class _ParquetWriting(BatchProcessor):
+    """One attempt's file, opened with its first batch (an attempt that got none writes
+    none); a run that fails leaves no part of it behind."""
+
+    def __init__(self, committer: DirectoryCommitter, temp: str) -> None:
+        self._committer = committer
+        self._temp = temp
+        self._writer: pq.ParquetWriter | None = None
+        self._stream: Any = None
+
+    def process(self, batch: Any) -> None:
+        if self._writer is None:
+            self._stream = self._committer.fs.open_output(self._temp)
+            self._writer = pq.ParquetWriter(self._stream, batch.schema)
+        self._writer.write_batch(batch)
+
+    def finish(self) -> None:
+        if self._writer is None:
+            return
+        self._writer.close()
+        self._writer = None
+        self._stream.close()
+        self._stream = None
+
+    def close(self) -> None:
+        writer, stream = self._writer, self._stream
+        self._writer = self._stream = None
+        for closable in (writer, stream):
+            try:
+                if closable is not None:
+                    closable.close()
+            except Exception:  # noqa: BLE001 - the failure being raised already says what went wrong
+                pass
+        if writer is not None or stream is not None:
+            try:
+                self._committer.fs.delete(self._temp)
+            except Exception:
+                log.warning("could not remove %s", self._temp, exc_info=True)

@@ -7,11 +7,12 @@ import pyarrow as pa
 
 from yarnflow.core.estimates import Estimate, EstimateHint
 from yarnflow.core.failures import ContractError
-from yarnflow.core.operators.base import (Operator, OperatorContext, check_declared,
-                                          declared_schema, require_columns, to_batches)
+from yarnflow.core.operators.base import (BatchProcessor, EachBatch, OneInputOperator,
+                                          OperatorContext, check_declared, declared_schema,
+                                          require_columns, to_batches)
 
 
-class _Transform(Operator):
+class _Transform(OneInputOperator):
     """User code over each batch: the planner keeps its input's estimate unless the
     user's hint corrects it. Its output's columns are unknown unless the user declared
     them (``output_schema``); then every batch it returns must have them."""
@@ -42,9 +43,8 @@ class _Transform(Operator):
 class MapOperator(_Transform):
     kind = "map"
 
-    def run(self, ctx: OperatorContext) -> None:
-        for batch in ctx.input(0):
-            self._emit(ctx, self.fn(batch))
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return EachBatch(lambda batch: self._emit(ctx, self.fn(batch)))
 
 
 class FilterOperator(_Transform):
@@ -54,8 +54,8 @@ class FilterOperator(_Transform):
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         return inputs[0]
 
-    def run(self, ctx: OperatorContext) -> None:
-        for batch in ctx.input(0):
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        def keep(batch: pa.RecordBatch) -> None:
             mask = self.fn(batch)
             if not isinstance(mask, (pa.Array, pa.ChunkedArray)):
                 raise ContractError(f"filter function '{self.name}' must return a boolean "
@@ -64,19 +64,21 @@ class FilterOperator(_Transform):
             out = batch.filter(mask)
             if out.num_rows:
                 ctx.emit(out)
+        return EachBatch(keep)
 
 
 class FlatMapOperator(_Transform):
     """``fn(batch)`` yields any number of batches or tables."""
     kind = "flat_map"
 
-    def run(self, ctx: OperatorContext) -> None:
-        for batch in ctx.input(0):
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        def each(batch: pa.RecordBatch) -> None:
             for item in self.fn(batch) or ():
                 self._emit(ctx, item)
+        return EachBatch(each)
 
 
-class SelectOperator(Operator):
+class SelectOperator(OneInputOperator):
     """The named columns, in that order (Spark's ``select``, pyarrow's ``select``)."""
 
     def __init__(self, columns: Sequence[str]) -> None:
@@ -88,10 +90,11 @@ class SelectOperator(Operator):
         require_columns(inputs[0], self.columns)
         return pa.schema([inputs[0].field(c) for c in self.columns])
 
-    def run(self, ctx: OperatorContext) -> None:
-        for batch in ctx.input(0):
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        def pick(batch: pa.RecordBatch) -> None:
             missing = [c for c in self.columns if c not in batch.schema.names]
             if missing:          # an input whose schema was unknown on the client
                 raise ContractError(f"select: the input has no column '{missing[0]}' (it has: "
                                     f"{', '.join(batch.schema.names)})")
             ctx.emit(batch.select(self.columns))
+        return EachBatch(pick)

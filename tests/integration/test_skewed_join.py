@@ -53,16 +53,19 @@ def data(tmp_path_factory, example):
 
 @pytest.fixture(scope="module")
 def runs(data, example, tmp_path_factory):
-    """The example with `auto` and with `hash` forced, on one warm local cluster."""
+    """The example with `auto` and with `hash` forced, and `auto` with its operators
+    chained (issue 55), on one warm local cluster."""
     config = Configuration.load(overrides=WARM)
+    chained = Configuration.load(overrides=WARM + ["pipeline.operator-chaining.enabled=true"])
     out = tmp_path_factory.mktemp("skewed-join-out")
     results = {}
     with LocalCluster(config) as cluster:
-        for strategy in ("auto", "hash"):
-            graph = example.build(str(data), str(out / strategy), strategy).job_graph(config)
+        for run, strategy, planned in (("auto", "auto", config), ("hash", "hash", config),
+                                       ("chained", "auto", chained)):
+            graph = example.build(str(data), str(out / run), strategy).job_graph(planned)
             result = cluster.submit(graph).wait(300)
             assert result.status is JobStatus.FINISHED, result.failure
-            results[strategy] = (graph, result, pq.read_table(out / strategy))
+            results[run] = (graph, result, pq.read_table(out / run))
     return results
 
 
@@ -83,13 +86,24 @@ def test_the_data_has_the_seeds_skew(data):
     assert 0.9 < max(counts) / ROWS < 0.96          # 13/14 = 0.93 in one currency
 
 
-@pytest.mark.parametrize("strategy", ["auto", "hash"])
+@pytest.mark.parametrize("strategy", ["auto", "hash", "chained"])
 def test_the_join_gives_pyarrows_rows(runs, data, example, strategy):
     _, _, got = runs[strategy]
     want = example.reference(str(data)).sort_by("InstrumentId")
     got = got.sort_by("InstrumentId")
     assert got.num_rows == ROWS
     assert got.select(want.column_names).equals(want)
+
+
+def test_chained_the_join_and_its_sink_run_as_one_task_with_the_same_plan(runs):
+    graph, result, _ = runs["chained"]
+    assert sorted(v.name for v in result.details.vertices) == [
+        "currencies", "currency-code", "instruments", "join -> sink"]
+    chain = next(v for v in graph.vertices.values() if v.name == "join -> sink")
+    assert graph.join_plans[chain.id].strategy is JoinStrategy.BROADCAST
+    tasks = {run: sum(len(v.subtasks) for v in runs[run][1].details.vertices)
+             for run in ("auto", "chained")}
+    assert tasks == {"auto": 8, "chained": 6}       # the sink's two subtasks run in the join's
 
 
 def test_auto_broadcasts_currencies_forwards_instruments_and_balances_the_join(runs):

@@ -1,0 +1,86 @@
+"""Operator chains on the local target (issue 55): a chain headed by a source whose
+splits the JobMaster hands out runs as one task per subtask and writes what the
+unchained pipeline writes; a failure in the middle of a chain names its operator and
+the user's line. (The README example chained: tests/integration/test_skewed_join.py.)"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import yarnflow.client as yf
+from tests.conftest import FAST, NO_RESTART
+from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
+from yarnflow.conf import Configuration
+from yarnflow.client.targets.local import LocalCluster
+
+CHAINED = ["pipeline.operator-chaining.enabled=true", "pipeline.batch-rows=1000"]
+ROWS = pa.table({"k": pa.array([i % 97 for i in range(20_000)], pa.int64()),
+                 "v": pa.array(range(20_000), pa.int64())})
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with LocalCluster(Configuration.load(overrides=FAST + NO_RESTART + CHAINED)) as local:
+        yield local
+
+
+def pipeline(source: str, out: str, lookup=lambda b: b) -> yf.Pipeline:
+    p = yf.Pipeline("chained", parallelism=2)
+    p.read_parquet(source, name="facts") \
+     .map(lambda b: b.set_column(1, "v", pc.multiply(b["v"], 3)), name="triple") \
+     .filter(lambda b: pc.equal(pc.bit_wise_and(b["k"], 1), 0), name="even-keys") \
+     .map(lookup, name="lookup") \
+     .select("k", "v").write_parquet(out, name="sink")
+    return p
+
+
+@pytest.fixture(scope="module")
+def facts(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("facts")
+    for i in range(4):
+        pq.write_table(ROWS.slice(i * 5_000, 5_000), directory / f"part-{i}.parquet")
+    return directory
+
+
+def test_a_source_headed_chain_runs_as_one_task_per_subtask_and_writes_the_unchained_output(
+        cluster, facts, tmp_path):
+    config = Configuration.load(overrides=FAST + CHAINED)
+    graph = pipeline(str(facts), str(tmp_path / "chained")).job_graph(config)
+    result = cluster.submit(graph).wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    (vertex,) = result.details.vertices
+    assert vertex.name == "facts -> triple -> even-keys -> lookup -> select -> sink"
+    assert len(vertex.subtasks) == 2
+    splits = sum(s.metrics.inputs_done for s in vertex.subtasks)
+    assert sum(s.metrics.records_out for s in vertex.subtasks) == 0    # a sink's chain: no output
+
+    unchained = pipeline(str(facts), str(tmp_path / "alone")).job_graph(
+        Configuration.load(overrides=FAST + ["pipeline.operator-chaining.enabled=false"]))
+    assert len(unchained.vertices) == 6
+    result = cluster.submit(unchained).wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    # the JobMaster handed the chain's head every split it hands the source alone
+    source = next(v for v in result.details.vertices if v.name == "facts")
+    assert splits == sum(s.metrics.inputs_done for s in source.subtasks) >= 4
+    got, want = (pq.read_table(tmp_path / d).sort_by([("k", "ascending"), ("v", "ascending")])
+                 for d in ("chained", "alone"))
+    even = ROWS.filter(pc.equal(pc.bit_wise_and(ROWS["k"], 1), 0))
+    reference = pa.table({"k": even["k"], "v": pc.multiply(even["v"], 3)}).sort_by(
+        [("k", "ascending"), ("v", "ascending")])
+    assert got.num_rows == 10_103 and got.equals(want) and got.equals(reference)
+
+
+def test_a_failure_inside_a_chain_names_the_operator_and_the_users_line(cluster, facts, tmp_path):
+    def lookup(batch: pa.RecordBatch) -> pa.RecordBatch:
+        raise KeyError("no rate for currency 7")      # the line the failure shows
+    graph = pipeline(str(facts), str(tmp_path / "out"), lookup).job_graph(
+        Configuration.load(overrides=FAST + CHAINED))
+    result = cluster.submit(graph).wait(120)
+    assert result.status is JobStatus.FAILED
+    assert "operator 'lookup' of facts -> triple -> even-keys -> lookup -> select -> sink (" \
+        in result.failure, result.failure
+    assert "KeyError: 'no rate for currency 7'" in result.failure
+    assert 'raise KeyError("no rate for currency 7")' in result.failure, result.failure
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,225 @@
+"""Operator chaining (issue 55): Flink's rules, each breaking a chain on its own; the
+chained vertex the JobGraph gets; one task running a chain's operators in a line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import yarnflow.client as yf
+from yarnflow.client.explain import plan_json
+from yarnflow.conf import Configuration
+from yarnflow.core.chaining import chain_operators, chains, why_not_chained
+from yarnflow.core.jobgraph import (ChainingStrategy, JobGraph, JobVertex, ShipStrategy)
+from yarnflow.core.operators import FilterOperator, MapOperator, SelectOperator, TableSource
+from yarnflow.core.operators.base import BatchProcessor, OneInputOperator
+from yarnflow.core.operators.chain import ChainedOperator, failed_operator
+from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.user_code import UserCode
+
+ROWS = pa.table({"k": pa.array(range(10), pa.int64()), "v": pa.array(range(10, 20), pa.int64())})
+ON = Configuration.load(overrides=["pipeline.operator-chaining.enabled=true"])
+OFF = Configuration.load(overrides=["pipeline.operator-chaining.enabled=false"])
+
+
+def names(graph: JobGraph) -> list[str]:
+    return [v.name for v in graph.topological_order()]
+
+
+def line(tmp_path: Path, between=lambda ds: ds, first=lambda ds: ds) -> yf.Pipeline:
+    """rows -> plus-one -> positive -> sink, all parallelism 2; ``between`` shapes what
+    comes out of plus-one, ``first`` the source."""
+    p = yf.Pipeline("line", parallelism=2)
+    mapped = first(p.from_arrow(ROWS, name="rows")).map(
+        lambda b: b.set_column(1, "v", pc.add(b["v"], 1)), name="plus-one")
+    between(mapped).filter(lambda b: pc.greater(b["v"], 0), name="positive") \
+        .write_parquet(str(tmp_path / "out"), name="sink")
+    return p
+
+
+def test_a_line_of_forward_edges_is_one_chained_vertex(tmp_path):
+    graph = line(tmp_path).job_graph(ON)
+    assert names(graph) == ["rows -> plus-one -> positive -> sink"]
+    (vertex,) = graph.vertices.values()
+    assert vertex.operators == ("rows", "plus-one", "positive", "sink")
+    assert vertex.parallelism == 2 and vertex.is_source and vertex.committer is not None
+    assert isinstance(vertex.operator.value, ChainedOperator)
+
+
+def test_chaining_is_an_option_and_off_leaves_every_operator_a_vertex(tmp_path):
+    assert names(line(tmp_path).job_graph(OFF)) == ["rows", "plus-one", "positive", "sink"]
+
+
+@pytest.mark.parametrize("shape, expected", [
+    (lambda ds: ds.rebalance(), "REBALANCE edge"),
+    (lambda ds: ds.key_by("k"), "HASH edge"),
+    (lambda ds: ds.forward().blocking(), "BLOCKING edge"),
+])
+def test_an_edge_that_redistributes_or_blocks_breaks_the_chain(tmp_path, shape, expected):
+    graph = line(tmp_path, between=shape).job_graph(ON)
+    assert names(graph) == ["rows -> plus-one", "positive -> sink"]
+    assert len(graph.edges) == 1
+    unchained = line(tmp_path, between=shape).job_graph(OFF)
+    cut = next(e for e in unchained.edges if e.source.name == "plus-one")
+    assert why_not_chained(unchained, cut) == expected
+
+
+def test_the_users_settings_break_the_chain_where_they_say(tmp_path):
+    disabled = line(tmp_path, between=lambda ds: ds.disable_chaining()).job_graph(ON)
+    assert names(disabled) == ["rows", "plus-one", "positive -> sink"]
+    new_chain = line(tmp_path, between=lambda ds: ds.start_new_chain()).job_graph(ON)
+    assert names(new_chain) == ["rows", "plus-one -> positive -> sink"]
+
+
+def test_another_slot_sharing_group_breaks_the_chain(tmp_path):
+    graph = line(tmp_path, between=lambda ds: ds.slot_sharing_group("heavy")).job_graph(ON)
+    # the filter and sink inherit the map's group: they chain with it, not with the source
+    assert names(graph) == ["rows", "plus-one -> positive -> sink"]
+
+
+def graph_of(*specs: dict, edges=()) -> JobGraph:
+    """A JobGraph built by hand (for rules the pipeline API cannot break alone)."""
+    graph = JobGraph("by hand")
+    vertices = []
+    for i, spec in enumerate(specs):
+        operator = spec.pop("operator", None) or (TableSource(ROWS) if i == 0 else
+                                                  MapOperator(lambda b: b, f"m{i}"))
+        vertices.append(graph.add_vertex(JobVertex(
+            name=f"v{i}", operator=UserCode.of(operator),
+            **{"num_inputs": 0 if i == 0 else 1, "parallelism": 2, "slot_sharing_group": "default",
+               **spec})))
+    for source, target in edges or [(i, i + 1) for i in range(len(specs) - 1)]:
+        graph.connect(vertices[source], vertices[target], ShipStrategy.FORWARD)
+    return graph
+
+
+@pytest.mark.parametrize("second, expected", [
+    ({"parallelism": 3}, "parallelism 2 to 3"),
+    ({"co_location_group": "c"}, "another co-location group"),
+    ({"adaptive": True}, "one end's parallelism decided at run time"),
+    ({"chaining": ChainingStrategy.HEAD}, "'v1' starts a chain"),
+    ({"operator": TableSource(ROWS)}, "'v1' starts a chain"),      # an operator that reads itself
+])
+def test_each_rule_on_a_forward_edge_breaks_it_on_its_own(second, expected):
+    graph = graph_of({}, second)
+    assert why_not_chained(graph, graph.edges[0]) == expected
+    assert [len(c) for c in chains(graph)] == [1, 1]
+    whole = graph_of({}, {})
+    assert why_not_chained(whole, whole.edges[0]) is None
+
+
+def test_a_producer_never_chained_and_one_with_two_consumers_keep_their_edges():
+    never = graph_of({"chaining": ChainingStrategy.NEVER}, {})
+    assert why_not_chained(never, never.edges[0]) == "'v0' is never chained"
+    fork = graph_of({}, {}, {}, edges=[(0, 1), (0, 2)])
+    assert why_not_chained(fork, fork.edges[0]) == "'v0' has 2 outputs"
+    joined = graph_of({}, {}, {"num_inputs": 2}, edges=[(0, 2), (1, 2)])
+    joined.edges[1].target_input = 1
+    assert why_not_chained(joined, joined.edges[0]) == "'v2' has 2 inputs"
+
+
+def test_a_chained_vertex_keeps_its_heads_id_and_sums_its_operators_resources():
+    graph = graph_of({"resources": ResourceSpec(cpu=1, memory="300m")}, {},
+                     {"resources": ResourceSpec(cpu=0.5, memory="200m")})
+    head = next(iter(graph.vertices.values()))
+    chained = chain_operators(graph)
+    (vertex,) = chained.vertices.values()
+    assert vertex.id == head.id and vertex.name == "v0 -> v1 -> v2"
+    assert vertex.resources == ResourceSpec(cpu=1.5, memory="500m")
+    assert not chained.edges
+
+
+class Context:
+    """Just enough of a task for an operator's run: one input, a list for its output."""
+
+    def __init__(self, batches):
+        self.batches, self.out = batches, []
+        self.subtask_index, self.parallelism, self.vertex_name = 0, 1, "task"
+        self.job_id, self.attempt_id, self.batch_rows, self.build_input = "j", "a", 4, -1
+        self.cancelled = False
+
+    def input(self, index):
+        return iter(self.batches)
+
+    def emit(self, data):
+        self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
+
+
+def test_a_chain_hands_each_batch_down_the_line_and_gives_what_each_operator_would():
+    plus = MapOperator(lambda b: b.set_column(1, "v", pc.add(b["v"], 1)), "plus")
+    odd = FilterOperator(lambda b: pc.equal(pc.bit_wise_and(b["v"], 1), 1), "odd")
+    keys = SelectOperator(["k"])
+    batches = ROWS.to_batches(max_chunksize=3)
+    alone = Context(batches)
+    for operator in (plus, odd, keys):
+        alone = (operator.run(alone), alone)[1]
+        alone = Context(alone.out)
+    chained = Context(batches)
+    ChainedOperator([plus, odd, keys], ["plus", "odd", "keys"]).run(chained)
+    assert pa.Table.from_batches(chained.out).equals(pa.Table.from_batches(alone.batches))
+    assert pa.Table.from_batches(chained.out).column("k").to_pylist() == [0, 2, 4, 6, 8]
+
+
+class Holding(OneInputOperator):
+    """Holds every batch until its input ends; records how its run ended."""
+    ended: list[str] = []
+
+    def open(self, ctx):
+        held: list[pa.RecordBatch] = []
+        ended = self.ended
+
+        class Run(BatchProcessor):
+            def process(self, batch):
+                held.append(batch)
+
+            def finish(self):
+                ctx.emit(pa.Table.from_batches(held))
+                ended.append("finish")
+
+            def close(self):
+                ended.append("close")
+        return Run()
+
+
+def test_what_an_operator_holds_reaches_the_next_before_that_one_finishes():
+    Holding.ended = []
+    out = Context(ROWS.to_batches(max_chunksize=4))
+    ChainedOperator([MapOperator(lambda b: b, "m"), Holding(), Holding()], ["m", "h1", "h2"]).run(out)
+    assert pa.Table.from_batches(out.out).equals(ROWS.combine_chunks())
+    assert Holding.ended == ["finish", "finish", "close", "close"]
+
+
+def test_a_failure_names_the_chained_operator_that_raised_it_and_every_operator_closes():
+    Holding.ended = []
+
+    def broken(batch):
+        raise ValueError("no such currency")
+    chain = ChainedOperator([MapOperator(lambda b: b, "m"), MapOperator(broken, "lookup"), Holding()],
+                            ["m", "lookup", "h"])
+    with pytest.raises(ValueError, match="no such currency") as raised:
+        chain.run(Context(ROWS.to_batches()))
+    assert failed_operator(raised.value) == "lookup"
+    assert Holding.ended == ["close"]
+
+
+def test_only_an_operator_that_takes_its_input_pushed_follows_another():
+    with pytest.raises(ValueError, match="operator 'again' cannot follow its producer"):
+        ChainedOperator([TableSource(ROWS), TableSource(ROWS)], ["rows", "again"])
+    assert MapOperator(lambda b: b, "m").chaining is ChainingStrategy.ALWAYS
+    assert TableSource(ROWS).chaining is ChainingStrategy.HEAD
+
+
+def test_the_readme_examples_plan_chains_its_join_and_sink(tmp_path):
+    import examples.skewed_join as example
+    data = tmp_path / "data"
+    for name, table in [("instruments", pa.table({"InstrumentId": [1, 2], "CurrencyId": [7, 7]})),
+                        ("currencies", pa.table({"CurrencyId": [7], "ISOCode": ["EUR"],
+                                                 "ISOExtended": ["EUR"]}))]:
+        (data / name).mkdir(parents=True)
+        pq.write_table(table, data / name / "part-0.parquet")
+    plan = plan_json(example.build(str(data), str(tmp_path / "out")).job_graph(ON), ON)
+    assert [v["name"] for v in plan["vertices"]] == ["instruments", "currencies", "currency-code",
+                                                     "join -> sink"]
