@@ -99,6 +99,9 @@ def summary_table(details: JobDetails) -> Table:
             f"{sum(m.bytes_out for m in metrics) / 2**20:.1f}",
             "-" if skew is None else f"{skew:.2f}",
             f"{max((m.duration_s for m in metrics), default=0.0):.2f}")
+        for op in vertex.operator_totals():       # a chain's operators, each its own figures
+            table.add_row(f"  {op.name}", "", f"{op.records_in:,}", f"{op.records_out:,}",
+                          f"{op.bytes_in / 2**20:.1f}", f"{op.bytes_out / 2**20:.1f}", "", "")
     return table
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.ids import AllocationID, JobID, ResourceID
-from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.messages import OperatorMetrics, TaskMetrics
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState, JobStatus
 
@@ -53,6 +53,21 @@ class VertexDetails:
     # adaptive batch execution: what was decided at run time and from which measured
     # bytes ("" for a vertex whose parallelism was fixed at submission)
     decision: str = ""
+    # a chained vertex's operators, head first (empty: one operator, ``name``)
+    operators: list[str] = field(default_factory=list)
+
+    def operator_totals(self) -> list[OperatorMetrics]:
+        """A chained vertex's operators, head first, each with its subtasks' figures
+        summed (Flink's per-operator metrics under a chained vertex); empty for a vertex
+        of one operator, whose figures are the vertex's."""
+        totals = {name: [0, 0, 0, 0] for name in self.operators}
+        for subtask in self.subtasks:
+            for op in subtask.metrics.operators:
+                if op.name in totals:
+                    for i, value in enumerate((op.records_in, op.records_out, op.bytes_in,
+                                               op.bytes_out)):
+                        totals[op.name][i] += value
+        return [OperatorMetrics(name, *totals[name]) for name in self.operators]
 
     def progress(self) -> float:
         """How far the vertex is, 0..1: a source by the splits its subtasks finished out

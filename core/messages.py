@@ -109,6 +109,33 @@ class SlotOffer:
     worker_spec: str = ""     # the executor's, so job details can say where a task ran
 
 
+@dataclass(frozen=True)
+class OperatorMetrics:
+    """What one operator of a chained task read and wrote (Flink's per-operator
+    ``numRecordsIn``/``numRecordsOut`` under a chained vertex). The head's input is
+    the task's; every other operator's is what the one before it emitted."""
+    name: str
+    records_in: int = 0
+    records_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+
+@dataclass
+class OperatorCounter:
+    """The running count behind one operator's OperatorMetrics, kept by its task's
+    thread."""
+    name: str
+    records_in: int = 0
+    records_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+
+    def snapshot(self) -> OperatorMetrics:
+        return OperatorMetrics(self.name, self.records_in, self.records_out, self.bytes_in,
+                               self.bytes_out)
+
+
 @dataclass
 class TaskMetrics:
     """What one attempt read and wrote; its task thread counts, reports carry a copy.
@@ -127,6 +154,8 @@ class TaskMetrics:
     # a finished producer's Arrow bytes per subpartition, per produced result (in the
     # order of its TaskInformation's results): what adaptive execution decides from
     produced_bytes: tuple[tuple[int, ...], ...] = ()
+    # a chained task's operators, head first (empty: one operator, the task's figures)
+    operators: tuple[OperatorMetrics, ...] = ()
 
 
 def records_from(metrics: TaskMetrics, input_index: int) -> int:

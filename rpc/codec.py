@@ -15,9 +15,9 @@ from yarnflow.core.estimates import Estimate
 from yarnflow.core.history import JobDetailsCodec
 from yarnflow.core.jobgraph import (AdaptiveJoin, JobGraph, JobVertex, PartitionType, ScheduleMode,
                                     ShipStrategy)
-from yarnflow.core.messages import (ClusterOverview, SlotOffer, SlotReport, SlotRequest,
-                                    SlotStatus, TaskExecutionState, TaskExecutorLocation,
-                                    TaskExecutorRegistration, TaskMetrics)
+from yarnflow.core.messages import (ClusterOverview, OperatorMetrics, SlotOffer, SlotReport,
+                                    SlotRequest, SlotStatus, TaskExecutionState,
+                                    TaskExecutorLocation, TaskExecutorRegistration, TaskMetrics)
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.details import (ExceptionEntry, JobDetails, SessionOverview,
                                    SpeculationOutcome, SpeculativeAttempt, SubtaskDetails,
@@ -55,7 +55,8 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
             co_location_group=vertex.co_location_group or "",
             operator=vertex.operator.serialized(), num_inputs=vertex.num_inputs,
             uses_spark=vertex.uses_spark, adaptive=vertex.adaptive,
-            committer=vertex.committer.serialized() if vertex.committer else b"")
+            committer=vertex.committer.serialized() if vertex.committer else b"",
+            operator_names=list(vertex.operator_names))
         if vertex.resources is not None:
             out.has_resources = True
             fill_resource_spec(vertex.resources, out.resources)
@@ -110,7 +111,8 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
             committer=committer,
             estimate=Estimate(v.estimate_rows if v.HasField("estimate_rows") else None,
                               v.estimate_bytes if v.HasField("estimate_bytes") else None,
-                              v.estimate_origin)))
+                              v.estimate_origin),
+            operator_names=tuple(v.operator_names)))
     for e in message.edges:
         graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
                       e.keys, PartitionType(e.partition_type), e.target_input)
@@ -201,12 +203,17 @@ def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
     message.inputs_done, message.inputs_total = metrics.inputs_done, metrics.inputs_total
     for sizes in metrics.produced_bytes:
         message.produced_bytes.add(subpartition_bytes=sizes)
+    for op in metrics.operators:
+        message.operators.add(name=op.name, records_in=op.records_in, records_out=op.records_out,
+                              bytes_in=op.bytes_in, bytes_out=op.bytes_out)
 
 
 def metrics_from_proto(m: Any) -> TaskMetrics:
     return TaskMetrics(m.records_in, m.records_out, m.bytes_in, m.bytes_out, m.duration_s,
                        tuple(m.records_in_per_input), m.inputs_done, m.inputs_total,
-                       tuple(tuple(p.subpartition_bytes) for p in m.produced_bytes))
+                       tuple(tuple(p.subpartition_bytes) for p in m.produced_bytes),
+                       tuple(OperatorMetrics(o.name, o.records_in, o.records_out, o.bytes_in,
+                                             o.bytes_out) for o in m.operators))
 
 
 def fill_blocked_node(node: BlockedNode, message: Any) -> None:
@@ -387,7 +394,8 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
                                resource_id=x.resource_id, host=x.host, cause=x.cause)
     for vertex in details.vertices:
         out = message.vertices.add(id=vertex.id, name=vertex.name, parallelism=vertex.parallelism,
-                                   splits_total=vertex.splits_total, decision=vertex.decision)
+                                   splits_total=vertex.splits_total, decision=vertex.decision,
+                                   operators=vertex.operators)
         for i in vertex.inputs:
             out.inputs.add(producer=i.producer, ship=i.ship)
         for s in vertex.subtasks:
@@ -416,7 +424,7 @@ def job_details_from_proto(message: Any) -> JobDetails:
             resource_spec_from_proto(s.slot_profile) if s.HasField("slot_profile") else None,
             s.worker_spec)
             for s in v.subtasks], [VertexInput(i.producer, i.ship) for i in v.inputs],
-            v.splits_total, v.decision)
+            v.splits_total, v.decision, list(v.operators))
          for v in message.vertices],
         message.failure, message.failure_detail, message.restarts,
         [ExceptionEntry(x.timestamp, x.task, x.attempt, x.resource_id, x.host, x.cause)

@@ -29,7 +29,7 @@ from yarnflow.core.errors import Refused
 from yarnflow.core.failures import ContractError, FailureKind, classify
 from yarnflow.core.tracebacks import UserSources, format_user_frames, register_sources
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
-from yarnflow.core.messages import AskAgain, TaskExecutionState, TaskMetrics
+from yarnflow.core.messages import AskAgain, OperatorCounter, TaskExecutionState, TaskMetrics
 from yarnflow.core.status import ExecutionState
 from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
 from yarnflow.taskexecutor.network.data_server import DataClients
@@ -113,6 +113,7 @@ class Task:
         self._partitions: list[ResultPartition] = []
         inputs = 1 + max((g.input_index for g in self.tdd.inputs), default=-1)
         self.metrics = TaskMetrics(records_in_per_input=(0,) * inputs)
+        self._operators: list[OperatorCounter] = []     # a chained task's, by its chain
         self._split_requests = 0
         self._split_held = False          # a split was handed out and not yet read through
         self._sources: UserSources | None = None     # the operator's (once loaded)
@@ -133,8 +134,12 @@ class Task:
         return self._cancel.is_set()
 
     def current_state(self) -> TaskExecutionState:
-        return TaskExecutionState(self.attempt_id, self.state.value,
-                                  metrics=dataclasses.replace(self.metrics))
+        return TaskExecutionState(self.attempt_id, self.state.value, metrics=self._metrics_now())
+
+    def _metrics_now(self) -> TaskMetrics:
+        """A copy of the metrics as they are, with a chain's operators' (a report's)."""
+        return dataclasses.replace(self.metrics, operators=tuple(
+            c.snapshot() for c in self._operators))
 
     def _transition(self, target: TaskState) -> None:
         if target not in _TASK_TRANSITIONS[self.state]:
@@ -252,7 +257,7 @@ class Task:
     def _report(self, state: TaskState, error: str = "", detail: str = "",
                 upstream: bool = False, non_recoverable: bool = False) -> None:
         update = TaskExecutionState(self.attempt_id, state.value, error, detail, upstream,
-                                    dataclasses.replace(self.metrics), non_recoverable)
+                                    self._metrics_now(), non_recoverable)
         if not state.value.is_terminal:
             self._jm.update_task_execution_state(update)
             return
@@ -335,6 +340,11 @@ class Task:
                 per_input[:index] + (per_input[index] + batch.num_rows,) + per_input[index + 1:])
             yield batch
 
+    def operator_counters(self, names: list[str]) -> list[OperatorCounter]:
+        """The counters a chain keeps its operators' metrics in, reported with the task's."""
+        self._operators = [OperatorCounter(name) for name in names]
+        return self._operators
+
     def emit(self, data: pa.RecordBatch | pa.Table) -> None:
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         for batch in batches:
@@ -369,6 +379,9 @@ class _Context:
 
     def next_split(self) -> Any | None:
         return self._task.next_split()
+
+    def operator_counters(self, names: list[str]) -> list[OperatorCounter]:
+        return self._task.operator_counters(names)
 
     def spark(self) -> Any:
         return self._task._services.spark.get()

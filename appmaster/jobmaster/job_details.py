@@ -32,7 +32,8 @@ def job_details(graph: ExecutionGraph, restarts: int = 0,
     for ejv in graph.vertices_topologically():
         vertex = VertexDetails(ejv.id, ejv.name, ejv.parallelism, inputs=[
             VertexInput(result.producer.name, result.ship.name.lower()) for result in ejv.inputs],
-            splits_total=(splits_total or {}).get(ejv.id, 0), decision=decision_of(ejv))
+            splits_total=(splits_total or {}).get(ejv.id, 0), decision=decision_of(ejv),
+            operators=list(ejv.job_vertex.operator_names))
         details.vertices.append(vertex)
         for ev in ejv.task_vertices:
             execution = ev.current

@@ -137,8 +137,21 @@ def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any
             "subtask-profile": _decided_profile(vertex) or (plan["subtask_profile"] if plan else None),
             "slot-sharing-group": plan["slot_sharing_group"] if plan else "",
             "decision": vertex.decision,      # adaptive execution's, with its measured bytes
+            "operators": _operators(vertex),
             "inputs": [{"num": i, "producer": inp.producer, "ship_strategy": inp.ship.upper()}
                        for i, inp in enumerate(vertex.inputs)]}
+
+
+def _operators(vertex: VertexDetails) -> list[dict[str, Any]]:
+    """A chained vertex's operators, head first, each with its records and bytes; a
+    vertex of one operator lists it with the vertex's own figures."""
+    keys = ("read-records", "write-records", "read-bytes", "write-bytes")
+    if not vertex.operators:
+        figures = _vertex_metrics(vertex.subtasks)
+        return [{"name": vertex.name, "metrics": {k: figures[k] for k in keys}}]
+    return [{"name": op.name, "metrics": dict(zip(keys, (op.records_in, op.records_out,
+                                                          op.bytes_in, op.bytes_out)))}
+            for op in vertex.operator_totals()]
 
 
 def _decided_profile(vertex: VertexDetails) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ import pyarrow as pa
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.jobgraph import ChainingStrategy
+from yarnflow.core.messages import OperatorCounter
 from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, Operator, OperatorContext
 from yarnflow.core.tracebacks import UserSources
 
@@ -75,16 +76,21 @@ class ChainedOperator(Operator):
         return inputs[0]
 
     def run(self, ctx: OperatorContext) -> None:
+        counting = getattr(ctx, "operator_counters", None)     # a task's context counts
+        counters: list[OperatorCounter] = counting(self.names) if counting is not None \
+            else [OperatorCounter(name) for name in self.names]
         processors: list[tuple[str, BatchProcessor]] = []
-        emit: Callable[[Any], None] = ctx.emit
+        emit = _counted(ctx.emit, counters[-1], None)
         failed = False
         try:
             # from the tail back, so each operator's emit is the next one's process
-            for operator, name in reversed(list(zip(self.followers, self.names[1:]))):
-                processor = _attributed(name, operator.open, _Chained(ctx, name, emit))
+            for i in range(len(self.operators) - 1, 0, -1):
+                name = self.names[i]
+                processor = _attributed(name, self.followers[i - 1].open, _Chained(ctx, name, emit))
                 processors.insert(0, (name, processor))
-                emit = _calling(name, processor.process)
-            _attributed(self.names[0], self.head.run, _Chained(ctx, self.names[0], emit, head=True))
+                emit = _counted(_calling(name, processor.process), counters[i - 1], counters[i])
+            head = _Chained(ctx, self.names[0], emit, head=counters[0])
+            _attributed(self.names[0], self.head.run, head)
             for name, processor in processors:
                 _attributed(name, processor.finish)
         except BaseException:
@@ -131,6 +137,20 @@ def _attributed(name: str, fn: Callable[..., Any], *args: Any) -> Any:
         raise
 
 
+def _counted(emit: Callable[[Any], None], out: OperatorCounter,
+             into: OperatorCounter | None) -> Callable[[Any], None]:
+    """``emit``, counting what it hands on as ``out``'s output and ``into``'s input."""
+    def counting(data: Any) -> None:
+        rows, size = data.num_rows, data.nbytes
+        out.records_out += rows
+        out.bytes_out += size
+        if into is not None:
+            into.records_in += rows
+            into.bytes_in += size
+        emit(data)
+    return counting
+
+
 def _calling(name: str, process: Callable[[pa.RecordBatch], None]) -> Callable[[Any], None]:
     """The emit of the operator before ``name``: its batches (a table's, one by one)
     into ``name``'s processor."""
@@ -145,10 +165,10 @@ class _Chained:
     the next operator's input, and its input, which only the head reads."""
 
     def __init__(self, task: OperatorContext, name: str, emit: Callable[[Any], None],
-                 head: bool = False) -> None:
+                 head: OperatorCounter | None = None) -> None:
         self._task = task
         self._emit = emit
-        self._head = head
+        self._head = head       # the head's counter: it alone reads the task's input
         self.subtask_index = task.subtask_index
         self.parallelism = task.parallelism
         self.vertex_name = name
@@ -158,10 +178,14 @@ class _Chained:
         self.build_input = task.build_input
 
     def input(self, index: int) -> Iterator[pa.RecordBatch]:
-        if not self._head:
+        if self._head is None:
             raise RuntimeError(f"operator '{self.vertex_name}' follows its producer in a chain: "
                                "its input is pushed to it, not read")
-        return self._task.input(index)
+        counter = self._head
+        for batch in self._task.input(index):
+            counter.records_in += batch.num_rows
+            counter.bytes_in += batch.nbytes
+            yield batch
 
     def emit(self, data: pa.RecordBatch | pa.Table) -> None:
         self._emit(data)

@@ -179,7 +179,7 @@ class VertexInput(_message.Message):
     def __init__(self, producer: _Optional[str] = ..., ship: _Optional[str] = ...) -> None: ...
 
 class VertexDetails(_message.Message):
-    __slots__ = ("id", "name", "parallelism", "subtasks", "inputs", "splits_total", "decision")
+    __slots__ = ("id", "name", "parallelism", "subtasks", "inputs", "splits_total", "decision", "operators")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
@@ -187,6 +187,7 @@ class VertexDetails(_message.Message):
     INPUTS_FIELD_NUMBER: _ClassVar[int]
     SPLITS_TOTAL_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     parallelism: int
@@ -194,7 +195,8 @@ class VertexDetails(_message.Message):
     inputs: _containers.RepeatedCompositeFieldContainer[VertexInput]
     splits_total: int
     decision: str
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[VertexInput, _Mapping]]] = ..., splits_total: _Optional[int] = ..., decision: _Optional[str] = ...) -> None: ...
+    operators: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[VertexInput, _Mapping]]] = ..., splits_total: _Optional[int] = ..., decision: _Optional[str] = ..., operators: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
     __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions", "application_attempt", "blocked_hosts", "speculations", "warnings")

@@ -54,6 +54,10 @@ def test_a_source_headed_chain_runs_as_one_task_per_subtask_and_writes_the_uncha
     assert vertex.name == "facts -> triple -> even-keys -> lookup -> select -> sink"
     assert len(vertex.subtasks) == 2
     splits = sum(s.metrics.inputs_done for s in vertex.subtasks)
+    # each operator its own figures, summed over the subtasks: (name, in, out)
+    assert [(op.name, op.records_in, op.records_out) for op in vertex.operator_totals()] == [
+        ("facts", 0, 20_000), ("triple", 20_000, 20_000), ("even-keys", 20_000, 10_103),
+        ("lookup", 10_103, 10_103), ("select", 10_103, 10_103), ("sink", 10_103, 0)]
     assert sum(s.metrics.records_out for s in vertex.subtasks) == 0    # a sink's chain: no output
 
     unchained = pipeline(str(facts), str(tmp_path / "alone")).job_graph(

@@ -17,7 +17,18 @@ from yarnflow.core.jobgraph import (ChainingStrategy, JobGraph, JobVertex, ShipS
 from yarnflow.core.operators import FilterOperator, MapOperator, SelectOperator, TableSource
 from yarnflow.core.operators.base import BatchProcessor, OneInputOperator
 from yarnflow.core.operators.chain import ChainedOperator, failed_operator
+from yarnflow.appmaster.webmonitor import views
+from rich.console import Console
+
+from yarnflow.client.display import summary_table
+from yarnflow.core.details import JobDetails, SubtaskDetails, VertexDetails
+from yarnflow.core.ids import JobID
+from yarnflow.core.status import JobStatus
+from yarnflow.core.messages import OperatorCounter, OperatorMetrics, TaskMetrics
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.status import ExecutionState
+from yarnflow.rpc.codec import fill_metrics, jobgraph_from_proto, jobgraph_to_proto, metrics_from_proto
+from yarnflow.rpc.generated import common_pb2
 from yarnflow.core.user_code import UserCode
 
 ROWS = pa.table({"k": pa.array(range(10), pa.int64()), "v": pa.array(range(10, 20), pa.int64())})
@@ -147,6 +158,10 @@ class Context:
     def emit(self, data):
         self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
 
+    def operator_counters(self, names):
+        self.counters = [OperatorCounter(name) for name in names]
+        return self.counters
+
 
 def test_a_chain_hands_each_batch_down_the_line_and_gives_what_each_operator_would():
     plus = MapOperator(lambda b: b.set_column(1, "v", pc.add(b["v"], 1)), "plus")
@@ -161,6 +176,41 @@ def test_a_chain_hands_each_batch_down_the_line_and_gives_what_each_operator_wou
     ChainedOperator([plus, odd, keys], ["plus", "odd", "keys"]).run(chained)
     assert pa.Table.from_batches(chained.out).equals(pa.Table.from_batches(alone.batches))
     assert pa.Table.from_batches(chained.out).column("k").to_pylist() == [0, 2, 4, 6, 8]
+    counted = [(c.name, c.records_in, c.records_out) for c in chained.counters]
+    assert counted == [("plus", 10, 10), ("odd", 10, 5), ("keys", 5, 5)]
+    assert chained.counters[1].bytes_out == chained.counters[2].bytes_in > 0
+
+
+def test_each_operators_figures_travel_with_the_task_and_the_vertex_sums_them():
+    ops = (OperatorMetrics("rows", 0, 10, 0, 80), OperatorMetrics("sink", 10, 0, 80, 0))
+    metrics = TaskMetrics(records_out=0, operators=ops)
+    message = common_pb2.TaskMetrics()
+    fill_metrics(metrics, message)
+    assert metrics_from_proto(common_pb2.TaskMetrics.FromString(
+        message.SerializeToString())).operators == ops
+    vertex = VertexDetails("v", "rows -> sink", 2, [SubtaskDetails(i, ExecutionState.FINISHED,
+                                                                   metrics=metrics) for i in (0, 1)],
+                           operators=["rows", "sink"])
+    assert vertex.operator_totals() == [OperatorMetrics("rows", 0, 20, 0, 160),
+                                        OperatorMetrics("sink", 20, 0, 160, 0)]
+    rest = views._vertex(vertex, None)["operators"]
+    assert [(o["name"], o["metrics"]["read-records"], o["metrics"]["write-records"]) for o in rest] \
+        == [("rows", 0, 20), ("sink", 20, 0)]
+    shown = Console(width=200, record=True)
+    shown.print(summary_table(JobDetails(JobID("j"), "job", JobStatus.FINISHED, 0.0, 1.0, [vertex])))
+    lines = [line.strip("│ ") for line in shown.export_text().splitlines()]
+    assert any(line.startswith("rows -> sink") for line in lines)
+    assert any(line.startswith("sink") and "20" in line for line in lines), lines
+    alone = VertexDetails("w", "map", 1, [SubtaskDetails(0, ExecutionState.FINISHED, metrics=TaskMetrics(
+        records_in=3, records_out=2))])
+    assert views._vertex(alone, None)["operators"] == [{"name": "map", "metrics": {
+        "read-records": 3, "write-records": 2, "read-bytes": 0, "write-bytes": 0}}]
+
+
+def test_a_chained_vertex_keeps_its_operators_names_over_the_wire(tmp_path):
+    graph = line(tmp_path).job_graph(ON)
+    (received,) = jobgraph_from_proto(jobgraph_to_proto(graph), load_operators=False).vertices.values()
+    assert received.operators == ("rows", "plus-one", "positive", "sink")
 
 
 class Holding(OneInputOperator):
