@@ -124,8 +124,11 @@ def docker_cluster_of(path: Path) -> str:
 
 # Modules whose tests share no module fixture and are long (each test a cluster of its
 # own): their tests go to whichever worker is free, not all to one (test_failover.py
-# alone was 5 of the 8 minutes `-m "unit or integration"` may take).
-SPLIT_BY_TEST = ("tests/integration/test_failover.py", "tests/integration/test_benchmarks.py")
+# alone was 5 of the 8 minutes `-m "unit or integration"` may take; test_adaptive_batch.py
+# held one worker for 3 of them, test_lost_messages.py for 2).
+SPLIT_BY_TEST = ("tests/integration/test_failover.py", "tests/integration/test_benchmarks.py",
+                 "tests/integration/test_adaptive_batch.py",
+                 "tests/integration/test_lost_messages.py")
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
