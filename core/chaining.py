@@ -18,6 +18,8 @@ slot they would have shared does.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 
 from yarnflow.core.jobgraph import (ChainingStrategy, JobEdge, JobGraph, JobVertex,
                                     PartitionType, ShipStrategy)
@@ -48,10 +50,11 @@ def why_not_chained(graph: JobGraph, edge: JobEdge) -> str | None:
         return "another co-location group"
     if source.adaptive != target.adaptive:
         return "one end's parallelism decided at run time"
-    if len(graph.inputs_of(target)) != 1:
-        return f"'{target.name}' has {len(graph.inputs_of(target))} inputs"
-    if len(graph.outputs_of(source)) != 1:
-        return f"'{source.name}' has {len(graph.outputs_of(source))} outputs"
+    inputs, outputs = len(graph.inputs_of(target)), len(graph.outputs_of(source))
+    if inputs != 1:
+        return f"'{target.name}' has {inputs} inputs"
+    if outputs != 1:
+        return f"'{source.name}' has {outputs} outputs"
     if strategy_of(source) is ChainingStrategy.NEVER:
         return f"'{source.name}' is never chained"
     if strategy_of(target) is not ChainingStrategy.ALWAYS:
@@ -93,10 +96,10 @@ def chain_operators(graph: JobGraph) -> JobGraph:
             vertex = line[0]
         else:
             head, tail = line[0], line[-1]
-            operator = ChainedOperator([v.operator.value for v in line], [v.name for v in line])
+            chain = ChainedOperator([v.operator.value for v in line], [v.name for v in line])
             vertex = dataclasses.replace(
                 head, name=CHAIN_SEPARATOR.join(v.name for v in line),
-                operator=UserCode.of(operator), resources=_summed([v.resources for v in line]),
+                operator=UserCode.of(chain), resources=_summed([v.resources for v in line]),
                 uses_spark=any(v.uses_spark for v in line), committer=tail.committer,
                 estimate=tail.estimate, schema=tail.schema,
                 operator_names=tuple(v.name for v in line))
@@ -112,12 +115,7 @@ def chain_operators(graph: JobGraph) -> JobGraph:
 
 def _summed(specs: list[ResourceSpec | None]) -> ResourceSpec | None:
     given = [s for s in specs if s is not None]
-    if not given:
-        return None
-    total = given[0]
-    for spec in given[1:]:
-        total = total + spec
-    return total
+    return functools.reduce(operator.add, given) if given else None
 
 
 def head_operator(vertex: JobVertex) -> object:

@@ -18,7 +18,6 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from yarnflow.core.estimates import Estimate
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.jobgraph import ChainingStrategy
 from yarnflow.core.messages import OperatorCounter
@@ -64,16 +63,6 @@ class ChainedOperator(Operator):
 
     def bound(self, settings: FileSystemSettings) -> "ChainedOperator":
         return ChainedOperator([op.bound(settings) for op in self.operators], self.names)
-
-    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
-        for operator in self.operators:
-            inputs = [operator.schema(inputs)]
-        return inputs[0]
-
-    def estimate(self, inputs: list[Estimate]) -> Estimate:
-        for operator in self.operators:
-            inputs = [operator.estimate(inputs)]
-        return inputs[0]
 
     def run(self, ctx: OperatorContext) -> None:
         counting = getattr(ctx, "operator_counters", None)     # a task's context counts
