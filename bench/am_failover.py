@@ -60,8 +60,8 @@ def running_at(details: JobDetails | None, vertices: tuple[str, ...]) -> list[fl
     until all are."""
     if details is None:
         return []
-    stamps = [s.state_timestamps.get("RUNNING") for v in details.vertices if v.name in vertices
-              for s in v.subtasks]
+    stamps = [s.state_timestamps.get("RUNNING") for v in details.vertices
+              if any(v.runs(name) for name in vertices) for s in v.subtasks]
     return [t for t in stamps if t] if stamps and all(stamps) else []
 
 
@@ -85,8 +85,8 @@ def run(args: argparse.Namespace, kill: bool, recovery: bool = True) -> dict:
         if kill:
             def half_way() -> bool:
                 details = app.job_details()
-                two = [s for v in (details.vertices if details else []) if v.name in STAGE2
-                       for s in v.subtasks]
+                two = [s for v in (details.vertices if details else [])
+                       if any(v.runs(name) for name in STAGE2) for s in v.subtasks]
                 return bool(two) and all(s.state.name == "RUNNING" and s.metrics.records_in
                                          for s in two)
             poll(half_way, 180, "stage 2 under way", 0.3)
@@ -116,7 +116,8 @@ def run(args: argparse.Namespace, kill: bool, recovery: bool = True) -> dict:
     figures["job_s"] = (report["finishedTime"] - report["startedTime"]) / 1000
     if kill:
         figures["stage1_rerun"] = sum(
-            1 for v in archived.vertices if v.name in STAGE1 for s in v.subtasks
+            1 for v in archived.vertices if any(v.runs(name) for name in STAGE1)
+            for s in v.subtasks
             if s.state_timestamps.get("RUNNING", 0) > killed_at)
         figures["attempts"] = archived.application_attempt
     got = pq.read_table(fs.path(out), filesystem=fs.arrow).sort_by("k")

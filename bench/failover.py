@@ -95,8 +95,8 @@ def run(config: Configuration, make, workdir: Path, kill_in: str | None,
         if kill_in is not None:
             wait_for(lambda: rows_through(progress) >= when_rows, 300, "the rows before the kill")
             details = client.details()
-            victim = next(s.resource_id for v in details.vertices if v.name == kill_in
-                          for s in v.subtasks if s.resource_id)
+            victim = next(s.resource_id for s in details.vertex_running(kill_in).subtasks
+                          if s.resource_id)
             killed_at = time.time()
             os.kill(cluster.driver.pid_of(victim), signal.SIGKILL)
         result = client.wait(600)

@@ -115,7 +115,7 @@ def run_job(script: Path, kind: str, path: str) -> Any:
 
 
 def span(details: Any, vertex: str, end: str = "FINISHED") -> float:
-    subtasks = [s for v in details.vertices if v.name == vertex for s in v.subtasks]
+    subtasks = details.vertex_running(vertex).subtasks
     start = min(s.state_timestamps["RUNNING"] for s in subtasks)
     stop = details.end_time if end == "job" else max(s.state_timestamps[end] for s in subtasks)
     return stop - start
@@ -176,7 +176,7 @@ def main() -> None:
 
         details = run_job(script, "read", f"{base}/input")
         results["read_mb_s"].append(read_bytes / 2**20 / span(details, "parquet-source"))
-        source = [s for v in details.vertices if v.name == "parquet-source" for s in v.subtasks]
+        source = details.vertex_running("parquet-source").subtasks
         located = sum(s.splits_local + s.splits_remote for s in source)
         results["local_read_fraction"].append(sum(s.splits_local for s in source) / located)
 

@@ -48,7 +48,7 @@ def load_example():
 
 def join_skew(result, input_index=None) -> float:
     from yarnflow.client.display import input_skew
-    vertex = next(v for v in result.details.vertices if v.name == "join")
+    vertex = result.details.vertex_running("join")
     return input_skew([s.metrics for s in vertex.subtasks], input_index)
 
 

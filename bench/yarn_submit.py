@@ -217,9 +217,10 @@ def measure_ours(n: int) -> dict:
         def all_running() -> bool:
             details = app.job_details()
             for vertex in (details.vertices if details else []):
+                name = next((op for op in ("heavy", "light") if vertex.runs(op)), None)
                 for s in vertex.subtasks:
-                    if vertex.name in ("heavy", "light") and "RUNNING" in s.state_timestamps:
-                        running_at[(vertex.name, s.index)] = s.state_timestamps["RUNNING"]
+                    if name is not None and "RUNNING" in s.state_timestamps:
+                        running_at[(name, s.index)] = s.state_timestamps["RUNNING"]
             return len(running_at) == 2 * n
         poll(all_running, 180, f"{2 * n} subtasks RUNNING", 0.5)
         allocated = [c["startedTime"] / 1000 for c in app_containers(app_id)
@@ -252,7 +253,7 @@ def measure_alloc(fixed: bool) -> float:
                     entry[2] = now
             details = app.job_details()
             for vertex in (details.vertices if details else []):
-                group = "heavy" if vertex.name == "heavy" else "light"
+                group = "heavy" if vertex.runs("heavy") else "light"
                 for s in vertex.subtasks:
                     if s.allocation_id and s.resource_id:
                         slots[s.allocation_id] = (s.resource_id, real_mb[group])

@@ -51,6 +51,10 @@ def progress_table(details: JobDetails) -> Table:
                       f"{sum(s.metrics.records_in for s in vertex.subtasks):,}",
                       f"{sum(s.metrics.records_out for s in vertex.subtasks):,}",
                       f"{int(vertex.progress() * 100)} %")
+        for op in vertex.operator_totals() if vertex.operators else ():  # a chain's, each its own
+            table.add_row(f"  {op.name}", "", *[""] * len(_STATES), f"{op.records_in:,}",
+                          f"{op.records_out:,}",
+                          f"{int(vertex.operator_progress(op.name) * 100)} %")
     return table
 
 
@@ -67,7 +71,8 @@ def per_input(vertex: VertexDetails) -> str:
         parts.append(f"{source.producer} ({source.ship}) "
                      f"{sum(records_from(m, index) for m in metrics):,}"
                      + ("" if skew is None else f", max/mean {skew:.2f}"))
-    return f"{vertex.name} reads " + "; ".join(parts)
+    head = vertex.operators[0] if vertex.operators else vertex.name   # it reads the inputs
+    return f"{head} reads " + "; ".join(parts)
 
 
 def _cause(text: str, width: int = 400) -> str:
@@ -99,7 +104,7 @@ def summary_table(details: JobDetails) -> Table:
             f"{sum(m.bytes_out for m in metrics) / 2**20:.1f}",
             "-" if skew is None else f"{skew:.2f}",
             f"{max((m.duration_s for m in metrics), default=0.0):.2f}")
-        for op in vertex.operator_totals():       # a chain's operators, each its own figures
+        for op in vertex.operator_totals() if vertex.operators else ():  # a chain's, each its own
             table.add_row(f"  {op.name}", "", f"{op.records_in:,}", f"{op.records_out:,}",
                           f"{op.bytes_in / 2**20:.1f}", f"{op.bytes_out / 2**20:.1f}", "", "")
     return table

@@ -62,7 +62,8 @@ def plan_json(graph: JobGraph, config: Configuration) -> dict[str, Any]:
         "shared_slots": {group: [spec_json(p) for p in graph.shared_slot_profiles(group, default_slot)]
                          for group in graph.slot_sharing_groups()},
         "worker_specs": workers,
-        "joins": [{"vertex": graph.vertices[v].name, "strategy": plan.strategy.name,
+        "joins": [{"vertex": graph.vertices[v].name, "operator": graph.vertices[v].operators[0],
+                   "strategy": plan.strategy.name,
                    "broadcast_input": plan.broadcast_input, "build_input": plan.build_input,
                    "reason": plan.reason} for v, plan in graph.join_plans.items()]}
 
@@ -90,7 +91,8 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
         f"{w['executors']} x {w['name']} ({_label(w['container'])} each)"
         for w in plan["worker_specs"] if w["executors"])))
     for vertex_id, join in graph.join_plans.items():
-        lines.append(Text(f"{graph.vertices[vertex_id].name}: {join.strategy.name} join — "
+        join_name = graph.vertices[vertex_id].operators[0]     # a join heads its chain
+        lines.append(Text(f"{join_name}: {join.strategy.name} join — "
                           f"{join.reason}"))
     if any(v.adaptive for v in graph.vertices.values()):
         lines.append(Text(adaptive_note(config)))
@@ -129,5 +131,7 @@ def _profiles(slots: list[dict[str, Any]]) -> str:
 
 
 def join_strategies(graph: JobGraph) -> dict[str, str]:
-    """Each join's chosen strategy by vertex name ('broadcast' or 'hash')."""
-    return {graph.vertices[v].name: plan.strategy.value for v, plan in graph.join_plans.items()}
+    """Each join's chosen strategy ('broadcast' or 'hash') by its operator's name (a join
+    heads its chain)."""
+    return {graph.vertices[v].operators[0]: plan.strategy.value
+            for v, plan in graph.join_plans.items()}

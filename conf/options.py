@@ -217,7 +217,7 @@ PARTITION_REQUEST_TIMEOUT = _option(
 BATCH_ROWS = _option("pipeline.batch-rows", _pos_int, 65536,
                      "Rows per record batch that a job's sources emit (job-level: each job in a session has its own).")
 OPERATOR_CHAINING = _option(
-    "pipeline.operator-chaining.enabled", parse_bool, False,
+    "pipeline.operator-chaining.enabled", parse_bool, True,
     "Run operators joined by a FORWARD, PIPELINED edge (same parallelism and slot sharing group, one input) as one task (Flink's name); read by the client as it plans the job.")
 TMP_DIRS = _option("io.tmp.dirs", _str, "",
                    "Directory for TaskExecutor scratch files; empty means the system temp directory.")

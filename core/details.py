@@ -56,10 +56,20 @@ class VertexDetails:
     # a chained vertex's operators, head first (empty: one operator, ``name``)
     operators: list[str] = field(default_factory=list)
 
+    def runs(self, operator: str) -> bool:
+        """Whether the operator named so is this vertex's own or one of its chain's."""
+        return operator in self.operators if self.operators else operator == self.name
+
     def operator_totals(self) -> list[OperatorMetrics]:
-        """A chained vertex's operators, head first, each with its subtasks' figures
-        summed (Flink's per-operator metrics under a chained vertex); empty for a vertex
-        of one operator, whose figures are the vertex's."""
+        """Its operators, head first, each with its subtasks' figures summed (Flink's
+        per-operator metrics under a chained vertex); a vertex of one operator gives
+        that one, with the vertex's own figures."""
+        if not self.operators:
+            metrics = [s.metrics for s in self.subtasks]
+            return [OperatorMetrics(self.name, sum(m.records_in for m in metrics),
+                                    sum(m.records_out for m in metrics),
+                                    sum(m.bytes_in for m in metrics),
+                                    sum(m.bytes_out for m in metrics))]
         totals = {name: [0, 0, 0, 0] for name in self.operators}
         for subtask in self.subtasks:
             for op in subtask.metrics.operators:
@@ -67,7 +77,20 @@ class VertexDetails:
                     for i, value in enumerate((op.records_in, op.records_out, op.bytes_in,
                                                op.bytes_out)):
                         totals[op.name][i] += value
-        return [OperatorMetrics(name, *totals[name]) for name in self.operators]
+        return [OperatorMetrics(name, records_in, records_out, bytes_in, bytes_out)
+                for name, (records_in, records_out, bytes_in, bytes_out) in totals.items()]
+
+    def operator_progress(self, operator: str) -> float:
+        """How far one of its operators is, 0..1: done where it finished (or its subtask
+        did), elsewhere as far as the vertex's input, short of done until it finished
+        everywhere (an aggregate ending a chain still works once its input ended)."""
+        if not self.subtasks:
+            return 0.0
+        done = sum(1 for s in self.subtasks if s.state is ExecutionState.FINISHED or any(
+            op.name == operator and op.finished for op in s.metrics.operators))
+        if done == len(self.subtasks):
+            return 1.0
+        return max(done / len(self.subtasks), min(self.progress(), 0.99))
 
     def progress(self) -> float:
         """How far the vertex is, 0..1: a source by the splits its subtasks finished out
@@ -145,6 +168,20 @@ class JobDetails:
     # the application's own, one line each, while the job is live (e.g. its delegation
     # tokens end soon and cannot be renewed)
     warnings: list[str] = field(default_factory=list)
+
+    def vertex_running(self, operator: str) -> VertexDetails:
+        """The vertex that runs the operator named so, alone or in a chain."""
+        found = [v for v in self.vertices if v.runs(operator)]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} vertices of job {self.name!r} run an operator "
+                           f"named {operator!r}")
+        return found[0]
+
+    def operator_metrics(self, operator: str) -> OperatorMetrics:
+        """The records and bytes of the operator named so, summed over its subtasks,
+        whether it runs alone or chained."""
+        return next(m for m in self.vertex_running(operator).operator_totals()
+                    if m.name == operator)
 
 
 @dataclass

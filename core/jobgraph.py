@@ -183,6 +183,14 @@ class JobGraph:
     def sources(self) -> list[JobVertex]:
         return [v for v in self.vertices.values() if not self.inputs_of(v)]
 
+    def vertex_running(self, operator: str) -> JobVertex:
+        """The vertex that runs the operator named so: its own, or the chain it was
+        folded into (a user names operators; chaining decides the vertices)."""
+        found = [v for v in self.vertices.values() if operator in v.operators]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} vertices run an operator named {operator!r}")
+        return found[0]
+
     def topological_order(self) -> list[JobVertex]:
         """Vertices, producers before consumers; a cycle is an InvalidPipelineError."""
         indegree = {v.id: 0 for v in self.vertices.values()}

@@ -119,6 +119,9 @@ class OperatorMetrics:
     records_out: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    # it has finished in this subtask (its input ended and it flushed what it held): an
+    # aggregate at a chain's end still works after the operators before it finished
+    finished: bool = False
 
 
 @dataclass
@@ -130,10 +133,11 @@ class OperatorCounter:
     records_out: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    finished: bool = False
 
     def snapshot(self) -> OperatorMetrics:
         return OperatorMetrics(self.name, self.records_in, self.records_out, self.bytes_in,
-                               self.bytes_out)
+                               self.bytes_out, self.finished)
 
 
 @dataclass

@@ -22,7 +22,8 @@ def plan_vertices(graph: JobGraph, default_slot: ResourceSpec) -> list[dict[str,
     for vertex in graph.topological_order():
         estimate = vertex.estimate or UNKNOWN
         vertices.append({
-            "id": vertex.id, "name": vertex.name, "parallelism": vertex.parallelism,
+            "id": vertex.id, "name": vertex.name, "operators": list(vertex.operators),
+            "parallelism": vertex.parallelism,
             "slot_sharing_group": vertex.slot_sharing_group or "",
             "subtask_profile": spec_json(vertex.resources or default_slot),
             "uses_spark": vertex.uses_spark,

@@ -205,7 +205,8 @@ def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
         message.produced_bytes.add(subpartition_bytes=sizes)
     for op in metrics.operators:
         message.operators.add(name=op.name, records_in=op.records_in, records_out=op.records_out,
-                              bytes_in=op.bytes_in, bytes_out=op.bytes_out)
+                              bytes_in=op.bytes_in, bytes_out=op.bytes_out,
+                              finished=op.finished)
 
 
 def metrics_from_proto(m: Any) -> TaskMetrics:
@@ -213,7 +214,7 @@ def metrics_from_proto(m: Any) -> TaskMetrics:
                        tuple(m.records_in_per_input), m.inputs_done, m.inputs_total,
                        tuple(tuple(p.subpartition_bytes) for p in m.produced_bytes),
                        tuple(OperatorMetrics(o.name, o.records_in, o.records_out, o.bytes_in,
-                                             o.bytes_out) for o in m.operators))
+                                             o.bytes_out, o.finished) for o in m.operators))
 
 
 def fill_blocked_node(node: BlockedNode, message: Any) -> None:

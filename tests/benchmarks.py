@@ -40,6 +40,10 @@ YARN: dict[str, tuple[list[str], list[str]]] = {
     "straggler.py": (["--repeats", "1", "--rows", "1200", "--work", "0.1", "--factor", "5"],
                      ["healthy_s", "straggler_off_s", "straggler_on_s", "speculation_gain",
                       "overhead", "live_progress_cost", "exact"]),
+    # Q1 on 200,000 rows locally, then 3 session jobs each way
+    "chaining.py": (["--rows", "200000", "--files", "2", "--repeats", "1", "--jobs", "3"],
+                    ["tasks_off", "tasks_on", "q1_s_off", "q1_s_on", "jobs_per_minute",
+                     "jobs_per_minute_hdfs_bound", "exact"]),
     # stage 2 works 2 s a batch, so the kill lands while it runs
     "am_failover.py": (["--rows", "400", "--work1", "0.1", "--work", "2"],
                        ["am_recover_s", "stage1_rerun", "exact"]),

@@ -20,7 +20,7 @@ ENDPOINTS = {
     "taskmanagers": {"taskmanagers", "pending-slot-requests"},
 }
 VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "subtask-profile",
-                 "inputs", "decision"}
+                 "inputs", "decision", "operators"}
 SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
                   "slot-profile", "metrics", "start-time", "duration"}
 VERTEX_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes", "input-skew",
@@ -33,10 +33,12 @@ EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "
                    "slotsNumber", "freeSlots", "slots-used"}
 
 
-def metric(url: str, name: str, vertex: str) -> float:
-    """A vertex's figure from the page's Prometheus endpoint, as a scraper reads it."""
+def metric(url: str, name: str, vertex: str, operator: str | None = None) -> float:
+    """A vertex's figure (or, given ``operator``, one of its operators') from the page's
+    Prometheus endpoint, as a scraper reads it."""
     from prometheus_client.parser import text_string_to_metric_families
     with urllib.request.urlopen(url + "metrics", timeout=15) as response:
         text = response.read().decode()
     return sum(s.value for family in text_string_to_metric_families(text)
-               for s in family.samples if s.name == name and s.labels.get("vertex") == vertex)
+               for s in family.samples if s.name == name and s.labels.get("vertex") == vertex
+               and (operator is None or s.labels.get("operator") == operator))

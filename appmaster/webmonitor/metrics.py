@@ -1,9 +1,10 @@
 """Prometheus metrics, read from the source at scrape time (a custom collector): the
 job details already carry every figure, so nothing counts twice and a scrape sees
-exactly what the page shows. Per vertex of each running job: records and bytes in and
-out, and its progress; for the cluster: slots, containers by size and state, pending
-slot requests; per job: restarts. An ended job's series disappear with it, so a
-session that runs for weeks does not grow its scrape without end."""
+exactly what the page shows. Per vertex of each running job, and per operator (a
+chain's each its own): records and bytes in and out, and progress; for the cluster:
+slots, containers by size and state, pending slot requests; per job: restarts. An
+ended job's series disappear with it, so a session that runs for weeks does not grow
+its scrape without end."""
 from __future__ import annotations
 
 import logging
@@ -14,6 +15,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from yarnflow.appmaster.webmonitor.source import WebMonitorSource
 from yarnflow.appmaster.webmonitor.views import containers_by_size
+from yarnflow.core.details import JobDetails
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +48,35 @@ class WebMonitorCollector(Collector):
             for vertex in job.vertices:
                 progress.add_metric([job.job_id, job.name, vertex.name], vertex.progress())
         yield progress
+        yield from self._operators(jobs)
         restarts = GaugeMetricFamily("yarnflow_job_restarts", "Failovers the running job went "
                                      "through", labels=["job_id", "job_name"])
         for job in jobs:
             restarts.add_metric([job.job_id, job.name], job.restarts)
         yield restarts
         yield from self._cluster()
+
+    @staticmethod
+    def _operators(jobs: list[JobDetails]) -> Iterator[Metric]:
+        """Per operator, under its vertex (Flink's operator scope): a chain's operators
+        each have their own figures; an operator alone has its vertex's."""
+        labels = ["job_id", "job_name", "vertex", "operator"]
+        families = {figure: GaugeMetricFamily(
+            f"yarnflow_operator_{figure}",
+            doc.replace("vertex's subtasks", "operator") + " (current attempts)", labels=labels)
+            for figure, _, doc in _VERTEX_FIGURES}
+        progress = GaugeMetricFamily("yarnflow_operator_progress", "How far the operator is, "
+                                     "0..1 (done where it finished)", labels=labels)
+        for job in jobs:
+            for vertex in job.vertices:
+                for op in vertex.operator_totals():
+                    names = [job.job_id, job.name, vertex.name, op.name]
+                    for figure, attribute, _ in _VERTEX_FIGURES:
+                        families[figure].add_metric(names, getattr(op, attribute))
+                    progress.add_metric(names, vertex.operator_progress(op.name)
+                                        if vertex.operators else vertex.progress())
+        yield from families.values()
+        yield progress
 
     def _cluster(self) -> Iterator[Metric]:
         cluster = self._source.cluster()

@@ -143,14 +143,14 @@ def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any
 
 
 def _operators(vertex: VertexDetails) -> list[dict[str, Any]]:
-    """A chained vertex's operators, head first, each with its records and bytes; a
-    vertex of one operator lists it with the vertex's own figures."""
+    """Its operators, head first, each with its records, bytes and progress (a vertex of
+    one operator lists it with the vertex's own figures)."""
     keys = ("read-records", "write-records", "read-bytes", "write-bytes")
-    if not vertex.operators:
-        figures = _vertex_metrics(vertex.subtasks)
-        return [{"name": vertex.name, "metrics": {k: figures[k] for k in keys}}]
-    return [{"name": op.name, "metrics": dict(zip(keys, (op.records_in, op.records_out,
-                                                          op.bytes_in, op.bytes_out)))}
+    return [{"name": op.name,
+             "metrics": {**dict(zip(keys, (op.records_in, op.records_out, op.bytes_in,
+                                           op.bytes_out))),
+                         "progress": round(vertex.operator_progress(op.name)
+                                           if vertex.operators else vertex.progress(), 4)}}
             for op in vertex.operator_totals()]
 
 

@@ -80,8 +80,10 @@ class ChainedOperator(Operator):
                 emit = _counted(_calling(name, processor.process), counters[i - 1], counters[i])
             head = _Chained(ctx, self.names[0], emit, head=counters[0])
             _attributed(self.names[0], self.head.run, head)
-            for name, processor in processors:
+            counters[0].finished = True
+            for counter, (name, processor) in zip(counters[1:], processors):
                 _attributed(name, processor.finish)
+                counter.finished = True
         except BaseException:
             failed = True
             raise

@@ -126,18 +126,20 @@ class TaskMetrics(_message.Message):
     def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ..., inputs_done: _Optional[int] = ..., inputs_total: _Optional[int] = ..., produced_bytes: _Optional[_Iterable[_Union[ProducedBytes, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[OperatorMetrics, _Mapping]]] = ...) -> None: ...
 
 class OperatorMetrics(_message.Message):
-    __slots__ = ("name", "records_in", "records_out", "bytes_in", "bytes_out")
+    __slots__ = ("name", "records_in", "records_out", "bytes_in", "bytes_out", "finished")
     NAME_FIELD_NUMBER: _ClassVar[int]
     RECORDS_IN_FIELD_NUMBER: _ClassVar[int]
     RECORDS_OUT_FIELD_NUMBER: _ClassVar[int]
     BYTES_IN_FIELD_NUMBER: _ClassVar[int]
     BYTES_OUT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
     name: str
     records_in: int
     records_out: int
     bytes_in: int
     bytes_out: int
-    def __init__(self, name: _Optional[str] = ..., records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ...) -> None: ...
+    finished: bool
+    def __init__(self, name: _Optional[str] = ..., records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., finished: _Optional[bool] = ...) -> None: ...
 
 class ProducedBytes(_message.Message):
     __slots__ = ("subpartition_bytes",)

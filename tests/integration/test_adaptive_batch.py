@@ -40,7 +40,7 @@ def _expected(keep_below: int) -> pa.Table:
 
 
 def _run(config: Configuration, pipeline: yf.Pipeline, rest: dict | None = None):
-    """The finished job's vertices by name; ``rest`` gets the web UI's answer for the job."""
+    """The finished job's details; ``rest`` gets the web UI's answer for the job."""
     graph = pipeline.job_graph(config)
     with LocalCluster(config) as cluster:
         client = cluster.submit(graph)
@@ -49,22 +49,23 @@ def _run(config: Configuration, pipeline: yf.Pipeline, rest: dict | None = None)
             with urllib.request.urlopen(f"{cluster.web.url}jobs/{client.job_id}", timeout=10) as answer:
                 rest.update(json.loads(answer.read()))
     assert result.status is JobStatus.FINISHED, result.failure
-    return {v.name: v for v in result.details.vertices}
+    return result.details
 
 
 def test_a_99_percent_filter_leaves_the_aggregate_the_minimum_parallelism(tmp_path):
     out = str(tmp_path / "out")
     rest: dict = {}
-    vertices = _run(_config("local.web-ui=true"), _filter_then_aggregate(out, ROWS // 100), rest)
-    aggregate, sink = vertices["aggregate"], vertices["parquet-sink"]
-    assert vertices["keep"].parallelism == 4              # before the exchange: configured
+    job = _run(_config("local.web-ui=true"), _filter_then_aggregate(out, ROWS // 100), rest)
+    aggregate, keep = job.vertex_running("aggregate"), job.vertex_running("keep")
+    assert aggregate.operators == ["aggregate", "parquet-sink"]   # a chain, decided as one
+    assert keep.operators == ["arrow-source", "keep"]
+    assert keep.parallelism == 4              # before the exchange: configured
     assert aggregate.parallelism == 1 and len(aggregate.subtasks) == 1
-    assert sink.parallelism == 1                          # FORWARD after it: follows
     assert "parallelism 1 decided at run time (configured 4)" in aggregate.decision
-    assert "measured" in aggregate.decision and "FORWARD input 'aggregate'" in sink.decision
-    assert vertices["keep"].decision == ""
+    assert "measured" in aggregate.decision
+    assert keep.decision == ""
     shown = {v["name"]: v["decision"] for v in rest["vertices"]}   # the web UI's REST API
-    assert shown == {name: v.decision for name, v in vertices.items()}
+    assert shown == {v.name: v.decision for v in job.vertices}
     got = pq.read_table(out).select(["k", "v_sum", "v_count"]).sort_by("k")
     assert got.equals(_expected(ROWS // 100))
 
@@ -75,10 +76,10 @@ def test_the_measured_bytes_decide_more_subtasks_and_each_reads_its_own_range(tm
     out = str(tmp_path / "out")
     config = _config("execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task=200 kb",
                      "execution.batch.adaptive.auto-parallelism.max-parallelism=16")
-    vertices = _run(config, _filter_then_aggregate(out, ROWS))
-    aggregate = vertices["aggregate"]
+    job = _run(config, _filter_then_aggregate(out, ROWS))
+    aggregate = job.vertex_running("aggregate")
     measured = sum(sum(sum(sizes) for sizes in s.metrics.produced_bytes)
-                   for s in vertices["keep"].subtasks)
+                   for s in job.vertex_running("keep").subtasks)
     assert measured >= ROWS * 16          # two int64 columns, every row kept
     expected = min(16, -(-measured // (200 * 1024)))
     assert 1 < aggregate.parallelism <= expected, (aggregate.parallelism, measured)
@@ -93,8 +94,8 @@ def test_a_vertex_whose_parallelism_the_user_set_keeps_it(tmp_path):
     p = yf.Pipeline("fixed")
     p.from_arrow(TABLE).filter(lambda b: pc.less(b["v"], ROWS // 100), name="keep") \
      .aggregate(["k"], [("v", "sum"), ("v", "count")]).set_parallelism(3).write_parquet(out)
-    vertices = _run(_config(), p)
-    assert vertices["aggregate"].parallelism == 3 and vertices["aggregate"].decision == ""
+    job = _run(_config(), p)
+    assert job.vertex_running("aggregate").parallelism == 3 and job.vertex_running("aggregate").decision == ""
     got = pq.read_table(out).select(["k", "v_sum", "v_count"]).sort_by("k")
     assert got.equals(_expected(ROWS // 100))
 
@@ -127,7 +128,7 @@ def test_a_join_side_estimated_large_that_measured_small_is_broadcast(tmp_path):
     graph = p.job_graph(config)
     [plan] = graph.join_plans.values()
     assert plan.strategy.name == "AUTO"          # the estimates said: both over 1 MB
-    join = _run(config, p)["join"]
+    join = _run(config, p).vertex_running("join")
     assert "join switched to broadcast: few measured" in join.decision, join.decision
     # every subtask read the whole small side, and its own share of the facts
     assert [s.metrics.records_in_per_input[1] for s in join.subtasks] == [2000] * join.parallelism
@@ -144,7 +145,7 @@ def test_a_join_side_estimated_small_that_measured_large_is_hashed(tmp_path):
     large = p.from_arrow(OTHER, name="other").map(lambda b: b, name="many",
                                                   selectivity=0.001)
     p.from_arrow(FACTS, name="facts").join(large, on="k").write_parquet(out)
-    join = _run(config, p)["join"]
+    join = _run(config, p).vertex_running("join")
     assert join.decision.count("hash join: facts measured") == 1, join.decision
     assert join.parallelism > 1
     # each subtask read only its share of both sides: no side went whole to all
@@ -171,7 +172,7 @@ def test_a_zipf_skewed_key_is_split_and_the_join_stays_balanced_and_exact(tmp_pa
     p = yf.Pipeline("skew")
     p.from_arrow(facts, name="facts").join(p.from_arrow(dims, name="dims"), on="k",
                                            strategy="hash").write_parquet(out)
-    join = _run(config, p)["join"]
+    join = _run(config, p).vertex_running("join")
     assert "skewed partition(s) split" in join.decision, join.decision
     records = [s.metrics.records_in for s in join.subtasks]
     assert max(records) / (sum(records) / len(records)) <= 1.3, \
@@ -207,12 +208,12 @@ def test_stages_that_read_ten_times_apart_get_slots_and_executors_of_different_m
         result = cluster.submit(graph).wait(180)
         started = dict(cluster.overview().workers_started_per_spec)
     assert result.status is JobStatus.FINISHED, result.failure
-    vertices = {v.name: v for v in result.details.vertices}
-    big = {s.slot_profile.memory_mb for s in vertices["big-stage"].subtasks}
-    small = {s.slot_profile.memory_mb for s in vertices["small-stage"].subtasks}
+    job = result.details
+    big = {s.slot_profile.memory_mb for s in job.vertex_running("big-stage").subtasks}
+    small = {s.slot_profile.memory_mb for s in job.vertex_running("small-stage").subtasks}
     assert big == {1024} and small == {64}, (big, small)   # 6.1 MB and 625 KB read, x100
-    assert "slots of 1c-1024m for the 6.1 MB" in vertices["big-stage"].decision
-    assert {s.worker_spec for s in vertices["big-sink"].subtasks} == {"1x1c-1024m"}
+    assert "slots of 1c-1024m for the 6.1 MB" in job.vertex_running("big-stage").decision
+    assert {s.worker_spec for s in job.vertex_running("big-sink").subtasks} == {"1x1c-1024m"}
     assert started.get("1x1c-1024m") and started.get("1x1c-64m"), started
     assert pq.read_table(tmp_path / "big").num_rows == 400_000
     assert pq.read_table(tmp_path / "small").num_rows == 40_000
@@ -223,9 +224,9 @@ def test_a_resource_spec_the_user_set_wins_over_sizing(tmp_path):
     p = yf.Pipeline("explicit")
     p.from_arrow(TABLE).rebalance().map(lambda b: b, name="set").resources(yf.ResourceSpec(1, "768m")) \
      .write_parquet(str(tmp_path / "out"))
-    vertices = _run(config, p)
-    assert {s.slot_profile.memory_mb for s in vertices["set"].subtasks} == {768}
-    assert "slots of" not in vertices["set"].decision and vertices["set"].parallelism == 1
+    job = _run(config, p)
+    assert {s.slot_profile.memory_mb for s in job.vertex_running("set").subtasks} == {768}
+    assert "slots of" not in job.vertex_running("set").decision and job.vertex_running("set").parallelism == 1
 
 
 def test_the_web_page_shows_each_decision_with_its_bytes(tmp_path, chromium):
@@ -237,9 +238,10 @@ def test_the_web_page_shows_each_decision_with_its_bytes(tmp_path, chromium):
         assert client.wait(180).status is JobStatus.FINISHED
         dom = browse(chromium, f"{cluster.web.url}#/jobs/{client.job_id}",
                      artifacts_dir() / "web-ui-adaptive.png")
-    assert "Decided at run time" in dom and 'data-decision="aggregate"' in dom, dom[-2000:]
+    chain = "aggregate -&gt; parquet-sink"      # the aggregate chained to its sink, as HTML
+    assert "Decided at run time" in dom and f'data-decision="{chain}"' in dom, dom[-2000:]
     assert "parallelism 1 decided at run time (configured 4): its inputs measured" in dom
-    assert "aggregate ×1" in dom and "FINISHED · 1c-64m" in dom     # its slots as sized
+    assert f"{chain} ×1" in dom and "FINISHED · 1c-64m" in dom     # its slots as sized
 
 
 def test_a_session_job_decides_with_its_own_adaptive_options_not_the_sessions(tmp_path):
@@ -253,7 +255,7 @@ def test_a_session_job_decides_with_its_own_adaptive_options_not_the_sessions(tm
     with LocalCluster(session_config, session=True) as session:
         details = session.dispatcher.wait(session.dispatcher.submit(graph), 180)
     assert details.status is JobStatus.FINISHED, details.failure
-    aggregate = {v.name: v for v in details.vertices}["aggregate"]
+    aggregate = details.vertex_running("aggregate")
     assert aggregate.parallelism == 2 and "configured 4" in aggregate.decision
     assert "slots of" in aggregate.decision, aggregate.decision
     got = pq.read_table(out).select(["k", "v_sum", "v_count"]).sort_by("k")

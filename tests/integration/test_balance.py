@@ -20,9 +20,9 @@ from yarnflow.taskexecutor.network.partitioner import MIN_SLICE_ROWS
 BATCH_ROWS = 5000   # two batches per source subtask: too few to deal whole
 
 
-def records_in(details: JobDetails, vertex: str) -> list[int]:
-    return [s.metrics.records_in for v in details.vertices if v.name == vertex
-            for s in v.subtasks]
+def records_in(details: JobDetails, operator: str) -> list[int]:
+    """What each subtask of the vertex ``operator`` heads (alone or chained) read."""
+    return [s.metrics.records_in for s in details.vertex_running(operator).subtasks]
 
 
 def test_rebalance_gives_every_subtask_its_share_of_the_rows(fast_config, tmp_path):
@@ -108,10 +108,9 @@ def test_the_forward_side_of_a_broadcast_join_is_balanced_when_an_executor_start
     with LocalCluster(config) as cluster:
         result = cluster.submit(graph).wait(180)
     assert result.status is JobStatus.FINISHED, result.failure
-    rows = [s.metrics.records_out for v in result.details.vertices if v.name == "instruments"
-            for s in v.subtasks]
+    rows = [s.metrics.records_out for s in result.details.vertex_running("instruments").subtasks]
     assert sum(rows) == ROWS and max(rows) / (ROWS / 4) <= 1.1, rows
-    join = next(v for v in result.details.vertices if v.name == "join")
+    join = result.details.vertex_running("join")
     assert [(i.producer, i.ship) for i in join.inputs] == \
         [("instruments", "forward"), ("codes", "broadcast")]
     per_input = [s.metrics.records_in_per_input for s in join.subtasks]
@@ -135,9 +134,9 @@ def test_job_details_give_each_subtask_its_slot_profile_and_worker_spec(fast_con
         result = cluster.submit(p.job_graph(fast_config)).wait(120)
     assert result.status is JobStatus.FINISHED, result.failure
     placed = {(v.name, s.index): (s.slot_profile.label(), s.worker_spec)
-              for v in result.details.vertices for s in v.subtasks if v.name in ("src", "heavy")}
+              for v in result.details.vertices for s in v.subtasks}
     assert placed == {("src", 0): ("3c-3072m", "1x3c-3072m"),
-                      ("heavy", 0): ("3c-3072m", "1x3c-3072m"),
+                      ("heavy -> parquet-sink", 0): ("3c-3072m", "1x3c-3072m"),
                       ("src", 1): ("1c-1024m", "1x1c-1024m")}, placed
 
 

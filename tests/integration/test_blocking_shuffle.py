@@ -77,7 +77,7 @@ def test_a_shuffle_larger_than_executor_memory_completes_through_blocking_partit
             + config.get(options.WORKER_OVERHEAD_MEMORY)
 
     assert result.status is JobStatus.FINISHED, result.failure
-    expand_vertex = next(v for v in result.details.vertices if v.name == "expand")
+    expand_vertex = result.details.vertex_running("expand")
     shuffled_mb = [s.metrics.bytes_out / 2**20 for s in expand_vertex.subtasks]
     # every producer wrote more than a whole executor may hold ...
     assert min(shuffled_mb) > container_mb, (shuffled_mb, container_mb)

@@ -81,7 +81,8 @@ def test_explain_json_is_the_plan_as_data(main_run):
     explained = yarnflow("explain", "--json", "examples/skewed_join.py", "--", "--data", str(data))
     assert explained.returncode == 0, explained.stdout + explained.stderr
     plan = json.loads(explained.stdout)
-    join = next(v for v in plan["vertices"] if v["name"] == "join")
+    join = next(v for v in plan["vertices"] if "join" in v["operators"])
+    assert join["name"] == "join -> sink" and join["operators"] == ["join", "sink"]
     assert [(i["producer"], i["ship"]) for i in join["inputs"]] == \
         [("instruments", "FORWARD"), ("currency-code", "BROADCAST")]
     assert join["estimate"]["rows"] == 200_000
@@ -102,7 +103,8 @@ def test_failing_job_exits_1_and_names_the_error(tmp_path):
     """))
     proc = yarnflow("run", *FAST, *NO_RESTART, str(script))
     assert proc.returncode == 1
-    assert "explode (1/1) failed" in proc.stdout and "no column 'price'" in proc.stdout
+    assert "operator 'explode' of arrow-source -> explode -> parquet-sink (1/1) failed" \
+        in proc.stdout and "no column 'price'" in proc.stdout
 
 
 def test_invalid_pipeline_and_bad_option_exit_2_with_the_fix(tmp_path):

@@ -76,9 +76,9 @@ def assert_exact(out: Path) -> None:
     assert got["v_count"].to_pylist() == want["v_count"].to_pylist()
 
 
-def executor_running(details: JobDetails, vertex: str) -> str:
-    return next(s.resource_id for v in details.vertices if v.name == vertex
-                for s in v.subtasks if s.resource_id)
+def executor_running(details: JobDetails, operator: str) -> str:
+    return next(s.resource_id for s in details.vertex_running(operator).subtasks
+                if s.resource_id)
 
 
 def test_a_killed_executor_midway_restarts_the_job_and_the_output_is_exact(tmp_path):
@@ -129,8 +129,9 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-def stage(details: JobDetails, *names: str) -> list:
-    return [s for v in details.vertices if v.name in names for s in v.subtasks]
+def stage(details: JobDetails, *operators: str) -> list:
+    """The subtasks of the vertices that run these operators (a chain counted once)."""
+    return [s for v in details.vertices if any(v.runs(o) for o in operators) for s in v.subtasks]
 
 
 def two_stage_job(out: Path, progress_one: Path, progress_two: Path) -> yf.Pipeline:

@@ -32,9 +32,9 @@ def test_execute_returns_the_ended_jobs_handle(tmp_path):
     assert handle.status() is JobStatus.FINISHED
     result = handle.wait(0)
     assert result.status is JobStatus.FINISHED and result.job_id == handle.job_id
-    work = next(v for v in result.details.vertices if v.name == "work")
+    work = result.details.vertex_running("work")      # arrow-source -> work -> parquet-sink
     assert [s.state for s in work.subtasks] == [ExecutionState.FINISHED]
-    assert work.subtasks[0].metrics.records_in == 100
+    assert result.details.operator_metrics("work").records_in == 100
 
 
 def test_a_failed_job_raises_with_its_result(tmp_path):
@@ -54,8 +54,9 @@ def test_wait_has_a_deadline_and_cancel_ends_the_job_canceled(tmp_path):
     handle = target.submit(graph)
     try:
         wait_until(lambda: handle.status() is JobStatus.RUNNING and any(
-            s.state is ExecutionState.RUNNING for v in handle.details().vertices
-            if v.name == "work" for s in v.subtasks), 60, "the work subtask RUNNING")
+            s.state is ExecutionState.RUNNING
+            for s in handle.details().vertex_running("work").subtasks), 60,
+            "the work subtask RUNNING")
         with pytest.raises(TimeoutError, match=f"job {handle.job_id} did not end within 0.1 s"):
             handle.wait(0.1)
         handle.cancel()

@@ -36,6 +36,9 @@ def get(url: str) -> dict:
         return json.loads(response.read())
 
 
+WORK = "work -> parquet-sink"      # the map chained to its sink
+
+
 def test_running_subtasks_show_growing_records_before_any_subtask_finished(tmp_path):
     config = Configuration.load(overrides=LIVE)
     p = yf.Pipeline("live", parallelism=2)
@@ -49,7 +52,7 @@ def test_running_subtasks_show_growing_records_before_any_subtask_finished(tmp_p
             job = get(url + f"jobs/{client.job_id}")
             if job["status-counts"]["FINISHED"]:
                 raise AssertionError(f"a subtask finished before any record showed: {job}")
-            work = next(v for v in job["vertices"] if v["name"] == "work")
+            work = next(v for v in job["vertices"] if v["name"] == WORK)
             return work["metrics"]["read-records"] if work["tasks"]["RUNNING"] else 0
         first = wait_until(work_records_none_finished, 60,
                            "records of the running work subtasks in the REST API")
@@ -60,10 +63,14 @@ def test_running_subtasks_show_growing_records_before_any_subtask_finished(tmp_p
             # the vertex's sum grows once one subtask reads; on a busy machine the
             # other may start a moment later (none may have finished meanwhile)
             work_records_none_finished()
-            work = next(v for v in client.details().vertices if v.name == "work")
+            work = client.details().vertex_running("work")
             return work if all(s.metrics.records_in > 0 for s in work.subtasks) else None
         work = wait_until(every_work_subtask_read, 30, "records in every running work subtask")
-        assert metric(url, "yarnflow_vertex_records_in", "work") > 0
+        assert metric(url, "yarnflow_vertex_records_in", WORK) > 0
+        # each operator of the chain has its own figures and progress while it runs
+        wait_until(lambda: metric(url, "yarnflow_operator_records_in", WORK, "parquet-sink") > 0,
+                   30, "rows into the sink chained after work, in the metrics")
+        assert 0 <= metric(url, "yarnflow_operator_progress", WORK, "work") < 1
         subtask = get(url + f"jobs/{client.job_id}/vertices/{work.id}")["subtasks"][0]
         assert SUBTASK_METRICS <= set(subtask["metrics"])
         assert subtask["metrics"]["inputs-total"] == 2, "a rebalance reads both producers"
@@ -72,12 +79,13 @@ def test_running_subtasks_show_growing_records_before_any_subtask_finished(tmp_p
         ended = client.details()
         job = get(url + f"jobs/{client.job_id}")
         assert all(VERTEX_METRICS <= set(v["metrics"]) for v in job["vertices"])
-        assert [v["metrics"]["progress"] for v in job["vertices"]] == [1.0, 1.0, 1.0]
+        assert [v["metrics"]["progress"] for v in job["vertices"]] == [1.0, 1.0]
+        assert [(op["name"], op["metrics"]["progress"]) for op in job["vertices"][1]["operators"]] \
+            == [("work", 1.0), ("parquet-sink", 1.0)]
         source = ended.vertices[0]
         assert source.splits_total > 0
         assert sum(s.metrics.inputs_done for s in source.subtasks) == source.splits_total
-        channels = {"work": 2, "parquet-sink": 1}      # a rebalance reads both producers
-        for vertex in ended.vertices[1:]:
-            assert [(s.metrics.inputs_done, s.metrics.inputs_total) for s in vertex.subtasks] \
-                == [(channels[vertex.name],) * 2] * 2, vertex
+        (chain,) = ended.vertices[1:]                 # work -> parquet-sink
+        assert [(s.metrics.inputs_done, s.metrics.inputs_total) for s in chain.subtasks] \
+            == [(2, 2)] * 2, chain                    # a rebalance reads both producers
     assert pq.read_table(tmp_path / "out").num_rows == ROWS

@@ -5,6 +5,7 @@ browser draws the page. Its YARN side (through the ResourceManager's proxy) is i
 tests/yarn/test_web_ui.py."""
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -36,6 +37,16 @@ def pipeline(out: str, name: str = "watched", rows: int = 300, fn=slow) -> yf.Pi
     return p
 
 
+# the two chains: the source and work, then keyed and the sink after the hash exchange
+WORK, KEYED = "arrow-source -> work", "keyed -> parquet-sink"
+
+
+def work_records_in(url: str) -> float:
+    """What the work operator read, scraped: its chain's head is the source, whose task
+    reads no input of its own."""
+    return metric(url, "yarnflow_operator_records_in", WORK, operator="work")
+
+
 def get(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=10) as response:
         return json.loads(response.read())
@@ -47,16 +58,15 @@ def test_the_rest_api_agrees_with_the_job_details_and_metrics_grow(tmp_path):
         url = cluster.web.url
         graph = pipeline(str(tmp_path / "out")).job_graph(config)
         client = cluster.submit(graph)
-        wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work") > 0, 60,
-                   "the work vertex's records in the metrics")
-        first = metric(url, "yarnflow_vertex_records_in", "work")
+        wait_until(lambda: work_records_in(url) > 0, 60, "the work operator's records in the metrics")
+        first = work_records_in(url)
         running = get(url + f"jobs/{client.job_id}")
         assert running["state"] == "RUNNING"
         executors = get(url + "taskmanagers")["taskmanagers"]
         assert executors and all(e["container"]["memory_mb"] > 0 for e in executors)
-        wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work") > first, 60,
-                   "the work vertex's records growing between two scrapes")
-        vid = next(v.id for v in graph.vertices.values() if v.name == "work")
+        wait_until(lambda: work_records_in(url) > first, 60,
+                   "the work operator's records growing between two scrapes")
+        vid = graph.vertex_running("work").id
         for path, fields in ENDPOINTS.items():
             answer = get(url + path.format(jid=client.job_id, vid=vid))
             assert fields <= set(answer), (path, sorted(fields - set(answer)))
@@ -81,11 +91,13 @@ def test_the_rest_api_agrees_with_the_job_details_and_metrics_grow(tmp_path):
             assert all(SUBTASK_FIELDS <= set(s) for s in subtasks)
             assert [(s["taskmanager-id"], s["host"], s["attempt"]) for s in subtasks] == \
                 [(s.resource_id, s.host, s.attempt) for s in vertex.subtasks]
-        assert next(v for v in job["vertices"] if v["name"] == "work")["metrics"]["read-records"] == 300
+        chain = next(v for v in job["vertices"] if v["name"] == WORK)["operators"]
+        assert [(op["name"], op["metrics"]["read-records"], op["metrics"]["write-records"])
+                for op in chain] == [("arrow-source", 0, 300), ("work", 300, 300)]
 
         nodes = get(url + f"jobs/{client.job_id}/plan")["plan"]["nodes"]
         assert [n["description"] for n in nodes] == [v.name for v in graph.topological_order()]
-        keyed = next(n for n in nodes if n["description"] == "keyed")
+        keyed = next(n for n in nodes if n["description"] == KEYED)
         assert keyed["inputs"][0]["ship_strategy"] == "HASH" and keyed["inputs"][0]["keys"] == ["k"]
         assert nodes[0]["estimate"]["rows"] == 300      # the planner's, shipped with the graph
         assert get(url + "overview")["jobs-finished"] == 1
@@ -137,8 +149,8 @@ def test_a_browser_draws_the_running_jobs_dag_subtasks_and_executors(tmp_path, c
         dom = browse(chromium, page, artifacts_dir() / "web-ui-local.png")
         client.cancel()
         client.wait(60)
-    for vertex in ("arrow-source", "work", "keyed", "parquet-sink"):
-        assert f'data-vertex="{vertex}"' in dom, dom[-3000:]
+    for vertex in (WORK, KEYED):
+        assert f'data-vertex="{html.escape(vertex, quote=False)}"' in dom, dom[-3000:]
     assert re.search(r'class="vertex status-(RUNNING|DEPLOYING|FINISHED|SCHEDULED)', dom)
     assert "Executors and containers" in dom and "data-executor=" in dom
     assert "HASH(k)" in dom                           # the edge's ship strategy, drawn

@@ -96,12 +96,12 @@ def test_which_operators_the_client_leaves_to_the_run_time():
     graph = p.job_graph(config)
     adaptive = {v.name for v in graph.vertices.values() if v.adaptive}
     # sink-b reads 'set' (2) through a rebalance: its bytes decide it too
-    assert adaptive == {"decided", "follows", "sink-a", "sink-b"}
+    assert adaptive == {"decided -> follows -> sink-a", "sink-b"}, "a chain is decided as one"
     assert graph.schedule_mode.name == "LAZY_FROM_SOURCES"
     from yarnflow.client.explain import plan_json, plan_renderable
     from rich.console import Console
     planned = {v["name"]: v["adaptive"] for v in plan_json(graph, config)["vertices"]}
-    assert planned["decided"] and not planned["set"]
+    assert planned["decided -> follows -> sink-a"] and not planned["set"]
     console = Console(record=True, width=400)
     console.print(plan_renderable(graph, config))
     shown = console.export_text()

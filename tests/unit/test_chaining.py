@@ -20,7 +20,7 @@ from yarnflow.core.operators.chain import ChainedOperator, failed_operator
 from yarnflow.appmaster.webmonitor import views
 from rich.console import Console
 
-from yarnflow.client.display import summary_table
+from yarnflow.client.display import progress_table, summary_table
 from yarnflow.core.details import JobDetails, SubtaskDetails, VertexDetails
 from yarnflow.core.ids import JobID
 from yarnflow.core.status import JobStatus
@@ -182,7 +182,8 @@ def test_a_chain_hands_each_batch_down_the_line_and_gives_what_each_operator_wou
 
 
 def test_each_operators_figures_travel_with_the_task_and_the_vertex_sums_them():
-    ops = (OperatorMetrics("rows", 0, 10, 0, 80), OperatorMetrics("sink", 10, 0, 80, 0))
+    ops = (OperatorMetrics("rows", 0, 10, 0, 80, finished=True),
+           OperatorMetrics("sink", 10, 0, 80, 0))
     metrics = TaskMetrics(records_out=0, operators=ops)
     message = common_pb2.TaskMetrics()
     fill_metrics(metrics, message)
@@ -204,7 +205,30 @@ def test_each_operators_figures_travel_with_the_task_and_the_vertex_sums_them():
     alone = VertexDetails("w", "map", 1, [SubtaskDetails(0, ExecutionState.FINISHED, metrics=TaskMetrics(
         records_in=3, records_out=2))])
     assert views._vertex(alone, None)["operators"] == [{"name": "map", "metrics": {
-        "read-records": 3, "write-records": 2, "read-bytes": 0, "write-bytes": 0}}]
+        "read-records": 3, "write-records": 2, "read-bytes": 0, "write-bytes": 0,
+        "progress": 1.0}}]
+
+
+def test_each_operator_of_a_chain_has_its_own_progress():
+    """The head finished in both subtasks (its input ended), the aggregate after it
+    still flushes in one: the head is done, the aggregate is not, whatever the input says."""
+    def subtask(i: int, tail_finished: bool) -> SubtaskDetails:
+        ops = (OperatorMetrics("read", 0, 10, finished=True),
+               OperatorMetrics("agg", 10, 0, finished=tail_finished))
+        return SubtaskDetails(i, ExecutionState.RUNNING, metrics=TaskMetrics(
+            inputs_done=4, inputs_total=4, operators=ops))
+    vertex = VertexDetails("v", "read -> agg", 2, [subtask(0, True), subtask(1, False)],
+                           operators=["read", "agg"])
+    assert vertex.progress() == 1.0                   # every input channel ended
+    assert vertex.operator_progress("read") == 1.0
+    assert vertex.operator_progress("agg") == 0.99
+    rest = {o["name"]: o["metrics"]["progress"] for o in views._vertex(vertex, None)["operators"]}
+    assert rest == {"read": 1.0, "agg": 0.99}
+    shown = Console(width=200, record=True)
+    shown.print(progress_table(JobDetails(JobID("j"), "job", JobStatus.RUNNING, 0.0, 0.0, [vertex])))
+    rows = {line.strip("│ ").split()[0]: line for line in shown.export_text().splitlines()
+            if line.strip("│ ")[:3] in ("rea", "agg")}
+    assert rows["read"].rstrip("│ ").endswith("100 %") and rows["agg"].rstrip("│ ").endswith("99 %")
 
 
 def test_a_chained_vertex_keeps_its_operators_names_over_the_wire(tmp_path):
@@ -273,3 +297,34 @@ def test_the_readme_examples_plan_chains_its_join_and_sink(tmp_path):
     plan = plan_json(example.build(str(data), str(tmp_path / "out")).job_graph(ON), ON)
     assert [v["name"] for v in plan["vertices"]] == ["instruments", "currencies", "currency-code",
                                                      "join -> sink"]
+    text = explained(example.build(str(data), str(tmp_path / "out")))     # by default
+    assert "join -> sink" in text and "join: BROADCAST join" in text
+
+
+def explained(pipeline: yf.Pipeline) -> str:
+    """What `yarnflow explain` prints for it, with the default configuration."""
+    from yarnflow.client.explain import plan_renderable
+    config = Configuration.load()
+    console = Console(record=True, width=300)
+    console.print(plan_renderable(pipeline.job_graph(config), config))
+    return console.export_text()
+
+
+def test_explain_shows_a_q1_like_pipeline_as_two_chains_by_default(tmp_path):
+    """TPC-H Q1's shape: read, filter, map, aggregate, write is 5 vertices unchained; by
+    default the filter and map follow the source, the sink follows the aggregate."""
+    (tmp_path / "lineitem").mkdir()
+    pq.write_table(pa.table({"flag": ["A", "N"], "qty": [1.0, 2.0], "day": [1, 2]}),
+                   tmp_path / "lineitem" / "part-0.parquet")
+    p = yf.Pipeline("q1", parallelism=2)
+    p.read_parquet(str(tmp_path / "lineitem"), name="parquet-source") \
+     .filter(lambda b: pc.less_equal(b["day"], 1), name="shipdate") \
+     .map(lambda b: b, name="prep") \
+     .aggregate(["flag"], [("qty", "sum")]).write_parquet(str(tmp_path / "out"))
+    text = explained(p)
+    assert "parquet-source -> shipdate -> prep" in text
+    assert "aggregate -> parquet-sink" in text and "HASH(flag) <- parquet-source -> shipdate -> prep" in text
+    graph = p.job_graph(Configuration.load())
+    assert sum(v.parallelism for v in graph.vertices.values()) == 4
+    assert sum(v.parallelism for v in p.job_graph(OFF).vertices.values()) == 10
+

@@ -7,6 +7,7 @@ import pytest
 
 import yarnflow.client as yf
 from yarnflow.conf import Configuration
+from yarnflow.core.chaining import head_operator
 from yarnflow.core.jobgraph import ShipStrategy
 from yarnflow.client.planner import Estimate, JoinStrategy, plan_join
 
@@ -23,8 +24,13 @@ def big_parquet(tmp_path, rows: int = 200_000) -> str:
     return str(path)
 
 
-def edge_into(graph, vertex_name: str, input_index: int):
-    vertex = next(v for v in graph.vertices.values() if v.name == vertex_name)
+# The planner estimates each operator; chaining, after planning, keeps only a chain's
+# last. Tests of estimates look at the graph operator by operator.
+UNCHAINED = "pipeline.operator-chaining.enabled=false"
+
+
+def edge_into(graph, operator: str, input_index: int):
+    vertex = graph.vertex_running(operator)
     return next(e for e in graph.inputs_of(vertex) if e.target_input == input_index)
 
 
@@ -34,7 +40,7 @@ def test_parquet_estimates_come_from_the_footer_and_survive_map_filter_flat_map_
     out = src.map(lambda b: b, name="m").filter(lambda b: b["v"], name="f") \
              .flat_map(lambda b: [b], name="fm").spark_sql("SELECT * FROM input", name="sql")
     out.write_parquet(str(tmp_path / "out"))
-    graph = p.job_graph(Configuration.load())
+    graph = p.job_graph(Configuration.load(overrides=[UNCHAINED]))
     by_name = {v.name: v.estimate for v in graph.vertices.values()}
     want = by_name["src"]
     arrow = pq.read_table(tmp_path / "big").nbytes
@@ -49,7 +55,7 @@ def test_projected_columns_count_only_their_bytes(tmp_path):
     part = p.read_parquet(str(tmp_path / "big"), columns=["k"], name="part")
     whole.write_parquet(str(tmp_path / "o1"))
     part.write_parquet(str(tmp_path / "o2"))
-    graph = p.job_graph(Configuration.load())
+    graph = p.job_graph(Configuration.load(overrides=[UNCHAINED]))
     est = {v.name: v.estimate for v in graph.vertices.values()}
     assert est["part"].rows == est["whole"].rows
     assert 0 < est["part"].bytes < est["whole"].bytes / 2
@@ -72,7 +78,7 @@ def test_parquet_estimates_are_arrow_bytes_within_a_quarter(tmp_path, kind):
     pq.write_table(table, tmp_path / "in" / "part-0.parquet", row_group_size=30_000)
     p = yf.Pipeline("est")
     p.read_parquet(str(tmp_path / "in"), name="src").write_parquet(str(tmp_path / "out"))
-    graph = p.job_graph(Configuration.load())
+    graph = p.job_graph(Configuration.load(overrides=[UNCHAINED]))
     estimated = next(v.estimate for v in graph.vertices.values() if v.name == "src").bytes
     actual = pq.read_table(tmp_path / "in").nbytes
     assert abs(estimated - actual) <= actual / 4, f"{kind}: estimated {estimated}, Arrow {actual}"
@@ -114,8 +120,9 @@ def test_auto_broadcasts_the_small_side_behind_an_operator_and_forwards_the_big_
     assert plan.strategy is JoinStrategy.BROADCAST and plan.broadcast_input == 1
     assert edge_into(graph, "join", 0).ship is ShipStrategy.FORWARD
     assert edge_into(graph, "join", 1).ship is ShipStrategy.BROADCAST
-    join = next(v for v in graph.vertices.values() if v.name == "join")
-    assert join.parallelism == 3 and join.operator.value.build_input == 1
+    join = graph.vertex_running("join")
+    assert join.operators == ("join", "parquet-sink")     # two inputs: it heads its chain
+    assert join.parallelism == 3 and head_operator(join).build_input == 1
     assert "codes" in plan.reason and "planner.broadcast-threshold" in plan.reason
 
 
@@ -167,19 +174,26 @@ def test_planning_leaves_the_users_pipeline_untouched(tmp_path):
 
     def build(*overrides: str):
         graph = p.job_graph(Configuration.load(overrides=list(overrides)))
-        vertices = {v.name: v for v in graph.vertices.values()}
-        return vertices, graph.join_plans[vertices["j"].id]
+        return graph, graph.join_plans[graph.vertex_running("j").id]
+
+    def operator(graph, name: str):
+        """The operator named so, alone in its vertex or one of its chain's."""
+        vertex = graph.vertex_running(name)
+        chained = vertex.operator.value
+        return chained.operators[vertex.operators.index(name)] if len(vertex.operators) > 1 \
+            else chained
 
     two, broadcast = build("parallelism.default=2")
     four, hashed = build("parallelism.default=4", "planner.broadcast-threshold=1")
-    assert {v.parallelism for v in two.values()} == {2}
-    assert {v.parallelism for v in four.values()} == {4}
+    assert {v.parallelism for v in two.vertices.values()} == {2}
+    assert {v.parallelism for v in four.vertices.values()} == {4}
     assert broadcast.broadcast_input == 1 and hashed.broadcast_input is None
-    assert two["j"].operator.value is not four["j"].operator.value
-    assert two["sink"].committer.value is not four["sink"].committer.value
+    assert operator(two, "j") is not operator(four, "j")
+    assert two.vertex_running("sink").committer.value is not \
+        four.vertex_running("sink").committer.value
     # the pipeline's own vertices are as the user left them
     assert all(v.parallelism is None and v.estimate is None for v in p._vertices)
-    assert all(v.operator.value is not two[v.name].operator.value for v in p._vertices)
+    assert all(v.operator.value is not operator(two, v.name) for v in p._vertices)
     assert p._vertices[-1].operator.value.committer.output.uris == []
 
 
@@ -193,7 +207,7 @@ def test_a_selectivity_hint_corrects_the_estimate_and_auto_uses_it(tmp_path):
         names = p.from_arrow(pa.table({"k": list(range(100_000)),
                                        "name": [f"n{i}" for i in range(100_000)]}), name="names")
         names.join(few, on="k").write_parquet(str(tmp_path / "o"))
-        graph = p.job_graph(Configuration.load(overrides=["planner.broadcast-threshold=1mb"]))
+        graph = p.job_graph(Configuration.load(overrides=[UNCHAINED, "planner.broadcast-threshold=1mb"]))
         few_estimate = next(v.estimate for v in graph.vertices.values() if v.name == "few")
         return next(iter(graph.join_plans.values())), few_estimate
     unhinted, carried = plan()
@@ -221,7 +235,7 @@ def test_csv_estimates_come_from_a_sample_in_arrow_bytes(tmp_path):
         pacsv.write_csv(table, tmp_path / "csv" / f"part-{part}.csv")
     p = yf.Pipeline("csv")
     p.read_csv(str(tmp_path / "csv"), name="src").write_parquet(str(tmp_path / "o"))
-    graph = p.job_graph(Configuration.load())
+    graph = p.job_graph(Configuration.load(overrides=[UNCHAINED]))
     estimate = next(v.estimate for v in graph.vertices.values() if v.name == "src")
     actual = table.nbytes * 3
     assert abs(estimate.rows - 150_000) <= 150_000 / 4

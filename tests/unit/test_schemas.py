@@ -9,11 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import yarnflow.client as yf
+from yarnflow.conf import Configuration
 from yarnflow.core.failures import ContractError
 from yarnflow.core.operators import MapOperator
 
 ORDERS = pa.table({"id": [1, 2, 3], "customer": [7, 8, 7], "amount": [1.0, 2.0, 3.0]})
 CUSTOMERS = pa.table({"customer": [7, 8], "name": ["a", "b"]})
+
+UNCHAINED = Configuration.load(overrides=["pipeline.operator-chaining.enabled=false"])
 
 
 @pytest.fixture(params=["parquet", "csv", "table"])
@@ -75,7 +78,7 @@ def test_columns_flow_through_built_in_operators(orders, tmp_path):
         .join(p.from_arrow(CUSTOMERS), on="customer")
     joined.aggregate(["name"], [("amount", "sum")], name="totals") \
         .select("name", "amount_sum").write_parquet(str(tmp_path / "out"))
-    graph = p.job_graph()
+    graph = p.job_graph(UNCHAINED)      # each operator's schema, not only a chain's last
     totals = next(v for v in graph.vertices.values() if v.name == "totals")
     assert totals.schema.names == ["name", "amount_sum"]
     p, src = orders()
@@ -88,7 +91,7 @@ def test_an_undeclared_function_stops_checking_and_a_declared_one_lets_it_go_on(
     p, src = orders()
     src.map(lambda b: b.append_column("extra", pa.array([0] * b.num_rows))) \
         .select("extra").write_parquet(str(tmp_path / "out"))
-    graph = p.job_graph()       # unknown columns after the map: nothing is refused
+    graph = p.job_graph(UNCHAINED)      # unknown columns after the map: nothing is refused
     assert [v.schema for v in graph.vertices.values() if v.name == "select"] == [None]
     p, src = orders()
     declared = pa.schema([("id", pa.int64()), ("extra", pa.int64())])

@@ -58,7 +58,7 @@ def test_explain_json_gives_each_shared_slot_and_the_executors_the_job_would_sta
     workers = sorted((w["slot_profile"]["cpu"], w["slots"], w["executors"])
                      for w in plan["worker_specs"])
     assert workers == [(1.0, 1, 1), (3.0, 1, 1)]
-    heavy = next(v for v in plan["vertices"] if v["name"] == "heavy")
+    heavy = next(v for v in plan["vertices"] if v["name"] == "heavy -> parquet-sink")
     assert heavy["parallelism"] == 1 and heavy["subtask_profile"]["memory_mb"] == 2048
     assert [(i["ship"], i["exchange"]) for i in heavy["inputs"]] == [("REBALANCE", "PIPELINED")]
 

@@ -156,10 +156,10 @@ def test_an_in_memory_table_travels_in_its_splits_not_in_every_deployment(tmp_pa
     h = Harness(graph, Configuration.load(), main=ManualMainThread())
     h.start()
     h.offer_pending(["te-1"])
-    sources = [tdd for tdd in h.deployed() if tdd.info.vertex_name == "src"]
+    sources = [tdd for tdd in h.deployed() if tdd.info.vertex_name == "src -> parquet-sink"]
     assert len(sources) == 2
     for tdd in sources:
-        assert tdd.info.operator.load().table is None
+        assert tdd.info.operator.load().head.table is None
         assert len(tdd.info.operator.serialized()) < 10_000, "the table is not in the deployment"
         h.report(tdd.attempt_id, ExecutionState.RUNNING)
     rows: list[int] = []

@@ -74,9 +74,8 @@ def test_slot_sharing_group_is_inherited_when_inputs_agree_else_default():
     inherited = left.map(lambda b: b, name="inherits")
     inherited.join(right, on="k", name="mixed")
     graph = p.job_graph()
-    groups = {v.name: v.slot_sharing_group for v in graph.vertices.values()}
-    assert groups["inherits"] == "x"
-    assert groups["mixed"] == "default"
+    assert graph.vertex_running("inherits").slot_sharing_group == "x"   # chained to left
+    assert graph.vertex_running("mixed").slot_sharing_group == "default"
 
 
 def test_a_shared_slot_needs_the_sum_of_its_operators_specs():

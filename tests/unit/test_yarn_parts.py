@@ -70,7 +70,8 @@ def test_a_container_beyond_yarns_maximum_names_the_vertex_and_the_setting():
     graph = p.job_graph(config)
     with pytest.raises(InvalidPipelineError) as err:
         plan_containers(graph, config)
-    assert "'fat'" in str(err.value) and "yarn.scheduler.maximum-allocation-mb=8192" in str(err.value)
+    # the map is chained to its source: the message names the chain
+    assert "'arrow-source -> fat'" in str(err.value) and "yarn.scheduler.maximum-allocation-mb=8192" in str(err.value)
 
 
 def test_service_names_are_what_skein_accepts():

@@ -33,9 +33,11 @@ def sink_is_writing(app: YarnApplication, hdfs, out: str) -> bool:
     details = app.job_details()
     if details is None:
         return False
-    sink = next(v for v in details.vertices if v.name == "parquet-sink")
-    return any(s.state == ExecutionState.RUNNING and s.metrics.records_in > 0
-               for s in sink.subtasks) and any("-staging-" in n for n in hdfs.leftovers(out))
+    sink = details.vertex_running("parquet-sink")     # chained to the "long" shape's work
+    assert sink.operators == ["work", "parquet-sink"], sink.name
+    return any(s.state == ExecutionState.RUNNING and any(
+        op.name == "parquet-sink" and op.records_in > 0 for op in s.metrics.operators)
+        for s in sink.subtasks) and any("-staging-" in n for n in hdfs.leftovers(out))
 
 
 def overwrite_while_sink_writes(hdfs, name: str, *options: str) -> tuple[str, pa.Table, str]:

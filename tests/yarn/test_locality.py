@@ -55,7 +55,7 @@ def read_where_stored(hdfs, name: str, files_per_host: list[int], executors: int
     with YarnApplication(submitted_app_id(proc), timeout=30) as app:
         details = app.archived_details()
     assert details is not None
-    source = [s for v in details.vertices if v.name == "parquet-source" for s in v.subtasks]
+    source = details.vertex_running("parquet-source").subtasks     # chained to the sink
     local = sum(s.splits_local for s in source)
     located = local + sum(s.splits_remote for s in source)
     got = hdfs.read_table(f"{base}/out").sort_by("k")

@@ -111,7 +111,7 @@ def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster
             details = app.job_details()
             if details is None:
                 return None
-            source = next(v for v in details.vertices if v.name == "arrow-source")
+            source = details.vertex_running("arrow-source")
             return all(s.state == ExecutionState.FINISHED for s in source.subtasks)
         wait_until(stage1_finished, 120, "stage 1 to finish", interval=0.2)
         stage1 = next(c["containerId"] for c in yarn_cluster.running_containers(app_id)
@@ -128,11 +128,12 @@ def test_idle_first_stage_containers_are_released_after_the_timeout(yarn_cluster
     assert yarn_cluster.wait_finished(app_id)["finalStatus"] == "SUCCEEDED"
 
 
-def _subtasks_running(app: "YarnApplication", vertex: str, count: int) -> bool:
+def _subtasks_running(app: "YarnApplication", operator: str, count: int) -> bool:
+    """Whether ``count`` subtasks of the vertex running ``operator`` (alone or chained) run."""
     details = app.job_details()
     if details is None:
         return False
-    subtasks = next(v for v in details.vertices if v.name == vertex).subtasks
+    subtasks = details.vertex_running(operator).subtasks
     return sum(s.state == ExecutionState.RUNNING for s in subtasks) == count
 
 
@@ -160,14 +161,15 @@ def test_without_restarts_a_container_killed_from_outside_fails_the_job_with_its
     assert f"TaskExecutor container lost: YARN container {container_id}" in logs
 
 
-def _work_rows_out(app: "YarnApplication") -> int:
-    """Rows the "work" subtasks emitted so far (their metrics ride on the executors'
-    heartbeats)."""
+def _rows_into_sink(app: "YarnApplication") -> int:
+    """Rows the "work" operators handed to the sink chained after them so far (their
+    metrics ride on the executors' heartbeats)."""
     details = app.job_details()
     if details is None:
         return 0
-    return sum(s.metrics.records_out for v in details.vertices if v.name == "work"
-               for s in v.subtasks if s.metrics is not None)
+    chain = details.vertex_running("work")
+    assert chain.operators == ["work", "parquet-sink"], chain.name     # one chained task
+    return details.operator_metrics("parquet-sink").records_in
 
 
 def test_a_container_killed_midway_is_replaced_and_the_job_succeeds_exactly(yarn_cluster, hdfs):
@@ -182,8 +184,8 @@ def test_a_container_killed_midway_is_replaced_and_the_job_succeeds_exactly(yarn
     assert proc.returncode == 0, proc.stdout + proc.stderr
     app_id = submitted_app_id(proc)
     with YarnApplication(app_id, timeout=30) as app:
-        wait_until(lambda: _subtasks_running(app, "work", 2) and _work_rows_out(app) > 0, 120,
-                   "both work subtasks running and some rows through", interval=0.3)
+        wait_until(lambda: _subtasks_running(app, "work", 2) and _rows_into_sink(app) > 0, 120,
+                   "both chained work subtasks running and rows into the sink", interval=0.3)
     killed = yarn_cluster.executor_containers(app_id)[0]
     killed_size, new_size = kill_and_watch_replacement(yarn_cluster, app_id, killed)
     assert new_size == killed_size, f"{killed} was {killed_size}, its replacement {new_size}"

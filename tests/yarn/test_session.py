@@ -55,8 +55,7 @@ def executor_containers(yarn_cluster, app_id: str) -> set[str]:
 
 
 def work_running(client: DispatcherClient, job_id: str) -> bool:
-    details = client.details(job_id)
-    work = [s for v in details.vertices if v.name == "work" for s in v.subtasks]
+    work = client.details(job_id).vertex_running("work").subtasks
     return bool(work) and all(s.state is ExecutionState.RUNNING for s in work)
 
 
@@ -210,10 +209,12 @@ def test_a_container_killed_midway_is_replaced_and_the_session_runs_on(session, 
     job = accepted_job_id(proc)
 
     def midway() -> list:
-        work = [s for v in client.details(job).vertices if v.name == "work" for s in v.subtasks]
-        through = sum(s.metrics.records_out for s in work if s.metrics is not None)
-        return work if work and work_running(client, job) and through > 0 else []
-    work = wait_until(midway, 120, "both work subtasks running and some rows through",
+        details = client.details(job)
+        chain = details.vertex_running("work")
+        assert chain.operators == ["work", "parquet-sink"], chain.name    # one chained task
+        through = details.operator_metrics("parquet-sink").records_in
+        return chain.subtasks if work_running(client, job) and through > 0 else []
+    work = wait_until(midway, 120, "both chained work subtasks running and rows into the sink",
                       interval=0.3)
     killed = executor_container(app_id, work[0].resource_id)
     killed_size, new_size = kill_and_watch_replacement(yarn_cluster, app_id, killed)

@@ -42,7 +42,7 @@ def run(hdfs, slow: list[str], *extra: str) -> tuple[JobDetails, str]:
 
 
 def work(details: JobDetails) -> list:
-    return next(v for v in details.vertices if v.name == "work").subtasks
+    return details.vertex_running("work").subtasks
 
 
 def test_speculative_attempts_outrun_slow_hosts(yarn_cluster, hdfs):

@@ -5,6 +5,7 @@ agrees with YARN and with the job details the CLI shows; nothing secret is serve
 The session's page is tested in test_session.py, against its long-running session."""
 from __future__ import annotations
 
+import html
 import json
 import urllib.request
 
@@ -19,7 +20,10 @@ from yarnflow.client.targets.yarn_apps import YarnApplication
 from yarnflow.client.targets.yarn_client import skein_client
 
 SHAPES = str(PIPELINES / "shapes.py")
+WORK = "work -> parquet-sink"       # the "long" shape's map, chained to its sink
 pytestmark = pytest.mark.usefixtures("yarn_cluster")
+
+
 def get(url: str) -> object:
     with urllib.request.urlopen(url, timeout=15) as response:
         return json.loads(response.read())
@@ -27,7 +31,8 @@ def get(url: str) -> object:
 
 def status_rows(app_id: str) -> dict[str, list[str]]:
     """`yarnflow status`'s live table, vertex -> its cells: parallelism, deploying,
-    running, finished, failed, canceled, records in, records out, progress."""
+    running, finished, failed, canceled, records in, records out, progress; a chain's
+    operators follow its row, each with its records and progress."""
     proc = yarnflow("status", app_id)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows: dict[str, list[str]] = {}
@@ -82,16 +87,21 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
     def live_records() -> int:
         job = get(url + f"jobs/{jid}")
         assert not job["status-counts"]["FINISHED"], f"a subtask finished first: {job}"
-        return next(v for v in job["vertices"] if v["name"] == "work")["metrics"]["read-records"]
+        return next(v for v in job["vertices"] if v["name"] == WORK)["metrics"]["read-records"]
     first = wait_until(live_records, 60, "the running work subtasks' records in the REST API")
     shown = status_rows(app_id)
-    assert not any(int(row[4]) for row in shown.values()), shown        # finished: none
-    assert int(shown["work"][7].replace(",", "")) > 0, shown           # records in
+    assert not any(int(row[4]) for row in shown.values() if row[4]), shown   # finished: none
+    assert int(shown["work"][7].replace(",", "")) > 0, shown           # the operator's records in
+    assert shown["work"][2:7] == [""] * 5 and shown["parquet-sink"][-1].endswith("%"), shown
     wait_until(lambda: live_records() > first, 60,
                "the work subtasks' records growing, no subtask finished yet", interval=0.5)
-    assert metric(url, "yarnflow_vertex_records_in", "work") > 0
+    assert metric(url, "yarnflow_vertex_records_in", WORK) > 0
+    assert metric(url, "yarnflow_operator_records_out", WORK, operator="work") > 0
     job = get(url + f"jobs/{jid}")
-    vid = next(v["id"] for v in job["vertices"] if v["name"] == "work")
+    vid = next(v["id"] for v in job["vertices"] if v["name"] == WORK)
+    chain = next(v for v in job["vertices"] if v["id"] == vid)["operators"]
+    assert [op["name"] for op in chain] == ["work", "parquet-sink"]
+    assert chain[0]["metrics"]["write-records"] >= chain[1]["metrics"]["read-records"] > 0
     for path, fields in ENDPOINTS.items():
         answer = get(url + path.format(jid=jid, vid=vid))
         assert fields <= set(answer), (path, sorted(fields - set(answer)))
@@ -112,21 +122,22 @@ def test_the_tracking_url_leads_to_the_live_page_of_a_per_job_application(yarn_c
         (details.job_id, details.name, details.application_attempt)
     assert [(v["id"], v["name"], v["parallelism"]) for v in job["vertices"]] == \
         [(v.id, v.name, v.parallelism) for v in details.vertices]
-    work = next(v for v in details.vertices if v.name == "work")
+    work = details.vertex_running("work")
+    assert work.name == WORK and work.operators == ["work", "parquet-sink"]
     subtasks = get(url + f"jobs/{jid}/vertices/{vid}")["subtasks"]
     assert [(s["taskmanager-id"], s["host"]) for s in subtasks] == \
         [(s.resource_id, s.host) for s in work.subtasks]
     assert {s["container-id"] for s in subtasks} <= set(yarn_sizes)
 
-    scraped = metric(url, "yarnflow_vertex_records_in", "work")
-    wait_until(lambda: metric(url, "yarnflow_vertex_records_in", "work") > scraped, 60,
+    scraped = metric(url, "yarnflow_vertex_records_in", WORK)
+    wait_until(lambda: metric(url, "yarnflow_vertex_records_in", WORK) > scraped, 60,
                "the work vertex's records growing between two scrapes through the proxy")
 
     # a real browser, through the ResourceManager's proxy
     shot = artifacts_dir() / "web-ui-yarn.png"
     dom = browse(chromium, f"{url}#/jobs/{jid}", shot)
-    for vertex in ("arrow-source", "work", "parquet-sink"):
-        assert f'data-vertex="{vertex}"' in dom, dom[-3000:]
+    for vertex in ("arrow-source", WORK):
+        assert f'data-vertex="{html.escape(vertex, quote=False)}"' in dom, dom[-3000:]
     assert 'data-status="RUNNING"' in dom
     sizes = {f"{e['container']['cpu']:g}c-{e['container']['memory_mb']}m" for e in executors}
     assert all(size in dom for size in sizes), (sizes, dom[-3000:])

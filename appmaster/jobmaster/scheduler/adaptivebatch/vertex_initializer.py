@@ -76,7 +76,9 @@ class AdaptiveVertexInitializer:
         join = ejv.job_vertex.join
         inputs = measured_inputs(ejv)
         if join is not None and len(ejv.inputs) == 2:
-            names = (ejv.inputs[0].producer.name, ejv.inputs[1].producer.name)
+            # each side by the operator whose output it is (a chain's last)
+            names = (ejv.inputs[0].producer.job_vertex.operators[-1],
+                     ejv.inputs[1].producer.job_vertex.operators[-1])
             decision = decide_join(inputs, names, ejv.configured_parallelism,
                                    self._settings, join, self._skew)
         else:
