@@ -4,16 +4,17 @@ does it when it turns the StreamGraph into the JobGraph).
 
 An edge is chained when it is FORWARD and PIPELINED, both ends have the same
 parallelism, slot sharing group and co-location group (and both or neither are
-decided at run time), the consumer has that one input, the producer that one output,
-and neither end forbids it: the consumer must take its input pushed
-(``ChainingStrategy.ALWAYS``), the producer must not be ``NEVER``. A BLOCKING edge is
-a stage boundary and never chained. A producer with several consumers keeps its
-output edges as they are: a chain here is a line of operators, not Flink's tree.
+decided at run time), the consumer has that one input, and neither end forbids it:
+the consumer must take its input pushed (``ChainingStrategy.ALWAYS``), the producer
+must not be ``NEVER``. A BLOCKING edge is a stage boundary and never chained. As in
+Flink a chain is a tree: a producer hands each batch to every consumer chained to it,
+and any operator of the chain may also feed an edge that leaves it. A chain commits
+one output, though (a vertex has one committer): a second sink starts a chain of its own.
 
 The chained vertex keeps its head's id (so a join's plan and its run-time choices stay
-keyed as they were), is named as Flink names it (``source -> filter -> map``), runs a
-``ChainedOperator``, and asks for the sum of its operators' resources, as the shared
-slot they would have shared does.
+keyed as they were), is named as Flink names it (``source -> filter -> map``, a fork as
+``source -> (left, right)``), runs a ``ChainedOperator``, and asks for the sum of its
+operators' resources, as the shared slot they would have shared does.
 """
 from __future__ import annotations
 
@@ -25,9 +26,6 @@ from yarnflow.core.jobgraph import (ChainingStrategy, JobEdge, JobGraph, JobVert
                                     PartitionType, ShipStrategy)
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.user_code import UserCode
-
-CHAIN_SEPARATOR = " -> "
-
 
 def strategy_of(vertex: JobVertex) -> ChainingStrategy:
     """The stricter of the operator's own strategy and the user's setting."""
@@ -50,11 +48,9 @@ def why_not_chained(graph: JobGraph, edge: JobEdge) -> str | None:
         return "another co-location group"
     if source.adaptive != target.adaptive:
         return "one end's parallelism decided at run time"
-    inputs, outputs = len(graph.inputs_of(target)), len(graph.outputs_of(source))
+    inputs = len(graph.inputs_of(target))
     if inputs != 1:
         return f"'{target.name}' has {inputs} inputs"
-    if outputs != 1:
-        return f"'{source.name}' has {outputs} outputs"
     if strategy_of(source) is ChainingStrategy.NEVER:
         return f"'{source.name}' is never chained"
     if strategy_of(target) is not ChainingStrategy.ALWAYS:
@@ -63,54 +59,73 @@ def why_not_chained(graph: JobGraph, edge: JobEdge) -> str | None:
 
 
 def chains(graph: JobGraph) -> list[list[JobVertex]]:
-    """The graph's vertices as chains, each head first, heads in topological order."""
-    chained = {id(e) for e in graph.edges if why_not_chained(graph, e) is None}
+    """The graph's vertices as chains, heads in topological order, each head first and
+    its members in depth-first order (a member's producer before it)."""
+    chainable = {id(e) for e in graph.edges if why_not_chained(graph, e) is None}
+    placed: set[str] = set()
     found = []
     for vertex in graph.topological_order():
-        if any(id(e) in chained for e in graph.inputs_of(vertex)):
+        if vertex.id in placed:
             continue        # in its producer's chain
-        line = [vertex]
-        while True:
-            outputs = [e for e in graph.outputs_of(line[-1]) if id(e) in chained]
-            if not outputs:
-                break
-            line.append(outputs[0].target)
-        found.append(line)
+        members: list[JobVertex] = []
+
+        def take(member: JobVertex) -> None:
+            members.append(member)
+            placed.add(member.id)
+            for edge in graph.outputs_of(member):
+                target = edge.target
+                committed = target.committer is not None and any(
+                    m.committer is not None for m in members)
+                if id(edge) in chainable and target.id not in placed and not committed:
+                    take(target)
+        take(vertex)
+        found.append(members)
     return found
 
 
 def chain_operators(graph: JobGraph) -> JobGraph:
     """The graph with each chain one vertex (on the client: it reads the operators);
     a graph without chains is returned as is."""
-    lines = chains(graph)
-    if all(len(line) == 1 for line in lines):
+    found = chains(graph)
+    if all(len(members) == 1 for members in found):
         return graph
-    from yarnflow.core.operators.chain import ChainedOperator
     chained = JobGraph(graph.name, graph.schedule_mode, graph.job_id)
     chained.spark_overhead_mb = graph.spark_overhead_mb
     chained.job_configuration = dict(graph.job_configuration)
     chained.join_plans = dict(graph.join_plans)
-    vertex_of: dict[str, JobVertex] = {}
-    for line in lines:
-        if len(line) == 1:
-            vertex = line[0]
-        else:
-            head, tail = line[0], line[-1]
-            chain = ChainedOperator([v.operator.value for v in line], [v.name for v in line])
-            vertex = dataclasses.replace(
-                head, name=CHAIN_SEPARATOR.join(v.name for v in line),
-                operator=UserCode.of(chain), resources=_summed([v.resources for v in line]),
-                uses_spark=any(v.uses_spark for v in line), committer=tail.committer,
-                estimate=tail.estimate, schema=tail.schema,
-                operator_names=tuple(v.name for v in line))
-        chained.add_vertex(vertex)
-        for member in line:
-            vertex_of[member.id] = vertex
+    head_of = {member.id: members[0] for members in found for member in members}
+    for members in found:
+        chained.add_vertex(members[0] if len(members) == 1 else _chained_vertex(graph, members,
+                                                                                 head_of))
     for edge in graph.edges:
-        if vertex_of[edge.source.id] is not vertex_of[edge.target.id]:
-            chained.connect(vertex_of[edge.source.id], vertex_of[edge.target.id], edge.ship,
-                            edge.keys, edge.partition_type, edge.target_input)
+        source, target = head_of[edge.source.id], head_of[edge.target.id]
+        if source is not target:
+            chained.connect(chained.vertices[source.id], chained.vertices[target.id], edge.ship,
+                            edge.keys, edge.partition_type, edge.target_input,
+                            edge.source.name if source is not edge.source else "")
     return chained
+
+
+def _chained_vertex(graph: JobGraph, members: list[JobVertex],
+                    head_of: dict[str, JobVertex]) -> JobVertex:
+    """One vertex for a chain's members: the head's, running them all."""
+    from yarnflow.core.operators.chain import ChainedOperator
+    index = {m.id: i for i, m in enumerate(members)}
+    parents = [-1] + [index[graph.inputs_of(m)[0].source.id] for m in members[1:]]
+    # which operator feeds each edge that leaves the chain, by the result the run time
+    # names it with (consumer vertex id and input index)
+    routes = {f"{head_of[e.target.id].id}.{e.target_input}": index[m.id]
+              for m in members for e in graph.outputs_of(m) if e.target.id not in index}
+    names = [m.name for m in members]
+    chain = ChainedOperator([m.operator.value for m in members], names, parents, routes)
+    last = members[-1]
+    committers = [m.committer for m in members if m.committer is not None]
+    return dataclasses.replace(
+        members[0], name=chain.display_name(), operator=UserCode.of(chain),
+        resources=_summed([m.resources for m in members]),
+        uses_spark=any(m.uses_spark for m in members),
+        committer=committers[0] if committers else None,
+        estimate=last.estimate, schema=last.schema, operator_names=tuple(names))
 
 
 def _summed(specs: list[ResourceSpec | None]) -> ResourceSpec | None:

@@ -83,7 +83,10 @@ class VertexDetails:
     def operator_progress(self, operator: str) -> float:
         """How far one of its operators is, 0..1: done where it finished (or its subtask
         did), elsewhere as far as the vertex's input, short of done until it finished
-        everywhere (an aggregate ending a chain still works once its input ended)."""
+        everywhere (an aggregate ending a chain still works once its input ended). A
+        vertex's one operator is as far as the vertex."""
+        if not self.operators:
+            return self.progress()
         if not self.subtasks:
             return 0.0
         done = sum(1 for s in self.subtasks if s.state is ExecutionState.FINISHED or any(

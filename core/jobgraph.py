@@ -138,10 +138,17 @@ class JobEdge:
     keys: tuple[str, ...] = ()
     partition_type: PartitionType = PartitionType.PIPELINED
     target_input: int = 0
+    # the operator of a chained source vertex that feeds it ("": its only or last one)
+    source_operator: str = ""
 
     @property
     def distribution(self) -> DistributionPattern:
         return self.ship.distribution
+
+    @property
+    def producer_name(self) -> str:
+        """The operator whose output the edge carries, by name."""
+        return self.source_operator or self.source.operators[-1]
 
 
 class JobGraph:
@@ -169,8 +176,9 @@ class JobGraph:
 
     def connect(self, source: JobVertex, target: JobVertex, ship: ShipStrategy,
                 keys: Iterable[str] = (), partition_type: PartitionType = PartitionType.PIPELINED,
-                target_input: int = 0) -> JobEdge:
-        edge = JobEdge(source, target, ship, tuple(keys), partition_type, target_input)
+                target_input: int = 0, source_operator: str = "") -> JobEdge:
+        edge = JobEdge(source, target, ship, tuple(keys), partition_type, target_input,
+                       source_operator)
         self.edges.append(edge)
         return edge
 

@@ -75,7 +75,8 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
         message.edges.add(source=edge.source.id, target=edge.target.id,
                           target_input=edge.target_input,
                           distribution=int(edge.distribution), ship=int(edge.ship),
-                          keys=list(edge.keys), partition_type=int(edge.partition_type))
+                          keys=list(edge.keys), partition_type=int(edge.partition_type),
+                          source_operator=edge.source_operator)
     return message
 
 
@@ -115,7 +116,8 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
             operator_names=tuple(v.operator_names)))
     for e in message.edges:
         graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
-                      e.keys, PartitionType(e.partition_type), e.target_input)
+                      e.keys, PartitionType(e.partition_type), e.target_input,
+                      e.source_operator)
     return graph
 
 

@@ -114,6 +114,7 @@ class Task:
         inputs = 1 + max((g.input_index for g in self.tdd.inputs), default=-1)
         self.metrics = TaskMetrics(records_in_per_input=(0,) * inputs)
         self._operators: list[OperatorCounter] = []     # a chained task's, by its chain
+        self._routed: dict[frozenset[str], list[ResultPartition]] = {}   # emit_to's, by keys
         self._split_requests = 0
         self._split_held = False          # a split was handed out and not yet read through
         self._sources: UserSources | None = None     # the operator's (once loaded)
@@ -345,7 +346,8 @@ class Task:
         self._operators = [OperatorCounter(name) for name in names]
         return self._operators
 
-    def emit(self, data: pa.RecordBatch | pa.Table) -> None:
+    def emit(self, data: pa.RecordBatch | pa.Table,
+             partitions: list[ResultPartition] | None = None) -> None:
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         for batch in batches:
             self._stretch.work_done()
@@ -353,9 +355,22 @@ class Task:
                 raise TaskCancelled()
             self.metrics.records_out += batch.num_rows
             self.metrics.bytes_out += batch.nbytes
-            for partition in self._partitions:
+            for partition in self._partitions if partitions is None else partitions:
                 partition.emit(batch, self.is_cancelled)
             self._stretch.resume()
+
+    def emit_to(self, data: pa.RecordBatch | pa.Table, keys: frozenset[str]) -> None:
+        """``data`` into the results of the edges named by ``keys`` (consumer vertex id
+        and input index): a chain's operator that feeds some of its edges, not all."""
+        partitions = self._routed.get(keys)
+        if partitions is None:
+            partitions = [p for p in self._partitions if p.result_id.split("->", 1)[1] in keys]
+            found = {p.result_id.split("->", 1)[1] for p in partitions}
+            if found != keys:       # a plan the run time does not match: never drop rows
+                raise RuntimeError(f"task {self.name} produces no result for "
+                                   f"{sorted(keys - found)}")
+            self._routed[keys] = partitions
+        self.emit(data, partitions)
 
 
 class _Context:
@@ -376,6 +391,9 @@ class _Context:
 
     def emit(self, data: pa.RecordBatch | pa.Table) -> None:
         self._task.emit(data)
+
+    def emit_to(self, data: pa.RecordBatch | pa.Table, keys: frozenset[str]) -> None:
+        self._task.emit_to(data, keys)
 
     def next_split(self) -> Any | None:
         return self._task.next_split()

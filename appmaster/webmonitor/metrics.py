@@ -73,8 +73,7 @@ class WebMonitorCollector(Collector):
                     names = [job.job_id, job.name, vertex.name, op.name]
                     for figure, attribute, _ in _VERTEX_FIGURES:
                         families[figure].add_metric(names, getattr(op, attribute))
-                    progress.add_metric(names, vertex.operator_progress(op.name)
-                                        if vertex.operators else vertex.progress())
+                    progress.add_metric(names, vertex.operator_progress(op.name))
         yield from families.values()
         yield progress
 

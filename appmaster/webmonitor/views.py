@@ -149,8 +149,7 @@ def _operators(vertex: VertexDetails) -> list[dict[str, Any]]:
     return [{"name": op.name,
              "metrics": {**dict(zip(keys, (op.records_in, op.records_out, op.bytes_in,
                                            op.bytes_out))),
-                         "progress": round(vertex.operator_progress(op.name)
-                                           if vertex.operators else vertex.progress(), 4)}}
+                         "progress": round(vertex.operator_progress(op.name), 4)}}
             for op in vertex.operator_totals()]
 
 

@@ -2,18 +2,20 @@
 JobVertex, Flink's ``OperatorChain``).
 
 The head reads the task's inputs as it would alone; every batch it emits is a call
-into the next operator's ``process``, whose emits call the one after it, and the
-last one's go to the task's output. No queue, no copy, one thread: what Flink's
-chaining saves over a task per operator is the hand-over (a partition, a queue and a
-thread per edge) and a deployment, state reports and a slot's bookkeeping per
-operator. When the head's input ends, each operator after it finishes in turn, so
-what one holds back (a sink's open file) reaches the next before that one finishes.
+into the ``process`` of each operator chained after it, whose emits call theirs, and
+an operator that feeds an edge leaving the chain hands its batches to that edge's
+result partition. No queue, no copy, one thread: what Flink's chaining saves over a
+task per operator is the hand-over (a partition, a queue and a thread per edge) and a
+deployment, state reports and a slot's bookkeeping per operator. When the head's
+input ends, each operator after it finishes in turn, producers first, so what one
+holds back (a sink's open file) reaches the next before that one finishes.
 
 An error names the operator that raised it (``failed_operator``): the task is the
 chain's, and a user reads which of their functions failed.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
@@ -34,12 +36,21 @@ def failed_operator(err: BaseException) -> str | None:
 
 
 class ChainedOperator(Operator):
-    """The operators of one chained vertex, head first; each after the head takes its
-    input pushed (``OneInputOperator``)."""
+    """The operators of one chained vertex, head first, each after its producer in the
+    chain (``parents``: its index; a line when omitted); each after the head takes its
+    input pushed (``OneInputOperator``). ``routes``: which operator feeds each edge that
+    leaves the chain, keyed as the run time keys its results (consumer vertex id and
+    input index); when omitted, the last operator feeds them all."""
 
-    def __init__(self, operators: Sequence[Operator], names: Sequence[str]) -> None:
+    def __init__(self, operators: Sequence[Operator], names: Sequence[str],
+                 parents: Sequence[int] | None = None,
+                 routes: dict[str, int] | None = None) -> None:
         if len(operators) < 2 or len(operators) != len(names):
             raise ValueError("a chain has two or more operators, each with its name")
+        parents = list(parents) if parents is not None else list(range(-1, len(operators) - 1))
+        if len(parents) != len(operators) or parents[0] != -1 or any(
+                not 0 <= p < i for i, p in enumerate(parents) if i):
+            raise ValueError(f"a chain's operators come after their producers: {parents}")
         head, rest = operators[0], operators[1:]
         if head.chaining is ChainingStrategy.NEVER:
             raise ValueError(f"operator '{names[0]}' runs in a task of its own")
@@ -50,6 +61,8 @@ class ChainedOperator(Operator):
         self.operators = list(operators)
         self.followers: list[OneInputOperator] = [op for op in rest if isinstance(op, OneInputOperator)]
         self.names = list(names)
+        self.parents = parents
+        self.routes = dict(routes) if routes is not None else None
         self.num_inputs = head.num_inputs
         self.sources = _merged([op.sources for op in operators])
 
@@ -57,45 +70,88 @@ class ChainedOperator(Operator):
     def head(self) -> Operator:
         return self.operators[0]
 
+    def children(self, index: int) -> list[int]:
+        return [i for i, parent in enumerate(self.parents) if parent == index]
+
+    def display_name(self, index: int = 0) -> str:
+        """Flink's name for the chain from ``index`` on: ``a -> b``, a fork ``a -> (b, c)``."""
+        below = [self.display_name(child) for child in self.children(index)]
+        if not below:
+            return self.names[index]
+        return f"{self.names[index]} -> " + (below[0] if len(below) == 1
+                                             else f"({', '.join(below)})")
+
     def with_head(self, head: Operator) -> "ChainedOperator":
         """The same chain with another head: a source's readers, which carry its splits."""
-        return ChainedOperator([head, *self.operators[1:]], self.names)
+        return ChainedOperator([head, *self.operators[1:]], self.names, self.parents, self.routes)
 
     def bound(self, settings: FileSystemSettings) -> "ChainedOperator":
-        return ChainedOperator([op.bound(settings) for op in self.operators], self.names)
+        return ChainedOperator([op.bound(settings) for op in self.operators], self.names,
+                               self.parents, self.routes)
 
     def run(self, ctx: OperatorContext) -> None:
         counting = getattr(ctx, "operator_counters", None)     # a task's context counts
         counters: list[OperatorCounter] = counting(self.names) if counting is not None \
             else [OperatorCounter(name) for name in self.names]
-        processors: list[tuple[str, BatchProcessor]] = []
-        emit = _counted(ctx.emit, counters[-1], None)
+        processors: dict[int, BatchProcessor] = {}
         failed = False
         try:
-            # from the tail back, so each operator's emit is the next one's process
-            for i in range(len(self.operators) - 1, 0, -1):
-                name = self.names[i]
-                processor = _attributed(name, self.followers[i - 1].open, _Chained(ctx, name, emit))
-                processors.insert(0, (name, processor))
-                emit = _counted(_calling(name, processor.process), counters[i - 1], counters[i])
-            head = _Chained(ctx, self.names[0], emit, head=counters[0])
+            # from the last back, so the processors an operator emits into are open
+            emits: dict[int, Callable[[Any], None]] = {}
+            for i in range(len(self.operators) - 1, -1, -1):
+                emits[i] = self._emit(ctx, i, counters, processors)
+                if i:
+                    processors[i] = _attributed(self.names[i], self.followers[i - 1].open,
+                                                _Chained(ctx, self.names[i], emits[i]))
+            head = _Chained(ctx, self.names[0], emits[0], head=counters[0])
             _attributed(self.names[0], self.head.run, head)
             counters[0].finished = True
-            for counter, (name, processor) in zip(counters[1:], processors):
-                _attributed(name, processor.finish)
-                counter.finished = True
+            for i in range(1, len(self.operators)):      # producers first
+                _attributed(self.names[i], processors[i].finish)
+                counters[i].finished = True
         except BaseException:
             failed = True
             raise
         finally:
             closing: list[BaseException] = []
-            for name, processor in processors:
+            for i, processor in sorted(processors.items()):
                 try:
-                    _attributed(name, processor.close)
+                    _attributed(self.names[i], processor.close)
                 except Exception as err:  # noqa: BLE001 - every processor closes; the first error counts
                     closing.append(err)
             if closing and not failed:
                 raise closing[0]
+
+    def _emit(self, ctx: OperatorContext, index: int, counters: list[OperatorCounter],
+              processors: dict[int, BatchProcessor]) -> Callable[[Any], None]:
+        """What operator ``index`` emits into: the operators chained after it, and the
+        results of the edges it feeds out of the chain."""
+        out = counters[index]
+        children = [(self.names[c], processors[c].process, counters[c])
+                    for c in self.children(index)]
+        leaving: Callable[[Any], None] | None = None
+        if self.routes is None:
+            leaving = ctx.emit if not children else None
+        else:
+            keys = frozenset(key for key, source in self.routes.items() if source == index)
+            emit_to = getattr(ctx, "emit_to", None)
+            if keys and emit_to is not None:
+                leaving = functools.partial(emit_to, keys=keys)
+            elif keys:
+                leaving = ctx.emit          # a context of one output (a test's)
+
+        def emit(data: Any) -> None:
+            rows, size = data.num_rows, data.nbytes
+            out.records_out += rows
+            out.bytes_out += size
+            for name, process, into in children:
+                into.records_in += rows
+                into.bytes_in += size
+                for batch in data.to_batches() if isinstance(data, pa.Table) else (data,):
+                    _attributed(name, process, batch)
+            if leaving is not None:
+                leaving(data)
+        return emit
 
 
 def _merged(parts: list[UserSources | None]) -> UserSources | None:
@@ -126,29 +182,6 @@ def _attributed(name: str, fn: Callable[..., Any], *args: Any) -> Any:
     except BaseException as err:
         _name(err, name)
         raise
-
-
-def _counted(emit: Callable[[Any], None], out: OperatorCounter,
-             into: OperatorCounter | None) -> Callable[[Any], None]:
-    """``emit``, counting what it hands on as ``out``'s output and ``into``'s input."""
-    def counting(data: Any) -> None:
-        rows, size = data.num_rows, data.nbytes
-        out.records_out += rows
-        out.bytes_out += size
-        if into is not None:
-            into.records_in += rows
-            into.bytes_in += size
-        emit(data)
-    return counting
-
-
-def _calling(name: str, process: Callable[[pa.RecordBatch], None]) -> Callable[[Any], None]:
-    """The emit of the operator before ``name``: its batches (a table's, one by one)
-    into ``name``'s processor."""
-    def emit(data: Any) -> None:
-        for batch in data.to_batches() if isinstance(data, pa.Table) else (data,):
-            _attributed(name, process, batch)
-    return emit
 
 
 class _Chained:

@@ -85,7 +85,7 @@ class JobVertex(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ..., committer: _Optional[bytes] = ..., estimate_rows: _Optional[int] = ..., estimate_bytes: _Optional[int] = ..., estimate_origin: _Optional[str] = ..., adaptive: _Optional[bool] = ..., has_join: _Optional[bool] = ..., join_buildable: _Optional[_Iterable[int]] = ..., join_splittable: _Optional[_Iterable[int]] = ..., join_broadcast_threshold: _Optional[int] = ..., operator_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobEdge(_message.Message):
-    __slots__ = ("source", "target", "target_input", "distribution", "ship", "keys", "partition_type")
+    __slots__ = ("source", "target", "target_input", "distribution", "ship", "keys", "partition_type", "source_operator")
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     TARGET_INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +93,7 @@ class JobEdge(_message.Message):
     SHIP_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_OPERATOR_FIELD_NUMBER: _ClassVar[int]
     source: str
     target: str
     target_input: int
@@ -100,7 +101,8 @@ class JobEdge(_message.Message):
     ship: ShipStrategy
     keys: _containers.RepeatedScalarFieldContainer[str]
     partition_type: PartitionType
-    def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., target_input: _Optional[int] = ..., distribution: _Optional[_Union[DistributionPattern, str]] = ..., ship: _Optional[_Union[ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., partition_type: _Optional[_Union[PartitionType, str]] = ...) -> None: ...
+    source_operator: str
+    def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., target_input: _Optional[int] = ..., distribution: _Optional[_Union[DistributionPattern, str]] = ..., ship: _Optional[_Union[ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., partition_type: _Optional[_Union[PartitionType, str]] = ..., source_operator: _Optional[str] = ...) -> None: ...
 
 class JobGraph(_message.Message):
     __slots__ = ("job_id", "name", "vertices", "edges", "schedule_mode", "spark_overhead_mb", "job_configuration")

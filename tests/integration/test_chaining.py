@@ -88,3 +88,29 @@ def test_a_failure_inside_a_chain_names_the_operator_and_the_users_line(cluster,
     assert "KeyError: 'no rate for currency 7'" in result.failure
     assert 'raise KeyError("no rate for currency 7")' in result.failure, result.failure
     assert not (tmp_path / "out").exists()
+
+
+def test_a_forked_source_runs_both_branches_in_one_task_and_each_edge_gets_its_operators_rows(
+        cluster, facts, tmp_path):
+    """A tree: the source feeds a filter chained with its sink and another filter whose
+    rows leave the chain through a hash exchange; both outputs are exact."""
+    p = yf.Pipeline("fork", parallelism=2)
+    source = p.read_parquet(str(facts), name="facts")
+    source.filter(lambda b: pc.less(b["k"], 10), name="low") \
+        .write_parquet(str(tmp_path / "low"), name="low-sink")
+    source.filter(lambda b: pc.greater_equal(b["k"], 90), name="high") \
+        .aggregate(["k"], [("v", "sum")]).write_parquet(str(tmp_path / "high"), name="high-sink")
+    result = cluster.submit(p.job_graph(Configuration.load(overrides=FAST + CHAINED))).wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    assert [v.name for v in result.details.vertices] == [
+        "facts -> (low -> low-sink, high)", "aggregate -> high-sink"]
+    low = ROWS.filter(pc.less(ROWS["k"], 10))
+    high = ROWS.filter(pc.greater_equal(ROWS["k"], 90)).group_by("k").aggregate([("v", "sum")])
+    got_low = pq.read_table(tmp_path / "low").sort_by([("k", "ascending"), ("v", "ascending")])
+    assert got_low.equals(low.sort_by([("k", "ascending"), ("v", "ascending")]))
+    got_high = pq.read_table(tmp_path / "high").select(["k", "v_sum"]).sort_by("k")
+    assert got_high.equals(high.select(["k", "v_sum"]).sort_by("k"))
+    tree = {op.name: (op.records_in, op.records_out)
+            for op in result.details.vertex_running("facts").operator_totals()}
+    assert tree == {"facts": (0, 20_000), "low": (20_000, low.num_rows),
+                    "low-sink": (low.num_rows, 0), "high": (20_000, 1_442)}

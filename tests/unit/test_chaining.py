@@ -122,11 +122,9 @@ def test_each_rule_on_a_forward_edge_breaks_it_on_its_own(second, expected):
     assert why_not_chained(whole, whole.edges[0]) is None
 
 
-def test_a_producer_never_chained_and_one_with_two_consumers_keep_their_edges():
+def test_a_producer_never_chained_and_a_consumer_of_two_inputs_keep_their_edges():
     never = graph_of({"chaining": ChainingStrategy.NEVER}, {})
     assert why_not_chained(never, never.edges[0]) == "'v0' is never chained"
-    fork = graph_of({}, {}, {}, edges=[(0, 1), (0, 2)])
-    assert why_not_chained(fork, fork.edges[0]) == "'v0' has 2 outputs"
     joined = graph_of({}, {}, {"num_inputs": 2}, edges=[(0, 2), (1, 2)])
     joined.edges[1].target_input = 1
     assert why_not_chained(joined, joined.edges[0]) == "'v2' has 2 inputs"
@@ -141,6 +139,63 @@ def test_a_chained_vertex_keeps_its_heads_id_and_sums_its_operators_resources():
     assert vertex.id == head.id and vertex.name == "v0 -> v1 -> v2"
     assert vertex.resources == ResourceSpec(cpu=1.5, memory="500m")
     assert not chained.edges
+
+
+def test_a_producer_with_two_forward_consumers_heads_a_tree_and_a_second_sink_its_own_chain(
+        tmp_path):
+    """Flink's chains are trees: a fork chains both branches; each edge leaving the chain
+    is fed by the operator it leaves from; a chain commits one output, so the second
+    sink (of a forked source) is a chain of its own."""
+    p = yf.Pipeline("fork", parallelism=2)
+    rows = p.from_arrow(ROWS, name="rows")
+    rows.filter(lambda b: pc.less(b["k"], 5), name="low").write_parquet(str(tmp_path / "a"),
+                                                                         name="sink-a")
+    high = rows.filter(lambda b: pc.greater_equal(b["k"], 5), name="high")
+    high.key_by("k").write_parquet(str(tmp_path / "b"), name="hashed-sink")
+    high.map(lambda b: b, name="copy").write_parquet(str(tmp_path / "c"), name="sink-c")
+    graph = p.job_graph(ON)
+    assert names(graph) == ["rows -> (low -> sink-a, high -> copy)", "hashed-sink", "sink-c"]
+    tree = graph.vertex_running("high")
+    chain = tree.operator.value
+    assert tree.operators == ("rows", "low", "sink-a", "high", "copy")
+    assert chain.parents == [-1, 0, 1, 0, 3]
+    assert tree.committer is not None and tree.committer.value.output.uris == [(tmp_path / "a").as_uri()]
+    by_key = {key: chain.names[i] for key, i in chain.routes.items()}
+    assert by_key == {f"{graph.vertex_running('hashed-sink').id}.0": "high",
+                      f"{graph.vertex_running('sink-c').id}.0": "copy"}
+
+
+class Routed:
+    """A task's context of several outputs, by the keys a chain routes to."""
+
+    def __init__(self, batches):
+        self.context = Context(batches)
+        self.routed: dict[frozenset, list] = {}
+
+    def __getattr__(self, name):
+        return getattr(self.context, name)
+
+    def emit_to(self, data, keys):
+        self.routed.setdefault(keys, []).append(data)
+
+
+def test_a_tree_hands_each_batch_to_every_branch_and_each_edge_what_its_operator_emits():
+    low = FilterOperator(lambda b: pc.less(b["k"], 5), "low")
+    high = FilterOperator(lambda b: pc.greater_equal(b["k"], 5), "high")
+    keys = SelectOperator(["k"])
+    ctx = Routed(ROWS.to_batches(max_chunksize=4))
+    ChainedOperator([MapOperator(lambda b: b, "rows"), low, high, keys], ["rows", "low", "high", "keys"],
+                    parents=[-1, 0, 0, 2], routes={"a.0": 1, "b.0": 3, "c.1": 3}).run(ctx)
+    got = {tuple(sorted(k)): pa.Table.from_batches(v) for k, v in ctx.routed.items()}
+    assert sorted(got) == [("a.0",), ("b.0", "c.1")]
+    assert got[("a.0",)].column("k").to_pylist() == [0, 1, 2, 3, 4]
+    assert got[("b.0", "c.1")].column_names == ["k"]
+    assert got[("b.0", "c.1")].column("k").to_pylist() == [5, 6, 7, 8, 9]
+    counted = [(c.name, c.records_in, c.records_out, c.finished) for c in ctx.counters]
+    assert counted == [("rows", 10, 10, True), ("low", 10, 5, True), ("high", 10, 5, True),
+                       ("keys", 5, 5, True)]
+    with pytest.raises(ValueError, match="after their producers"):
+        ChainedOperator([TableSource(ROWS), low, high], ["rows", "low", "high"], parents=[-1, 2, 0])
 
 
 class Context:
@@ -235,6 +290,11 @@ def test_a_chained_vertex_keeps_its_operators_names_over_the_wire(tmp_path):
     graph = line(tmp_path).job_graph(ON)
     (received,) = jobgraph_from_proto(jobgraph_to_proto(graph), load_operators=False).vertices.values()
     assert received.operators == ("rows", "plus-one", "positive", "sink")
+    # an edge leaving a chain names the operator that feeds it, for what the run time says
+    forked = line(tmp_path, between=lambda ds: ds.rebalance()).job_graph(ON)
+    (edge,) = jobgraph_from_proto(jobgraph_to_proto(forked), load_operators=False).edges
+    assert (edge.source.name, edge.source_operator, edge.producer_name) == \
+        ("rows -> plus-one", "plus-one", "plus-one")
 
 
 class Holding(OneInputOperator):

@@ -161,9 +161,10 @@ function dag(plan, job) {
     g.append(svg("text", {class: "title", x: 8, y: 17},
       `${node.description} ×${v.parallelism || (node.adaptive ? "auto" : 0)}`));
     g.append(svg("text", {x: 8, y: 33}, `${v.status} · ${spec(node.profile)}`));
-    if (v.operators && v.operators.length > 1) {     // a chain: each operator's own records
+    if (v.operators && v.operators.length > 1) {     // a chain: each operator's own figures
       g.append(svg("title", {}, v.operators.map(o => `${o.name}: in ${number(o.metrics["read-records"])}`
-        + ` rec · out ${number(o.metrics["write-records"])} rec`).join("\n")));
+        + ` rec · out ${number(o.metrics["write-records"])} rec`
+        + ` · ${Math.floor(o.metrics.progress * 100)} %`).join("\n")));
     }
     let x = 8;
     const total = Math.max(1, v.parallelism);

@@ -76,9 +76,8 @@ class AdaptiveVertexInitializer:
         join = ejv.job_vertex.join
         inputs = measured_inputs(ejv)
         if join is not None and len(ejv.inputs) == 2:
-            # each side by the operator whose output it is (a chain's last)
-            names = (ejv.inputs[0].producer.job_vertex.operators[-1],
-                     ejv.inputs[1].producer.job_vertex.operators[-1])
+            # each side by the operator whose output it is (one of a chain's)
+            names = (ejv.inputs[0].edge.producer_name, ejv.inputs[1].edge.producer_name)
             decision = decide_join(inputs, names, ejv.configured_parallelism,
                                    self._settings, join, self._skew)
         else:
