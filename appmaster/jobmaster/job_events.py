@@ -37,7 +37,7 @@ from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion, pipel
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.core.fs import FileSystem, open_filesystem
-from yarnflow.core.messages import TaskMetrics
+from yarnflow.core.messages import OperatorMetrics, TaskMetrics
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,9 @@ class FinishedSubtask:
             TaskMetrics(**{**metrics, "records_in_per_input":
                            tuple(metrics.get("records_in_per_input", ())),
                            "produced_bytes": tuple(tuple(sizes) for sizes in
-                                                   metrics.get("produced_bytes", ()))})
+                                                   metrics.get("produced_bytes", ())),
+                           "operators": tuple(OperatorMetrics(**op)
+                                              for op in metrics.get("operators", ()))})
             if metrics else None)
 
 

@@ -388,3 +388,15 @@ def test_explain_shows_a_q1_like_pipeline_as_two_chains_by_default(tmp_path):
     assert sum(v.parallelism for v in graph.vertices.values()) == 4
     assert sum(v.parallelism for v in p.job_graph(OFF).vertices.values()) == 10
 
+
+
+def test_a_chains_figures_survive_the_job_event_log():
+    """Job recovery reads finished subtasks back from the event log (JSON on the
+    cluster's file system): each chained operator's figures come back as they were."""
+    import json
+    from yarnflow.appmaster.jobmaster.job_events import FinishedSubtask
+    metrics = TaskMetrics(records_out=5, records_in_per_input=(3,), produced_bytes=((1, 2),),
+                          operators=(OperatorMetrics("a", 0, 5, finished=True),
+                                     OperatorMetrics("b", 5, 5, 40, 40)))
+    done = FinishedSubtask("v", 0, 1, {"RUNNING": 1.0}, metrics)
+    assert FinishedSubtask.from_json(json.loads(json.dumps(done.to_json()))) == done

@@ -26,12 +26,11 @@ def test_two_stages_ten_times_apart_get_containers_of_different_memory(yarn_clus
     with YarnApplication(submitted_app_id(proc), timeout=30) as app:
         details = app.archived_details()
     assert details is not None
-    vertices = {v.name: v for v in details.vertices}
-    specs = {name: {s.worker_spec for s in vertices[name].subtasks}
-             for name in ("big-stage", "small-stage")}
+    specs = {name: {s.worker_spec for s in details.vertex_running(name).subtasks}
+             for name in ("big-stage", "small-stage")}       # each chained to its sink
     # 6.1 MB read x 100 -> 1024 MB slots; 625 KB x 100 -> the 64 MB floor: each stage in
     # containers of its own size (the sources share slots of 2 x 64 MB)
     assert specs == {"big-stage": {"1x1c-1024m"}, "small-stage": {"1x1c-64m"}}, specs
-    assert "slots of 1c-1024m" in vertices["big-stage"].decision
+    assert "slots of 1c-1024m" in details.vertex_running("big-stage").decision
     assert hdfs.read_table(f"{out}/big").num_rows == 400_000
     assert hdfs.read_table(f"{out}/small").num_rows == 40_000
