@@ -44,3 +44,21 @@ def test_every_row_is_sent_once_and_in_order_within_a_batch():
     values = [v for _, piece in pieces for v in piece.column(0).to_pylist()]
     assert values == list(range(1000))
     assert sorted(t for t, _ in pieces) == [0, 1, 2]
+
+
+def test_a_string_key_hashes_as_its_values_do_however_it_is_stored():
+    """Both sides of a hash join must send a key to the same subtask: a string or binary
+    key hashes by its value (null included) whether a batch holds it plainly, as a
+    large string, or once among many rows, as pandas hashes the value itself."""
+    import numpy as np
+    import pandas as pd
+    from yarnflow.taskexecutor.network.partitioner import hash_rows
+    values = ["EUR", "", None, "USD", "EUR", "日本"]
+    for array in (pa.array(values), pa.array(values, pa.large_string()),
+                  pa.array([None if v is None else v.encode() for v in values])):
+        got = hash_rows(pa.record_batch({"k": array}), ["k"])
+        want = pd.util.hash_array(np.array(array.to_pylist(), dtype=object))
+        assert got.tolist() == want.tolist(), array.type
+    small, large = (hash_rows(pa.record_batch({"k": pa.array(v)}), ["k"])
+                    for v in (["USD"], ["EUR", "USD"] * 1000))
+    assert small[0] == large[1], "one value, one hash, however many rows hold it"
