@@ -311,3 +311,38 @@ def test_the_cli_names_each_speculative_attempt(slow):
     text = console.export_text()
     assert v.name_with_index in text and "nm-slow" in text and "won" in text
     assert "slow: it ran 16.0 s" in text and "finished first" in text
+
+
+def test_a_speculative_attempt_goes_where_its_stage_finished_not_where_it_only_runs():
+    """A second attempt on a host as slow as the first, only not found out yet, would be
+    lost: it goes to a host where a subtask of its stage finished, and where such a host
+    has no free slot it asks for one there rather than take a free slot on a host where
+    the stage only runs (the YARN flake: a slow sink outrun on another slow host)."""
+    h = harness("slow-task-detector.execution-time.baseline-ratio=0.3")
+    run_all(h, "source")
+    h.offer_pending(list(HOSTS), HOSTS)
+    work = vertex(h, "work").task_vertices
+    on = {v.current.slot.location.host: v for v in work}
+    for v in work:
+        h.report(v.current.attempt_id, RUNNING)
+    h.jm.main.advance(10)
+    h.report(on["nm-a"].current.attempt_id, FINISHED)
+    on["nm-a"].current.update_metrics(TaskMetrics(records_in=1000))     # 100 records/s
+    on["nm-b"].current.update_metrics(TaskMetrics(records_in=900))      # on pace, not slow
+    on["nm-slow"].current.update_metrics(TaskMetrics(records_in=50))
+    pool = h.jm.slot_pool
+    profile = h.jm.allocator.group_of(on["nm-a"]).profile
+    # nm-a's freed slot is taken; nm-b has a free one
+    assert pool.allocate_available_elsewhere(profile, frozenset({"nm-b", "nm-slow"})) is not None
+    h.offer_free_slots({"te-b": 1}, profile)
+    h.rm.requests.clear()
+    h.jm.main.advance(2)
+
+    [second] = on["nm-slow"].speculative
+    assert second.state is ExecutionState.SCHEDULED and second.slot is None
+    [(allocation_id, _)] = h.rm.requests.items()
+    assert h.rm.hosts[allocation_id] == ("nm-a",)
+    h.offer_pending(["te-a"], HOSTS)
+    assert second.slot.location.host == "nm-a"
+    assert not on["nm-b"].speculative
+    h.close()

@@ -5,7 +5,10 @@ inputs and outputs are all BLOCKING, for slow subtasks (``SlowTaskDetector``: me
 against the stage's finished subtasks, once ``…baseline-ratio`` of them have finished).
 A slow subtask's host is reported to the blocklist (``block-slow-node-duration``), and
 the subtask gets further attempts, up to ``…max-concurrent-executions``, each in a slot
-on another host. A source's attempts are handed the same splits (``splits.py``).
+on another host: one where a subtask of the stage finished first, never a free slot
+where the stage's subtasks only run so far (that host may be as slow, only not found
+out yet: a new slot is asked for instead). A source's attempts are handed the same
+splits (``splits.py``).
 
 The first attempt to finish wins: it becomes the subtask's current attempt, so its
 partitions are the ones consumers read (they are deployed only once the stage has
@@ -29,7 +32,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGra
                                                          ExecutionVertex, JobStatus)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import LogicalSlot
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup
-from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
+from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, SlotPreferences
 from yarnflow.conf import Configuration, options
 from yarnflow.core.details import SpeculationOutcome, SpeculativeAttempt
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
@@ -96,6 +99,23 @@ def _processed(execution: Execution) -> int:
     """Records the attempt has read (a source: those it has emitted)."""
     m = execution.metrics
     return 0 if m is None else m.records_in or m.records_out
+
+
+def _hosts_of_stage(ejv: ExecutionJobVertex) -> tuple[frozenset[str], frozenset[str]]:
+    """Where the stage's attempts ran: the hosts one of them finished on (proven: a
+    speculative attempt goes there first), and the hosts where they only run so far
+    (unproven: as slow, maybe, as the host being left, only not found out yet; a free
+    slot there is not taken, a new slot is asked for instead)."""
+    proven: set[str] = set()
+    running: set[str] = set()
+    for vertex in ejv.task_vertices:
+        for e in vertex.executions():
+            if e.slot is not None:
+                if e.state is ExecutionState.FINISHED:
+                    proven.add(e.slot.location.host)
+                elif e.state in _RUNNING:
+                    running.add(e.slot.location.host)
+    return frozenset(proven), frozenset(running - proven)
 
 
 def _ran(execution: Execution, until: float) -> float:
@@ -180,13 +200,15 @@ class SpeculativeExecutions:
         if execution.state is not ExecutionState.SCHEDULED:
             return
         group = self._group_of(execution.vertex)
+        proven, unproven = _hosts_of_stage(execution.vertex.job_vertex)
         avoid = frozenset(e.slot.location.host for e in execution.vertex.executions()
-                          if e.slot is not None)
-        slot = self._pool.allocate_available_elsewhere(group.profile, avoid)
+                          if e.slot is not None) | unproven
+        slot = self._pool.allocate_available_elsewhere(group.profile, avoid, prefer=proven)
         if slot is not None:
             self._got(execution, slot)
             return
-        self._pool.request_new_slot(group.profile).add_done_callback(
+        self._pool.request_new_slot(group.profile, SlotPreferences(input_hosts=tuple(
+            sorted(proven - avoid)))).add_done_callback(
             lambda fut: self._on_main(self._arrived, execution, fut))
 
     def _arrived(self, execution: Execution, fut: "Future[PhysicalSlot]") -> None:

@@ -138,10 +138,11 @@ class SlotPool:
             self._mark_allocated(free)
         return free
 
-    def allocate_available_elsewhere(self, profile: ResourceSpec,
-                                     avoid: frozenset[str]) -> PhysicalSlot | None:
-        """A free slot that fits, on a host not in ``avoid``, the least-utilized
-        executor's first: a speculative attempt's, rare enough to look at every free slot."""
+    def allocate_available_elsewhere(self, profile: ResourceSpec, avoid: frozenset[str],
+                                     prefer: frozenset[str] = frozenset()) -> PhysicalSlot | None:
+        """A free slot that fits, on a host not in ``avoid``: on a host in ``prefer``
+        first, then the least-utilized executor's: a speculative attempt's, rare enough
+        to look at every free slot."""
         if self._closed:
             return None
         fitting = [slot for size, by_executor in self._free.items() if profile.fits_in(size)
@@ -149,7 +150,8 @@ class SlotPool:
                    if slot.location.host not in avoid and not self.is_blocked(slot.location.host)]
         if not fitting:
             return None
-        free = min(fitting, key=lambda s: self._executor_utilization(s.location.resource_id))
+        free = min(fitting, key=lambda s: (s.location.host not in prefer,
+                                           self._executor_utilization(s.location.resource_id)))
         self._mark_allocated(free)
         return free
 
