@@ -23,7 +23,7 @@ import functools
 import operator
 
 from yarnflow.core.jobgraph import (ChainingStrategy, JobEdge, JobGraph, JobVertex,
-                                    PartitionType, ShipStrategy)
+                                    PartitionType, ShipStrategy, consumer_key)
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.user_code import UserCode
 
@@ -114,7 +114,7 @@ def _chained_vertex(graph: JobGraph, members: list[JobVertex],
     parents = [-1] + [index[graph.inputs_of(m)[0].source.id] for m in members[1:]]
     # which operator feeds each edge that leaves the chain, by the result the run time
     # names it with (consumer vertex id and input index)
-    routes = {f"{head_of[e.target.id].id}.{e.target_input}": index[m.id]
+    routes = {consumer_key(head_of[e.target.id].id, e.target_input): index[m.id]
               for m in members for e in graph.outputs_of(m) if e.target.id not in index}
     names = [m.name for m in members]
     chain = ChainedOperator([m.operator.value for m in members], names, parents, routes)

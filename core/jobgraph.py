@@ -130,6 +130,22 @@ class JobVertex:
         return self.operator_names or (self.name,)
 
 
+def consumer_key(consumer_id: str, target_input: int) -> str:
+    """Which input of which vertex an edge feeds: with its producer's id, the name of the
+    intermediate result it carries; a chain routes its operators' output by it."""
+    return f"{consumer_id}.{target_input}"
+
+
+def result_id(producer_id: str, consumer_id: str, target_input: int) -> str:
+    """The id of the intermediate result an edge carries: unique in its job."""
+    return f"{producer_id}->{consumer_key(consumer_id, target_input)}"
+
+
+def consumer_key_of(result: str) -> str:
+    """``consumer_key`` of a ``result_id``."""
+    return result.split("->", 1)[1]
+
+
 @dataclass(eq=False)
 class JobEdge:
     source: JobVertex

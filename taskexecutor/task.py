@@ -23,7 +23,7 @@ import pyarrow as pa
 from yarnflow.core.ids import ResourceID
 from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
-from yarnflow.core.jobgraph import PartitionType
+from yarnflow.core.jobgraph import PartitionType, consumer_key_of
 from yarnflow.core.operators.chain import failed_operator
 from yarnflow.core.errors import Refused
 from yarnflow.core.failures import ContractError, FailureKind, classify
@@ -364,8 +364,8 @@ class Task:
         and input index): a chain's operator that feeds some of its edges, not all."""
         partitions = self._routed.get(keys)
         if partitions is None:
-            partitions = [p for p in self._partitions if p.result_id.split("->", 1)[1] in keys]
-            found = {p.result_id.split("->", 1)[1] for p in partitions}
+            partitions = [p for p in self._partitions if consumer_key_of(p.result_id) in keys]
+            found = {consumer_key_of(p.result_id) for p in partitions}
             if found != keys:       # a plan the run time does not match: never drop rows
                 raise RuntimeError(f"task {self.name} produces no result for "
                                    f"{sorted(keys - found)}")

@@ -144,11 +144,13 @@ class ChainedOperator(Operator):
             rows, size = data.num_rows, data.nbytes
             out.records_out += rows
             out.bytes_out += size
-            for name, process, into in children:
-                into.records_in += rows
-                into.bytes_in += size
-                for batch in data.to_batches() if isinstance(data, pa.Table) else (data,):
-                    _attributed(name, process, batch)
+            if children:
+                batches = data.to_batches() if isinstance(data, pa.Table) else (data,)
+                for name, process, into in children:
+                    into.records_in += rows
+                    into.bytes_in += size
+                    for batch in batches:
+                        _attributed(name, process, batch)
             if leaving is not None:
                 leaving(data)
         return emit

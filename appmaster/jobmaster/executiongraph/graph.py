@@ -20,7 +20,7 @@ if TYPE_CHECKING:     # the operators import pyarrow, which scheduling does not 
 from yarnflow.core.status import (
     JOB_TRANSITIONS, ExecutionState, JobStatus, check_transition)
 from yarnflow.core.jobgraph import (DistributionPattern, JobEdge, JobGraph, JobVertex,
-                                    PartitionType, ScheduleMode, ShipStrategy)
+                                    PartitionType, ScheduleMode, ShipStrategy, result_id)
 
 
 class IntermediateResult:
@@ -32,7 +32,7 @@ class IntermediateResult:
 
     def __init__(self, edge: JobEdge, producer: "ExecutionJobVertex",
                  consumer: "ExecutionJobVertex", adaptive_subpartitions: int = 128) -> None:
-        self.id = f"{producer.id}->{consumer.id}.{edge.target_input}"
+        self.id = result_id(producer.id, consumer.id, edge.target_input)
         self.edge = edge
         self.producer = producer
         self.consumer = consumer
