@@ -39,6 +39,15 @@ DATANODE_STALL_TIMEOUT_S = 60.0
 DATANODE_ATTEMPTS = 3
 
 
+def _environment_sets_http() -> bool:
+    """Whether the environment holds what requests would take from it: a proxy, a CA
+    bundle, or a .netrc file."""
+    import urllib.request
+    return bool(urllib.request.getproxies()
+                or any(os.environ.get(k) for k in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NETRC"))
+                or any(os.path.exists(os.path.expanduser(f"~/{n}")) for n in (".netrc", "_netrc")))
+
+
 class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
     """A file being written, created only in an existing directory, and created with
     its first buffer's bytes: a file that fits one buffer (a part file, a job's
@@ -152,6 +161,10 @@ class _WebHdfs(WebHDFS):   # type: ignore[misc]   # fsspec is untyped
                 raise KerberosUnavailable(_no_token_here(authority or f"{host}:{port}"))
             self.session.auth = _spnego()
         self.session.hooks["response"].append(_redact_failed)
+        # requests looks for proxies, a CA bundle and ~/.netrc in the environment on every
+        # request (milliseconds of each, and a job makes dozens): where none is set, it
+        # need not look again
+        self.session.trust_env = _environment_sets_http()
 
     def _call(self, op: str, method: str = "get", path: str | None = None, data: Any = None,
               redirect: bool = True, **kwargs: Any) -> Any:

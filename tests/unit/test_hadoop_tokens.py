@@ -172,3 +172,22 @@ def test_kerberos_without_a_token_or_gssapi_says_what_to_install(namenode, monke
     with pytest.raises(webhdfs.KerberosUnavailable, match=r"pip install 'yarnflow\[kerberos\]'"):
         webhdfs.WebHdfsFileSystem(f"127.0.0.1:{namenode}", user="alice",
                                   authority=f"127.0.0.1:{namenode}-krb", kerberos=True)
+
+
+def test_the_environment_is_read_for_proxies_once_and_honoured_when_it_sets_one(
+        namenode, monkeypatch, tmp_path):
+    monkeypatch.setattr(webhdfs, "CREDENTIALS", ProcessCredentials([]))
+    monkeypatch.setenv("HOME", str(tmp_path))          # no ~/.netrc
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+                 "ALL_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NETRC"):
+        monkeypatch.delenv(name, raising=False)
+    plain = webhdfs.WebHdfsFileSystem(f"127.0.0.1:{namenode}", user="alice",
+                                      authority=f"127.0.0.1:{namenode}-plain")
+    assert plain.list_dir(f"hdfs://127.0.0.1:{namenode}/data") == []
+    assert plain.webhdfs.session.trust_env is False     # nothing to look up per request
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    proxied = webhdfs.WebHdfsFileSystem(f"127.0.0.1:{namenode}", user="alice",
+                                        authority=f"127.0.0.1:{namenode}-proxied")
+    assert proxied.webhdfs.session.trust_env is True    # requests applies HTTP_PROXY/NO_PROXY
+    assert proxied.list_dir(f"hdfs://127.0.0.1:{namenode}/data") == []
