@@ -36,6 +36,8 @@ from yarnflow.core.operators import (AggregateOperator, CsvSource, FilterOperato
                                      FlatMapOperator, HashJoinOperator, MapOperator,
                                      ParquetSink, ParquetSource, SelectOperator, TableSource)
 from yarnflow.core.operators.base import PlanError
+from yarnflow.core.operators.relational import DistinctOperator
+from yarnflow.client.relational import RelationalOperators
 from yarnflow.core.operators.files import DataPathError
 from yarnflow.core.operators.spark import SparkOperator
 
@@ -152,7 +154,8 @@ class Pipeline:
             vertex.estimate = estimates[vertex.id]
             vertex.schema = schemas[vertex.id]
             graph.add_vertex(vertex)
-        edges = [dataclasses.replace(e, source=own[e.source.id], target=own[e.target.id])
+        edges = [dataclasses.replace(e, source=own[e.source.id], target=own[e.target.id],
+                                     keys=_whole_row_keys(e, own, schemas))
                  for e in self._edges]
         for join in self._joins:
             at_run_time = adaptive and join.vertex.id in unset and all(
@@ -240,7 +243,7 @@ class Pipeline:
         return execute_pipeline(self, target, config)
 
 
-class DataSet:
+class DataSet(RelationalOperators):
     """The output of one operator; transformations return new DataSets."""
 
     def __init__(self, pipeline: Pipeline, vertex: JobVertex,
@@ -251,6 +254,7 @@ class DataSet:
         self._ship = ship
         self._keys = keys
         self._partition_type = partition_type
+        self._single = False      # one subtask after a limit or top: what follows too
 
     # --- settings of this operator ---------------------------------------------------
     def set_parallelism(self, parallelism: int) -> "DataSet":
@@ -306,13 +310,23 @@ class DataSet:
 
     def blocking(self) -> "DataSet":
         """Materialize the next exchange on disk (BLOCKING) instead of streaming it."""
-        return DataSet(self.pipeline, self.vertex, self._ship, self._keys, PartitionType.BLOCKING)
+        out = DataSet(self.pipeline, self.vertex, self._ship, self._keys, PartitionType.BLOCKING)
+        out._single = self._single
+        return out
 
     # --- transformations -------------------------------------------------------------
+    def _derived(self, vertex: JobVertex, ship: ShipStrategy | None = None,
+                 keys: tuple[str, ...] = (),
+                 partition_type: PartitionType | None = None) -> "DataSet":
+        return DataSet(self.pipeline, vertex, ship, keys, partition_type)
+
     def _unary(self, operator: Any, name: str, **edge: Any) -> "DataSet":
         vertex = self.pipeline._add_vertex(name, operator, 1)
         self.pipeline._connect(self, vertex, **edge)
-        return DataSet(self.pipeline, vertex)
+        out = DataSet(self.pipeline, vertex)
+        if self._single:     # after a limit or top: one subtask keeps their order
+            vertex.parallelism, out._single = 1, True
+        return out
 
     def map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
             selectivity: float | None = None, size: int | str | None = None,
@@ -414,6 +428,24 @@ def _operator(vertex: str, kind: Callable[..., Any], *args: Any, **kwargs: Any) 
         return kind(*args, **kwargs)
     except PlanError as err:
         raise InvalidPipelineError(vertex, err.problem, err.fix) from None
+
+
+def _whole_row_keys(edge: _PendingEdge, own: dict[str, JobVertex],
+                    schemas: dict[str, pa.Schema | None]) -> tuple[str, ...]:
+    """An edge's hash keys; for a distinct of whole rows (``distinct()``), its input's
+    columns, which the client must know to partition on them."""
+    target = own[edge.target.id].operator.value
+    if edge.keys or edge.ship is not ShipStrategy.HASH or \
+            not isinstance(target, DistinctOperator) or target.columns:
+        return edge.keys
+    schema = schemas.get(edge.source.id)
+    if schema is None:
+        raise InvalidPipelineError(edge.target.name, "distinct() of whole rows needs its input's "
+                                   "columns, which are unknown here (an operator before it "
+                                   "returns columns it did not declare)",
+                                   "name the columns, distinct('a', 'b'), or declare what the "
+                                   "map returns: map(fn, output_schema=pa.schema([...]))")
+    return tuple(schema.names)
 
 
 def _keys(value: str | Sequence[str] | None) -> list[str]:

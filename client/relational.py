@@ -1,0 +1,94 @@
+"""The relational operators of a DataSet (issue 56): union, distinct, limit, top-N.
+
+distinct, limit and top each plan two steps (``yarnflow.core.operators.relational``):
+a local step chained to the DataSet's operator, then the final step past an
+exchange. Kept apart from ``pipeline.py`` so that each module has one job.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from yarnflow.core.jobgraph import InvalidPipelineError, JobVertex, PartitionType, ShipStrategy
+from yarnflow.core.operators.relational import (DistinctOperator, LimitOperator, TopOperator,
+                                                UnionOperator, sort_keys)
+
+if TYPE_CHECKING:
+    from yarnflow.client.pipeline import DataSet, Pipeline
+
+
+class RelationalOperators:
+    """Mixed into ``DataSet``: what these methods use of it is declared here."""
+    pipeline: "Pipeline"
+    vertex: JobVertex
+    _ship: ShipStrategy | None
+    _keys: tuple[str, ...]
+    _partition_type: PartitionType | None
+    _single: bool
+
+    def _unary(self, operator: Any, name: str, **edge: Any) -> "DataSet":
+        raise NotImplementedError      # DataSet's
+
+    def _derived(self, vertex: JobVertex, ship: ShipStrategy | None = None,
+                 keys: tuple[str, ...] = (),
+                 partition_type: PartitionType | None = None) -> "DataSet":
+        raise NotImplementedError      # DataSet's
+
+    def _two_steps(self, local: Any, final: Any, name: str, ship: ShipStrategy,
+                   keys: Sequence[str] = (), single: bool = False) -> "DataSet":
+        """``local`` chained to this operator (at its parallelism), then ``final`` past
+        an exchange: what this DataSet was shaped with (rebalanced, blocking) applies to
+        that exchange. ``single``: the final step is one subtask, and so is what follows."""
+        step = self.pipeline._add_vertex(f"{name}-local", local, 1)
+        step.parallelism = self.vertex.parallelism
+        shaped = self._derived(self.vertex, self._ship, self._keys)
+        self.pipeline._connect(shaped, step)
+        before = self._derived(step, ship, tuple(keys), self._partition_type)
+        out = before._unary(final, name)
+        if single:
+            out.vertex.parallelism, out._single = 1, True
+        return out
+
+    def union(self, *others: "DataSet", name: str = "union") -> "DataSet":
+        """Every row of this DataSet and of ``others`` (SQL's ``UNION ALL``, Spark's
+        ``union``): their columns must agree, names and types in order. Use
+        ``distinct()`` after it for SQL's ``UNION``."""
+        if not others:
+            raise InvalidPipelineError(name, "union names no other DataSet",
+                                       "pass the DataSets to add: a.union(b, c)")
+        inputs = (self._derived(self.vertex, self._ship, self._keys, self._partition_type),
+                  *others)
+        vertex = self.pipeline._add_vertex(name, UnionOperator(len(inputs)), len(inputs))
+        for index, side in enumerate(inputs):
+            if side.pipeline is not self.pipeline:
+                raise InvalidPipelineError(name, f"union input {index + 1} belongs to another "
+                                           "Pipeline", "build every input in the same Pipeline")
+            self.pipeline._connect(side, vertex, target_input=index)
+        return self._derived(vertex)
+
+    def distinct(self, *columns: str, name: str = "distinct") -> "DataSet":
+        """Each combination of ``columns`` once (SQL's ``SELECT DISTINCT``), only those
+        columns; with none named, distinct whole rows (Spark's ``distinct()``: the
+        input's columns must then be known, see ``map(output_schema=...)``). Each
+        producer drops its repeats before the exchange, hash-partitioned on the columns."""
+        return self._two_steps(DistinctOperator(columns, local=True), DistinctOperator(columns),
+                               name, ShipStrategy.HASH, columns)
+
+    def limit(self, n: int, name: str = "limit") -> "DataSet":
+        """At most ``n`` rows, whichever come first (Spark's ``limit``): each producer
+        sends on its first ``n``, one subtask keeps ``n`` of them."""
+        return self._two_steps(LimitOperator(n), LimitOperator(n), name,
+                               ShipStrategy.REBALANCE, single=True)
+
+    def top(self, n: int, by: str | Sequence[str], descending: bool | Sequence[bool] = False,
+            name: str = "top") -> "DataSet":
+        """The first ``n`` rows in the order of ``by`` (SQL's ``ORDER BY ... LIMIT n``),
+        in that order; ``descending`` is one bool or one per column (nulls come last
+        either way). Each producer keeps its own top ``n``; one subtask merges them, and
+        what follows runs in one subtask too, so the order reaches the output."""
+        columns = [by] if isinstance(by, str) else list(by)
+        try:
+            keys = sort_keys(columns, descending)
+            return self._two_steps(TopOperator(n, keys), TopOperator(n, keys), name,
+                                   ShipStrategy.REBALANCE, single=True)
+        except ValueError as err:
+            raise InvalidPipelineError(name, str(err), "see help(DataSet.top)") from None

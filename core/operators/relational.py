@@ -1,0 +1,241 @@
+"""Relational operators over whole rows: union, distinct, limit and top-N (issue 56).
+
+Each of distinct, limit and top runs in two steps, as Spark plans them (``LocalLimit``
+then ``GlobalLimit``, a partial then a final ``HashAggregate``): a local step chained
+to its producer that keeps only what can still matter (the distinct rows it saw, the
+first n rows, its own top n), then the final step past the exchange. So an exchange
+carries a producer's few surviving rows, not its input.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from yarnflow.core.estimates import Estimate
+from yarnflow.core.failures import ContractError
+from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator,
+                                          OperatorContext, PlanError, require_columns)
+
+# Flink's adaptive local hash aggregation (table.exec.local-hash-agg.adaptive.*): after
+# this many input rows, a local distinct that kept more than this share of them stops
+# deduplicating and passes its rows on (the final step deduplicates them all the same).
+LOCAL_SAMPLING_ROWS = 500_000
+LOCAL_DISTINCT_RATE = 0.5
+
+
+def sort_keys(by: Sequence[str], descending: bool | Sequence[bool]) -> list[tuple[str, str]]:
+    """pyarrow's sort keys for ``by``; ``descending`` is one bool for every column or
+    one per column (Spark's ``orderBy(..., ascending=[...])`` rule)."""
+    if isinstance(descending, bool):
+        flags = [descending] * len(by)
+    else:
+        flags = list(descending)
+        if len(flags) != len(by):
+            raise ValueError(f"descending names {len(flags)} directions for {len(by)} columns "
+                             f"{list(by)}: give one bool, or one per column")
+    return [(column, "descending" if down else "ascending") for column, down in zip(by, flags)]
+
+
+class UnionOperator(Operator):
+    """Every row of each input, input by input. The inputs' columns must agree (names
+    and types, in order): a union that would mix them is refused on the client where
+    the schemas are known, and a batch that differs is refused where they were not."""
+
+    def __init__(self, num_inputs: int) -> None:
+        self.num_inputs = num_inputs
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        known = [(i, s) for i, s in enumerate(inputs) if s is not None]
+        if not known:
+            return None
+        first, expected = known[0]
+        for index, schema in known[1:]:
+            problem = schema_difference(expected, schema)
+            if problem:
+                raise PlanError(f"union input {index + 1} differs from input {first + 1}: "
+                                f"{problem}",
+                                "select or cast the columns so that every input has the same "
+                                "names and types in the same order")
+        return expected if len(known) == len(inputs) else None
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        if any(e.rows is None for e in inputs):
+            return Estimate()
+        size = None if any(e.bytes is None for e in inputs) else sum(e.bytes or 0 for e in inputs)
+        return Estimate(sum(e.rows or 0 for e in inputs), size, "its inputs together")
+
+    def run(self, ctx: OperatorContext) -> None:
+        expected: pa.Schema | None = None
+        for index in range(self.num_inputs):
+            for batch in ctx.input(index):
+                if expected is None:
+                    expected = batch.schema
+                elif not batch.schema.equals(expected):
+                    raise ContractError(f"union input {index + 1} has other columns than the "
+                                        f"input before it: "
+                                        f"{schema_difference(expected, batch.schema)}")
+                ctx.emit(batch)
+
+
+def schema_difference(expected: pa.Schema, got: pa.Schema) -> str:
+    """The columns where ``got`` differs from ``expected``, named; '' when none does."""
+    missing = [n for n in expected.names if n not in got.names]
+    extra = [n for n in got.names if n not in expected.names]
+    typed = [f"{f.name} ({f.type} against {got.field(f.name).type})" for f in expected
+             if f.name in got.names and not got.field(f.name).type.equals(f.type)]
+    parts = [f"missing {', '.join(missing)}" if missing else "",
+             f"extra {', '.join(extra)}" if extra else "",
+             f"other types: {', '.join(typed)}" if typed else ""]
+    if not any(parts) and expected.names != got.names:
+        parts.append(f"the columns in another order ({', '.join(got.names)})")
+    return "; ".join(p for p in parts if p)
+
+
+class DistinctOperator(OneInputOperator):
+    """The distinct rows of ``columns`` (SQL's ``SELECT DISTINCT``): only those columns,
+    each combination once, a null a value like any other. ``local``: the step before the
+    exchange, which stops deduplicating once it sees that its input hardly repeats."""
+
+    def __init__(self, columns: Sequence[str], local: bool = False) -> None:
+        self.columns = list(columns)
+        self.local = local
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is None or not self.columns:
+            return inputs[0]
+        require_columns(inputs[0], self.columns)
+        return pa.schema([inputs[0].field(c) for c in self.columns])
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        return super().estimate(inputs)   # at most its input: how much less is unknown
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return _Distinct(ctx, self.columns, self.local)
+
+
+class _Distinct(BatchProcessor):
+    def __init__(self, ctx: OperatorContext, columns: list[str], local: bool) -> None:
+        self._ctx = ctx
+        self._columns = columns
+        self._local = local
+        self._held: list[pa.Table] = []
+        self._held_rows = 0
+        self._seen = 0
+        self._passing = False       # local, and its input hardly repeats
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        if not self._columns:          # distinct() of whole rows
+            self._columns = batch.schema.names
+        unique = _unique(pa.Table.from_batches([batch]).select(self._columns), self._columns)
+        if self._passing:
+            self._ctx.emit(unique)
+            return
+        self._seen += batch.num_rows
+        self._held.append(unique)
+        self._held_rows += unique.num_rows
+        if self._held_rows > max(2 * self._ctx.batch_rows, 1):
+            merged = _unique(pa.concat_tables(self._held), self._columns)
+            self._held, self._held_rows = [merged], merged.num_rows
+            if self._local and self._seen >= LOCAL_SAMPLING_ROWS and \
+                    merged.num_rows > LOCAL_DISTINCT_RATE * self._seen:
+                self._passing = True
+                self.finish()
+
+    def finish(self) -> None:
+        if self._held:
+            self._ctx.emit(_unique(pa.concat_tables(self._held), self._columns))
+        self._held, self._held_rows = [], 0
+
+
+def _unique(table: pa.Table, columns: list[str]) -> pa.Table:
+    return table.group_by(columns, use_threads=False).aggregate([]).select(columns)
+
+
+class LimitOperator(OneInputOperator):
+    """The first ``n`` rows it is given (which ones, without an order before it, is
+    whichever arrive first: Spark's and SQL's ``LIMIT``)."""
+
+    def __init__(self, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"limit({n}): n must be 0 or more")
+        self.n = n
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        return inputs[0]
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        carried = super().estimate(inputs)
+        if carried.rows is None or carried.rows <= self.n:
+            return carried
+        size = None if carried.bytes is None else carried.bytes * self.n // max(carried.rows, 1)
+        return Estimate(self.n, size, f"at most {self.n} rows")
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return _Limit(ctx, self.n)
+
+
+class _Limit(BatchProcessor):
+    def __init__(self, ctx: OperatorContext, n: int) -> None:
+        self._ctx = ctx
+        self._left = n
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        if self._left <= 0:
+            return
+        taken = batch if batch.num_rows <= self._left else batch.slice(0, self._left)
+        self._left -= taken.num_rows
+        if taken.num_rows:
+            self._ctx.emit(taken)
+
+
+class TopOperator(OneInputOperator):
+    """The ``n`` first rows in the order of ``keys`` (pyarrow sort keys), emitted in that
+    order; nulls sort last either way, as pyarrow sorts them."""
+
+    def __init__(self, n: int, keys: list[tuple[str, str]]) -> None:
+        if n < 0:
+            raise ValueError(f"top({n}): n must be 0 or more")
+        if not keys:
+            raise ValueError("top needs the columns to order by: top(10, by=['amount'])")
+        self.n = n
+        self.keys = keys
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is not None:
+            require_columns(inputs[0], [column for column, _ in self.keys])
+        return inputs[0]
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        return LimitOperator(self.n).estimate(inputs)
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return _Top(ctx, self.n, self.keys)
+
+
+class _Top(BatchProcessor):
+    def __init__(self, ctx: OperatorContext, n: int, keys: list[tuple[str, str]]) -> None:
+        self._ctx = ctx
+        self._n = n
+        self._keys = keys
+        self._best: pa.Table | None = None     # at most n rows: the best so far
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        if self._n == 0 or batch.num_rows == 0:
+            return
+        table = pa.Table.from_batches([batch])
+        if self._best is not None:
+            table = pa.concat_tables([self._best, table])
+        self._best = _first(table, self._n, self._keys)
+
+    def finish(self) -> None:
+        if self._best is not None and self._best.num_rows:
+            self._ctx.emit(self._best.sort_by(self._keys))
+        self._best = None
+
+
+def _first(table: pa.Table, n: int, keys: list[tuple[str, str]]) -> pa.Table:
+    if table.num_rows <= n:
+        return table
+    return table.take(pc.select_k_unstable(table, k=n, sort_keys=keys))
