@@ -217,14 +217,19 @@ class Pipeline:
         keys = (tuple(join.left_keys), tuple(join.right_keys))
         operator = vertex.operator.value
         assert isinstance(operator, HashJoinOperator), operator
-        plan = plan_join(join.strategy, inputs[0].estimate or UNKNOWN, inputs[1].estimate or UNKNOWN,
-                         threshold, (inputs[0].name, inputs[1].name), operator.how,
-                         at_run_time=at_run_time)
+        try:
+            plan = plan_join(join.strategy, inputs[0].estimate or UNKNOWN,
+                             inputs[1].estimate or UNKNOWN, threshold,
+                             (inputs[0].name, inputs[1].name), operator.join_type,
+                             at_run_time=at_run_time)
+        except ValueError as err:
+            raise InvalidPipelineError(vertex.name, str(err), "join it with strategy='auto' "
+                                       "or 'hash'") from None
         graph.join_plans[vertex.id] = plan
         operator.build_input = plan.build_input
         if at_run_time and plan.strategy is not JoinStrategy.BROADCAST:
             vertex.join = AdaptiveJoin(
-                buildable=plan.buildable, splittable=(0,) if operator.how == "left outer" else (0, 1),
+                buildable=plan.buildable, splittable=operator.join_type.splittable,
                 broadcast_threshold=threshold if plan.strategy is JoinStrategy.AUTO else 0)
         if plan.broadcast_input is None:
             return [_PendingEdge(inputs[i], vertex, ShipStrategy.HASH, keys[i],
@@ -393,7 +398,9 @@ class DataSet(RelationalOperators):
              left_on: str | Sequence[str] | None = None,
              right_on: str | Sequence[str] | None = None, how: str = "inner",
              strategy: str = "auto", name: str = "join") -> "DataSet":
-        """Join with ``other``. ``strategy='auto'`` lets the planner decide from both
+        """Join with ``other``; ``how`` is one of Spark's join types: 'inner', 'left',
+        'right', 'full', 'left_semi', 'left_anti' ('left_outer', 'outer', 'semi' and
+        'anti' too). ``strategy='auto'`` lets the planner decide from both
         sides' size estimates: it broadcasts a side estimated within
         ``planner.broadcast-threshold`` and keeps the other where it is, else it
         hash-partitions both on the keys. ``'broadcast'`` (sends ``other`` whole to
@@ -402,7 +409,11 @@ class DataSet(RelationalOperators):
         right_keys = _keys(right_on if right_on is not None else on)
         if not left_keys or len(left_keys) != len(right_keys):
             raise ValueError("join needs on=..., or left_on and right_on of equal length")
-        operator = HashJoinOperator(left_keys, right_keys, how, build_input=1)
+        try:
+            operator = HashJoinOperator(left_keys, right_keys, how, build_input=1)
+        except ValueError as err:
+            raise InvalidPipelineError(name, str(err), "use one of Spark's join types "
+                                       "(how='left', 'left_anti', ...)") from None
         vertex = self.pipeline._add_vertex(name, operator, 2)
         self.pipeline._joins.append(_PendingJoin(vertex, self, other, left_keys, right_keys,
                                                  JoinStrategy.parse(strategy)))

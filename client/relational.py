@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from yarnflow.core.jobgraph import InvalidPipelineError, JobVertex, PartitionType, ShipStrategy
+from yarnflow.core.operators.join import CrossJoinOperator
 from yarnflow.core.operators.relational import (DistinctOperator, LimitOperator, TopOperator,
                                                 UnionOperator, sort_keys)
 
@@ -92,3 +93,18 @@ class RelationalOperators:
                                    ShipStrategy.REBALANCE, single=True)
         except ValueError as err:
             raise InvalidPipelineError(name, str(err), "see help(DataSet.top)") from None
+
+    def cross_join(self, other: "DataSet", name: str = "cross-join") -> "DataSet":
+        """Every row of this DataSet with every row of ``other`` (Spark's
+        ``crossJoin``): ``other`` is sent whole to each subtask, so it must be small;
+        this side stays where it is. Columns of ``other`` this side also has get the
+        suffix ``_right``."""
+        if other.pipeline is not self.pipeline:
+            raise InvalidPipelineError(name, "cross_join's other side belongs to another "
+                                       "Pipeline", "build both sides in the same Pipeline")
+        vertex = self.pipeline._add_vertex(name, CrossJoinOperator(), 2)
+        vertex.parallelism = self.vertex.parallelism
+        self.pipeline._connect(self._derived(self.vertex, self._ship, self._keys,
+                                             self._partition_type), vertex)
+        self.pipeline._connect(other, vertex, target_input=1, ship=ShipStrategy.BROADCAST)
+        return self._derived(vertex)

@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 
 from yarnflow.core.estimates import Estimate, format_bytes
+from yarnflow.core.operators.join import JoinType
 
 
 class JoinStrategy(enum.Enum):
@@ -41,25 +42,34 @@ class JoinPlan:
 
 
 def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshold: int,
-              names: tuple[str, str], how: str = "inner", at_run_time: bool = False) -> JoinPlan:
-    """A left outer join keeps every left row once, so only its right side may be
-    broadcast or held as the build side. ``at_run_time`` (adaptive execution): an
-    ``auto`` or ``hash`` join is hash-partitioned on both sides and decided once both
+              names: tuple[str, str], how: JoinType = JoinType.INNER,
+              at_run_time: bool = False) -> JoinPlan:
+    """Only a side no row of which must come out unmatched may be broadcast or held as
+    the build side (``JoinType``): a left outer join's right side, say; a full outer
+    join is hash-partitioned, either side built. ``at_run_time`` (adaptive execution):
+    an ``auto`` or ``hash`` join is hash-partitioned on both sides and decided once both
     are written, from their measured bytes, not from these estimates."""
     estimates = (left, right)
-    allowed = (1,) if how == "left outer" else (0, 1)
+    allowed = how.broadcastable
     if requested is JoinStrategy.BROADCAST:
-        return JoinPlan(JoinStrategy.BROADCAST, 1, 1, f"broadcast {names[1]} (forced)")
+        if not allowed:
+            raise ValueError(f"a {how.value} join keeps every row of both sides, so neither "
+                             "can be broadcast")
+        side = allowed[-1]
+        return JoinPlan(JoinStrategy.BROADCAST, side, side, f"broadcast {names[side]} (forced)")
     if at_run_time:
+        allowed = how.buildable
         build = allowed[-1]
-        if requested is JoinStrategy.AUTO:
+        if requested is JoinStrategy.AUTO and how.broadcastable:
             sides = " or ".join(names[i] for i in allowed)
             return JoinPlan(JoinStrategy.AUTO, None, build,
                             f"decided at run time: {sides} broadcast if it measures within "
                             f"planner.broadcast-threshold ({format_bytes(threshold)}), else "
                             "hash; skewed partitions split", allowed)
-        return JoinPlan(JoinStrategy.HASH, None, build, "hash both sides (forced); the build "
-                        "side and skewed partitions decided at run time", allowed)
+        why = "hash both sides (forced)" if how.broadcastable else \
+            f"a {how.value} join keeps every row of both sides: hash both"
+        return JoinPlan(JoinStrategy.HASH, None, build, f"{why}; the build side and skewed "
+                        "partitions decided at run time", allowed)
     if requested is JoinStrategy.AUTO:
         small = [i for i in allowed if (estimates[i].bytes or threshold + 1) <= threshold]
         if small:
@@ -69,9 +79,11 @@ def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshol
                             f"within planner.broadcast-threshold ({format_bytes(threshold)}): "
                             f"broadcast it, keep {names[1 - side]} where it is")
         why = "; ".join(f"{names[i]} {format_bytes(estimates[i].bytes)}" for i in allowed)
-        reason = f"no side within planner.broadcast-threshold ({format_bytes(threshold)}): {why}"
+        reason = f"no side within planner.broadcast-threshold ({format_bytes(threshold)}): {why}" \
+            if allowed else f"a {how.value} join keeps every row of both sides: hash both"
     else:
         reason = "hash both sides (forced)"
+    allowed = how.buildable
     known = [i for i in allowed if estimates[i].bytes is not None]
     build = min(known, key=lambda i: estimates[i].bytes or 0) if len(known) == len(allowed) \
         else allowed[-1]

@@ -4,14 +4,75 @@ The same operator serves both plans: a hash join reads both inputs hash-partitio
 on the keys; a broadcast join reads the (small) broadcast side whole in every subtask
 and the other side as it is already partitioned. Under adaptive execution the build
 side is the one the run time measured smaller (``OperatorContext.build_input``).
+
+Every join type Spark has (``JoinType``) streams its probe side batch by batch: a
+side whose every row must come out (the preserved side of an outer join, the left of
+a semi or anti join) is never the build side, so each of its rows meets the whole
+build side once. A full outer join preserves both: it notes which build rows matched
+and emits the others, with nulls, at the end; so it is hash-partitioned, never
+broadcast, and no skewed partition of it is split.
 """
 from __future__ import annotations
 
+import enum
+
+import numpy as np
 import pyarrow as pa
 
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.operators.base import (Operator, OperatorContext, PlanError, concat,
                                           require_columns)
+
+_ROW = "__yarnflow_build_row"      # a full outer join's build row numbers, never emitted
+
+
+class JoinType(enum.Enum):
+    """pyarrow's join types, by Spark's names and their spellings."""
+    INNER = "inner"
+    LEFT = "left outer"
+    RIGHT = "right outer"
+    FULL = "full outer"
+    SEMI = "left semi"
+    ANTI = "left anti"
+
+    @classmethod
+    def parse(cls, how: str) -> "JoinType":
+        key = how.strip().lower().replace(" ", "_")
+        for kind, names in _NAMES.items():
+            if key in names:
+                return kind
+        raise ValueError(f"join type {how!r} is not one of {', '.join(repr(n) for n in _SPARK)}")
+
+    @property
+    def broadcastable(self) -> tuple[int, ...]:
+        """The inputs that may be sent whole to every subtask: those no row of which
+        must come out unmatched."""
+        return _BROADCASTABLE[self]
+
+    @property
+    def buildable(self) -> tuple[int, ...]:
+        """The inputs that may be held whole as the build side."""
+        return (0, 1) if self is JoinType.FULL else self.broadcastable
+
+    @property
+    def splittable(self) -> tuple[int, ...]:
+        """The inputs whose skewed partition may be split over subtasks (the other
+        side's rows of it copied to each): each row of a split side still meets every
+        row of its key once, and no copied row has to come out unmatched."""
+        return _SPLITTABLE[self]
+
+
+_NAMES = {JoinType.INNER: {"inner"},
+          JoinType.LEFT: {"left", "left_outer", "leftouter"},
+          JoinType.RIGHT: {"right", "right_outer", "rightouter"},
+          JoinType.FULL: {"full", "full_outer", "fullouter", "outer"},
+          JoinType.SEMI: {"left_semi", "leftsemi", "semi"},
+          JoinType.ANTI: {"left_anti", "leftanti", "anti"}}
+_SPARK = ["inner", "left", "right", "full", "left_semi", "left_anti"]
+_BROADCASTABLE = {JoinType.INNER: (0, 1), JoinType.LEFT: (1,), JoinType.RIGHT: (0,),
+                  JoinType.FULL: (), JoinType.SEMI: (1,), JoinType.ANTI: (1,)}
+_SPLITTABLE = {JoinType.INNER: (0, 1), JoinType.LEFT: (0,), JoinType.RIGHT: (1,),
+               JoinType.FULL: (), JoinType.SEMI: (0,), JoinType.ANTI: (0,)}
 
 
 class HashJoinOperator(Operator):
@@ -21,9 +82,11 @@ class HashJoinOperator(Operator):
                  build_input: int = 1, left_suffix: str = "", right_suffix: str = "_right") -> None:
         self.left_keys = left_keys
         self.right_keys = right_keys
-        if how not in ("inner", "left outer"):
-            raise ValueError(f"join type {how!r} is not supported; use 'inner' or 'left outer'")
-        self.how = how
+        self.join_type = JoinType.parse(how)
+        self.how = self.join_type.value          # pyarrow's name
+        # the inputs' schemas as the client knew them: the columns of a side that sent
+        # no rows, which an outer join still emits (as nulls)
+        self.input_schemas: tuple[pa.Schema | None, pa.Schema | None] = (None, None)
         self.build_input = build_input
         self.left_suffix = left_suffix
         self.right_suffix = right_suffix
@@ -32,6 +95,8 @@ class HashJoinOperator(Operator):
         """A key join matches each row of the larger side about once: its rows, each
         as wide as a row of both sides."""
         left, right = inputs
+        if self.join_type in (JoinType.SEMI, JoinType.ANTI):
+            return super().estimate(inputs)          # at most the left side
         if left.rows is None or right.rows is None:
             return Estimate()
         rows = max(left.rows, right.rows)
@@ -44,6 +109,7 @@ class HashJoinOperator(Operator):
         """Each known side's keys checked; with both sides known, pyarrow's join of two
         empty tables gives the output columns (and refuses keys of unjoinable types)."""
         left, right = inputs
+        self.input_schemas = (left, right)
         if left is not None:
             require_columns(left, self.left_keys, "the left input")
         if right is not None:
@@ -68,17 +134,99 @@ class HashJoinOperator(Operator):
 
     def run(self, ctx: OperatorContext) -> None:
         build_input = self.build_input if ctx.build_input < 0 else ctx.build_input
+        if build_input not in self.join_type.buildable:
+            raise ValueError(f"a {self.how} join cannot hold input {build_input} whole")
         build = concat(ctx.input(build_input))
+        planned = self.input_schemas[build_input]
+        if build is None and planned is not None:
+            build = planned.empty_table()
         probe_input = 1 - build_input
+        if self.join_type is JoinType.FULL and build is not None:
+            self._full_outer(ctx, build, probe_input)
+            return
         for batch in ctx.input(probe_input):
-            if build is None:      # nothing to match: an inner join emits nothing
-                if self.how == "left outer" and probe_input == 0:
+            if build is None:      # nothing to match, and its columns are unknown
+                if self.join_type in (JoinType.LEFT, JoinType.RIGHT, JoinType.ANTI):
                     ctx.emit(batch)
                 continue
-            probe = pa.Table.from_batches([batch])
-            left, right = (probe, build) if probe_input == 0 else (build, probe)
-            joined = left.join(right, keys=self.left_keys, right_keys=self.right_keys,
-                               join_type=self.how, left_suffix=self.left_suffix,
-                               right_suffix=self.right_suffix, coalesce_keys=True)
+            joined = self._join(pa.Table.from_batches([batch]), build, probe_input, self.how)
             if joined.num_rows:
                 ctx.emit(joined)
+
+    def _full_outer(self, ctx: OperatorContext, build: pa.Table, probe_input: int) -> None:
+        """Each probe batch joined keeping its rows, the build rows it matched noted; the
+        build rows none matched come last, with nulls for the probe side's columns."""
+        matched = np.zeros(build.num_rows, dtype=bool)
+        build = build.append_column(_ROW, pa.array(np.arange(build.num_rows), pa.int64()))
+        keep = "left outer" if probe_input == 0 else "right outer"
+        probe_schema = self.input_schemas[probe_input]
+        names: list[str] | None = None
+        for batch in ctx.input(probe_input):
+            probe_schema = batch.schema
+            joined = self._join(pa.Table.from_batches([batch]), build, probe_input, keep)
+            matched[joined.column(_ROW).drop_null().to_numpy()] = True
+            if names is None:    # pyarrow's full outer join's order of the columns
+                names = self._join(batch.schema.empty_table(), build.schema.empty_table(),
+                                   probe_input, self.how).drop_columns([_ROW]).column_names
+            if joined.num_rows:
+                ctx.emit(joined.drop_columns([_ROW]).select(names))
+        if matched.all():
+            return
+        rest = build.filter(pa.array(~matched)).drop_columns([_ROW])
+        if probe_schema is None:   # the probe side sent nothing and its columns are unknown
+            ctx.emit(rest)
+            return
+        ctx.emit(self._join(probe_schema.empty_table(), rest, probe_input, self.how))
+
+    def _join(self, probe: pa.Table, build: pa.Table, probe_input: int, how: str) -> pa.Table:
+        left, right = (probe, build) if probe_input == 0 else (build, probe)
+        return left.join(right, keys=self.left_keys, right_keys=self.right_keys,
+                         join_type=how, left_suffix=self.left_suffix,
+                         right_suffix=self.right_suffix, coalesce_keys=True)
+
+
+class CrossJoinOperator(Operator):
+    """Every row of input 0 with every row of input 1 (SQL's ``CROSS JOIN``): input 1,
+    the small one, is read whole (it is broadcast), input 0 streamed past it, in
+    pieces of about ``batch_rows`` rows of output. A column input 1 shares with input
+    0 gets ``right_suffix``."""
+    num_inputs = 2
+
+    def __init__(self, right_suffix: str = "_right") -> None:
+        self.right_suffix = right_suffix
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        left, right = inputs
+        if left is None or right is None:
+            return None
+        return pa.schema([*left, *(f.with_name(self._name(f.name, left)) for f in right)])
+
+    def _name(self, name: str, left: pa.Schema) -> str:
+        return name + self.right_suffix if name in left.names else name
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        left, right = inputs
+        if left.rows is None or right.rows is None:
+            return Estimate()
+        rows = left.rows * right.rows
+        if left.bytes is None or right.bytes is None:
+            return Estimate(rows, None, "both inputs' rows multiplied")
+        width = sum((e.bytes or 0) / e.rows for e in (left, right) if e.rows)
+        return Estimate(rows, int(rows * width), "both inputs' rows multiplied")
+
+    def run(self, ctx: OperatorContext) -> None:
+        small = concat(ctx.input(1))
+        if small is None or small.num_rows == 0:
+            for _ in ctx.input(0):    # read to its end: the producers finish
+                pass
+            return
+        m = small.num_rows
+        step = max(1, ctx.batch_rows // m)
+        for batch in ctx.input(0):
+            names = [*batch.schema.names, *(self._name(n, batch.schema) for n in small.column_names)]
+            for start in range(0, batch.num_rows, step):
+                piece = batch.slice(start, step)
+                n = piece.num_rows
+                left = pa.Table.from_batches([piece]).take(np.repeat(np.arange(n), m))
+                right = small.take(np.tile(np.arange(m), n))
+                ctx.emit(pa.Table.from_arrays([*left.columns, *right.columns], names=names))

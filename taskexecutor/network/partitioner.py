@@ -39,8 +39,20 @@ def _hashed(column: pa.Array) -> np.ndarray:
             indices = pc.fill_null(indices, len(distinct) - 1)
         rows: np.ndarray = distinct[indices.to_numpy()]
         return rows
+    if column.null_count and (pa.types.is_integer(column.type) or
+                              pa.types.is_boolean(column.type)):
+        # with nulls, numpy would see floats (or objects) where a batch without them has
+        # integers (or bools): 3 would hash as 3.0 there and reach another subtask than
+        # the 3s of other batches. The values hash as they do without nulls; a null as
+        # a string key's null does.
+        filled = pc.fill_null(column, pa.scalar(False if pa.types.is_boolean(column.type)
+                                                else 0, column.type))
+        values: np.ndarray = _hashed(filled)
+        values[column.is_null().to_numpy(zero_copy_only=False)] = \
+            pd.util.hash_array(np.array([None], dtype=object))[0]
+        return values
     array = column.to_numpy(zero_copy_only=False)
-    if pa.types.is_integer(column.type) and column.null_count == 0:
+    if pa.types.is_integer(column.type):
         array = array.astype(np.int64)
     hashed: np.ndarray = pd.util.hash_array(array)
     return hashed

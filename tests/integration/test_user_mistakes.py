@@ -50,8 +50,10 @@ CASES = {
         ["ValueError: join needs on=", "({script}, line 6)"]),
     "unsupported join type": Case(
         "p = yf.Pipeline('x')\nt = p.from_arrow(pa.table({'a': [1]}))\n"
-        "t.join(t, on='a', how='full')\n", 1, ["join type 'full' is not supported",
-                                                "use 'inner' or 'left outer'", "({script}, line 7)"]),
+        "t.join(t, on='a', how='sideways')\n", 2, ["join type 'sideways' is not one of 'inner', "
+                                                    "'left', 'right', 'full', 'left_semi', "
+                                                    "'left_anti'", "Fix: use one of Spark's join "
+                                                    "types"]),
     # --- bad paths and formats -------------------------------------------------------------
     "missing parquet input": Case(
         "p = yf.Pipeline('x')\np.read_parquet(D + '/nope').write_parquet(OUT)\np.execute()\n", 2,

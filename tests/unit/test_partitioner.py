@@ -62,3 +62,20 @@ def test_a_string_key_hashes_as_its_values_do_however_it_is_stored():
     small, large = (hash_rows(pa.record_batch({"k": pa.array(v)}), ["k"])
                     for v in (["USD"], ["EUR", "USD"] * 1000))
     assert small[0] == large[1], "one value, one hash, however many rows hold it"
+
+
+def test_an_integer_or_bool_key_hashes_the_same_in_a_batch_with_nulls_as_in_one_without():
+    """numpy sees an integer column with nulls as floats (a bool one as objects): a key
+    value must still reach the subtask its twins in null-free batches reach, or a join
+    misses matches and an aggregate splits a group (issue 56 found it: a hash join of
+    int64 keys with some nulls kept 2,794 of 9,505 rows)."""
+    from yarnflow.taskexecutor.network.partitioner import hash_rows
+    for kind, values in ((pa.int64(), [3, 7]), (pa.int32(), [3, 7]), (pa.bool_(), [True, False])):
+        plain = hash_rows(pa.record_batch({"k": pa.array(values, kind)}), ["k"])
+        holed = hash_rows(pa.record_batch({"k": pa.array([values[0], None, values[1]], kind)}), ["k"])
+        assert [holed[0], holed[2]] == plain.tolist(), kind
+        strings = hash_rows(pa.record_batch({"k": pa.array(["x", None])}), ["k"])
+        assert holed[1] == strings[1], "a null hashes alike in every key type"
+    wide = hash_rows(pa.record_batch({"k": pa.array([3, None], pa.int64())}), ["k"])
+    narrow = hash_rows(pa.record_batch({"k": pa.array([3, None], pa.int16())}), ["k"])
+    assert wide.tolist() == narrow.tolist(), "integers hash by value whatever their width"

@@ -10,6 +10,7 @@ from yarnflow.conf import Configuration
 from yarnflow.core.chaining import head_operator
 from yarnflow.core.jobgraph import ShipStrategy
 from yarnflow.client.planner import Estimate, JoinStrategy, plan_join
+from yarnflow.core.operators.join import JoinType
 
 SMALL = pa.table({"k": list(range(10)), "name": [f"n{i}" for i in range(10)]})
 
@@ -149,12 +150,30 @@ def test_forced_strategies_and_left_outer_joins_never_broadcast_the_kept_side():
     forced = plan_join(JoinStrategy.BROADCAST, tiny, huge, 2**20, ("a", "b"))
     assert forced.strategy is JoinStrategy.BROADCAST and forced.broadcast_input == 1
     # the left side is tiny, but a left outer join keeps each left row exactly once
-    outer = plan_join(JoinStrategy.AUTO, tiny, huge, 2**20, ("a", "b"), how="left outer")
+    outer = plan_join(JoinStrategy.AUTO, tiny, huge, 2**20, ("a", "b"), how=JoinType.LEFT)
     assert outer.strategy is JoinStrategy.HASH and outer.build_input == 1
     inner = plan_join(JoinStrategy.AUTO, tiny, huge, 2**20, ("a", "b"))
     assert inner.broadcast_input == 0 and inner.build_input == 0
     unknown = plan_join(JoinStrategy.AUTO, Estimate(), Estimate(), 2**20, ("a", "b"))
     assert unknown.strategy is JoinStrategy.HASH and "? bytes" in unknown.reason
+
+
+def test_each_join_type_broadcasts_and_builds_only_a_side_it_need_not_keep_whole():
+    tiny, huge = Estimate(10, 100), Estimate(10**8, 10**10)
+    for how, side in ((JoinType.RIGHT, 0), (JoinType.SEMI, 1), (JoinType.ANTI, 1)):
+        small_kept = (huge, tiny) if side == 0 else (tiny, huge)   # the kept side is tiny
+        plan = plan_join(JoinStrategy.AUTO, *small_kept, 2**20, ("a", "b"), how=how)
+        assert plan.strategy is JoinStrategy.HASH and plan.build_input == side, (how, plan)
+        forced = plan_join(JoinStrategy.BROADCAST, tiny, tiny, 2**20, ("a", "b"), how=how)
+        assert forced.broadcast_input == side, (how, forced)
+    full = plan_join(JoinStrategy.AUTO, tiny, huge, 2**20, ("a", "b"), how=JoinType.FULL)
+    assert full.strategy is JoinStrategy.HASH and full.build_input == 0
+    assert "keeps every row of both sides" in full.reason
+    with pytest.raises(ValueError, match="neither can be broadcast"):
+        plan_join(JoinStrategy.BROADCAST, tiny, huge, 2**20, ("a", "b"), how=JoinType.FULL)
+    adaptive = plan_join(JoinStrategy.AUTO, tiny, huge, 2**20, ("a", "b"), how=JoinType.FULL,
+                         at_run_time=True)
+    assert adaptive.strategy is JoinStrategy.HASH and adaptive.buildable == (0, 1)
 
 
 def test_an_unknown_strategy_is_refused_naming_the_choices():

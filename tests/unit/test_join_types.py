@@ -1,0 +1,95 @@
+"""Every join type Spark has (issue 56): the hash join's subtask, fed its build side
+whole and its probe side batch by batch, gives what pyarrow's join of the two whole
+tables gives (nulls in keys, repeated keys, empty sides), whichever side is built where
+the type allows it; the cross join; Spark's names for each type."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from yarnflow.core.operators.join import CrossJoinOperator, HashJoinOperator, JoinType
+
+LEFT = pa.table({"k": pa.array([1, 2, 2, None, 5, 7, 7], pa.int64()),
+                 "a": pa.array(["p", "q", "r", "s", "t", "u", "v"])})
+RIGHT = pa.table({"k": pa.array([2, 2, 3, None, 7, 9], pa.int64()),
+                  "b": pa.array([20.0, 21.0, 30.0, 0.0, 70.0, 90.0])})
+
+
+class Context:
+    def __init__(self, left, right, build_input=-1, batch_rows=4):
+        self.inputs = (left.to_batches(max_chunksize=2), right.to_batches(max_chunksize=3))
+        self.out, self.build_input, self.batch_rows = [], build_input, batch_rows
+        self.subtask_index, self.parallelism, self.vertex_name = 0, 1, "join"
+
+    def input(self, index):
+        return iter(self.inputs[index])
+
+    def emit(self, data):
+        self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
+
+
+def rows(table):
+    return sorted(table.to_pylist(), key=lambda r: [(v is None, str(v)) for v in r.values()])
+
+
+def joined(how, build_input, left=LEFT, right=RIGHT, known=True):
+    operator = HashJoinOperator(["k"], ["k"], how, build_input=build_input)
+    schema = operator.schema([left.schema, right.schema] if known else [None, None])
+    ctx = Context(left, right, build_input)
+    operator.run(ctx)
+    return pa.Table.from_batches(ctx.out, schema=schema) if ctx.out else schema.empty_table()
+
+
+CASES = [(how, build) for how in JoinType for build in how.buildable]
+
+
+@pytest.mark.parametrize("how,build", CASES, ids=[f"{h.name}-build{b}" for h, b in CASES])
+def test_each_join_type_gives_pyarrows_answer_whichever_side_it_may_build(how, build):
+    want = LEFT.join(RIGHT, keys="k", join_type=how.value, right_suffix="_right", coalesce_keys=True)
+    got = joined(how.value, build)
+    assert got.column_names == want.column_names
+    assert rows(got) == rows(want)
+
+
+@pytest.mark.parametrize("how,build", CASES, ids=[f"{h.name}-build{b}" for h, b in CASES])
+def test_an_empty_side_gives_what_sql_gives(how, build):
+    for left, right in ((LEFT.slice(0, 0), RIGHT), (LEFT, RIGHT.slice(0, 0))):
+        want = left.join(right, keys="k", join_type=how.value, right_suffix="_right",
+                         coalesce_keys=True)
+        assert rows(joined(how.value, build, left, right)) == rows(want), (how, build)
+
+
+def test_a_side_that_must_come_out_whole_is_never_held_whole():
+    for how in JoinType:
+        for side in (0, 1):
+            if side not in how.buildable:
+                with pytest.raises(ValueError, match="cannot hold input"):
+                    joined(how.value, side)
+    assert JoinType.FULL.broadcastable == () and JoinType.FULL.splittable == ()
+    assert JoinType.RIGHT.broadcastable == (0,) and JoinType.RIGHT.splittable == (1,)
+
+
+def test_sparks_names_for_each_type():
+    assert [JoinType.parse(n) for n in ("left", "left_outer", "left outer", "leftouter")] == \
+        [JoinType.LEFT] * 4
+    assert JoinType.parse("outer") is JoinType.FULL and JoinType.parse("full_outer") is JoinType.FULL
+    assert JoinType.parse("left_semi") is JoinType.SEMI and JoinType.parse("anti") is JoinType.ANTI
+    assert JoinType.parse("RIGHT") is JoinType.RIGHT
+    with pytest.raises(ValueError, match="is not one of 'inner', 'left', 'right', 'full'"):
+        JoinType.parse("sideways")
+
+
+def test_a_cross_join_pairs_every_row_with_every_row_in_pieces():
+    operator = CrossJoinOperator()
+    ctx = Context(LEFT, RIGHT.slice(0, 3), batch_rows=4)
+    operator.run(ctx)
+    got = pa.Table.from_batches(ctx.out)
+    assert got.column_names == ["k", "a", "k_right", "b"]
+    assert got.schema == operator.schema([LEFT.schema, RIGHT.schema])
+    want = [{**left, "k_right": right["k"], "b": right["b"]}
+            for left in LEFT.to_pylist() for right in RIGHT.slice(0, 3).to_pylist()]
+    assert rows(got) == rows(pa.Table.from_pylist(want))
+    assert max(b.num_rows for b in ctx.out) <= 4
+    empty = Context(LEFT, RIGHT.slice(0, 0))
+    operator.run(empty)
+    assert empty.out == []
