@@ -8,7 +8,9 @@ carries a producer's few surviving rows, not its input.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import queue
+import threading
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -67,16 +69,72 @@ class UnionOperator(Operator):
         return Estimate(sum(e.rows or 0 for e in inputs), size, "its inputs together")
 
     def run(self, ctx: OperatorContext) -> None:
+        """Batches as they come from any input: reading the inputs one after another
+        would leave a producer that feeds two of them (``a.filter(x).union(a.filter(y))``)
+        blocked on the later one's full buffer while the earlier one waits for it."""
         expected: pa.Schema | None = None
-        for index in range(self.num_inputs):
+        for index, batch in _interleaved(ctx, self.num_inputs):
+            if expected is None:
+                expected = batch.schema
+            elif not batch.schema.equals(expected):
+                raise ContractError(f"union input {index + 1} has other columns than the "
+                                    f"input before it: "
+                                    f"{schema_difference(expected, batch.schema)}")
+            ctx.emit(batch)
+
+
+_ENDED = object()
+
+
+def _interleaved(ctx: OperatorContext, inputs: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(input, batch) from every input at once, each read on a thread of its own; the
+    first input that fails ends the reading with its error."""
+    handed: queue.Queue[tuple[int, object]] = queue.Queue(maxsize=2 * inputs)
+    stop = threading.Event()
+
+    def read(index: int) -> None:
+        item: object = _ENDED
+        try:
             for batch in ctx.input(index):
-                if expected is None:
-                    expected = batch.schema
-                elif not batch.schema.equals(expected):
-                    raise ContractError(f"union input {index + 1} has other columns than the "
-                                        f"input before it: "
-                                        f"{schema_difference(expected, batch.schema)}")
-                ctx.emit(batch)
+                while not stop.is_set():
+                    try:
+                        handed.put((index, batch), timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as err:  # noqa: BLE001 - handed to the task thread
+            item = err
+        while not stop.is_set():
+            try:
+                handed.put((index, item), timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    readers = [threading.Thread(target=read, args=(i,), daemon=True,
+                                name=f"{ctx.vertex_name}-input-{i}") for i in range(inputs)]
+    for reader in readers:
+        reader.start()
+    open_inputs = inputs
+    try:
+        while open_inputs:
+            try:
+                index, item = handed.get(timeout=0.2)
+            except queue.Empty:
+                if ctx.cancelled:
+                    return
+                continue
+            if item is _ENDED:
+                open_inputs -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                assert isinstance(item, pa.RecordBatch)
+                yield index, item
+    finally:
+        stop.set()
 
 
 def schema_difference(expected: pa.Schema, got: pa.Schema) -> str:

@@ -105,3 +105,18 @@ def test_every_join_type_and_a_cross_join_give_pyarrows_answers(cluster, tmp_pat
         assert by_value(got.select(want.column_names)) == by_value(want), how
     cross = pq.read_table(tmp_path / "cross")
     assert cross.num_rows == 28 and cross.column_names == ["k", "v", "name"]
+
+
+def test_a_union_of_two_paths_from_one_source_reads_both_as_they_come(cluster, tmp_path):
+    """The source feeds both inputs over bounded pipelined exchanges: a union that read
+    its first input to the end before its second would wait forever for a source blocked
+    on the second's full buffer."""
+    config = Configuration.load(overrides=CONFIG + ["execution.batch.adaptive.enabled=false"])
+    p = yf.Pipeline("diamond", parallelism=2)
+    facts = p.from_arrow(FACTS, name="facts")
+    low = facts.filter(lambda b: pa.compute.less(b["v"], 500.0), name="low")
+    high = facts.filter(lambda b: pa.compute.greater_equal(b["v"], 500.0), name="high")
+    low.union(high).write_parquet(str(tmp_path / "out"), name="sink")
+    result = cluster.submit(p.job_graph(config)).wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    assert by_value(pq.read_table(tmp_path / "out")) == by_value(FACTS)

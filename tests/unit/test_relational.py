@@ -98,13 +98,13 @@ def test_sort_keys_take_one_direction_or_one_per_column():
 
 
 def test_union_reads_every_input_and_refuses_other_columns_by_name():
-    assert ran(UnionOperator(2), ROWS, ROWS.slice(0, 2)).equals(
-        pa.concat_tables([ROWS, ROWS.slice(0, 2)]))
+    assert rows(ran(UnionOperator(2), ROWS, ROWS.slice(0, 2))) == \
+        rows(pa.concat_tables([ROWS, ROWS.slice(0, 2)]))
     other = ROWS.rename_columns(["k", "w"]).set_column(0, "k", ROWS["k"].cast(pa.int32()))
     with pytest.raises(PlanError, match=r"missing v; extra w; other types: k \(int64 against int32\)"):
         UnionOperator(2).schema([ROWS.schema, other.schema])
     assert UnionOperator(2).schema([ROWS.schema, None]) is None      # unknown: checked at run time
-    with pytest.raises(ContractError, match="union input 2 has other columns"):
+    with pytest.raises(ContractError, match="union input [12] has other columns"):
         UnionOperator(2).run(Context(ROWS.to_batches(), other.to_batches()))
 
 
