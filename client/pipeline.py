@@ -26,6 +26,7 @@ from yarnflow.core.chaining import chain_operators
 from yarnflow.core.jobgraph import (AdaptiveJoin, ChainingStrategy, InvalidPipelineError, JobGraph,
                                     JobVertex, PartitionType, ScheduleMode, ShipStrategy, path_error)
 from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
+from yarnflow.client.planner.joins import break_pipelined_cycles
 from yarnflow.client.planner.adaptive import mark_adaptive
 from yarnflow.core.estimates import UNKNOWN, EstimateHint
 from yarnflow.core.resources import ResourceSpec
@@ -175,6 +176,7 @@ class Pipeline:
                 PartitionType.PIPELINED if ship is ShipStrategy.FORWARD else exchange)
             graph.connect(edge.source, edge.target, ship, edge.keys, partition_type,
                           edge.target_input)
+        break_pipelined_cycles(graph)
         if adaptive and mark_adaptive(graph, unset):
             graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES   # decided once inputs are written
         graph.resolve(default_parallelism)

@@ -12,7 +12,8 @@ import enum
 from dataclasses import dataclass
 
 from yarnflow.core.estimates import Estimate, format_bytes
-from yarnflow.core.operators.join import JoinType
+from yarnflow.core.jobgraph import JobEdge, JobGraph, PartitionType
+from yarnflow.core.operators.join import CrossJoinOperator, HashJoinOperator, JoinType
 
 
 class JoinStrategy(enum.Enum):
@@ -88,3 +89,36 @@ def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshol
     build = min(known, key=lambda i: estimates[i].bytes or 0) if len(known) == len(allowed) \
         else allowed[-1]
     return JoinPlan(JoinStrategy.HASH, None, build, reason)
+
+
+def break_pipelined_cycles(graph: JobGraph) -> list[JobEdge]:
+    """Flink's pipeline breakers for batch jobs: a join reads its build input to the
+    end before it reads a row of its probe input (a cross join its input 1 before its
+    input 0), so a producer writing its probe input over a bounded pipelined exchange
+    waits for it meanwhile. That wait is a deadlock when what the build input needs is
+    held up behind it: when the probe's producer also feeds others (two joins reading
+    one source in opposite orders), or when both inputs come from one source (a self
+    join). Such a probe exchange becomes BLOCKING: the producer writes it out in full
+    and goes on. Returns the edges changed."""
+    ancestors: dict[str, set[str]] = {}
+    for vertex in graph.topological_order():
+        ancestors[vertex.id] = {vertex.id}.union(
+            *(ancestors[e.source.id] for e in graph.inputs_of(vertex)))
+    changed = []
+    for vertex in graph.vertices.values():
+        operator = vertex.operator.value
+        if isinstance(operator, HashJoinOperator):
+            probe_input = 1 - operator.build_input
+        elif isinstance(operator, CrossJoinOperator):
+            probe_input = 0
+        else:
+            continue
+        edges = {e.target_input: e for e in graph.inputs_of(vertex)}
+        probe, build = edges[probe_input], edges[1 - probe_input]
+        if probe.partition_type is not PartitionType.PIPELINED:
+            continue
+        if len(graph.outputs_of(probe.source)) > 1 or \
+                ancestors[probe.source.id] & ancestors[build.source.id]:
+            probe.partition_type = PartitionType.BLOCKING
+            changed.append(probe)
+    return changed

@@ -82,17 +82,15 @@ def test_every_join_type_and_a_cross_join_give_pyarrows_answers(cluster, tmp_pat
     config = Configuration.load(overrides=CONFIG + [
         f"execution.batch.adaptive.enabled={str(adaptive).lower()}"])
     p = yf.Pipeline("joins", parallelism=3)
-    # each join its own sources: two joins that read one source first and the other
-    # second, in opposite orders, can wait on each other over bounded pipelined
-    # exchanges (a diamond Flink's batch optimizer breaks with a BLOCKING exchange;
-    # yarnflow does not yet)
+    # one source of each side for all: joins that read them in opposite orders (a right
+    # join builds facts, the others build dims) over bounded pipelined exchanges would
+    # wait on each other, but for the probe exchanges the planner makes BLOCKING
+    facts, dims = p.from_arrow(FACTS, name="facts"), p.from_arrow(DIMS, name="dims")
     for how in KINDS:
-        facts, dims = p.from_arrow(FACTS, name=f"facts-{how}"), p.from_arrow(DIMS, name=f"dims-{how}")
         facts.join(dims, on="k", how=how, strategy=strategy, name=f"join-{how}") \
              .write_parquet(str(tmp_path / how), name=f"sink-{how}")
-    p.from_arrow(FACTS, name="facts").limit(7) \
-     .cross_join(p.from_arrow(DIMS, name="dims").select("name").limit(4)) \
-     .write_parquet(str(tmp_path / "cross"), name="sink-cross")
+    facts.limit(7).cross_join(dims.select("name").limit(4)) \
+         .write_parquet(str(tmp_path / "cross"), name="sink-cross")
     graph = p.job_graph(config)
     result = cluster.submit(graph).wait(300)
     assert result.status is JobStatus.FINISHED, result.failure

@@ -158,3 +158,35 @@ def test_mistakes_are_refused_in_one_line_on_the_client():
         p = yf.Pipeline("mixed")
         p.from_arrow(ROWS).union(p.from_arrow(ROWS.select(["v", "k"]))).write_parquet("/tmp/x")
         p.job_graph(Configuration.load())
+
+
+def test_a_probe_exchange_that_could_wait_on_its_own_build_input_is_blocking():
+    """A join reads its build input whole first: a probe producer that also feeds
+    others, or one that shares a source with the build input (a self join), would wait
+    on the probe's full buffer while the build input waits on it."""
+    def partition_types(build):
+        p = yf.Pipeline("breakers", parallelism=2)
+        build(p)
+        graph = p.job_graph(Configuration.load(overrides=["pipeline.operator-chaining.enabled=false"]))
+        return {(e.source.name, e.target.name): e.partition_type.name for e in graph.edges
+                if e.target.name.startswith("join")}
+
+    def self_join(p):
+        rows = p.from_arrow(ROWS, name="rows")
+        rows.join(rows.distinct("k"), on="k", strategy="hash").write_parquet("/tmp/x1", name="s")
+    # both sides estimated alike: the left one is built, the right one probes
+    assert partition_types(self_join) == {("rows", "join"): "PIPELINED",
+                                          ("distinct", "join"): "BLOCKING"}
+
+    def opposite_orders(p):
+        facts, dims = p.from_arrow(ROWS, name="facts"), p.from_arrow(ROWS.slice(0, 2), name="dims")
+        facts.join(dims, on="k", how="right", name="join-right").write_parquet("/tmp/x2", name="s1")
+        facts.join(dims, on="k", name="join-inner").write_parquet("/tmp/x3", name="s2")
+    assert partition_types(opposite_orders) == {
+        ("facts", "join-right"): "PIPELINED", ("dims", "join-right"): "BLOCKING",
+        ("facts", "join-inner"): "BLOCKING", ("dims", "join-inner"): "PIPELINED"}
+
+    def apart(p):
+        p.from_arrow(ROWS, name="facts").join(p.from_arrow(ROWS, name="dims"), on="k") \
+         .write_parquet("/tmp/x4", name="s")
+    assert set(partition_types(apart).values()) == {"PIPELINED"}, "nothing to break"
