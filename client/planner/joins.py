@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from yarnflow.core.estimates import Estimate, format_bytes
 from yarnflow.core.jobgraph import JobEdge, JobGraph, PartitionType
-from yarnflow.core.operators.join import CrossJoinOperator, HashJoinOperator, JoinType
+from yarnflow.core.operators.join import JoinType
 
 
 class JoinStrategy(enum.Enum):
@@ -92,10 +92,10 @@ def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshol
 
 
 def break_pipelined_cycles(graph: JobGraph) -> list[JobEdge]:
-    """Flink's pipeline breakers for batch jobs: a join reads its build input to the
-    end before it reads a row of its probe input (a cross join its input 1 before its
-    input 0), so a producer writing its probe input over a bounded pipelined exchange
-    waits for it meanwhile. That wait is a deadlock when what the build input needs is
+    """Flink's pipeline breakers for batch jobs. An operator with a deferred input
+    (``Operator.deferred_input``: a join's probe side, read once its build side is read
+    to the end) leaves a producer writing that input over a bounded pipelined exchange
+    waiting meanwhile. That wait is a deadlock when what the build input needs is
     held up behind it: when the probe's producer also feeds others (two joins reading
     one source in opposite orders), or when both inputs come from one source (a self
     join). Such a probe exchange becomes BLOCKING: the producer writes it out in full
@@ -106,12 +106,8 @@ def break_pipelined_cycles(graph: JobGraph) -> list[JobEdge]:
             *(ancestors[e.source.id] for e in graph.inputs_of(vertex)))
     changed = []
     for vertex in graph.vertices.values():
-        operator = vertex.operator.value
-        if isinstance(operator, HashJoinOperator):
-            probe_input = 1 - operator.build_input
-        elif isinstance(operator, CrossJoinOperator):
-            probe_input = 0
-        else:
+        probe_input = vertex.operator.value.deferred_input()
+        if probe_input is None:
             continue
         edges = {e.target_input: e for e in graph.inputs_of(vertex)}
         probe, build = edges[probe_input], edges[1 - probe_input]

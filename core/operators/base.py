@@ -106,6 +106,13 @@ class Operator:
     def run(self, ctx: OperatorContext) -> None:
         raise NotImplementedError
 
+    def deferred_input(self) -> int | None:
+        """The input this operator reads only once another one is read to its end (a
+        join's probe side); None when it reads its inputs as they come. The planner
+        makes such an input's exchange BLOCKING where waiting on it could deadlock
+        (``client/planner/joins.py``, ``break_pipelined_cycles``)."""
+        return None
+
     def bound(self, settings: FileSystemSettings) -> "Operator":
         """A copy of this operator for one JobGraph, its paths resolved against
         ``settings``. Planning sets fields on the copy (a join's build side), never on

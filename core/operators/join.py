@@ -91,6 +91,9 @@ class HashJoinOperator(Operator):
         self.left_suffix = left_suffix
         self.right_suffix = right_suffix
 
+    def deferred_input(self) -> int | None:
+        return 1 - self.build_input
+
     def estimate(self, inputs: list[Estimate]) -> Estimate:
         """A key join matches each row of the larger side about once: its rows, each
         as wide as a row of both sides."""
@@ -200,6 +203,9 @@ class CrossJoinOperator(Operator):
         if left is None or right is None:
             return None
         return pa.schema([*left, *(f.with_name(self._name(f.name, left)) for f in right)])
+
+    def deferred_input(self) -> int | None:
+        return 0
 
     def _name(self, name: str, left: pa.Schema) -> str:
         return name + self.right_suffix if name in left.names else name

@@ -166,9 +166,6 @@ class DistinctOperator(OneInputOperator):
         require_columns(inputs[0], self.columns)
         return pa.schema([inputs[0].field(c) for c in self.columns])
 
-    def estimate(self, inputs: list[Estimate]) -> Estimate:
-        return super().estimate(inputs)   # at most its input: how much less is unknown
-
     def open(self, ctx: OperatorContext) -> BatchProcessor:
         return _Distinct(ctx, self.columns, self.local)
 
