@@ -11,6 +11,7 @@ blocks are on every host, a slow map (1 core, 600 MB), a BLOCKING aggregate (1 c
 400 MB), a broadcast join and a Parquet sink."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
@@ -84,35 +85,73 @@ def containers(cluster: DockerCluster, app_id: str) -> list[dict]:
     return page.get("container") or []
 
 
-def registered_hosts(page: Page) -> set[str] | None:
+def registered(page: Page) -> dict[str, str] | None:
+    """The registered executors' containers: container id -> host."""
     try:
-        return {e["host"] for e in page.get("taskmanagers")["taskmanagers"] if e["host"]}
+        return {e["container-id"]: e["host"] for e in page.get("taskmanagers")["taskmanagers"]
+                if e["host"]}
     except (OSError, ValueError, KeyError):          # not serving yet
         return None
 
 
-def kill_while_starting(cluster: DockerCluster, app_id: str, spare: set[str]) -> str:
-    """As soon as YARN gives the application a container on a worker host whose
-    executors have not registered (not ``spare``, not the ApplicationMaster's), that
-    host is frozen (nothing on it starts from then on), checked to have registered
-    nothing, and killed. Returns the host."""
+def registered_hosts(page: Page) -> set[str] | None:
+    executors = registered(page)
+    return None if executors is None else set(executors.values())
+
+
+def kill_while_starting(cluster: DockerCluster, app_id: str) -> str:
+    """As soon as YARN gives the application a container on a worker host other than
+    the ApplicationMaster's whose executor has not registered, that host is frozen
+    (nothing on it starts from then on), the container checked to have registered
+    nothing, and the host killed (with whatever else runs there). Returns the host."""
     page = Page(cluster, app_id)
     am = appmaster_host(cluster, app_id)
 
-    def starting() -> str | None:
-        registered = registered_hosts(page)
-        if registered is None:
+    def starting() -> tuple[str, str] | None:
+        executors = registered(page)
+        if executors is None:
             return None
-        placed = {c["assignedNodeId"].split(":")[0] for c in containers(cluster, app_id)}
-        fresh = sorted(placed - registered - spare - {am})
-        return fresh[0] if fresh else None
-    host = wait_until(starting, 300, f"a container of {app_id} starting on a host",
-                      interval=0.2)
+        fresh = sorted((c["assignedNodeId"].split(":")[0], c["containerId"])
+                       for c in containers(cluster, app_id)
+                       if c["containerId"] not in executors)
+        return next((placed for placed in fresh if placed[0] != am), None)
+    host, container = wait_until(starting, 300, f"a container of {app_id} starting on a "
+                                 f"host other than the ApplicationMaster's ({am})", interval=0.2)
     cluster.docker("pause", host)
-    assert host not in (registered_hosts(page) or set()), \
-        f"an executor on {host} registered before the host was frozen: not a start"
+    assert container not in (registered(page) or {}), \
+        f"the executor of {container} on {host} registered before the host was frozen: not a start"
     cluster.docker("kill", host)
     return host
+
+
+@contextlib.contextmanager
+def no_new_containers_on(cluster: DockerCluster, host: str) -> Iterator[None]:
+    """``host`` in an exclusive node label's partition: what runs there runs on, but
+    YARN places no new container of the default partition there (CapacityScheduler
+    placed a session job's few new containers on the ApplicationMaster's host alone,
+    which may not be killed, and the test waited for a start it could kill in vain)."""
+    def rmadmin(*args: str) -> None:
+        done = cluster.on("rm", "yarn", "rmadmin", *args, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+    def labels() -> set[str]:
+        nodes = cluster.rest("/ws/v1/cluster/nodes")["nodes"]["node"]
+        return next(set(n.get("nodeLabels") or ()) for n in nodes if n["nodeHostName"] == node)
+    node = next(n["nodeHostName"] for n in cluster.rest("/ws/v1/cluster/nodes")["nodes"]["node"]
+                if n["nodeHostName"].split(".")[0] == host)
+    known = {i["name"] for i in cluster.rest("/ws/v1/cluster/get-node-labels").get("nodeLabelInfo")
+             or ()}
+    if "highmem" not in known:
+        rmadmin("-addToClusterNodeLabels", "highmem(exclusive=true)")
+    rmadmin("-replaceLabelsOnNode", f"{node}=highmem")
+    try:
+        wait_until(lambda: labels() == {"highmem"}, 60, f"{node} in partition highmem",
+                   interval=1.0)
+        yield
+    finally:
+        rmadmin("-replaceLabelsOnNode", f"{node}=")
+        wait_until(lambda: not labels(), 60, f"{node} back in the default partition",
+                   interval=1.0)
 
 
 def test_a_host_killed_while_a_per_job_applications_containers_start_then_another_after_it_came_back(
@@ -126,7 +165,7 @@ def test_a_host_killed_while_a_per_job_applications_containers_start_then_anothe
     out = scratch("lost-while-starting")
     app_id = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
                     *profiles(input_uri, out, "--work", "0.3"))
-    host = kill_while_starting(hosts, app_id, spare=set())
+    host = kill_while_starting(hosts, app_id)
 
     final = wait_finished(hosts, app_id, 600)
     assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
@@ -202,10 +241,10 @@ def test_a_session_loses_a_host_while_its_jobs_containers_start_then_another_aft
     page = Page(hosts, app_id)
     try:
         wait_until(lambda: registered_hosts(page), 300, "the session's warm executor", interval=1.0)
-        spare = registered_hosts(page) or set()
         out = scratch("session-lost-while-starting")
-        job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "0.3"))
-        first = kill_while_starting(hosts, app_id, spare)
+        with no_new_containers_on(hosts, appmaster_host(hosts, app_id)):
+            job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "0.3"))
+            first = kill_while_starting(hosts, app_id)
         job = wait_until(lambda: job_ended(page, job_id), 600, f"job {job_id} to end", interval=1.0)
         assert job["state"] == "FINISHED", job
         assert_exact(hosts, out)
