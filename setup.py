@@ -83,10 +83,14 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
             # SPNEGO to WebHDFS on a Kerberos cluster (core/fs/webhdfs.py); gssapi builds
             # against the system's Kerberos (Debian: libkrb5-dev)
             "kerberos": ["requests-gssapi>=1.2"],
+            # TPC-H tables for examples/tpch (data.py)
+            "tpch": ["tpchgen-cli>=2.0"],
             "test": ["pytest>=8", "pytest-timeout>=2.2", "pytest-xdist>=3.5", "grpcio-tools>=1.85.1", "skein>=0.8.2",
                      "venv-pack>=0.2",
                      "mypy>=2.4,<2.5", "ruff>=0.17,<0.18",
-                     "pyspark>=4.0"],
+                     "pyspark>=4.0",
+                     # TPC-H's tables, and DuckDB's answers to check the queries against
+                     "tpchgen-cli>=2.0", "duckdb>=1.1"],
         },
         entry_points={"console_scripts": ["yarnflow = yarnflow.client.cli:entry"]},
     )

@@ -38,8 +38,8 @@ class ExplainResult:
 
 def describe_input(edge: Any) -> str:
     ship = edge.ship.name
-    if edge.ship is ShipStrategy.HASH:
-        ship = f"HASH({', '.join(edge.keys)})"
+    if edge.ship in (ShipStrategy.HASH, ShipStrategy.RANGE):
+        ship = f"{ship}({', '.join(edge.keys)})"
     blocking = " [BLOCKING]" if edge.partition_type is PartitionType.BLOCKING else ""
     return f"{ship} <- {edge.source.name}{blocking}"
 
@@ -63,7 +63,7 @@ def plan_json(graph: JobGraph, config: Configuration) -> dict[str, Any]:
                          for group in graph.slot_sharing_groups()},
         "worker_specs": workers,
         "joins": [{"vertex": graph.vertices[v].name, "operator": graph.vertices[v].operators[0],
-                   "strategy": plan.strategy.name,
+                   "strategy": plan.strategy.name, "type": plan.join_type,
                    "broadcast_input": plan.broadcast_input, "build_input": plan.build_input,
                    "reason": plan.reason} for v, plan in graph.join_plans.items()]}
 
@@ -92,7 +92,7 @@ def plan_renderable(graph: JobGraph, config: Configuration) -> Group:
         for w in plan["worker_specs"] if w["executors"])))
     for vertex_id, join in graph.join_plans.items():
         join_name = graph.vertices[vertex_id].operators[0]     # a join heads its chain
-        lines.append(Text(f"{join_name}: {join.strategy.name} join — "
+        lines.append(Text(f"{join_name}: {join.strategy.name} join, {join.join_type} — "
                           f"{join.reason}"))
     if any(v.adaptive for v in graph.vertices.values()):
         lines.append(Text(adaptive_note(config)))

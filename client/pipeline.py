@@ -28,16 +28,19 @@ from yarnflow.core.jobgraph import (AdaptiveJoin, ChainingStrategy, InvalidPipel
 from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
 from yarnflow.client.planner.joins import break_pipelined_cycles
 from yarnflow.client.planner.adaptive import mark_adaptive
-from yarnflow.core.estimates import UNKNOWN, EstimateHint
+from yarnflow.client.planner.aggregates import configure_local_steps
+from yarnflow.client.planner.estimates import estimate_hint
+from yarnflow.core.estimates import UNKNOWN
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.core.units import parse_bytes, parse_parallelism
+from yarnflow.core.units import parse_parallelism
 from yarnflow.core.tracebacks import sources_of
 from yarnflow.core.user_code import UserCode
-from yarnflow.core.operators import (AggregateOperator, CsvSource, FilterOperator,
+from yarnflow.core.operators import (CsvSource, FilterOperator,
                                      FlatMapOperator, HashJoinOperator, MapOperator,
-                                     ParquetSink, ParquetSource, SelectOperator, TableSource)
+                                     ParquetSource, SelectOperator, TableSource)
 from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.relational import DistinctOperator
+from yarnflow.client.outputs import OutputOperators
 from yarnflow.client.relational import RelationalOperators
 from yarnflow.core.operators.files import DataPathError
 from yarnflow.core.operators.spark import SparkOperator
@@ -84,11 +87,19 @@ class Pipeline:
         self._edges: list[_PendingEdge] = []
         self._joins: list[_PendingJoin] = []
         self._names: dict[str, int] = {}
+        # a step the planner added for an operator (a local aggregate): the operator's
+        # name, which the user knows, for its errors
+        self._step_of: dict[str, str] = {}
 
     # --- sources ---------------------------------------------------------------------
     def read_parquet(self, path: str | list[str], columns: list[str] | None = None,
-                     name: str | None = None) -> "DataSet":
-        return self._source(ParquetSource(path, columns), name or "parquet-source")
+                     name: str | None = None, partition_filter: Any = None) -> "DataSet":
+        """Parquet files: a file, a directory's files (in Hive-style partition
+        directories too, ``day=2024-01-01/``, whose values become columns), a glob,
+        or a list of these. ``partition_filter`` (a pyarrow expression over partition
+        columns, ``pc.field("day") >= "2024-01-01"``, or a function of a dict of them)
+        reads only the partitions it selects."""
+        return self._source(ParquetSource(path, columns, partition_filter), name or "parquet-source")
 
     def read_csv(self, path: str | list[str], name: str | None = None,
                  **read_options: Any) -> "DataSet":
@@ -142,6 +153,7 @@ class Pipeline:
             own[vertex.id] = dataclasses.replace(
                 vertex, operator=UserCode.of(operator),
                 committer=UserCode.of(committer) if committer is not None else None)
+        configure_local_steps([(own[e.source.id], own[e.target.id]) for e in self._edges], config)
         unset = {v.id for v in own.values() if v.parallelism is None}   # before the planner
         adaptive = config.get(options.ADAPTIVE_ENABLED)
         exchange = self.exchange if self.exchange is not None else \
@@ -149,7 +161,8 @@ class Pipeline:
         order = [own[v.id] for v in self._producers_first()]
         schemas = check_schemas(order, lambda v: [own[u.id] for u in self._inputs_of(v)],
                                 lambda v: [(own[e.source.id], e.keys) for e in self._edges
-                                           if e.target.id == v.id])
+                                           if e.target.id == v.id],
+                                lambda v: self._step_of.get(v.id, v.name))
         estimates = estimate_vertices(order, lambda v: [own[u.id] for u in self._inputs_of(v)])
         for vertex in own.values():
             vertex.estimate = estimates[vertex.id]
@@ -227,6 +240,7 @@ class Pipeline:
         except ValueError as err:
             raise InvalidPipelineError(vertex.name, str(err), "join it with strategy='auto' "
                                        "or 'hash'") from None
+        plan = dataclasses.replace(plan, join_type=operator.how)
         graph.join_plans[vertex.id] = plan
         operator.build_input = plan.build_input
         if at_run_time and plan.strategy is not JoinStrategy.BROADCAST:
@@ -250,7 +264,7 @@ class Pipeline:
         return execute_pipeline(self, target, config)
 
 
-class DataSet(RelationalOperators):
+class DataSet(RelationalOperators, OutputOperators):
     """The output of one operator; transformations return new DataSets."""
 
     def __init__(self, pipeline: Pipeline, vertex: JobVertex,
@@ -344,14 +358,14 @@ class DataSet(RelationalOperators):
         the client then checks the operators after it against them, and every batch
         ``fn`` returns must have them. Undeclared, they are unknown and not checked."""
         name = name or _fn_name(fn, "map")
-        return self._unary(_operator(name, MapOperator, fn, name, _hint(name, selectivity, size),
+        return self._unary(_operator(name, MapOperator, fn, name, estimate_hint(name, selectivity, size),
                                      output_schema), name)
 
     def filter(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
                selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
         """``selectivity``: the share of rows kept, for the planner (see ``map``)."""
         name = name or _fn_name(fn, "filter")
-        return self._unary(FilterOperator(fn, name, _hint(name, selectivity, size)), name)
+        return self._unary(FilterOperator(fn, name, estimate_hint(name, selectivity, size)), name)
 
     def select(self, *columns: str, name: str = "select") -> "DataSet":
         """The named columns, in that order; a column the input lacks is refused at
@@ -368,7 +382,7 @@ class DataSet(RelationalOperators):
         as for ``map``."""
         name = name or _fn_name(fn, "flat_map")
         return self._unary(_operator(name, FlatMapOperator, fn, name,
-                                     _hint(name, selectivity, size), output_schema), name)
+                                     estimate_hint(name, selectivity, size), output_schema), name)
 
     def spark_sql(self, sql: str, name: str = "spark-sql", *,
                   output_schema: Any = None) -> "DataSet":
@@ -389,12 +403,6 @@ class DataSet(RelationalOperators):
         out = self._unary(operator, name)
         out.vertex.uses_spark = True
         return out
-
-    def aggregate(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]],
-                  name: str = "aggregate") -> "DataSet":
-        """Grouped aggregate; the input is hash-partitioned on ``keys``."""
-        return self._unary(AggregateOperator(keys, aggregations), name,
-                           ship=ShipStrategy.HASH, keys=tuple(keys))
 
     def join(self, other: "DataSet", on: str | Sequence[str] | None = None,
              left_on: str | Sequence[str] | None = None,
@@ -420,18 +428,6 @@ class DataSet(RelationalOperators):
         self.pipeline._joins.append(_PendingJoin(vertex, self, other, left_keys, right_keys,
                                                  JoinStrategy.parse(strategy)))
         return DataSet(self.pipeline, vertex)
-
-    def write_parquet(self, path: str, mode: str = "errorifexists",
-                      name: str = "parquet-sink") -> "DataSet":
-        """Write Parquet files under ``path`` (a directory on any file system; without
-        a scheme, on the default one). They appear there only when the job has
-        finished, all at once; a failed or cancelled job leaves ``path`` as it was.
-        An existing ``path`` is refused at submission unless ``mode="overwrite"``,
-        which replaces it in one step when the job commits."""
-        sink = ParquetSink(str(path), mode)
-        out = self._unary(sink, name)
-        out.vertex.committer = UserCode.of(sink.committer)
-        return out
 
 
 def _operator(vertex: str, kind: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -470,14 +466,3 @@ def _keys(value: str | Sequence[str] | None) -> list[str]:
 def _fn_name(fn: Callable[..., Any], default: str) -> str:
     name = getattr(fn, "__name__", "")
     return default if not name or name == "<lambda>" else name
-
-
-def _hint(vertex: str, selectivity: float | None, size: int | str | None) -> EstimateHint | None:
-    if selectivity is None and size is None:
-        return None
-    try:
-        return EstimateHint(selectivity, None if size is None else parse_bytes(size))
-    except ValueError as err:
-        raise InvalidPipelineError(vertex, f"estimate hint: {err}",
-                                   "give selectivity as a number above 0 (0.01: 1 % of the "
-                                   "input) and size as bytes or '200 mb'") from None

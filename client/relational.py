@@ -1,4 +1,5 @@
-"""The relational operators of a DataSet (issue 56): union, distinct, limit, top-N.
+"""The relational operators of a DataSet (issue 56): aggregate, union, distinct, limit,
+top-N, sort.
 
 distinct, limit and top each plan two steps (``yarnflow.core.operators.relational``):
 a local step chained to the DataSet's operator, then the final step past an
@@ -8,8 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from yarnflow.client.planner.estimates import estimate_hint
 from yarnflow.core.jobgraph import InvalidPipelineError, JobVertex, PartitionType, ShipStrategy
+from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregateOperator
 from yarnflow.core.operators.join import CrossJoinOperator
+from yarnflow.core.operators.sort import (RangeBoundariesOperator, RangePartitionOperator,
+                                          RangeSampleOperator, SortOperator)
 from yarnflow.core.operators.relational import (DistinctOperator, LimitOperator, TopOperator,
                                                 UnionOperator, sort_keys)
 
@@ -45,6 +50,7 @@ class RelationalOperators:
         self.pipeline._connect(shaped, step)
         before = self._derived(step, ship, tuple(keys), self._partition_type)
         out = before._unary(final, name)
+        self.pipeline._step_of[step.id] = out.vertex.name    # its errors name the operator
         if single:
             out.vertex.parallelism, out._single = 1, True
         return out
@@ -93,6 +99,64 @@ class RelationalOperators:
                                    ShipStrategy.REBALANCE, single=True)
         except ValueError as err:
             raise InvalidPipelineError(name, str(err), "see help(DataSet.top)") from None
+
+    def sort(self, *columns: str, descending: bool | Sequence[bool] = False,
+             name: str = "sort") -> "DataSet":
+        """All rows in the order of ``columns`` (Spark's ``orderBy``, SQL's ``ORDER BY``):
+        ``descending`` is one bool or one per column (nulls come last either way).
+        A global order: each subtask of the sort holds one range of the keys, in
+        order, so the part files a sink after it writes, read in name order, are in
+        order. The ranges are cut from a sample of the input so that each holds about
+        as many bytes, rows of a value that fills several ranges dealt over them
+        (``yarnflow.core.operators.sort``); the input is written whole before it is
+        partitioned."""
+        try:
+            keys = sort_keys(list(columns), descending)
+            sample = RangeSampleOperator(keys)
+        except ValueError as err:
+            raise InvalidPipelineError(name, str(err), "see help(DataSet.sort)") from None
+        pipeline, parallelism = self.pipeline, self.vertex.parallelism
+        sampled = pipeline._add_vertex(f"{name}-sample", sample, 1)
+        sampled.parallelism = parallelism
+        pipeline._connect(self._derived(self.vertex, ShipStrategy.FORWARD), sampled)
+        cuts = pipeline._add_vertex(f"{name}-boundaries", RangeBoundariesOperator(keys), 1)
+        cuts.parallelism = 1
+        pipeline._connect(self._derived(sampled, ShipStrategy.REBALANCE), cuts)
+        ranged = pipeline._add_vertex(f"{name}-partition", RangePartitionOperator(keys), 2)
+        ranged.parallelism = parallelism
+        pipeline._connect(self._derived(self.vertex, ShipStrategy.FORWARD,
+                                        partition_type=PartitionType.BLOCKING), ranged)
+        pipeline._connect(self._derived(cuts, ShipStrategy.BROADCAST), ranged, target_input=1)
+        before = self._derived(ranged, ShipStrategy.RANGE, tuple(columns), self._partition_type)
+        return before._unary(SortOperator(keys), name)
+
+    def aggregate(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]],
+                  name: str = "aggregate", *, selectivity: float | None = None,
+                  size: int | str | None = None) -> "DataSet":
+        """Each group of ``keys`` aggregated: ``aggregations`` are (column, function)
+        pairs of pyarrow's ``group_by`` (sum, count, min, max, mean, any, all, product,
+        count_distinct, stddev, ...); the output is the keys, then one column per pair
+        named ``<column>_<function>``. ``mean`` is a float64. Without keys, one row
+        of the whole input (an empty input too, as SQL's aggregates give).
+
+        Where every function decomposes (all but count_distinct and the statistical
+        ones), each producer aggregates its own rows first and only its groups' partial
+        results are hash-partitioned on ``keys`` to the final step
+        (``table.optimizer.agg-phase-strategy``). ``selectivity`` (groups per input
+        row) or ``size`` (output bytes) correct the planner's estimate."""
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        hint = estimate_hint(name, selectivity, size)
+        final = AggregateOperator(keys, aggregations, final=True, hint=hint)
+        if final.aggregation.decomposable:
+            return self._two_steps(LocalAggregateOperator(keys, aggregations), final, name,
+                                   ShipStrategy.HASH if keys else ShipStrategy.REBALANCE,
+                                   keys, single=not keys)
+        whole = AggregateOperator(keys, aggregations, hint=hint)
+        if keys:
+            return self._unary(whole, name, ship=ShipStrategy.HASH, keys=tuple(keys))
+        out = self._unary(whole, name, ship=ShipStrategy.REBALANCE)
+        out.vertex.parallelism, out._single = 1, True
+        return out
 
     def cross_join(self, other: "DataSet", name: str = "cross-join") -> "DataSet":
         """Every row of this DataSet with every row of ``other`` (Spark's

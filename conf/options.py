@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
-from yarnflow.conf.parsers import (acl as _acl, choice as _choice, fraction as _fraction,
+from yarnflow.conf.parsers import (acl as _acl, choice as _choice, exception_names as _exception_names,
+                                   jitter as _jitter, multiplier as _multiplier,
+                                   partition_store as _partition_store,
+                                   restart_strategy as _restart_strategy, fraction as _fraction,
                                    node_label as _node_label, nonneg_int as _nonneg_int,
                                    pos_float as _pos_float, pos_int as _pos_int, text as _str)
 from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
@@ -77,33 +80,6 @@ JOB_CANCEL_TIMEOUT = _option("job.cancel.timeout", parse_duration, 30.0,
                              "How long cancelling a job waits for its tasks to acknowledge.")
 
 # --- failover (seed 003, Flink's task failure recovery) -------------------------------
-def _restart_strategy(value: object) -> str:
-    """Flink's names, and the aliases Flink accepts for them."""
-    name = str(value).strip().lower()
-    aliases = {"none": "none", "off": "none", "disable": "none",
-               "fixed-delay": "fixed-delay", "fixeddelay": "fixed-delay",
-               "exponential-delay": "exponential-delay", "exponentialdelay": "exponential-delay",
-               "failure-rate": "failure-rate", "failurerate": "failure-rate"}
-    if name not in aliases:
-        raise ValueError(f"{value!r} is not one of none, fixed-delay, exponential-delay, "
-                         "failure-rate")
-    return aliases[name]
-
-
-def _multiplier(value: object) -> float:
-    number = float(str(value))
-    if number < 1:
-        raise ValueError(f"{value!r} must be at least 1")
-    return number
-
-
-def _jitter(value: object) -> float:
-    number = float(str(value))
-    if not 0 <= number <= 1:
-        raise ValueError(f"{value!r} must be a fraction in [0, 1]")
-    return number
-
-
 RESTART_STRATEGY = _option(
     "restart-strategy.type", _restart_strategy, "exponential-delay",
     "Whether and when a failed task restarts: none, fixed-delay, exponential-delay or failure-rate.")
@@ -131,31 +107,12 @@ FAILURE_RATE_INTERVAL = _option("restart-strategy.failure-rate.failure-rate-inte
                                 parse_duration, 60.0, "The interval failure-rate counts failures in.")
 FAILURE_RATE_DELAY = _option("restart-strategy.failure-rate.delay", parse_duration, 1.0,
                              "Pause before each failure-rate restart.")
-def _exception_names(value: object) -> tuple[str, ...]:
-    """Comma-separated (or a YAML list of) exception type names, each plain
-    (``ValueError``) or qualified by its module (``mymodule.BadRecord``)."""
-    parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
-    names = tuple(str(part).strip() for part in parts if str(part).strip())
-    for name in names:
-        if not all(piece.isidentifier() for piece in name.split(".")):
-            raise ValueError(f"{name!r} is not an exception type's name (like ValueError or "
-                             "mymodule.BadRecord)")
-    return names
-
-
 NON_RECOVERABLE_EXCEPTIONS = _option(
     "restart-strategy.non-recoverable-exceptions", _exception_names, tuple[str, ...](),
     "Exception types (names or module-qualified names, comma-separated) that fail the job at once instead of restarting it, as raising yarnflow.client.NonRecoverableError does.")
 FAILOVER_STRATEGY = _option(
     "jobmanager.execution.failover-strategy", _choice("region", "full"), "region",
     "What a task failure restarts: region (its pipelined region and what that needs) or full (every task).")
-
-
-def _partition_store(value: object) -> str:
-    text = str(value).strip().lower()
-    if text not in ("", "local", "dfs"):
-        raise ValueError(f"{value!r} is not a partition store: local or dfs")
-    return text
 
 
 JOB_RECOVERY_ENABLED = _option(
@@ -324,6 +281,19 @@ SKEWED_JOIN_FACTOR = _option(
 SKEWED_JOIN_THRESHOLD = _option(
     "table.optimizer.skewed-join-optimization.skewed-threshold", parse_bytes, 256 * 2**20,
     "A join partition is skewed only above these bytes (and the factor); Flink's name and default.")
+
+AGG_PHASE_STRATEGY = _option(
+    "table.optimizer.agg-phase-strategy", _choice("auto", "one_phase", "two_phase"), "auto",
+    "Aggregate in two phases, a local partial aggregate chained to each producer before the exchange and a final one after, where every function decomposes (AUTO, TWO_PHASE), or every row across the exchange (ONE_PHASE); Flink's name. AUTO lets a local step that does not reduce pass its input on.")
+LOCAL_AGG_ADAPTIVE = _option(
+    "table.exec.local-hash-agg.adaptive.enabled", parse_bool, True,
+    "Under AUTO, a local aggregate or distinct whose groups hardly repeat stops holding them and passes each batch's partial results on; Flink's name.")
+LOCAL_AGG_SAMPLING = _option(
+    "table.exec.local-hash-agg.adaptive.sampling-threshold", _pos_int, 500_000,
+    "Input rows a local aggregate or distinct reads before it judges whether it reduces; Flink's name and default.")
+LOCAL_AGG_RATE = _option(
+    "table.exec.local-hash-agg.adaptive.distinct-value-rate-threshold", _fraction, 0.5,
+    "A local aggregate or distinct that kept more groups than this share of its input rows passes its input on; Flink's name and default.")
 
 # --- deployment ------------------------------------------------------------------------
 TARGETS = ("local", "yarn-per-job", "yarn-session")

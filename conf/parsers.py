@@ -65,3 +65,49 @@ def choice(*allowed: str) -> Callable[[object], str]:
             raise ValueError(f"{value!r} is not one of {named}" + (" (or empty)" if "" in allowed else ""))
         return text
     return parse
+
+
+def restart_strategy(value: object) -> str:
+    """Flink's names, and the aliases Flink accepts for them."""
+    name = str(value).strip().lower()
+    aliases = {"none": "none", "off": "none", "disable": "none",
+               "fixed-delay": "fixed-delay", "fixeddelay": "fixed-delay",
+               "exponential-delay": "exponential-delay", "exponentialdelay": "exponential-delay",
+               "failure-rate": "failure-rate", "failurerate": "failure-rate"}
+    if name not in aliases:
+        raise ValueError(f"{value!r} is not one of none, fixed-delay, exponential-delay, "
+                         "failure-rate")
+    return aliases[name]
+
+
+def multiplier(value: object) -> float:
+    number = float(str(value))
+    if number < 1:
+        raise ValueError(f"{value!r} must be at least 1")
+    return number
+
+
+def jitter(value: object) -> float:
+    number = float(str(value))
+    if not 0 <= number <= 1:
+        raise ValueError(f"{value!r} must be a fraction in [0, 1]")
+    return number
+
+
+def exception_names(value: object) -> tuple[str, ...]:
+    """Comma-separated (or a YAML list of) exception type names, each plain
+    (``ValueError``) or qualified by its module (``mymodule.BadRecord``)."""
+    parts = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    names = tuple(str(part).strip() for part in parts if str(part).strip())
+    for name in names:
+        if not all(piece.isidentifier() for piece in name.split(".")):
+            raise ValueError(f"{name!r} is not an exception type's name (like ValueError or "
+                             "mymodule.BadRecord)")
+    return names
+
+
+def partition_store(value: object) -> str:
+    text = str(value).strip().lower()
+    if text not in ("", "local", "dfs"):
+        raise ValueError(f"{value!r} is not a partition store: local or dfs")
+    return text

@@ -37,11 +37,18 @@ class ShipStrategy(enum.IntEnum):
     HASH = 1
     BROADCAST = 2
     REBALANCE = 3
+    # each row carries its place in a global order, a fraction in [0, 1) in RANGE_COLUMN
+    # (a sort's range partitioner gave it): subpartition floor(place * n), the column
+    # dropped. The edge's keys are the sort's columns, for those who read the plan.
+    RANGE = 4
 
     @property
     def distribution(self) -> DistributionPattern:
         return DistributionPattern.POINTWISE if self is ShipStrategy.FORWARD \
             else DistributionPattern.ALL_TO_ALL
+
+
+RANGE_COLUMN = "__yarnflow_range"
 
 
 class PartitionType(enum.IntEnum):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from yarnflow.core.estimates import UNKNOWN, Estimate
+from yarnflow.core.estimates import UNKNOWN, Estimate, EstimateHint
+from yarnflow.core.jobgraph import InvalidPipelineError
+from yarnflow.core.units import parse_bytes
 
 
 def estimate_vertices(order: Iterable[Any],
@@ -21,3 +23,16 @@ def estimate_vertices(order: Iterable[Any],
             estimate = UNKNOWN
         estimates[vertex.id] = estimate if isinstance(estimate, Estimate) else UNKNOWN
     return estimates
+
+
+def estimate_hint(vertex: str, selectivity: float | None, size: int | str | None) -> EstimateHint | None:
+    """A user's ``selectivity=``/``size=`` hint on an operator, refused in one line when
+    it is none."""
+    if selectivity is None and size is None:
+        return None
+    try:
+        return EstimateHint(selectivity, None if size is None else parse_bytes(size))
+    except ValueError as err:
+        raise InvalidPipelineError(vertex, f"estimate hint: {err}",
+                                   "give selectivity as a number above 0 (0.01: 1 % of the "
+                                   "input) and size as bytes or '200 mb'") from None

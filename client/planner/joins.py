@@ -40,6 +40,7 @@ class JoinPlan:
     build_input: int                # the input the join holds in memory (as planned)
     reason: str
     buildable: tuple[int, ...] = (0, 1)    # the inputs that may be broadcast or built
+    join_type: str = "inner"               # pyarrow's name of its JoinType, for explain
 
 
 def plan_join(requested: JoinStrategy, left: Estimate, right: Estimate, threshold: int,

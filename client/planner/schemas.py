@@ -17,12 +17,14 @@ EdgeKeys = Callable[[Any], Iterable[tuple[Any, Sequence[str]]]]
 
 
 def check_schemas(order: Iterable[Any], inputs_of: Callable[[Any], list[Any]],
-                  edge_keys: EdgeKeys) -> dict[str, pa.Schema | None]:
+                  edge_keys: EdgeKeys, name_of: Callable[[Any], str] = lambda v: v.name
+                  ) -> dict[str, pa.Schema | None]:
     """Every vertex's output schema (given producers before consumers), keyed by vertex
     id; None where unknown (after a function that declared none), and checking stops
     there. Raises InvalidPipelineError for a column a vertex names that its input
     lacks. Anything else that goes wrong finding a schema makes it unknown: this check
-    never refuses a pipeline that would run."""
+    never refuses a pipeline that would run. ``name_of``: the name an error gives a
+    vertex (a step the planner added goes by its operator's)."""
     schemas: dict[str, pa.Schema | None] = {}
     for vertex in order:
         inputs = [schemas.get(v.id) for v in inputs_of(vertex)]
@@ -34,7 +36,7 @@ def check_schemas(order: Iterable[Any], inputs_of: Callable[[Any], list[Any]],
                     require_columns(known, keys,
                                     f"the output of '{upstream.name}' that key_by partitions")
         except PlanError as err:
-            raise InvalidPipelineError(vertex.name, err.problem, err.fix) from None
+            raise InvalidPipelineError(name_of(vertex), err.problem, err.fix) from None
         except Exception:  # noqa: BLE001 - e.g. a footer only the cluster can read: unknown
             schema = None
         schemas[vertex.id] = schema if isinstance(schema, pa.Schema) else None

@@ -102,6 +102,20 @@ class FileSystem:
                       if e.type == pafs.FileType.File and e.path.endswith(suffix)
                       and not posixpath.basename(e.path).startswith((".", "_")))
 
+    def list_tree(self, uri: str, suffix: str = "") -> list[tuple[str, int]]:
+        """As ``list_files``, but a directory's files at any depth (partition
+        directories), none under a hidden directory (``_temporary``, ``.staging``)."""
+        path = self.path(uri)
+        if any(ch in path for ch in "*?[") or \
+                self.arrow.get_file_info(path).type != pafs.FileType.Directory:
+            return self.list_files(uri, suffix)
+        root = path.rstrip("/")
+        entries = self.arrow.get_file_info(pafs.FileSelector(root, recursive=True))
+        return sorted((self.uri(e.path), e.size or 0) for e in entries
+                      if e.type == pafs.FileType.File and e.path.endswith(suffix)
+                      and not any(part.startswith((".", "_")) for part in
+                                  posixpath.relpath(e.path, root).split("/")))
+
     def list_dir(self, uri: str) -> list[str]:
         """Names (not paths) in a directory; none when it does not exist."""
         try:

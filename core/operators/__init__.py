@@ -6,9 +6,9 @@ from yarnflow.core.operators.csv_source import CsvSource
 from yarnflow.core.operators.transforms import (FilterOperator, FlatMapOperator, MapOperator,
                                                  SelectOperator)
 from yarnflow.core.operators.join import HashJoinOperator
-from yarnflow.core.operators.aggregate import AggregateOperator
+from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregateOperator
 from yarnflow.core.operators.sinks import ParquetSink
 
 __all__ = ["Operator", "OperatorContext", "Source", "ParquetSource", "CsvSource", "TableSource",
            "MapOperator", "FilterOperator", "FlatMapOperator", "SelectOperator", "HashJoinOperator",
-           "AggregateOperator", "ParquetSink"]
+           "AggregateOperator", "LocalAggregateOperator", "ParquetSink"]

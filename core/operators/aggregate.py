@@ -1,32 +1,100 @@
-"""Grouped aggregation over a hash-partitioned input (each key in one subtask)."""
+"""Grouped aggregation, in two phases where the functions allow it (issue 56).
+
+As Spark's partial/final ``HashAggregate`` and Flink's local/global aggregate
+(``table.optimizer.agg-phase-strategy``) plan it: a local step chained to each producer
+turns its rows into partial results per group (a sum, a count, a min...), so that the
+exchange carries a few rows per group and producer instead of every row; the final
+step merges the partial results of a group, which the hash exchange brought to one
+subtask. ``mean`` travels as a sum and a count and is their quotient at the end, a
+float64 whatever the column's type (as SQL engines give ``AVG``). A function that does
+not decompose (``count_distinct``, ``stddev``, ``first``...) makes the aggregate one
+phase: every row crosses the exchange.
+
+A local step whose groups hardly repeat (after ``sampling_rows`` rows it kept more
+than ``distinct_rate`` of them as groups) stops holding its groups and passes each
+batch's partial results on (Flink's ``table.exec.local-hash-agg.adaptive.*``). An
+aggregate without keys has one group: its final step is one subtask, and it gives one
+row even of an empty input (a count of 0, a sum of null), as SQL does.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from yarnflow.core.operators.base import (Operator, OperatorContext, PlanError, concat,
-                                          require_columns)
+from yarnflow.core.estimates import Estimate, EstimateHint
+from yarnflow.core.operators.base import (BatchProcessor, EachBatch, OneInputOperator,
+                                          OperatorContext, PlanError, require_columns)
+
+# How a function's partial results merge; mean is carried as a sum and a count.
+MERGE = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "any": "any",
+         "all": "all", "product": "product"}
+# A local step that holds more groups than this emits them and starts again: it never
+# holds more than a bounded table (the final step merges them all the same).
+FLUSH_ROWS = 1_000_000
 
 
-class AggregateOperator(Operator):
-    """``aggregations``: (column, function) pairs as ``pyarrow.Table.group_by`` takes them,
-    e.g. ``[("amount", "sum"), ("amount", "count")]``; outputs are named ``amount_sum``."""
+@dataclass(frozen=True)
+class LocalAggregation:
+    """How local steps adapt (``table.exec.local-hash-agg.adaptive.*``); the planner
+    sets it from the configuration on every local aggregate and local distinct."""
+    adaptive: bool = True
+    sampling_rows: int = 500_000
+    distinct_rate: float = 0.5
+
+
+class Aggregation:
+    """``aggregations`` over ``keys`` as partial results: what each phase computes."""
 
     def __init__(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]]) -> None:
         self.keys = list(keys)
-        self.aggregations = list(aggregations)
+        self.aggregations = [(str(c), str(f)) for c, f in aggregations]
+        self.decomposable = all(f in MERGE or f == "mean" for _, f in self.aggregations)
+        partials: dict[tuple[str, str], str] = {}
+        for column, function in self.aggregations:
+            for part in (("sum", "count") if function == "mean" else (function,)):
+                partials.setdefault((column, part), f"__yarnflow_{len(partials)}_{part}")
+        self.partials = partials         # (column, function) -> its partial result's column
 
-    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
-        """pyarrow's own answer on an empty table of the input's schema: the output
-        columns exactly as the subtasks will make them, and an aggregation function or
-        column type pyarrow does not support refused here rather than in every subtask."""
-        if inputs[0] is None:
-            return None
-        require_columns(inputs[0], [*self.keys, *(column for column, _ in self.aggregations)])
+    def partial(self, table: pa.Table) -> pa.Table:
+        """Each group's partial results of ``table``'s rows."""
+        grouped = table.group_by(self.keys, use_threads=False).aggregate(list(self.partials))
+        names = [f"{c}_{f}" for c, f in self.partials]
+        return grouped.select([*self.keys, *names]).rename_columns(
+            [*self.keys, *self.partials.values()])
+
+    def merge(self, table: pa.Table) -> pa.Table:
+        """Each group's partial results, merged."""
+        merges = [(name, MERGE[f]) for (_, f), name in self.partials.items()]
+        grouped = table.group_by(self.keys, use_threads=False).aggregate(merges)
+        return grouped.select([*self.keys, *(f"{n}_{m}" for n, m in merges)]).rename_columns(
+            [*self.keys, *self.partials.values()])
+
+    def finish(self, table: pa.Table) -> pa.Table:
+        """The output from merged partial results: the keys, then ``<column>_<function>``
+        per aggregation, in the order given."""
+        columns: list[pa.ChunkedArray] = [table.column(k) for k in self.keys]
+        for column, function in self.aggregations:
+            if function == "mean":
+                total = pc.cast(table.column(self.partials[(column, "sum")]), pa.float64())
+                count = table.column(self.partials[(column, "count")])
+                columns.append(pc.if_else(pc.equal(count, 0), pa.scalar(None, pa.float64()),
+                                          pc.divide(total, pc.cast(count, pa.float64()))))
+            elif function == "count":
+                columns.append(pc.fill_null(table.column(self.partials[(column, function)]), 0))
+            else:
+                columns.append(table.column(self.partials[(column, function)]))
+        names = [*self.keys, *(f"{c}_{f}" for c, f in self.aggregations)]
+        return pa.Table.from_arrays(columns, names=names)
+
+    def check(self, schema: pa.Schema) -> pa.Schema:
+        """The output schema for an input of ``schema``: pyarrow's own answer on an empty
+        table, so a function or column type it does not take is refused on the client."""
+        require_columns(schema, [*self.keys, *(column for column, _ in self.aggregations)])
         try:
-            return inputs[0].empty_table().group_by(self.keys, use_threads=False) \
-                .aggregate(self.aggregations).schema
+            return self.finish(self.partial(schema.empty_table())).schema
         except (pa.ArrowException, TypeError, ValueError) as err:
             raise PlanError(f"pyarrow cannot compute {self.aggregations} grouped by "
                             f"{self.keys}: {err}",
@@ -34,8 +102,143 @@ class AggregateOperator(Operator):
                             "max, count, count_distinct, ...) on a column of a type it "
                             "takes") from None
 
-    def run(self, ctx: OperatorContext) -> None:
-        table = concat(ctx.input(0))
-        if table is None or table.num_rows == 0:
+
+class LocalAggregateOperator(OneInputOperator):
+    """The local (partial) phase, chained to its producer: partial results per group of
+    what this subtask read."""
+
+    def __init__(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]]) -> None:
+        self.aggregation = Aggregation(keys, aggregations)
+        self.settings = LocalAggregation()
+        # False: the aggregate is planned in one phase (ONE_PHASE), this step passes
+        # its rows on as they are
+        self.enabled = True
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is None:
+            return None
+        self.aggregation.check(inputs[0])
+        if not self.enabled:
+            return inputs[0]
+        return self.aggregation.partial(inputs[0].empty_table()).schema
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        if not self.enabled:
+            return EachBatch(ctx.emit)
+        return _Grouping(ctx, self.aggregation, raw=True, settings=self.settings)
+
+
+class AggregateOperator(OneInputOperator):
+    """``aggregations``: (column, function) pairs as ``pyarrow.Table.group_by`` takes
+    them, e.g. ``[("amount", "sum"), ("amount", "count")]``; outputs are named
+    ``amount_sum``. ``final``: its input is a local step's partial results, else rows.
+    Each key's rows (or partial results) reach one subtask."""
+
+    def __init__(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]],
+                 final: bool = False, hint: EstimateHint | None = None) -> None:
+        self.aggregation = Aggregation(keys, aggregations)
+        self.final = final
+        self.hint = hint
+        # what its input's columns were planned as: an aggregate without keys gives a
+        # row even when no input arrives
+        self.input_schema: pa.Schema | None = None
+
+    @property
+    def keys(self) -> list[str]:
+        return self.aggregation.keys
+
+    @property
+    def aggregations(self) -> list[tuple[str, str]]:
+        return self.aggregation.aggregations
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        self.input_schema = inputs[0]
+        if inputs[0] is None:
+            return None
+        if self.final:
+            return self.aggregation.finish(self.aggregation.merge(inputs[0].empty_table())).schema
+        return self.aggregation.check(inputs[0])
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        if not self.keys:
+            return Estimate(1, 64, "one group")
+        carried = super().estimate(inputs)
+        return self.hint.apply(carried) if self.hint is not None else carried
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return _Grouping(ctx, self.aggregation, raw=not self.final, final=True,
+                         empty=self.input_schema)
+
+
+class _Grouping(BatchProcessor):
+    """Partial results held per group, merged as they grow. A local step (``final``
+    False) emits them at the end, or in pieces once they pass ``FLUSH_ROWS``, or batch
+    by batch once its groups prove not to repeat; a final step finishes them."""
+
+    def __init__(self, ctx: OperatorContext, aggregation: Aggregation, raw: bool,
+                 final: bool = False, settings: LocalAggregation | None = None,
+                 empty: pa.Schema | None = None) -> None:
+        self._ctx = ctx
+        self._aggregation = aggregation
+        self._raw = raw                      # its input is rows, not partial results
+        self._final = final
+        self._settings = settings or LocalAggregation(adaptive=False)
+        self._empty = empty
+        self._held: list[pa.Table] = []
+        self._held_rows = 0
+        self._seen = 0
+        self._passing = False
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
             return
-        ctx.emit(table.group_by(self.keys, use_threads=False).aggregate(self.aggregations))
+        table = pa.Table.from_batches([batch])
+        if not self._aggregation.decomposable:     # one phase, a function that needs all rows
+            self._held.append(table)
+            return
+        part = self._aggregation.partial(table) if self._raw else table
+        if self._passing:
+            self._ctx.emit(part)
+            return
+        self._seen += batch.num_rows
+        self._held.append(part)
+        self._held_rows += part.num_rows
+        if self._held_rows <= max(2 * self._ctx.batch_rows, 1):
+            return
+        merged = self._aggregation.merge(pa.concat_tables(self._held))
+        self._held, self._held_rows = [merged], merged.num_rows
+        settings = self._settings
+        if self._final:
+            return
+        if settings.adaptive and self._seen >= settings.sampling_rows and \
+                merged.num_rows > settings.distinct_rate * self._seen:
+            self._passing = True
+            self._flush()
+        elif merged.num_rows > FLUSH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._held:
+            self._ctx.emit(self._aggregation.merge(pa.concat_tables(self._held)))
+        self._held, self._held_rows = [], 0
+
+    def finish(self) -> None:
+        if not self._final:
+            self._flush()
+            return
+        aggregation = self._aggregation
+        held = pa.concat_tables(self._held) if self._held else None
+        self._held = []
+        if held is None:
+            if aggregation.keys or self._empty is None:
+                return
+            held = self._empty.empty_table()          # SQL: no rows make one row
+            if self._raw and aggregation.decomposable:
+                held = aggregation.partial(held)
+        if not aggregation.decomposable:              # its rows, held whole
+            self._ctx.emit(aggregation.finish(aggregation.partial(held)))
+            return
+        self._ctx.emit(aggregation.finish(aggregation.merge(held)))
+
+    def close(self) -> None:
+        self._held = []

@@ -17,14 +17,10 @@ import pyarrow.compute as pc
 
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.failures import ContractError
+from yarnflow.core.operators.aggregate import LocalAggregation
 from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator,
                                           OperatorContext, PlanError, require_columns)
 
-# Flink's adaptive local hash aggregation (table.exec.local-hash-agg.adaptive.*): after
-# this many input rows, a local distinct that kept more than this share of them stops
-# deduplicating and passes its rows on (the final step deduplicates them all the same).
-LOCAL_SAMPLING_ROWS = 500_000
-LOCAL_DISTINCT_RATE = 0.5
 
 
 def sort_keys(by: Sequence[str], descending: bool | Sequence[bool]) -> list[tuple[str, str]]:
@@ -154,11 +150,14 @@ def schema_difference(expected: pa.Schema, got: pa.Schema) -> str:
 class DistinctOperator(OneInputOperator):
     """The distinct rows of ``columns`` (SQL's ``SELECT DISTINCT``): only those columns,
     each combination once, a null a value like any other. ``local``: the step before the
-    exchange, which stops deduplicating once it sees that its input hardly repeats."""
+    exchange, which stops deduplicating once it sees that its input hardly repeats
+    (``settings``, Flink's adaptive local hash aggregation: the final step deduplicates
+    what it passes on all the same)."""
 
     def __init__(self, columns: Sequence[str], local: bool = False) -> None:
         self.columns = list(columns)
         self.local = local
+        self.settings = LocalAggregation(adaptive=local)
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         if inputs[0] is None or not self.columns:
@@ -167,12 +166,14 @@ class DistinctOperator(OneInputOperator):
         return pa.schema([inputs[0].field(c) for c in self.columns])
 
     def open(self, ctx: OperatorContext) -> BatchProcessor:
-        return _Distinct(ctx, self.columns, self.local)
+        return _Distinct(ctx, self.columns, self.local and self.settings.adaptive, self.settings)
 
 
 class _Distinct(BatchProcessor):
-    def __init__(self, ctx: OperatorContext, columns: list[str], local: bool) -> None:
+    def __init__(self, ctx: OperatorContext, columns: list[str], local: bool,
+                 settings: LocalAggregation) -> None:
         self._ctx = ctx
+        self._settings = settings
         self._columns = columns
         self._local = local
         self._held: list[pa.Table] = []
@@ -193,8 +194,8 @@ class _Distinct(BatchProcessor):
         if self._held_rows > max(2 * self._ctx.batch_rows, 1):
             merged = _unique(pa.concat_tables(self._held), self._columns)
             self._held, self._held_rows = [merged], merged.num_rows
-            if self._local and self._seen >= LOCAL_SAMPLING_ROWS and \
-                    merged.num_rows > LOCAL_DISTINCT_RATE * self._seen:
+            if self._local and self._seen >= self._settings.sampling_rows and \
+                    merged.num_rows > self._settings.distinct_rate * self._seen:
                 self._passing = True
                 self.finish()
 

@@ -1,5 +1,6 @@
-"""Sinks: where results go, and how a job's output becomes visible all at once, on
-whatever file system it lives (Hadoop's FileOutputCommitter, Flink's FinalizeOnMaster).
+"""Sinks: where results go (Parquet, CSV or JSON files: ``formats.py``), and how a
+job's output becomes visible all at once, on whatever file system it lives (Hadoop's
+FileOutputCommitter, Flink's FinalizeOnMaster).
 
 Names beside the target ``<dir>/<base>`` during job ``J``:
 
@@ -28,32 +29,40 @@ import copy
 import logging
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.fs import FileSystem, FileSystemSettings
-from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, OperatorContext
+from yarnflow.core.operators import partitions
+from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, OperatorContext,
+                                          PlanError, require_columns)
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
+from yarnflow.core.operators.formats import FORMATS, FileFormat, FormatWriter
 
 log = logging.getLogger(__name__)
 
 RENAME_THREADS = 16    # a commit's renames in flight at once
 
-MODES = {"errorifexists": "errorifexists", "error": "errorifexists", "overwrite": "overwrite"}
+MODES = {"errorifexists": "errorifexists", "error": "errorifexists", "overwrite": "overwrite",
+         "append": "append"}
 
 
 class DirectoryCommitter:
     """Commit protocol of one output directory: ``check_submittable`` in the client,
     ``setup`` / ``commit`` / ``abort`` in the JobMaster; a task writes ``attempt_file``."""
 
-    def __init__(self, path: str, mode: str = "errorifexists") -> None:
+    def __init__(self, path: str, mode: str = "errorifexists", suffix: str = ".parquet",
+                 partition_by: Sequence[str] = ()) -> None:
         if mode not in MODES:
             raise ValueError(f"mode {mode!r} is not one of "
                              f"{', '.join(sorted(set(MODES.values())))}")
         self.output = BoundPaths(path)
         self.mode = MODES[mode]
+        self.suffix = suffix
+        # Hive-style partition directories: an attempt writes a directory of them
+        self.partition_by = tuple(partition_by)
 
     def bound(self, settings: FileSystemSettings) -> "DirectoryCommitter":
         bound = copy.copy(self)
@@ -77,10 +86,14 @@ class DirectoryCommitter:
         return self._sibling("staging", job_id)
 
     def attempt_file(self, job_id: JobID, subtask: int, attempt_id: ExecutionAttemptID) -> str:
-        return f"{self.staging(job_id)}/_temporary/part-{subtask:05d}-{attempt_id}.parquet"
+        """What one attempt writes: a file, or with ``partition_by`` a directory that
+        holds ``col=value/part-<subtask><suffix>`` files."""
+        name = f"part-{subtask:05d}-{attempt_id}"
+        return f"{self.staging(job_id)}/_temporary/{name}{'' if self.partition_by else self.suffix}"
 
-    def task_file(self, job_id: JobID, subtask: int) -> str:
-        return f"{self.staging(job_id)}/part-{subtask:05d}.parquet"
+    def task_file(self, subtask: int) -> str:
+        """A committed file's name, relative to the output (and to a partition's directory)."""
+        return f"part-{subtask:05d}{self.suffix}"
 
     # --- the client, before submission -------------------------------------------------
     def check_submittable(self) -> None:
@@ -99,7 +112,7 @@ class DirectoryCommitter:
 
     def _exists_message(self) -> str:
         return (f"output {self.uri} already exists. Fix: write elsewhere, or "
-                "write_parquet(path, mode='overwrite') to replace it")
+                "mode='overwrite' to replace it, or mode='append' to add to it")
 
     # --- the JobMaster -----------------------------------------------------------------
     def setup(self, job_id: JobID) -> None:
@@ -135,16 +148,24 @@ class DirectoryCommitter:
             raise FileNotFoundError(f"the staging directory {staging} is gone: did another "
                                     "job writing the same output remove it?")
         written = set(fs.list_dir(f"{staging}/_temporary"))
-        moves = []
+        moves: list[tuple[str, str]] = []      # (an attempt's file, its name in the output)
         for subtask, attempt_id in sorted(attempts.items()):
-            name = posixpath.basename(self.attempt_file(job_id, subtask, attempt_id))
-            if name in written:           # an attempt that read no rows wrote no file
-                moves.append((f"{staging}/_temporary/{name}", self.task_file(job_id, subtask)))
-        # one round trip each on HDFS: a thousand subtasks' files one after another
-        # would hold the job's end for seconds
-        with ThreadPoolExecutor(max_workers=RENAME_THREADS, thread_name_prefix="commit") as pool:
-            list(pool.map(lambda move: fs.rename(*move), moves))   # raises the first failure
+            produced = self.attempt_file(job_id, subtask, attempt_id)
+            if posixpath.basename(produced) not in written:   # it read no rows: no file
+                continue
+            if not self.partition_by:
+                moves.append((produced, self.task_file(subtask)))
+                continue
+            root = fs.path(produced)
+            moves.extend((file, posixpath.relpath(fs.path(file), root))
+                         for file, _ in fs.list_tree(produced, self.suffix))
+        self._move(moves, staging)
         fs.delete(f"{staging}/_temporary")      # attempts that do not count
+        if self.mode == "append" and fs.exists(self.uri):
+            self._move([(f"{staging}/{name}", self._appended(name, job_id)) for _, name in moves],
+                       self.uri)
+            fs.delete(staging)
+            return
         try:
             fs.rename(staging, self.uri)          # refuses an existing output
         except FileExistsError:
@@ -156,43 +177,85 @@ class DirectoryCommitter:
             fs.rename(staging, self.uri)
             fs.delete(replaced)
 
+    def _move(self, moves: list[tuple[str, str]], into: str) -> None:
+        """Each ``(file, name)`` renamed to ``into/name``, the partition directories
+        the names hold made first; one round trip each on HDFS, so in parallel (a
+        thousand subtasks' files one after another would hold the job's end for
+        seconds). With ``mode="append"`` into an existing output this is a rename per
+        file, not the one rename of a new output: a crash between them leaves the
+        job's files partly added."""
+        fs = self.fs
+        directories = sorted({posixpath.dirname(name) for _, name in moves} - {""})
+        with ThreadPoolExecutor(max_workers=RENAME_THREADS, thread_name_prefix="commit") as pool:
+            list(pool.map(lambda d: fs.mkdirs(f"{into}/{d}"), directories))
+            list(pool.map(lambda move: fs.rename(move[0], f"{into}/{move[1]}"), moves))
+
+    def _appended(self, name: str, job_id: JobID) -> str:
+        """A file's name when its job appends it: with the job's id, so it replaces no
+        other job's file."""
+        stem = name[:-len(self.suffix)] if self.suffix and name.endswith(self.suffix) else name
+        return f"{stem}-{job_id}{self.suffix}"
+
     def abort(self, job_id: JobID) -> None:
         self.fs.delete(self.staging(job_id))
 
 
-class ParquetSink(OneInputOperator):
-    """Each subtask attempt writes one Parquet file into the job's staging directory;
-    the JobMaster commits the finished attempts' files (see DirectoryCommitter)."""
+class FileSink(OneInputOperator):
+    """Each subtask attempt writes one file of ``format`` into the job's staging
+    directory, or with ``partition_by`` one per partition it received rows of, in
+    Hive-style directories without those columns; the JobMaster commits the finished
+    attempts' files (see DirectoryCommitter)."""
 
-    def __init__(self, path: str, mode: str = "errorifexists") -> None:
+    def __init__(self, path: str, mode: str = "errorifexists", file_format: str = "parquet",
+                 partition_by: Sequence[str] = ()) -> None:
+        if file_format not in FORMATS:
+            raise ValueError(f"format {file_format!r} is not one of {', '.join(FORMATS)}")
         self.path = path
-        self.committer = DirectoryCommitter(path, mode)
+        self.format = FORMATS[file_format]
+        self.partition_by = list(partition_by)
+        self.committer = DirectoryCommitter(path, mode, self.format.suffix, partition_by)
 
-    def bound(self, settings: FileSystemSettings) -> "ParquetSink":
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is not None and self.partition_by:
+            require_columns(inputs[0], self.partition_by, "the sink's input")
+            if len(inputs[0]) == len(set(self.partition_by)):
+                raise PlanError("every column is a partition column: the files would hold "
+                                "none", "partition by fewer columns")
+        return inputs[0]
+
+    def bound(self, settings: FileSystemSettings) -> "FileSink":
         bound = copy.copy(self)
         bound.committer = self.committer.bound(settings)
         return bound
 
     def open(self, ctx: OperatorContext) -> BatchProcessor:
-        return _ParquetWriting(self.committer,
-                               self.committer.attempt_file(ctx.job_id, ctx.subtask_index,
-                                                           ctx.attempt_id))
+        produced = self.committer.attempt_file(ctx.job_id, ctx.subtask_index, ctx.attempt_id)
+        if self.partition_by:
+            return _Partitioned(self.committer, self.format, produced, self.partition_by,
+                                self.committer.task_file(ctx.subtask_index))
+        return _Writing(self.committer, self.format, produced)
 
 
-class _ParquetWriting(BatchProcessor):
+class ParquetSink(FileSink):
+    def __init__(self, path: str, mode: str = "errorifexists") -> None:
+        super().__init__(path, mode, "parquet")
+
+
+class _Writing(BatchProcessor):
     """One attempt's file, opened with its first batch (an attempt that got none writes
     none); a run that fails leaves no part of it behind."""
 
-    def __init__(self, committer: DirectoryCommitter, temp: str) -> None:
+    def __init__(self, committer: DirectoryCommitter, file_format: FileFormat, temp: str) -> None:
         self._committer = committer
+        self._format = file_format
         self._temp = temp
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: FormatWriter | None = None
         self._stream: Any = None
 
     def process(self, batch: Any) -> None:
         if self._writer is None:
             self._stream = self._committer.fs.open_output(self._temp)
-            self._writer = pq.ParquetWriter(self._stream, batch.schema)
+            self._writer = self._format.writer(self._stream, batch.schema)
         self._writer.write_batch(batch)
 
     def finish(self) -> None:
@@ -217,3 +280,58 @@ class _ParquetWriting(BatchProcessor):
                 self._committer.fs.delete(self._temp)
             except Exception:
                 log.warning("could not remove %s", self._temp, exc_info=True)
+
+
+class _Partitioned(BatchProcessor):
+    """One attempt's directory: a file per partition, opened with its partition's first
+    rows; a run that fails leaves none of them behind."""
+
+    def __init__(self, committer: DirectoryCommitter, file_format: FileFormat, root: str,
+                 columns: list[str], name: str) -> None:
+        self._committer = committer
+        self._format = file_format
+        self._root = root
+        self._columns = columns
+        self._name = name
+        self._files: dict[str, _Writing] = {}
+        self._finished = False
+
+    def process(self, batch: Any) -> None:
+        if batch.num_rows == 0:
+            return
+        table = pa.Table.from_batches([batch])
+        rest = table.drop_columns(self._columns)
+        numbered = table.select(self._columns).append_column(
+            "__yarnflow_row", pa.array(range(table.num_rows), pa.int64()))
+        groups = numbered.group_by(self._columns, use_threads=False).aggregate(
+            [("__yarnflow_row", "list")])
+        rows = groups.column("__yarnflow_row_list").to_pylist()
+        values = groups.select(self._columns).to_pylist()
+        for value, taken in zip(values, rows):
+            directory = partitions.directory(self._columns, [value[c] for c in self._columns])
+            writer = self._files.get(directory)
+            if writer is None:
+                fs = self._committer.fs
+                if not fs.exists(posixpath.dirname(self._root)):
+                    raise FileNotFoundError(f"{posixpath.dirname(self._root)} is gone: the job "
+                                            "was aborted")
+                fs.mkdirs(f"{self._root}/{directory}")
+                writer = self._files[directory] = _Writing(
+                    self._committer, self._format, f"{self._root}/{directory}/{self._name}")
+            for piece in rest.take(pa.array(taken, pa.int64())).to_batches():
+                writer.process(piece)
+
+    def finish(self) -> None:
+        for writer in self._files.values():
+            writer.finish()
+        self._finished = True
+
+    def close(self) -> None:
+        for writer in self._files.values():
+            writer.close()
+        if self._files and not self._finished:
+            try:
+                self._committer.fs.delete(self._root)
+            except Exception:
+                log.warning("could not remove %s", self._root, exc_info=True)
+        self._files = {}

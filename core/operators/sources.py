@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from yarnflow.core.fs import FileSystemSettings, hosts_of_range
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.operators.base import Operator, OperatorContext, PlanError, require_columns
+from yarnflow.core.operators import partitions
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
 
@@ -89,31 +90,39 @@ class FileSource(Source):
     def _list_files(self) -> list[tuple[str, int]]:
         found: list[tuple[str, int]] = []
         for uri in self.inputs.resolved():
-            try:
-                listed = self.inputs.filesystem(uri).list_files(uri, self.suffix)
-            except FileNotFoundError:
-                raise DataPathError(
-                    f"input {uri} does not exist. Fix: check the path (a path without a "
-                    f"scheme is on {self.inputs.settings.default_fs}); data for a cluster "
-                    "must be on its file system (yarnflow fs put)") from None
-            except PermissionError as err:
-                raise DataPathError(f"input {uri} is not readable: {err}") from None
-            except OSError as err:            # the NameNode or the store did not answer
-                raise unreachable(uri, err) from None
-            if not listed:
-                raise DataPathError(f"input {uri} holds no {self.suffix or ''} files")
-            found.extend(listed)
+            fs = self.inputs.filesystem(uri)
+            found.extend(self._listing(uri, lambda u: fs.list_files(u, self.suffix)))
         return found
+
+    def _listing(self, uri: str, lister: Callable[[str], list[tuple[str, int]]]
+                 ) -> list[tuple[str, int]]:
+        """``lister``'s files of one input path; what goes wrong, the user's error."""
+        try:
+            listed = lister(uri)
+        except FileNotFoundError:
+            raise DataPathError(
+                f"input {uri} does not exist. Fix: check the path (a path without a "
+                f"scheme is on {self.inputs.settings.default_fs}); data for a cluster "
+                "must be on its file system (yarnflow fs put)") from None
+        except PermissionError as err:
+            raise DataPathError(f"input {uri} is not readable: {err}") from None
+        except OSError as err:            # the NameNode or the store did not answer
+            raise unreachable(uri, err) from None
+        if not listed:
+            raise DataPathError(f"input {uri} holds no {self.suffix or ''} files")
+        return listed
 
 
 @dataclass(frozen=True)
 class ParquetSplit:
     """Consecutive row groups of one file, or ``rows`` (first row, count) of its one
-    row group."""
+    row group; the values of its partition directories, as columns of ``partitioning``."""
     path: str
     row_groups: tuple[int, ...]
     hosts: tuple[str, ...] = ()
     rows: tuple[int, int] | None = None
+    partition: tuple[Any, ...] = ()
+    partitioning: pa.Schema | None = None
 
 
 def _row_group_range(group: Any) -> tuple[int, int]:
@@ -137,15 +146,67 @@ class ParquetSource(FileSource):
     per subtask: each range decodes the row group up to its end (pyarrow reads no
     partial row group), so a one-row-group file is read by every subtask instead of
     one, at some decoding cost. A split is located on the hosts of the block holding
-    most of its bytes."""
+    most of its bytes.
+
+    A directory's files may sit in Hive-style partition directories (``partitions.py``):
+    their values are columns after the files' own, and ``partition_filter`` leaves out
+    the files of the partitions it does not select, unread."""
     suffix = ".parquet"
     # footers are read where the splits are read, not shipped
-    _CACHES = (*FileSource._CACHES, "_footers", "_widths")
+    _CACHES = (*FileSource._CACHES, "_footers", "_widths", "_all_files", "_partitions",
+               "_partitioning")
 
     def __init__(self, path: str | os.PathLike[str] | list[Any],
-                 columns: list[str] | None = None) -> None:
+                 columns: list[str] | None = None,
+                 partition_filter: partitions.PartitionFilter | None = None) -> None:
         super().__init__(path)
         self.columns = columns
+        self.partition_filter = partition_filter
+
+    def _list_files(self) -> list[tuple[str, int]]:
+        """The files of the partitions the filter selects (maybe none)."""
+        everything = self._every_file()
+        schema = self.partitioning()
+        found: dict[str, tuple[Any, ...]] = self.__dict__["_partitions"]
+        keep = partitions.selected([found[uri] for uri, _ in everything], schema,
+                                   self.partition_filter)
+        return [file for file, kept in zip(everything, keep) if kept]
+
+    def _every_file(self) -> list[tuple[str, int]]:
+        if "_all_files" in self.__dict__:
+            cached: list[tuple[str, int]] = self.__dict__["_all_files"]
+            return cached
+        listed: list[tuple[str, int]] = []
+        texts: dict[str, list[tuple[str, str | None]]] = {}
+        for uri in self.inputs.resolved():
+            fs = self.inputs.filesystem(uri)
+            for file, size in self._listing(uri, lambda u: fs.list_tree(u, self.suffix)):
+                pairs = partitions.values_of(fs.path(uri), fs.path(file))
+                if pairs is not None:
+                    listed.append((file, size))
+                    texts[file] = pairs
+        try:
+            schema = partitions.infer_schema(list(texts.values()))
+        except ValueError as err:
+            raise DataPathError(f"input {self.path}: {err}. Fix: read each layout on its "
+                                "own, or make the directories agree") from None
+        self.__dict__["_partitioning"] = schema
+        self.__dict__["_partitions"] = {f: partitions.typed(t, schema) for f, t in texts.items()}
+        self.__dict__["_all_files"] = listed
+        return listed
+
+    def partitioning(self) -> pa.Schema:
+        """The partition columns the input's directories name (none: a flat input)."""
+        self._every_file()
+        schema: pa.Schema = self.__dict__["_partitioning"]
+        return schema
+
+    def _file_columns(self) -> list[str] | None:
+        """The columns to read from the files: those asked for that are not partitions."""
+        if self.columns is None:
+            return None
+        names = set(self.partitioning().names)
+        return [c for c in self.columns if c not in names]
 
     def _metadata(self, uri: str) -> Any:
         """A file's footer, read once per task: a subtask reads several row groups of
@@ -160,20 +221,24 @@ class ParquetSource(FileSource):
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         """The first file's footer (which the estimate reads too), projected on
         ``columns``; a file that is not Parquet is refused here, not in every subtask."""
-        uri = self.files()[0][0]
+        uri = self._every_file()[0][0]
         try:
             schema = self._metadata(uri).schema.to_arrow_schema()
         except pa.ArrowInvalid as err:
             raise PlanError(f"input {uri} is not a Parquet file ({err})",
                             "point read_parquet at Parquet files (read_csv reads CSV)") from None
+        schema = without_views(schema)
+        whole = pa.schema([*schema, *(f for f in self.partitioning() if f.name not in schema.names)])
         if self.columns is None:
-            return schema
-        require_columns(schema, self.columns, f"the Parquet input {uri}")
-        return pa.schema([schema.field(c) for c in self.columns])
+            return whole
+        require_columns(whole, self.columns, f"the Parquet input {uri}")
+        return pa.schema([whole.field(c) for c in self.columns])
 
     def create_input_splits(self, parallelism: int,
                             max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
         files = self.files()
+        partitioning = self.partitioning()
+        values: dict[str, tuple[Any, ...]] = self.__dict__["_partitions"]
         target = min(max_split_bytes,
                      sum(size for _, size in files) // (SPLITS_PER_SUBTASK * max(parallelism, 1)))
         splits = []
@@ -207,7 +272,10 @@ class ParquetSource(FileSource):
             if groups:
                 splits.append(ParquetSplit(uri, tuple(groups),
                                            hosts_of_range(blocks, start, end - start)))
-        return splits
+        if not partitioning.names:
+            return splits
+        return [replace(split, partition=values[split.path], partitioning=partitioning)
+                for split in splits]
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
         """Rows and Arrow bytes (of the projected columns), which is what the broadcast
@@ -260,10 +328,21 @@ class ParquetSource(FileSource):
     def read_split(self, split: ParquetSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
         # pre_buffer: the row group's column chunks in few large reads, which a remote
         # file system answers much faster than many small ones
+        for batch in self._read_rows(split, batch_rows):
+            plain = without_views(batch.schema)
+            if plain is not batch.schema:
+                batch = batch.cast(plain)
+            yield batch if split.partitioning is None else \
+                _with_partition(batch, split, self.columns)
+
+    def _read_rows(self, split: ParquetSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
         metadata = self._metadata(split.path)
+        columns = self.columns if split.partitioning is None else \
+            [c for c in self.columns or () if c not in split.partitioning.names] \
+            if self.columns is not None else None
         with self.inputs.filesystem(split.path).open_input(split.path) as f:
             batches = pq.ParquetFile(f, metadata=metadata, pre_buffer=True).iter_batches(
-                batch_size=batch_rows, row_groups=list(split.row_groups), columns=self.columns)
+                batch_size=batch_rows, row_groups=list(split.row_groups), columns=columns)
             if split.rows is None:
                 yield from batches
                 return
@@ -276,6 +355,33 @@ class ParquetSource(FileSource):
                 position += batch.num_rows
                 if position >= first + count:
                     return
+
+
+_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def without_views(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with string and binary views as plain strings and binaries: files
+    written with views (DataFusion's, tpchgen-cli's) hold columns most of pyarrow's
+    kernels (sort, join keys) do not take. ``schema`` itself when it has none."""
+    if not any(f.type in _VIEWS for f in schema):
+        return schema
+    return pa.schema([f.with_type(_VIEWS[f.type]) if f.type in _VIEWS else f for f in schema],
+                     metadata=schema.metadata)
+
+
+def _with_partition(batch: pa.RecordBatch, split: ParquetSplit,
+                    columns: list[str] | None) -> pa.RecordBatch:
+    """A file's rows with its partition's values as columns (a file that holds a
+    column of the same name keeps its own)."""
+    assert split.partitioning is not None
+    arrays, names = list(batch.columns), list(batch.schema.names)
+    for field_, value in zip(split.partitioning, split.partition):
+        if field_.name not in names:
+            arrays.append(pa.repeat(pa.scalar(value, field_.type), batch.num_rows))
+            names.append(field_.name)
+    out = pa.RecordBatch.from_arrays(arrays, names=names)
+    return out.select(columns) if columns is not None else out
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
-"""Which subpartition each row goes to: forward, broadcast, rebalance, or hash of keys."""
+"""Which subpartition each row goes to: forward, broadcast, rebalance, hash of keys, or
+the range a sort's range partitioner placed it in."""
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from yarnflow.core.jobgraph import ShipStrategy
+from yarnflow.core.jobgraph import RANGE_COLUMN, ShipStrategy
 
 # rebalance() slices a batch no finer than this: a smaller slice costs more in per-batch
 # overhead than the balance it buys
@@ -68,6 +69,8 @@ class Partitioner:
         self._dealt = [0] * max(1, num_subpartitions)    # rows sent to each, for rebalance
 
     def split(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        if self.ship is ShipStrategy.RANGE:
+            return self._ranges(batch)
         if self.n == 1:
             return [(0, batch)]
         if self.ship is ShipStrategy.BROADCAST:
@@ -79,6 +82,22 @@ class Partitioner:
             self._next = (self._next + 1) % self.n
             return [(target, batch)]
         targets = (hash_rows(batch, self.keys) % np.uint64(self.n)).astype(np.int64)
+        return self._to(batch, targets)
+
+    def _ranges(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:
+        index = batch.schema.get_field_index(RANGE_COLUMN)
+        if index < 0:
+            raise ValueError(f"a RANGE exchange's rows lack {RANGE_COLUMN}: the operator "
+                             "before it is not a range partitioner")
+        place = batch.column(index).to_numpy(zero_copy_only=False)
+        batch = batch.remove_column(index)
+        if self.n == 1:
+            return [(0, batch)]
+        targets = np.clip((place * self.n).astype(np.int64), 0, self.n - 1)
+        return self._to(batch, targets)
+
+    def _to(self, batch: pa.RecordBatch, targets: np.ndarray) -> list[tuple[int, pa.RecordBatch]]:
+        """Each row to its target subpartition, rows of one target in their order."""
         order = np.argsort(targets, kind="stable")
         counts = np.bincount(targets, minlength=self.n)
         shuffled = batch.take(pa.array(order))

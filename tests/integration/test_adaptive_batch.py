@@ -22,8 +22,12 @@ TABLE = pa.table({"k": [i % 1000 for i in range(ROWS)], "v": list(range(ROWS))})
 
 
 def _config(*extra: str) -> Configuration:
+    """Adaptive execution; aggregates in one phase, so that every row crosses the
+    exchange and the bytes measured there are the rows'."""
     return Configuration.load(overrides=FAST + ["execution.batch.adaptive.enabled=true",
-                                                "parallelism.default=4", *extra])
+                                                "parallelism.default=4",
+                                                "table.optimizer.agg-phase-strategy=ONE_PHASE",
+                                                *extra])
 
 
 def _filter_then_aggregate(out: str, keep_below: int) -> yf.Pipeline:
@@ -58,7 +62,7 @@ def test_a_99_percent_filter_leaves_the_aggregate_the_minimum_parallelism(tmp_pa
     job = _run(_config("local.web-ui=true"), _filter_then_aggregate(out, ROWS // 100), rest)
     aggregate, keep = job.vertex_running("aggregate"), job.vertex_running("keep")
     assert aggregate.operators == ["aggregate", "parquet-sink"]   # a chain, decided as one
-    assert keep.operators == ["arrow-source", "keep"]
+    assert keep.operators == ["arrow-source", "keep", "aggregate-local"]   # passing rows on
     assert keep.parallelism == 4              # before the exchange: configured
     assert aggregate.parallelism == 1 and len(aggregate.subtasks) == 1
     assert "parallelism 1 decided at run time (configured 4)" in aggregate.decision

@@ -103,7 +103,7 @@ def test_a_forked_source_runs_both_branches_in_one_task_and_each_edge_gets_its_o
     result = cluster.submit(p.job_graph(Configuration.load(overrides=FAST + CHAINED))).wait(120)
     assert result.status is JobStatus.FINISHED, result.failure
     assert [v.name for v in result.details.vertices] == [
-        "facts -> (low -> low-sink, high)", "aggregate -> high-sink"]
+        "facts -> (low -> low-sink, high -> aggregate-local)", "aggregate -> high-sink"]
     low = ROWS.filter(pc.less(ROWS["k"], 10))
     high = ROWS.filter(pc.greater_equal(ROWS["k"], 90)).group_by("k").aggregate([("v", "sum")])
     got_low = pq.read_table(tmp_path / "low").sort_by([("k", "ascending"), ("v", "ascending")])
@@ -112,5 +112,7 @@ def test_a_forked_source_runs_both_branches_in_one_task_and_each_edge_gets_its_o
     assert got_high.equals(high.select(["k", "v_sum"]).sort_by("k"))
     tree = {op.name: (op.records_in, op.records_out)
             for op in result.details.vertex_running("facts").operator_totals()}
+    local_in, local_out = tree.pop("aggregate-local")     # each subtask's 10 keys' partial sums
+    assert local_in == 1_442 and 10 <= local_out <= 20, (local_in, local_out)
     assert tree == {"facts": (0, 20_000), "low": (20_000, low.num_rows),
                     "low-sink": (low.num_rows, 0), "high": (20_000, 1_442)}

@@ -64,12 +64,12 @@ def test_explain_prints_the_plan_with_estimates_and_the_join_decision(main_run):
     assert "FORWARD <- instruments" in text and "BROADCAST <- currency-code" in text
     assert "200,000" in text and "492" in text           # estimated rows, from the footers
     assert "Parquet footers" in text and "as its input" in text   # where each estimate came from
-    assert "join: BROADCAST join — currency-code is estimated at" in text
+    assert "join: BROADCAST join, inner — currency-code is estimated at" in text
     assert "FINISHED" not in text                        # nothing ran
     hashed = yarnflow("explain", "-D", "planner.broadcast-threshold=100b", *args)
     assert hashed.returncode == 0, hashed.stdout + hashed.stderr
     text = " ".join(hashed.stdout.split())
-    assert "HASH(CurrencyId) <- instruments" in text and "join: HASH join — no side within" in text
+    assert "HASH(CurrencyId) <- instruments" in text and "join: HASH join, inner — no side within" in text
 
 
 def test_explain_json_is_the_plan_as_data(main_run):

@@ -118,3 +118,28 @@ def test_a_union_of_two_paths_from_one_source_reads_both_as_they_come(cluster, t
     result = cluster.submit(p.job_graph(config)).wait(120)
     assert result.status is JobStatus.FINISHED, result.failure
     assert by_value(pq.read_table(tmp_path / "out")) == by_value(FACTS)
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_a_sort_writes_its_rows_in_order_over_part_files_read_in_name_order(cluster, tmp_path,
+                                                                            adaptive):
+    """Keys with nulls, one value in half the rows (skewed), two directions; the sort's
+    ranges balanced (no subtask read more than twice its share), the order global."""
+    config = Configuration.load(overrides=CONFIG + [
+        f"execution.batch.adaptive.enabled={str(adaptive).lower()}",
+        "execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task=64 kb"])
+    skewed = FACTS.set_column(0, "k", pa.array([7 if i % 2 else k for i, k in
+                                                enumerate(FACTS.column("k").to_pylist())],
+                                               pa.int64()))
+    p = yf.Pipeline("sorted", parallelism=3)
+    p.from_arrow(skewed, name="facts").sort("k", "v", descending=[True, False]) \
+        .write_parquet(str(tmp_path / "out"), name="sink")
+    result = cluster.submit(p.job_graph(config)).wait(300)
+    assert result.status is JobStatus.FINISHED, result.failure
+    files = sorted((tmp_path / "out").glob("*.parquet"))
+    got = pa.concat_tables([pq.read_table(f) for f in files])
+    keys = [("k", "descending"), ("v", "ascending")]
+    assert got.to_pylist() == skewed.sort_by(keys).to_pylist()
+    sort = next(v for v in result.details.vertices if v.name.startswith("sort ->"))
+    read = [s.metrics.records_in for s in sort.subtasks]
+    assert len(read) > 1 and max(read) <= 2 * N / len(read), read

@@ -71,8 +71,8 @@ CASES = {
         "p = yf.Pipeline('x')\np.read_parquet(D + '/orders.parquet').write_parquet(D + '/existing')"
         "\np.execute()\n", 2, ["/existing already exists", "mode='overwrite'"]),
     "bad write mode": Case(
-        "p = yf.Pipeline('x')\np.read_parquet(D + '/orders.parquet').write_parquet(OUT, mode='append')"
-        "\np.execute()\n", 1, ["mode 'append' is not one of errorifexists, overwrite"]),
+        "p = yf.Pipeline('x')\np.read_parquet(D + '/orders.parquet').write_parquet(OUT, mode='upsert')"
+        "\np.execute()\n", 2, ["mode 'upsert' is not one of append, errorifexists, overwrite"]),
     # --- bad columns -------------------------------------------------------------------------
     "join key missing on parquet": Case(
         "p = yf.Pipeline('x', parallelism=2)\n"

@@ -382,11 +382,11 @@ def test_explain_shows_a_q1_like_pipeline_as_two_chains_by_default(tmp_path):
      .map(lambda b: b, name="prep") \
      .aggregate(["flag"], [("qty", "sum")]).write_parquet(str(tmp_path / "out"))
     text = explained(p)
-    assert "parquet-source -> shipdate -> prep" in text
+    assert "parquet-source -> shipdate -> prep -> aggregate-local" in text
     assert "aggregate -> parquet-sink" in text and "HASH(flag) <- parquet-source -> shipdate -> prep" in text
     graph = p.job_graph(Configuration.load())
     assert sum(v.parallelism for v in graph.vertices.values()) == 4
-    assert sum(v.parallelism for v in p.job_graph(OFF).vertices.values()) == 10
+    assert sum(v.parallelism for v in p.job_graph(OFF).vertices.values()) == 12   # with aggregate-local
 
 
 

@@ -85,7 +85,7 @@ def test_commit_keeps_only_the_finished_attempts_of_the_successful_run(tmp_path)
 def test_the_default_mode_refuses_an_existing_output_and_overwrite_replaces_it(tmp_path):
     (tmp_path / "out").mkdir()
     pq.write_table(pa.table({"x": [9]}), tmp_path / "out" / "old.parquet")
-    with pytest.raises(DataPathError, match="already exists. Fix: .*mode='overwrite'"):
+    with pytest.raises(DataPathError, match="already exists. Fix: .*mode='overwrite'.*mode='append'"):
         local_committer(tmp_path).check_submittable()
     committer = local_committer(tmp_path, "overwrite")
     committer.check_submittable()
@@ -94,6 +94,46 @@ def test_the_default_mode_refuses_an_existing_output_and_overwrite_replaces_it(t
     committer.commit("j1", {0: "a"})
     assert rows_of(tmp_path / "out") == [1]
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_append_adds_each_jobs_files_named_with_the_job_and_starts_a_missing_output(tmp_path):
+    for job, rows in (("j1", [1]), ("j2", [2, 3]), ("j3", [4])):
+        committer = local_committer(tmp_path, "append")
+        committer.check_submittable()
+        committer.setup(job)
+        write_part(committer, job, 0, "a", rows)
+        committer.commit(job, {0: "a"})
+    assert sorted(os.listdir(tmp_path / "out")) == \
+        ["part-00000-j2.parquet", "part-00000-j3.parquet", "part-00000.parquet"]
+    assert rows_of(tmp_path / "out") == [1, 2, 3, 4]
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_csv_and_json_sinks_write_their_format_and_suffix(tmp_path):
+    import datetime
+    import decimal
+    import json
+    from yarnflow.core.operators.sinks import FileSink
+    from tests.unit.test_relational import Context
+    table = pa.table({"k": pa.array([1, None], pa.int64()), "s": ["a,b", None],
+                      "d": pa.array([decimal.Decimal("1.50"), None], pa.decimal128(9, 2)),
+                      "day": [datetime.date(2024, 1, 2)] * 2, "x": [float("nan"), 2.5]})
+    for file_format in ("csv", "json"):
+        sink = FileSink(str(tmp_path / file_format), file_format=file_format).bound(FileSystemSettings())
+        sink.committer.setup("j")
+        ctx = Context(table.to_batches(max_chunksize=1))
+        ctx.job_id, ctx.attempt_id = "j", "a"
+        sink.run(ctx)
+        sink.committer.commit("j", {0: "a"})
+    assert os.listdir(tmp_path / "csv") == ["part-00000.csv"]
+    read = pa.csv.read_csv(tmp_path / "csv" / "part-00000.csv")
+    assert read.column("s").to_pylist() == ["a,b", ""] and read.column("k").to_pylist() == [1, None]
+    lines = (tmp_path / "json" / "part-00000.json").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {"k": 1, "s": "a,b", "d": 1.5, "day": "2024-01-02", "x": None},
+        {"k": None, "s": None, "d": None, "day": "2024-01-02", "x": 2.5}]
+    with pytest.raises(ValueError, match="format 'xml' is not one of parquet, csv, json"):
+        FileSink(str(tmp_path / "x"), file_format="xml")
 
 
 def test_an_aborted_job_leaves_nothing_and_a_late_task_cannot_recreate_its_staging(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 import yarnflow.client as yf
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
+from yarnflow.core.operators.aggregate import LocalAggregation
 from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.relational import (DistinctOperator, LimitOperator, TopOperator,
                                                 UnionOperator, sort_keys)
@@ -57,12 +58,12 @@ def test_distinct_gives_each_combination_once_with_null_a_value(columns, local):
     assert ran(DistinctOperator(columns), ROWS.slice(0, 0)).num_rows == 0
 
 
-def test_a_local_distinct_whose_input_hardly_repeats_passes_it_on(monkeypatch):
-    from yarnflow.core.operators import relational
-    monkeypatch.setattr(relational, "LOCAL_SAMPLING_ROWS", 4)
+def test_a_local_distinct_whose_input_hardly_repeats_passes_it_on():
     unique = pa.table({"k": pa.array(range(40), pa.int64())})
     ctx = Context(unique.to_batches(max_chunksize=5), batch_rows=2)
-    DistinctOperator(["k"], local=True).run(ctx)
+    local = DistinctOperator(["k"], local=True)
+    local.settings = LocalAggregation(sampling_rows=4)
+    local.run(ctx)
     # it stopped holding rows after the first merge: later batches went on one by one
     assert len(ctx.out) > 2 and sorted(ctx.table(unique.schema)["k"].to_pylist()) == list(range(40))
 

@@ -1,0 +1,60 @@
+"""Where a DataSet's rows go: Parquet, CSV or JSON files, partitioned or not (issue 56).
+
+Each write is a sink whose output appears whole when the job commits
+(``yarnflow.core.operators.sinks``). Kept apart from ``pipeline.py`` so that each
+module has one job.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from yarnflow.core.jobgraph import InvalidPipelineError
+from yarnflow.core.operators.sinks import FileSink
+from yarnflow.core.user_code import UserCode
+
+if TYPE_CHECKING:
+    from yarnflow.client.pipeline import DataSet
+
+
+class OutputOperators:
+    """Mixed into ``DataSet``."""
+
+    def _unary(self, operator: Any, name: str, **edge: Any) -> "DataSet":
+        raise NotImplementedError      # DataSet's
+
+    def write_parquet(self, path: str, mode: str = "errorifexists", name: str = "parquet-sink",
+                      partition_by: Sequence[str] = ()) -> "DataSet":
+        """Write Parquet files under ``path`` (a directory on any file system; without
+        a scheme, on the default one), one per subtask, ``part-00000.parquet`` on. They
+        appear there only when the job has finished, all at once; a failed or
+        cancelled job leaves ``path`` as it was. ``mode`` (Spark's): an existing
+        ``path`` is refused at submission (``"errorifexists"``), replaced in one step
+        when the job commits (``"overwrite"``), or added to (``"append"``: the job's
+        files join it, named with the job's id, one rename each). ``partition_by``:
+        columns whose values name Hive-style directories (``day=2024-01-01/``) that
+        hold the rest of the columns, as Spark's ``partitionBy`` writes them."""
+        return self._write(path, mode, name, "parquet", partition_by)
+
+    def write_csv(self, path: str, mode: str = "errorifexists", name: str = "csv-sink",
+                  partition_by: Sequence[str] = ()) -> "DataSet":
+        """Write CSV files (a header line, then a line per row; a null is empty) under
+        ``path``, as ``write_parquet`` writes Parquet."""
+        return self._write(path, mode, name, "csv", partition_by)
+
+    def write_json(self, path: str, mode: str = "errorifexists", name: str = "json-sink",
+                   partition_by: Sequence[str] = ()) -> "DataSet":
+        """Write newline-delimited JSON (one object per row and line, Spark's ``json``)
+        under ``path``, as ``write_parquet`` writes Parquet."""
+        return self._write(path, mode, name, "json", partition_by)
+
+    def _write(self, path: str, mode: str, name: str, file_format: str,
+               partition_by: Sequence[str]) -> "DataSet":
+        try:
+            columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+            sink = FileSink(str(path), mode, file_format, columns)
+        except ValueError as err:
+            raise InvalidPipelineError(name, str(err), "use mode='errorifexists', "
+                                       "'overwrite' or 'append'") from None
+        out = self._unary(sink, name)
+        out.vertex.committer = UserCode.of(sink.committer)
+        return out

@@ -1,0 +1,246 @@
+"""A global sort: sampled range boundaries, a range exchange, a sort per range (issue 56).
+
+As Spark's ``RangePartitioner`` and Flink's range partitioning plan it, a sort of a
+DataSet runs in four operators:
+
+1. ``RangeSampleOperator``, chained to the producer: a reservoir sample of its rows'
+   sort keys, each sampled row weighted by the bytes it stands for;
+2. ``RangeBoundariesOperator``, one subtask: ``BUCKETS - 1`` boundaries that cut the
+   weighted samples into buckets of about equal bytes;
+3. ``RangePartitionOperator``, beside the producer: reads the boundaries, then the
+   producer's rows (written whole first: a BLOCKING input), and gives each row its
+   place in the order as a fraction in [0, 1) (``RANGE_COLUMN``), which the RANGE
+   exchange turns into a subpartition however many there are (the sort's parallelism
+   may be decided at run time);
+4. ``SortOperator``: each subtask sorts its range. Range i holds keys no later than
+   range i + 1's, so the sort's subtasks, read in order, are the global order.
+
+A value held by many rows (a skewed sort column) equals several consecutive
+boundaries: its rows may go to any bucket from the first to the last of those, and
+are dealt over them at random, so no one range gets all of them.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from yarnflow.core.estimates import Estimate
+from yarnflow.core.jobgraph import RANGE_COLUMN
+from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator,
+                                          OperatorContext, concat, require_columns)
+
+# Sampled rows per producer (Spark samples 20 per output partition, 3x over); the
+# boundaries cut the samples into this many buckets, far more than any sort has
+# subtasks, so the exchange can make ranges of any count from them.
+SAMPLE_ROWS = 2048
+BUCKETS = 1024
+_WEIGHT = "__yarnflow_weight"        # the bytes a sampled row stands for, never emitted
+_BOUNDARY = "__yarnflow_boundary"    # marks the boundary rows among a batch's
+
+
+def _columns(keys: Sequence[tuple[str, str]]) -> list[str]:
+    return [column for column, _ in keys]
+
+
+class _SortKeyed(OneInputOperator):
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        if not keys:
+            raise ValueError("sort needs the columns to order by: sort('amount')")
+        self.keys = keys
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is not None:
+            require_columns(inputs[0], _columns(self.keys))
+        return inputs[0]
+
+
+class RangeSampleOperator(_SortKeyed):
+    """A uniform sample of at most ``SAMPLE_ROWS`` of its input's rows (reservoir
+    sampling, seeded by the subtask so a rerun draws the same), their sort keys only,
+    each with the bytes it stands for: the input's rows over the sample's, times its
+    batch's bytes per row."""
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is None:
+            return None
+        require_columns(inputs[0], _columns(self.keys))
+        return pa.schema([*(inputs[0].field(c) for c in _columns(self.keys)),
+                          pa.field(_WEIGHT, pa.float64())])
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        return Estimate(SAMPLE_ROWS, SAMPLE_ROWS * 64, "a sample of its input")
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return _Sample(ctx, _columns(self.keys))
+
+
+class _Sample(BatchProcessor):
+    def __init__(self, ctx: OperatorContext, columns: list[str]) -> None:
+        self._ctx = ctx
+        self._columns = columns
+        self._random = np.random.default_rng(ctx.subtask_index)
+        self._kept: pa.Table | None = None     # the reservoir, with each row's bytes
+        self._seen = 0
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        rows = batch.num_rows
+        table = pa.Table.from_batches([batch]).select(self._columns)
+        table = table.append_column(_WEIGHT, pa.array(np.full(rows, batch.nbytes / rows)))
+        kept = 0 if self._kept is None else self._kept.num_rows
+        # row t (0-based over the whole input) fills the reservoir while it has room,
+        # then replaces a random slot with probability SAMPLE_ROWS / (t + 1)
+        t = np.arange(self._seen, self._seen + rows)
+        slots = np.where(t < SAMPLE_ROWS, t, self._random.integers(0, t + 1))
+        taken = np.flatnonzero(slots < SAMPLE_ROWS)
+        self._seen += rows
+        if not len(taken):
+            return
+        source = np.arange(kept)             # which row of (reservoir, batch) each slot holds
+        grown = max(kept, int(slots[taken].max()) + 1)
+        source = np.concatenate([source, np.zeros(grown - kept, dtype=np.int64)])
+        source[slots[taken]] = kept + taken  # a later row in the same slot wins
+        both = table if self._kept is None else pa.concat_tables([self._kept, table])
+        self._kept = both.take(pa.array(source))
+
+    def finish(self) -> None:
+        if self._kept is None or self._kept.num_rows == 0:
+            return
+        scale = self._seen / self._kept.num_rows
+        weights = pc.multiply(self._kept.column(_WEIGHT), scale)
+        self._ctx.emit(self._kept.set_column(self._kept.schema.get_field_index(_WEIGHT),
+                                             _WEIGHT, weights))
+
+
+class RangeBoundariesOperator(Operator):
+    """Every producer's sample in one subtask: sorted, and cut where the bytes the rows
+    stand for reach each ``1/BUCKETS`` of their sum, so each bucket holds about as
+    many bytes. Emits at most ``BUCKETS - 1`` boundary rows of the sort keys (repeats
+    kept: a value that spans buckets is how a skewed value is seen)."""
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        self.keys = keys
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is None:
+            return None
+        return pa.schema([inputs[0].field(c) for c in _columns(self.keys)])
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        return Estimate(BUCKETS - 1, (BUCKETS - 1) * 64, "the range boundaries")
+
+    def run(self, ctx: OperatorContext) -> None:
+        samples = concat(ctx.input(0))
+        if samples is None or samples.num_rows == 0:
+            return
+        ctx.emit(boundaries(samples, self.keys))
+
+
+def boundaries(samples: pa.Table, keys: list[tuple[str, str]]) -> pa.Table:
+    """The boundary rows of weighted ``samples`` (sort keys and ``_WEIGHT``)."""
+    ordered = samples.sort_by(keys)
+    cumulative = np.cumsum(ordered.column(_WEIGHT).to_numpy(zero_copy_only=False))
+    total = float(cumulative[-1]) if len(cumulative) else 0.0
+    cuts = min(BUCKETS - 1, ordered.num_rows)
+    if total <= 0 or cuts == 0:
+        return ordered.select(_columns(keys)).slice(0, 0)
+    targets = total * np.arange(1, cuts + 1) / (cuts + 1)
+    at = np.minimum(np.searchsorted(cumulative, targets, side="left"), ordered.num_rows - 1)
+    return ordered.select(_columns(keys)).take(pa.array(at))
+
+
+class RangePartitionOperator(Operator):
+    """Input 1: the boundaries (broadcast), read first; input 0: the rows to sort, each
+    emitted with its place in the order (``RANGE_COLUMN``)."""
+    num_inputs = 2
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        self.keys = keys
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        if inputs[0] is None:
+            return None
+        require_columns(inputs[0], _columns(self.keys))
+        return inputs[0].append(pa.field(RANGE_COLUMN, pa.float64()))
+
+    def deferred_input(self) -> int | None:
+        return 0
+
+    def estimate(self, inputs: list[Estimate]) -> Estimate:
+        return super().estimate(inputs[:1])
+
+    def run(self, ctx: OperatorContext) -> None:
+        cuts = concat(ctx.input(1))
+        buckets = 1 if cuts is None else cuts.num_rows + 1
+        # seeded by the subtask: a rerun deals its rows as the first run did
+        spread = np.random.default_rng(ctx.subtask_index)
+        for batch in ctx.input(0):
+            if batch.num_rows == 0:
+                continue
+            lo, hi = bucket_span(batch, cuts, self.keys)
+            bucket = lo + (spread.random(batch.num_rows) * (hi - lo + 1)).astype(np.int64)
+            ctx.emit(batch.append_column(RANGE_COLUMN, pa.array((bucket + 0.5) / buckets)))
+
+
+def bucket_span(batch: pa.RecordBatch, cuts: pa.Table | None,
+                keys: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """For each row, the first and last bucket it may go to: the boundaries that sort
+    before it, and those that sort before it or equal it. Found by sorting the rows
+    with the boundaries (pyarrow's sort is stable: boundaries put first sort before the
+    rows equal to them, put last after them)."""
+    rows = batch.num_rows
+    if cuts is None or cuts.num_rows == 0:
+        zero = np.zeros(rows, dtype=np.int64)
+        return zero, zero
+    columns = _columns(keys)
+    data = pa.Table.from_batches([batch]).select(columns)
+    data = data.append_column(_BOUNDARY, pa.array(np.zeros(rows, dtype=np.int8)))
+    marked = cuts.select(columns).cast(data.select(columns).schema)
+    marked = marked.append_column(_BOUNDARY, pa.array(np.ones(cuts.num_rows, dtype=np.int8)))
+
+    def before(first: pa.Table, second: pa.Table, offset: int) -> np.ndarray:
+        both = pa.concat_tables([first, second])
+        order = pc.sort_indices(both, sort_keys=keys).to_numpy()
+        flags = both.column(_BOUNDARY).to_numpy()[order]
+        counts = np.cumsum(flags)
+        is_row = flags == 0
+        out = np.empty(rows, dtype=np.int64)
+        out[order[is_row] - offset] = counts[is_row]
+        return out
+    lo = before(data, marked, 0)                 # equal boundaries after the row
+    hi = before(marked, data, cuts.num_rows)     # equal boundaries before it
+    return lo, hi
+
+
+class SortOperator(_SortKeyed):
+    """Its whole input in the order of ``keys`` (pyarrow sort keys); nulls last."""
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return _Sort(ctx, self.keys)
+
+
+class _Sort(BatchProcessor):
+    def __init__(self, ctx: OperatorContext, keys: list[tuple[str, str]]) -> None:
+        self._ctx = ctx
+        self._keys = keys
+        self._held: list[pa.RecordBatch] = []
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows:
+            self._held.append(batch)
+
+    def finish(self) -> None:
+        if not self._held:
+            return
+        table = pa.Table.from_batches(self._held).sort_by(self._keys)
+        self._held = []
+        step = max(1, self._ctx.batch_rows)
+        for start in range(0, table.num_rows, step):
+            self._ctx.emit(table.slice(start, step))
+
+    def close(self) -> None:
+        self._held = []
