@@ -105,11 +105,11 @@ def pytest_configure(config: pytest.Config) -> None:
 # module's applications on its cluster. On the default one, its first checks, then
 # the ship-environment benchmark, whose first submission measures a cold start
 # (nothing packed, nothing localized) that a fresh cluster gives it for free, then
-# the YARN tier; on "faults", the host faults and lost hosts; on SECURE_CLUSTER,
+# the YARN tier and TPC-H on YARN; on "faults", the host faults and lost hosts; on SECURE_CLUSTER,
 # started in Hadoop's secure mode, the secure module and the compose test (which
 # needs only an engine with the images). Each takes 20-27 minutes of a full run.
 DOCKER_CLUSTERS = {
-    "": ("test_hosts.py", "test_ship_environment.py", "test_yarn_tier.py"),
+    "": ("test_hosts.py", "test_ship_environment.py", "test_yarn_tier.py", "test_tpch_on_yarn.py"),
     "faults": ("test_host_faults.py", "test_lost_hosts.py"),
     "secure": ("test_compose.py", "test_yarn_tier_secure.py"),
 }

@@ -170,6 +170,13 @@ class AggregateOperator(OneInputOperator):
                          empty=self.input_schema)
 
 
+def grouping(ctx: OperatorContext, aggregation: Aggregation, local: bool,
+             settings: LocalAggregation) -> BatchProcessor:
+    """A step over rows: ``local``, partial results chained to their producer, adapting
+    as ``settings`` say; else the final results, all its input held."""
+    return _Grouping(ctx, aggregation, raw=True, final=not local, settings=settings)
+
+
 class _Grouping(BatchProcessor):
     """Partial results held per group, merged as they grow. A local step (``final``
     False) emits them at the end, or in pieces once they pass ``FLUSH_ROWS``, or batch

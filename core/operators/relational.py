@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.failures import ContractError
-from yarnflow.core.operators.aggregate import LocalAggregation
+from yarnflow.core.operators.aggregate import Aggregation, LocalAggregation, grouping
 from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator,
                                           OperatorContext, PlanError, require_columns)
 
@@ -166,47 +166,36 @@ class DistinctOperator(OneInputOperator):
         return pa.schema([inputs[0].field(c) for c in self.columns])
 
     def open(self, ctx: OperatorContext) -> BatchProcessor:
-        return _Distinct(ctx, self.columns, self.local and self.settings.adaptive, self.settings)
+        return _Distinct(ctx, self.columns, self.local, self.settings)
 
 
 class _Distinct(BatchProcessor):
+    """A grouping without aggregations (``aggregate.py``): its groups are the distinct
+    rows. Made with the first batch when the columns are its whole rows."""
+
     def __init__(self, ctx: OperatorContext, columns: list[str], local: bool,
                  settings: LocalAggregation) -> None:
         self._ctx = ctx
-        self._settings = settings
-        self._columns = columns
         self._local = local
-        self._held: list[pa.Table] = []
-        self._held_rows = 0
-        self._seen = 0
-        self._passing = False       # local, and its input hardly repeats
+        self._settings = settings
+        self._grouping = self._grouped(columns) if columns else None
+
+    def _grouped(self, columns: list[str]) -> BatchProcessor:
+        return grouping(self._ctx, Aggregation(columns, []), local=self._local,
+                        settings=self._settings)
 
     def process(self, batch: pa.RecordBatch) -> None:
-        if not self._columns:          # distinct() of whole rows
-            self._columns = batch.schema.names
-        unique = _unique(pa.Table.from_batches([batch]).select(self._columns), self._columns)
-        if self._passing:
-            self._ctx.emit(unique)
-            return
-        self._seen += batch.num_rows
-        self._held.append(unique)
-        self._held_rows += unique.num_rows
-        if self._held_rows > max(2 * self._ctx.batch_rows, 1):
-            merged = _unique(pa.concat_tables(self._held), self._columns)
-            self._held, self._held_rows = [merged], merged.num_rows
-            if self._local and self._seen >= self._settings.sampling_rows and \
-                    merged.num_rows > self._settings.distinct_rate * self._seen:
-                self._passing = True
-                self.finish()
+        if self._grouping is None:          # distinct() of whole rows
+            self._grouping = self._grouped(batch.schema.names)
+        self._grouping.process(batch)
 
     def finish(self) -> None:
-        if self._held:
-            self._ctx.emit(_unique(pa.concat_tables(self._held), self._columns))
-        self._held, self._held_rows = [], 0
+        if self._grouping is not None:
+            self._grouping.finish()
 
-
-def _unique(table: pa.Table, columns: list[str]) -> pa.Table:
-    return table.group_by(columns, use_threads=False).aggregate([]).select(columns)
+    def close(self) -> None:
+        if self._grouping is not None:
+            self._grouping.close()
 
 
 class LimitOperator(OneInputOperator):

@@ -3,7 +3,7 @@ Parquet under --out (``q01/``...; a query with ORDER BY in order over its part f
 
     yarnflow run examples/tpch/run.py                          # all 22 at scale 0.1
     yarnflow run examples/tpch/run.py -- --queries 1,3,18 --scale 1
-    yarnflow run -t yarn-per-job examples/tpch/run.py -- --data hdfs:///tpch/sf1 --queries 3
+    yarnflow run -t yarn-per-job examples/tpch/run.py -- --data hdfs:///tpch/sf1 --queries 3,9 --one-job
 
 Without --data the tables are generated on this machine with tpchgen-cli
 (``data.py``); a YARN target needs them on the cluster's file system
@@ -36,6 +36,16 @@ def pipeline(number: int, data: str, out: str, parallelism: int | None = None) -
     return p
 
 
+def one_job(chosen: list[int], data: str, out: str, parallelism: int | None = None) -> yf.Pipeline:
+    """The ``chosen`` queries as one job (one YARN application), each answer written to
+    ``out/qNN``."""
+    p = yf.Pipeline("tpch-" + "-".join(f"q{n:02d}" for n in chosen), parallelism=parallelism)
+    for number in chosen:
+        query(number).build(p, data).write_parquet(f"{out.rstrip('/')}/q{number:02d}", "overwrite",
+                                                   name=f"q{number:02d}-answer")
+    return p
+
+
 def numbers(text: str) -> list[int]:
     chosen = [int(part) for part in text.split(",") if part.strip()]
     unknown = [n for n in chosen if n not in QUERIES]
@@ -51,8 +61,13 @@ def main() -> None:
     parser.add_argument("--data", help="the tables' directory (default: generated here)")
     parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "yarnflow-tpch"))
     parser.add_argument("--parallelism", type=int)
+    parser.add_argument("--one-job", action="store_true",
+                        help="run the queries as one job instead of one job each")
     args = parser.parse_args()
     data = args.data or str(generate(args.scale))
+    if args.one_job:
+        one_job(args.queries, data, args.out, args.parallelism).execute()
+        return
     for number in args.queries:
         pipeline(number, data, f"{args.out.rstrip('/')}/q{number:02d}", args.parallelism).execute()
 
