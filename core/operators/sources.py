@@ -201,13 +201,6 @@ class ParquetSource(FileSource):
         schema: pa.Schema = self.__dict__["_partitioning"]
         return schema
 
-    def _file_columns(self) -> list[str] | None:
-        """The columns to read from the files: those asked for that are not partitions."""
-        if self.columns is None:
-            return None
-        names = set(self.partitioning().names)
-        return [c for c in self.columns if c not in names]
-
     def _metadata(self, uri: str) -> Any:
         """A file's footer, read once per task: a subtask reads several row groups of
         the files stored on its host, and on a remote file system every footer read
@@ -337,9 +330,9 @@ class ParquetSource(FileSource):
 
     def _read_rows(self, split: ParquetSplit, batch_rows: int) -> Iterator[pa.RecordBatch]:
         metadata = self._metadata(split.path)
-        columns = self.columns if split.partitioning is None else \
-            [c for c in self.columns or () if c not in split.partitioning.names] \
-            if self.columns is not None else None
+        columns = self.columns     # those of the files: a partition's are the split's
+        if columns is not None and split.partitioning is not None:
+            columns = [c for c in columns if c not in split.partitioning.names]
         with self.inputs.filesystem(split.path).open_input(split.path) as f:
             batches = pq.ParquetFile(f, metadata=metadata, pre_buffer=True).iter_batches(
                 batch_size=batch_rows, row_groups=list(split.row_groups), columns=columns)
