@@ -262,6 +262,10 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # Skein stops us after unregistering
     log.info("job %s ended %s%s", job_id, details.status.value,
              f": {details.failure}" if details.failure else "")
+    wait = config.get(options.COLLECT_RESULT_TIMEOUT)
+    if not dispatcher.wait_fetched(job_id, wait):
+        log.warning("the client did not fetch job %s's collected result within %g s "
+                    "(pipeline.collect.result-timeout): it is dropped", job_id, wait)
     dispatcher.close(config.get(options.JOB_CANCEL_TIMEOUT))    # the archive is written
     web.stop()
     components.stop()

@@ -46,10 +46,13 @@ def current_context() -> ExecutionContext | None:
     return _CONTEXT
 
 
-def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | None) -> Any:
+def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | None,
+                     collect: bool = False) -> Any:
     """Submit the pipeline to its target; returns the job's ``JobHandle`` once the job
     ended (an attached run, and always on ``local``) or was accepted (a detached one).
-    A job that ended other than FINISHED raises ``JobFailedError``."""
+    A job that ended other than FINISHED raises ``JobFailedError``. ``collect``: the
+    pipeline ends in a collect sink, so the run follows the job to its end and
+    fetches its result whatever the target (``handle.collected()``)."""
     context = _CONTEXT or ExecutionContext(config or Configuration.load(),
                                            show_progress=sys.stdout.isatty())
     config = config or context.config
@@ -71,10 +74,11 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     graph = pipeline.job_graph(chosen.config)
     graph.check_outputs()
     handle = chosen.submit(graph)
+    handle.collecting = collect
     context.results.append(handle)
     for line in chosen.submitted(handle):
         context.console.print(line, highlight=False, soft_wrap=True)
-    if not chosen.attached:
+    if not chosen.attached and not collect:
         handle.close()
         return handle
     try:

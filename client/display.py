@@ -75,6 +75,22 @@ def per_input(vertex: VertexDetails) -> str:
     return f"{head} reads " + "; ".join(parts)
 
 
+SHOWN_RANGES = 8     # a sort's ranges the summary lists; the REST API has every one
+
+
+def key_ranges(vertex: VertexDetails) -> str:
+    """A sort's ranges with their bytes, e.g. "sort ranges: 1 [0 … 41] 10,000 rows 0.2
+    MB; 2 [41 … 97] …": equal bytes mean the boundaries were well chosen."""
+    ranges = vertex.key_ranges()
+    if not ranges:
+        return ""
+    parts = [f"{s.index + 1} [{first} … {last}] {s.metrics.records_in:,} rows "
+             f"{s.metrics.bytes_in / 2**20:.1f} MB" for s, first, last in ranges[:SHOWN_RANGES]]
+    more = len(ranges) - SHOWN_RANGES
+    return f"{vertex.name} ranges: " + "; ".join(parts) + \
+        (f"; and {more} more (yarnflow status --subtasks, or the REST API)" if more > 0 else "")
+
+
 def _cause(text: str, width: int = 400) -> str:
     """A failure's first line (shortened) and the user's frames that follow it, line by
     line as Python prints them (``yarnflow.core.tracebacks``)."""
@@ -203,6 +219,8 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
     for vertex in details.vertices:
         if len(vertex.inputs) > 1:
             console.print(per_input(vertex), highlight=False, soft_wrap=True)
+        if vertex.key_ranges():
+            console.print(key_ranges(vertex), highlight=False, soft_wrap=True, markup=False)
     print_decisions(details, console)
     if subtasks:
         console.print(subtask_table(details))

@@ -1,4 +1,5 @@
-"""Where a DataSet's rows go: Parquet, CSV or JSON files, partitioned or not (issue 56).
+"""Where a DataSet's rows go: Parquet, CSV or JSON files, partitioned or not, or back
+to the client (``collect``, issue 56).
 
 Each write is a sink whose output appears whole when the job commits
 (``yarnflow.core.operators.sinks``). Kept apart from ``pipeline.py`` so that each
@@ -8,11 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+import pyarrow as pa
+
+from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.operators.sinks import FileSink
 from yarnflow.core.user_code import UserCode
 
 if TYPE_CHECKING:
+    import pandas
+
     from yarnflow.client.pipeline import DataSet
 
 
@@ -58,3 +64,28 @@ class OutputOperators:
         out = self._unary(sink, name)
         out.vertex.committer = UserCode.of(sink.committer)
         return out
+
+    # --- back to the client ----------------------------------------------------------
+    def to_arrow(self, target: str | None = None, config: Configuration | None = None,
+                 name: str = "collect") -> pa.Table:
+        """Run the pipeline (as ``execute(target, config)`` does) and return this
+        DataSet's rows as a pyarrow Table, in their order (a sorted DataSet's, sorted).
+        They come back through the JobMaster, so this is for small results: past
+        ``pipeline.collect.max-result-size`` (64 mb) the job fails saying so; write
+        larger ones with ``write_parquet``. The pipeline's other sinks run in the same
+        job. On YARN the call waits for the job's end even when ``execution.attached``
+        is off."""
+        from yarnflow.client.collect import collect_table
+        return collect_table(self, name, target, config)  # type: ignore[arg-type]  # DataSet's
+
+    def collect(self, target: str | None = None, config: Configuration | None = None,
+                name: str = "collect") -> list[dict[str, Any]]:
+        """The rows as dicts (Spark's ``collect``), as ``to_arrow`` brings them."""
+        rows: list[dict[str, Any]] = self.to_arrow(target, config, name).to_pylist()
+        return rows
+
+    def to_pandas(self, target: str | None = None, config: Configuration | None = None,
+                  name: str = "collect") -> "pandas.DataFrame":
+        """The rows as a pandas DataFrame (Spark's ``toPandas``), as ``to_arrow``
+        brings them."""
+        return self.to_arrow(target, config, name).to_pandas()

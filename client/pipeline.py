@@ -177,9 +177,10 @@ class Pipeline:
                 for side in (join.left, join.right))
             edges += self._plan_join(join, graph, own, config.get(options.BROADCAST_THRESHOLD),
                                      at_run_time)
-        for vertex in own.values():
-            if vertex.parallelism is None:
-                vertex.parallelism = default_parallelism
+        for vertex in own.values():      # producers before their consumers
+            if vertex.parallelism is None:   # a collect sink keeps its producer's subtasks
+                vertex.parallelism = own[self._inputs_of(vertex)[0].id].parallelism \
+                    if vertex.collect else default_parallelism
         for edge in edges:
             ship = edge.ship
             if ship is None:
@@ -195,6 +196,11 @@ class Pipeline:
         graph.resolve(default_parallelism)
         graph.validate(options.largest_worker(config), options.default_slot_profile(config))
         return chain_operators(graph) if config.get(options.OPERATOR_CHAINING) else graph
+
+    def _drop(self, vertex: JobVertex) -> None:
+        """Take a vertex that has no consumer out again (a collect sink once it ran)."""
+        self._vertices.remove(vertex)
+        self._edges = [e for e in self._edges if e.target.id != vertex.id]
 
     def _inputs_of(self, vertex: JobVertex) -> list[JobVertex]:
         """The pipeline's (not a plan's) inputs of a vertex, matched by id."""

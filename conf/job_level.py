@@ -15,7 +15,7 @@ from yarnflow.conf.configuration import Configuration
 JOB_LEVEL_PREFIXES = ("execution.batch.adaptive.", "table.optimizer.")
 # single options of a job's own: rows per batch its sources emit (the JobMaster sends it
 # with each deployment, so a session's executors use the job's)
-JOB_LEVEL_KEYS = frozenset({"pipeline.batch-rows"})
+JOB_LEVEL_KEYS = frozenset({"pipeline.batch-rows", "pipeline.collect.max-result-size"})
 # A session's warm executors are paid for, so it lets a larger one serve a sized slot;
 # a job asking for exact sizes there would wait for containers the session never starts.
 APPLICATION_ONLY = frozenset({"execution.batch.adaptive.slot-memory.exact"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
-from yarnflow.conf.parsers import (acl as _acl, choice as _choice, exception_names as _exception_names,
+from yarnflow.conf.parsers import (acl as _acl, choice as _choice, collect_size as _collect_size, exception_names as _exception_names,
                                    jitter as _jitter, multiplier as _multiplier,
                                    partition_store as _partition_store,
                                    restart_strategy as _restart_strategy, fraction as _fraction,
@@ -294,6 +294,14 @@ LOCAL_AGG_SAMPLING = _option(
 LOCAL_AGG_RATE = _option(
     "table.exec.local-hash-agg.adaptive.distinct-value-rate-threshold", _fraction, 0.5,
     "A local aggregate or distinct that kept more groups than this share of its input rows passes its input on; Flink's name and default.")
+
+# --- results brought back to the client (collect) -----------------------------------------
+COLLECT_MAX_RESULT_SIZE = _option(
+    "pipeline.collect.max-result-size", _collect_size, 64 * 2**20,
+    "The most bytes (as Arrow) collect(), to_arrow() and to_pandas() bring back through the JobMaster; a larger result fails the job naming this option (Spark's spark.driver.maxResultSize); at most 192 mb.")
+COLLECT_RESULT_TIMEOUT = _option(
+    "pipeline.collect.result-timeout", parse_duration, 300.0,
+    "How long an ApplicationMaster keeps a collected result its client has not fetched; a per-job application waits this long for its client before it ends.")
 
 # --- deployment ------------------------------------------------------------------------
 TARGETS = ("local", "yarn-per-job", "yarn-session")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from yarnflow.core.resources import check_node_label
+from yarnflow.core.units import parse_bytes
 
 
 def text(value: object) -> str:
@@ -39,6 +40,16 @@ def nonneg_int(value: object) -> int:
     if number < 0:
         raise ValueError(f"{value!r} must be a whole number of at least 0")
     return number
+
+
+def collect_size(value: object) -> int:
+    """Bytes a collected result may take: it travels in one gRPC message (256 MB at
+    most) from executor to JobMaster to client, beside its framing."""
+    size = parse_bytes(value)
+    if not 0 < size <= 192 * 2**20:
+        raise ValueError(f"{value!r} must be more than 0 and at most 192 mb; write a larger "
+                         "result with write_parquet and read it from there")
+    return size
 
 
 def fraction(value: object) -> float:

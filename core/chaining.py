@@ -125,6 +125,7 @@ def _chained_vertex(graph: JobGraph, members: list[JobVertex],
         resources=_summed([m.resources for m in members]),
         uses_spark=any(m.uses_spark for m in members),
         committer=committers[0] if committers else None,
+        collect=any(m.collect for m in members),
         estimate=last.estimate, schema=last.schema, operator_names=tuple(names))
 
 

@@ -80,6 +80,12 @@ class VertexDetails:
         return [OperatorMetrics(name, records_in, records_out, bytes_in, bytes_out)
                 for name, (records_in, records_out, bytes_in, bytes_out) in totals.items()]
 
+    def key_ranges(self) -> list[tuple[SubtaskDetails, str, str]]:
+        """A sort's ranges in order: each subtask that sorted rows, with its range's
+        first and last key (its bytes are the subtask's bytes in)."""
+        return [(s, s.metrics.key_range[0], s.metrics.key_range[1]) for s in self.subtasks
+                if len(s.metrics.key_range) == 2]
+
     def operator_progress(self, operator: str) -> float:
         """How far one of its operators is, 0..1: done where it finished (or its subtask
         did), elsewhere as far as the vertex's input, short of done until it finished
@@ -196,6 +202,8 @@ class JobResult:
     failure: str
     failure_detail: str
     details: JobDetails
+    # a collect sink's rows, one Arrow IPC stream per subtask in subtask order
+    collected: tuple[bytes, ...] = ()
 
     @classmethod
     def of(cls, details: JobDetails) -> "JobResult":

@@ -111,6 +111,8 @@ class JobVertex:
     # A sink's output committer (commit(job_id) / abort(job_id)), run by the JobMaster
     # when the job ends, so its output appears whole or not at all.
     committer: UserCode[OutputCommitter] | None = None
+    # A sink whose subtasks' rows go back to the client through the JobMaster (collect)
+    collect: bool = False
     # The planner's estimate of its output (rows, bytes); client-side, for the plan.
     estimate: Estimate | None = None
     # Its output's columns where the client could know them (None: unknown);

@@ -160,6 +160,9 @@ class TaskMetrics:
     produced_bytes: tuple[tuple[int, ...], ...] = ()
     # a chained task's operators, head first (empty: one operator, the task's figures)
     operators: tuple[OperatorMetrics, ...] = ()
+    # a sort's subtask: the first and last sort key of its range, as text (empty: not
+    # a sort, or no rows): the range boundaries the job's details show with its bytes
+    key_range: tuple[str, ...] = ()
 
 
 def records_from(metrics: TaskMetrics, input_index: int) -> int:
@@ -191,6 +194,8 @@ class TaskExecutionState:
     upstream_failure: bool = False
     metrics: TaskMetrics | None = None
     non_recoverable: bool = False
+    # a collect sink's rows, an Arrow IPC stream, with its FINISHED report (b"": none)
+    collected: bytes = b""
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def jobgraph_to_proto(graph: JobGraph) -> jobgraph_pb2.JobGraph:
             operator=vertex.operator.serialized(), num_inputs=vertex.num_inputs,
             uses_spark=vertex.uses_spark, adaptive=vertex.adaptive,
             committer=vertex.committer.serialized() if vertex.committer else b"",
-            operator_names=list(vertex.operator_names))
+            collect=vertex.collect, operator_names=list(vertex.operator_names))
         if vertex.resources is not None:
             out.has_resources = True
             fill_resource_spec(vertex.resources, out.resources)
@@ -113,7 +113,7 @@ def jobgraph_from_proto(message: jobgraph_pb2.JobGraph, load_operators: bool = T
             estimate=Estimate(v.estimate_rows if v.HasField("estimate_rows") else None,
                               v.estimate_bytes if v.HasField("estimate_bytes") else None,
                               v.estimate_origin),
-            operator_names=tuple(v.operator_names)))
+            collect=v.collect, operator_names=tuple(v.operator_names)))
     for e in message.edges:
         graph.connect(graph.vertices[e.source], graph.vertices[e.target], ShipStrategy(e.ship),
                       e.keys, PartitionType(e.partition_type), e.target_input,
@@ -209,6 +209,7 @@ def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
         message.operators.add(name=op.name, records_in=op.records_in, records_out=op.records_out,
                               bytes_in=op.bytes_in, bytes_out=op.bytes_out,
                               finished=op.finished)
+    message.key_range[:] = metrics.key_range
 
 
 def metrics_from_proto(m: Any) -> TaskMetrics:
@@ -216,7 +217,8 @@ def metrics_from_proto(m: Any) -> TaskMetrics:
                        tuple(m.records_in_per_input), m.inputs_done, m.inputs_total,
                        tuple(tuple(p.subpartition_bytes) for p in m.produced_bytes),
                        tuple(OperatorMetrics(o.name, o.records_in, o.records_out, o.bytes_in,
-                                             o.bytes_out, o.finished) for o in m.operators))
+                                             o.bytes_out, o.finished) for o in m.operators),
+                       tuple(m.key_range))
 
 
 def fill_blocked_node(node: BlockedNode, message: Any) -> None:
@@ -233,7 +235,8 @@ def task_execution_state_to_proto(job_master_id: JobMasterId, update: TaskExecut
     message = jobmaster_pb2.TaskExecutionState(
         job_master_id=job_master_id, attempt_id=update.attempt_id, state=int(update.state),
         error=update.error, error_detail=update.error_detail,
-        upstream_failure=update.upstream_failure, non_recoverable=update.non_recoverable)
+        upstream_failure=update.upstream_failure, non_recoverable=update.non_recoverable,
+        collected=update.collected)
     if update.metrics is not None:
         fill_metrics(update.metrics, message.metrics)
     return message
@@ -245,7 +248,7 @@ def task_execution_state_from_proto(message: Any) -> TaskExecutionState:
         metrics = metrics_from_proto(message.metrics)
     return TaskExecutionState(message.attempt_id, ExecutionState(message.state), message.error,
                               message.error_detail, message.upstream_failure, metrics,
-                              message.non_recoverable)
+                              message.non_recoverable, message.collected)
 
 
 # Shuffle descriptors above this many bytes are compressed (Flink compresses them too):

@@ -117,6 +117,7 @@ class Task:
         self._routed: dict[frozenset[str], list[ResultPartition]] = {}   # emit_to's, by keys
         self._split_requests = 0
         self._split_held = False          # a split was handed out and not yet read through
+        self._collected = b""             # a collect sink's rows, sent when FINISHED
         self._sources: UserSources | None = None     # the operator's (once loaded)
         self._stretch = Stretch(services.slowdown, self._cancel.wait)
         self._thread = threading.Thread(target=self._run, name=f"task-{self.name}", daemon=True)
@@ -258,7 +259,8 @@ class Task:
     def _report(self, state: TaskState, error: str = "", detail: str = "",
                 upstream: bool = False, non_recoverable: bool = False) -> None:
         update = TaskExecutionState(self.attempt_id, state.value, error, detail, upstream,
-                                    self._metrics_now(), non_recoverable)
+                                    self._metrics_now(), non_recoverable,
+                                    self._collected if state is TaskState.FINISHED else b"")
         if not state.value.is_terminal:
             self._jm.update_task_execution_state(update)
             return
@@ -397,6 +399,12 @@ class _Context:
 
     def next_split(self) -> Any | None:
         return self._task.next_split()
+
+    def collect_result(self, data: bytes) -> None:
+        self._task._collected = data
+
+    def key_range(self, first: str, last: str) -> None:
+        self._task.metrics.key_range = (first, last)
 
     def operator_counters(self, names: list[str]) -> list[OperatorCounter]:
         return self._task.operator_counters(names)

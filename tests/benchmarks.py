@@ -22,6 +22,8 @@ LOCAL: dict[str, tuple[list[str], list[str]]] = {
     "exchange_throughput.py": (["--gb", "0.02", "--repeats", "1"], []),
     "skewed_join.py": (["--rows", "100000", "--repeats", "1", "--source", "memory"], []),
     "ui_overhead.py": (["--seconds", "5"], []),
+    # Q6 at scale factor 0.1 (the tables the TPC-H tests use): yarnflow, PySpark, DuckDB
+    "tpch.py": (["--scale", "0.1", "--queries", "6"], ["q6", "geomean", "max_ratio", "all_exact"]),
     "adaptive_batch.py": (["--rows", "100000", "--parallelism", "4"],
                           ["filter_agg_ratio", "join_ratio", "skew_ratio", "memory_efficiency",
                            "memory_efficiency_fixed", "exact"]),

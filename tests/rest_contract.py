@@ -20,13 +20,13 @@ ENDPOINTS = {
     "taskmanagers": {"taskmanagers", "pending-slot-requests"},
 }
 VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "subtask-profile",
-                 "inputs", "decision", "operators"}
+                 "inputs", "decision", "operators", "ranges"}
 SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
                   "slot-profile", "metrics", "start-time", "duration"}
 VERTEX_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes", "input-skew",
                   "progress", "splits-total"}
 SUBTASK_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes",
-                   "records-in-per-input", "inputs-done", "inputs-total"}
+                   "records-in-per-input", "inputs-done", "inputs-total", "key-range"}
 SPECULATION_FIELDS = {"subtask", "attempt", "host", "slow-attempt", "slow-host", "started",
                       "reason", "outcome", "note"}
 EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "slot-profile",

@@ -8,6 +8,12 @@ container, and executors (with their SparkSessions) stay warm between jobs. A jo
 whose slot profile fits no container size of the session is rejected before it
 starts, naming the sizes on offer. Every job that ends is archived.
 
+A job's collected result (``DataSet.collect()``) waits here for its client, which
+fetches it as soon as it sees the job end: for ``pipeline.collect.result-timeout`` if
+never fetched, and a short while after it was (an answer lost on the way is asked
+for again). A per-job application ends only once its client fetched it, or that
+timeout passed (``wait_fetched``).
+
 Like its peers it keeps its state on one main thread (``rpc/endpoint.py``): the
 callers' threads take a snapshot there and do the slow part (a file system, a
 JobMaster's answer, waiting for a job) outside it, so nothing here needs a lock.
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
     from yarnflow.appmaster.dispatcher.job_graph_store import JobGraphStore
 
 log = logging.getLogger(__name__)
+_KEPT_AFTER_FETCH = 30.0   # s: a fetched result stays for a retried fetch
 
 
 class Dispatcher:
@@ -62,6 +69,10 @@ class Dispatcher:
         # jobs an earlier attempt accepted, listed before this one serves: a client asking
         # about one meanwhile waits for recover() to run it again (it would be unknown)
         self._recovering: dict[JobID, futures.Future[None]] = {}
+        # job -> (its collected result, monotonic time it is dropped at), and whether
+        # its client fetched it
+        self._collected: dict[str, tuple[tuple[bytes, ...], float]] = {}
+        self._fetched: dict[str, futures.Future[None]] = {}
 
     def submit(self, graph: JobGraph, serialized: bytes | None = None) -> JobID:
         """Start the job's JobMaster; returns its job id once the job is accepted.
@@ -159,12 +170,64 @@ class Dispatcher:
         self._running.pop(result.job_id, None)
         self._finished[result.job_id] = details
         self._ended += 1
+        self._keep_collected(result)
         while len(self._finished) > capacity and self._archive is not None:
             # the oldest ended job leaves memory; details() reads it back from the archive
             self._finished.pop(next(iter(self._finished)))
         if self._archive is not None:
             self._archiving = [f for f in self._archiving if not f.done()]
             self._archiving.append(self._archiver.submit(self._store, details))
+
+    def _keep_collected(self, result: JobResult) -> None:
+        now = self._clock.monotonic()
+        for job_id in [j for j, (_, until) in self._collected.items() if until <= now]:
+            del self._collected[job_id]
+            self._fetched.pop(job_id, None)
+        if result.collected:
+            timeout = self._components.config.get(options.COLLECT_RESULT_TIMEOUT)
+            self._collected[result.job_id] = (result.collected, now + timeout)
+            self._fetched.setdefault(result.job_id, futures.Future())
+
+    def fetch_collected(self, job_id: JobID) -> tuple[bytes, ...]:
+        """The job's collected result, one Arrow IPC stream per subtask (b"" for one
+        that had no rows). A client may see the job FINISHED a moment before its
+        JobMaster announced the end (it frees its slots first): the result is kept here
+        then, so a job still running is waited for, up to rpc.ask-timeout."""
+        running = self.main.call(self._running.get, job_id)
+        if running is not None:
+            try:
+                running.wait(self._components.config.get(options.RPC_ASK_TIMEOUT))
+            except futures.TimeoutError:
+                pass      # it has not ended: answered below
+
+        def take() -> tuple[bytes, ...] | None:
+            kept = self._collected.get(job_id)
+            if kept is None or kept[1] <= self._clock.monotonic():
+                return None
+            self._collected[job_id] = (kept[0], min(kept[1], self._clock.monotonic()
+                                                    + _KEPT_AFTER_FETCH))
+            fetched = self._fetched.get(job_id)
+            if fetched is not None and not fetched.done():
+                fetched.set_result(None)
+            return kept[0]
+        parts = self.main.call(take)
+        if parts is None:
+            raise UnknownJob(f"job {job_id} has no collected result here: it did not collect, "
+                             "has not ended, or its result was dropped after "
+                             "pipeline.collect.result-timeout")
+        return parts
+
+    def wait_fetched(self, job_id: JobID, timeout: float) -> bool:
+        """Block until the job's client fetched its collected result (True; also when
+        there is none) or ``timeout`` passed (False)."""
+        fetched = self.main.call(self._fetched.get, job_id)
+        if fetched is None:
+            return True
+        try:
+            fetched.result(timeout)
+            return True
+        except futures.TimeoutError:
+            return False
 
     def _store(self, details: JobDetails) -> None:
         archive = self._archive

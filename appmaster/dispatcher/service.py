@@ -50,6 +50,11 @@ class DispatcherService(dispatcher_pb2_grpc.DispatcherServicer):
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
+    def FetchCollected(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        return dispatcher_pb2.CollectedResult(
+            parts=list(self._dispatcher.fetch_collected(request.job_id)))
+
+    @errors_as_status
     def GetOverview(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return session_overview_to_proto(self._dispatcher.overview())
 

@@ -67,7 +67,8 @@ class FinishedSubtask:
                            "produced_bytes": tuple(tuple(sizes) for sizes in
                                                    metrics.get("produced_bytes", ())),
                            "operators": tuple(OperatorMetrics(**op)
-                                              for op in metrics.get("operators", ()))})
+                                              for op in metrics.get("operators", ())),
+                           "key_range": tuple(metrics.get("key_range", ()))})
             if metrics else None)
 
 

@@ -72,7 +72,8 @@ class JobMaster:
 
         self.graph = ExecutionGraph(graph, self._clock,
                                     config.get(options.ADAPTIVE_MAX_PARALLELISM))
-        self.outputs = JobOutputs(graph, admitted, fence)
+        self.outputs = JobOutputs(graph, admitted, fence,
+                                  config.get(options.COLLECT_MAX_RESULT_SIZE))
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
@@ -162,6 +163,8 @@ class JobMaster:
             execution = self._live(report.attempt_id)
             if execution is not None and execution.slot is not None:
                 self.blocklist.task_failed(execution.slot.location.host)
+        if report.collected and (execution := self._live(report.attempt_id)) is not None:
+            execution.collected = report.collected      # until the job ends (outputs.py)
         return self.scheduler.update_task_execution_state(report)
 
     def notify_partition_data_available(self, attempt_id: ExecutionAttemptID, result_id: str) -> None:
@@ -300,7 +303,7 @@ class JobMaster:
         if self._rm is not None:
             self._rm.disconnect_job_master(f"job {self.graph.status.value}")
         result = JobResult(self.job_id, self.graph.status, self.graph.failure,
-                           self.graph.failure_detail, self._details())
+                           self.graph.failure_detail, self._details(), self.outputs.collected)
         when_all_done(self.main, freed, self.config.get(options.RPC_ASK_TIMEOUT),
                       lambda: self._publish(result))
 

@@ -8,6 +8,12 @@ job's start overlap): its outputs are committed only once the job is admitted, t
 is once the client can be told it was accepted, so a job whose admission failed
 leaves no output behind.
 
+A collect sink (``DataSet.collect()``) has no committer: each subtask's FINISHED report
+carries its rows, and when every subtask finished they become the job's result, in
+subtask order, if they fit ``pipeline.collect.max-result-size`` in all (Flink's
+DataSet ``collect`` through accumulators; Spark's ``spark.driver.maxResultSize``). A
+result too big fails the job before any output is committed.
+
 An ApplicationMaster attempt that YARN replaced (``attempt_fence.py``) sets up,
 commits and discards nothing: the job is the newer attempt's now."""
 from __future__ import annotations
@@ -21,9 +27,11 @@ from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence, AttemptRepl
 from yarnflow.core.ids import ExecutionAttemptID
 from yarnflow.appmaster.jobmaster.user_code import load_committer
 from yarnflow.core.jobgraph import JobGraph
+from yarnflow.core.operators.collect import too_large
 from yarnflow.core.user_code import UserCode
 
 if TYPE_CHECKING:
+    from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph
     from yarnflow.core.operators.base import OutputCommitter
 
 log = logging.getLogger(__name__)
@@ -31,16 +39,23 @@ log = logging.getLogger(__name__)
 
 class JobOutputs:
     def __init__(self, graph: JobGraph, admitted: "Future[None] | None" = None,
-                 fence: AttemptFence = NO_FENCE) -> None:
+                 fence: AttemptFence = NO_FENCE, collect_limit: int = 64 * 2**20) -> None:
         """``admitted``: done once the job may leave output (None: it may at once);
-        failed when it was not admitted."""
+        failed when it was not admitted. ``collect_limit``: the bytes a collected
+        result may take in all."""
         self.job_id = graph.job_id
         self._fence = fence
         self._admitted = admitted
         self._received: list[tuple[str, str, UserCode[OutputCommitter]]] = [
             (v.id, v.name, v.committer) for v in graph.vertices.values() if v.committer]
         self._committers: list[tuple[str, str, OutputCommitter]] = []   # loaded by setup
-        self.sinks = frozenset(vertex_id for vertex_id, _, _ in self._received)
+        self._collects = [(v.id, v.name) for v in graph.vertices.values() if v.collect]
+        self._collect_limit = collect_limit
+        self.collected: tuple[bytes, ...] = ()     # set by gather
+        # never taken over by a later attempt (job_events.py): a sink's output is the
+        # ending attempt's to commit, and a collected result lived in the old one's memory
+        self.sinks = frozenset([vertex_id for vertex_id, _, _ in self._received] +
+                               [vertex_id for vertex_id, _ in self._collects])
 
     def setup(self) -> str | None:
         """The committers loaded, then each sink's staging made. A failure here (a
@@ -69,6 +84,18 @@ class JobOutputs:
             return True
         self._admitted.add_done_callback(lambda _: then())
         return False
+
+    def gather(self, graph: "ExecutionGraph") -> tuple[str, str] | None:
+        """Every subtask finished: the collect sinks' rows become the result, or the
+        job fails (cause, detail) because they exceed the limit."""
+        parts = [v.current.collected for vertex_id, _ in self._collects
+                 for v in graph.job_vertices[vertex_id].task_vertices]
+        size = sum(len(part) for part in parts)
+        if size > self._collect_limit:
+            return (too_large(self._collects[0][1], size, self._collect_limit,
+                              f"from its {len(parts)} subtasks"), "")
+        self.collected = tuple(parts)
+        return None
 
     def commit(self, attempts: Mapping[str, dict[int, ExecutionAttemptID]]) -> tuple[str, str] | None:
         """``attempts``: per sink vertex, each subtask's attempt whose files count. The

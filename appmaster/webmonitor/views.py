@@ -138,6 +138,10 @@ def _vertex(vertex: VertexDetails, plan: dict[str, Any] | None) -> dict[str, Any
             "slot-sharing-group": plan["slot_sharing_group"] if plan else "",
             "decision": vertex.decision,      # adaptive execution's, with its measured bytes
             "operators": _operators(vertex),
+            # a sort's ranges in order, with the bytes each got (empty for other vertices)
+            "ranges": [{"subtask": s.index, "first": first, "last": last,
+                        "read-records": s.metrics.records_in, "read-bytes": s.metrics.bytes_in}
+                       for s, first, last in vertex.key_ranges()],
             "inputs": [{"num": i, "producer": inp.producer, "ship_strategy": inp.ship.upper()}
                        for i, inp in enumerate(vertex.inputs)]}
 
@@ -221,7 +225,8 @@ def _subtask(subtask: SubtaskDetails, placements: dict[ResourceID, ExecutorDetai
             "metrics": {"read-records": m.records_in, "write-records": m.records_out,
                         "read-bytes": m.bytes_in, "write-bytes": m.bytes_out,
                         "records-in-per-input": list(m.records_in_per_input),
-                        "inputs-done": m.inputs_done, "inputs-total": m.inputs_total},
+                        "inputs-done": m.inputs_done, "inputs-total": m.inputs_total,
+                        "key-range": list(m.key_range)},
             "splits-local": subtask.splits_local, "splits-remote": subtask.splits_remote,
             "failure": subtask.error}
 

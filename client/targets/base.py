@@ -24,6 +24,7 @@ class JobHandle(abc.ABC):
     tracking_url: str = ""
     log_location: str = ""       # where the executors' logs stay after the job (local)
     web_url: str = ""            # the job's web UI while it runs; "" when not served
+    collecting: bool = False     # the job ends in a collect sink: fetch its result
 
     @abc.abstractmethod
     def details(self) -> JobDetails | None:
@@ -49,6 +50,13 @@ class JobHandle(abc.ABC):
         if ended is None:
             raise TimeoutError(f"job {self.job_id} did not end within {timeout:g} s")
         return ended
+
+    def collected(self) -> tuple[bytes, ...]:
+        """A FINISHED collecting job's rows, an Arrow IPC stream per subtask."""
+        ended = self.result()
+        if ended is None:
+            raise RuntimeError(f"job {self.job_id} has not ended: its result is not there yet")
+        return ended.collected
 
     def close(self) -> None:
         """Let go of connections (the job runs on)."""

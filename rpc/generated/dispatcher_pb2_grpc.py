@@ -57,6 +57,11 @@ class DispatcherStub:
                 request_serializer=jobmaster__pb2.JobId.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.FetchCollected = channel.unary_unary(
+                '/yarnflow.Dispatcher/FetchCollected',
+                request_serializer=jobmaster__pb2.JobId.SerializeToString,
+                response_deserializer=dispatcher__pb2.CollectedResult.FromString,
+                _registered_method=True)
         self.GetOverview = channel.unary_unary(
                 '/yarnflow.Dispatcher/GetOverview',
                 request_serializer=common__pb2.Empty.SerializeToString,
@@ -98,6 +103,13 @@ class DispatcherServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FetchCollected(self, request, context):
+        """NOT_FOUND when the job did not collect, has not ended, or its result was dropped.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetOverview(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -133,6 +145,11 @@ def add_DispatcherServicer_to_server(servicer, server):
                     servicer.CancelJob,
                     request_deserializer=jobmaster__pb2.JobId.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'FetchCollected': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchCollected,
+                    request_deserializer=jobmaster__pb2.JobId.FromString,
+                    response_serializer=dispatcher__pb2.CollectedResult.SerializeToString,
             ),
             'GetOverview': grpc.unary_unary_rpc_method_handler(
                     servicer.GetOverview,
@@ -253,6 +270,33 @@ class Dispatcher:
             '/yarnflow.Dispatcher/CancelJob',
             jobmaster__pb2.JobId.SerializeToString,
             common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchCollected(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.Dispatcher/FetchCollected',
+            jobmaster__pb2.JobId.SerializeToString,
+            dispatcher__pb2.CollectedResult.FromString,
             options,
             channel_credentials,
             insecure,

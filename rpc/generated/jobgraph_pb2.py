@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from . import common_pb2 as common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0ejobgraph.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\"\x86\x04\n\tJobVertex\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12)\n\tresources\x18\x04 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x15\n\rhas_resources\x18\x05 \x01(\x08\x12\x1a\n\x12slot_sharing_group\x18\x06 \x01(\t\x12\x19\n\x11\x63o_location_group\x18\x07 \x01(\t\x12\x10\n\x08operator\x18\x08 \x01(\x0c\x12\x12\n\nnum_inputs\x18\t \x01(\x05\x12\x12\n\nuses_spark\x18\n \x01(\x08\x12\x11\n\tcommitter\x18\x0b \x01(\x0c\x12\x1a\n\restimate_rows\x18\x0c \x01(\x03H\x00\x88\x01\x01\x12\x1b\n\x0e\x65stimate_bytes\x18\r \x01(\x03H\x01\x88\x01\x01\x12\x17\n\x0f\x65stimate_origin\x18\x0e \x01(\t\x12\x10\n\x08\x61\x64\x61ptive\x18\x0f \x01(\x08\x12\x10\n\x08has_join\x18\x10 \x01(\x08\x12\x16\n\x0ejoin_buildable\x18\x11 \x03(\x05\x12\x17\n\x0fjoin_splittable\x18\x12 \x03(\x05\x12 \n\x18join_broadcast_threshold\x18\x13 \x01(\x03\x12\x16\n\x0eoperator_names\x18\x14 \x03(\tB\x10\n\x0e_estimate_rowsB\x11\n\x0f_estimate_bytes\"\xf2\x01\n\x07JobEdge\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x14\n\x0ctarget_input\x18\x03 \x01(\x05\x12\x33\n\x0c\x64istribution\x18\x04 \x01(\x0e\x32\x1d.yarnflow.DistributionPattern\x12$\n\x04ship\x18\x05 \x01(\x0e\x32\x16.yarnflow.ShipStrategy\x12\x0c\n\x04keys\x18\x06 \x03(\t\x12/\n\x0epartition_type\x18\x07 \x01(\x0e\x32\x17.yarnflow.PartitionType\x12\x17\n\x0fsource_operator\x18\x08 \x01(\t\"\xb9\x02\n\x08JobGraph\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12%\n\x08vertices\x18\x03 \x03(\x0b\x32\x13.yarnflow.JobVertex\x12 \n\x05\x65\x64ges\x18\x04 \x03(\x0b\x32\x11.yarnflow.JobEdge\x12-\n\rschedule_mode\x18\x05 \x01(\x0e\x32\x16.yarnflow.ScheduleMode\x12\x19\n\x11spark_overhead_mb\x18\x06 \x01(\x05\x12\x43\n\x11job_configuration\x18\x07 \x03(\x0b\x32(.yarnflow.JobGraph.JobConfigurationEntry\x1a\x37\n\x15JobConfigurationEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*4\n\x13\x44istributionPattern\x12\r\n\tPOINTWISE\x10\x00\x12\x0e\n\nALL_TO_ALL\x10\x01*C\n\x0cShipStrategy\x12\x0b\n\x07\x46ORWARD\x10\x00\x12\x08\n\x04HASH\x10\x01\x12\r\n\tBROADCAST\x10\x02\x12\r\n\tREBALANCE\x10\x03*,\n\rPartitionType\x12\r\n\tPIPELINED\x10\x00\x12\x0c\n\x08\x42LOCKING\x10\x01*0\n\x0cScheduleMode\x12\t\n\x05\x45\x41GER\x10\x00\x12\x15\n\x11LAZY_FROM_SOURCES\x10\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0ejobgraph.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\"\x97\x04\n\tJobVertex\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12)\n\tresources\x18\x04 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x15\n\rhas_resources\x18\x05 \x01(\x08\x12\x1a\n\x12slot_sharing_group\x18\x06 \x01(\t\x12\x19\n\x11\x63o_location_group\x18\x07 \x01(\t\x12\x10\n\x08operator\x18\x08 \x01(\x0c\x12\x12\n\nnum_inputs\x18\t \x01(\x05\x12\x12\n\nuses_spark\x18\n \x01(\x08\x12\x11\n\tcommitter\x18\x0b \x01(\x0c\x12\x1a\n\restimate_rows\x18\x0c \x01(\x03H\x00\x88\x01\x01\x12\x1b\n\x0e\x65stimate_bytes\x18\r \x01(\x03H\x01\x88\x01\x01\x12\x17\n\x0f\x65stimate_origin\x18\x0e \x01(\t\x12\x10\n\x08\x61\x64\x61ptive\x18\x0f \x01(\x08\x12\x10\n\x08has_join\x18\x10 \x01(\x08\x12\x16\n\x0ejoin_buildable\x18\x11 \x03(\x05\x12\x17\n\x0fjoin_splittable\x18\x12 \x03(\x05\x12 \n\x18join_broadcast_threshold\x18\x13 \x01(\x03\x12\x16\n\x0eoperator_names\x18\x14 \x03(\t\x12\x0f\n\x07\x63ollect\x18\x15 \x01(\x08\x42\x10\n\x0e_estimate_rowsB\x11\n\x0f_estimate_bytes\"\xf2\x01\n\x07JobEdge\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x14\n\x0ctarget_input\x18\x03 \x01(\x05\x12\x33\n\x0c\x64istribution\x18\x04 \x01(\x0e\x32\x1d.yarnflow.DistributionPattern\x12$\n\x04ship\x18\x05 \x01(\x0e\x32\x16.yarnflow.ShipStrategy\x12\x0c\n\x04keys\x18\x06 \x03(\t\x12/\n\x0epartition_type\x18\x07 \x01(\x0e\x32\x17.yarnflow.PartitionType\x12\x17\n\x0fsource_operator\x18\x08 \x01(\t\"\xb9\x02\n\x08JobGraph\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12%\n\x08vertices\x18\x03 \x03(\x0b\x32\x13.yarnflow.JobVertex\x12 \n\x05\x65\x64ges\x18\x04 \x03(\x0b\x32\x11.yarnflow.JobEdge\x12-\n\rschedule_mode\x18\x05 \x01(\x0e\x32\x16.yarnflow.ScheduleMode\x12\x19\n\x11spark_overhead_mb\x18\x06 \x01(\x05\x12\x43\n\x11job_configuration\x18\x07 \x03(\x0b\x32(.yarnflow.JobGraph.JobConfigurationEntry\x1a\x37\n\x15JobConfigurationEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*4\n\x13\x44istributionPattern\x12\r\n\tPOINTWISE\x10\x00\x12\x0e\n\nALL_TO_ALL\x10\x01*C\n\x0cShipStrategy\x12\x0b\n\x07\x46ORWARD\x10\x00\x12\x08\n\x04HASH\x10\x01\x12\r\n\tBROADCAST\x10\x02\x12\r\n\tREBALANCE\x10\x03*,\n\rPartitionType\x12\r\n\tPIPELINED\x10\x00\x12\x0c\n\x08\x42LOCKING\x10\x01*0\n\x0cScheduleMode\x12\t\n\x05\x45\x41GER\x10\x00\x12\x15\n\x11LAZY_FROM_SOURCES\x10\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,20 +34,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_JOBGRAPH_JOBCONFIGURATIONENTRY']._loaded_options = None
   _globals['_JOBGRAPH_JOBCONFIGURATIONENTRY']._serialized_options = b'8\001'
-  _globals['_DISTRIBUTIONPATTERN']._serialized_start=1124
-  _globals['_DISTRIBUTIONPATTERN']._serialized_end=1176
-  _globals['_SHIPSTRATEGY']._serialized_start=1178
-  _globals['_SHIPSTRATEGY']._serialized_end=1245
-  _globals['_PARTITIONTYPE']._serialized_start=1247
-  _globals['_PARTITIONTYPE']._serialized_end=1291
-  _globals['_SCHEDULEMODE']._serialized_start=1293
-  _globals['_SCHEDULEMODE']._serialized_end=1341
+  _globals['_DISTRIBUTIONPATTERN']._serialized_start=1141
+  _globals['_DISTRIBUTIONPATTERN']._serialized_end=1193
+  _globals['_SHIPSTRATEGY']._serialized_start=1195
+  _globals['_SHIPSTRATEGY']._serialized_end=1262
+  _globals['_PARTITIONTYPE']._serialized_start=1264
+  _globals['_PARTITIONTYPE']._serialized_end=1308
+  _globals['_SCHEDULEMODE']._serialized_start=1310
+  _globals['_SCHEDULEMODE']._serialized_end=1358
   _globals['_JOBVERTEX']._serialized_start=43
-  _globals['_JOBVERTEX']._serialized_end=561
-  _globals['_JOBEDGE']._serialized_start=564
-  _globals['_JOBEDGE']._serialized_end=806
-  _globals['_JOBGRAPH']._serialized_start=809
-  _globals['_JOBGRAPH']._serialized_end=1122
-  _globals['_JOBGRAPH_JOBCONFIGURATIONENTRY']._serialized_start=1067
-  _globals['_JOBGRAPH_JOBCONFIGURATIONENTRY']._serialized_end=1122
+  _globals['_JOBVERTEX']._serialized_end=578
+  _globals['_JOBEDGE']._serialized_start=581
+  _globals['_JOBEDGE']._serialized_end=823
+  _globals['_JOBGRAPH']._serialized_start=826
+  _globals['_JOBGRAPH']._serialized_end=1139
+  _globals['_JOBGRAPH_JOBCONFIGURATIONENTRY']._serialized_start=1084
+  _globals['_JOBGRAPH_JOBCONFIGURATIONENTRY']._serialized_end=1139
 # @@protoc_insertion_point(module_scope)

@@ -41,7 +41,7 @@ EAGER: ScheduleMode
 LAZY_FROM_SOURCES: ScheduleMode
 
 class JobVertex(_message.Message):
-    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs", "uses_spark", "committer", "estimate_rows", "estimate_bytes", "estimate_origin", "adaptive", "has_join", "join_buildable", "join_splittable", "join_broadcast_threshold", "operator_names")
+    __slots__ = ("id", "name", "parallelism", "resources", "has_resources", "slot_sharing_group", "co_location_group", "operator", "num_inputs", "uses_spark", "committer", "estimate_rows", "estimate_bytes", "estimate_origin", "adaptive", "has_join", "join_buildable", "join_splittable", "join_broadcast_threshold", "operator_names", "collect")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
@@ -62,6 +62,7 @@ class JobVertex(_message.Message):
     JOIN_SPLITTABLE_FIELD_NUMBER: _ClassVar[int]
     JOIN_BROADCAST_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     OPERATOR_NAMES_FIELD_NUMBER: _ClassVar[int]
+    COLLECT_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     parallelism: int
@@ -82,7 +83,8 @@ class JobVertex(_message.Message):
     join_splittable: _containers.RepeatedScalarFieldContainer[int]
     join_broadcast_threshold: int
     operator_names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ..., committer: _Optional[bytes] = ..., estimate_rows: _Optional[int] = ..., estimate_bytes: _Optional[int] = ..., estimate_origin: _Optional[str] = ..., adaptive: _Optional[bool] = ..., has_join: _Optional[bool] = ..., join_buildable: _Optional[_Iterable[int]] = ..., join_splittable: _Optional[_Iterable[int]] = ..., join_broadcast_threshold: _Optional[int] = ..., operator_names: _Optional[_Iterable[str]] = ...) -> None: ...
+    collect: bool
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., resources: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., has_resources: _Optional[bool] = ..., slot_sharing_group: _Optional[str] = ..., co_location_group: _Optional[str] = ..., operator: _Optional[bytes] = ..., num_inputs: _Optional[int] = ..., uses_spark: _Optional[bool] = ..., committer: _Optional[bytes] = ..., estimate_rows: _Optional[int] = ..., estimate_bytes: _Optional[int] = ..., estimate_origin: _Optional[str] = ..., adaptive: _Optional[bool] = ..., has_join: _Optional[bool] = ..., join_buildable: _Optional[_Iterable[int]] = ..., join_splittable: _Optional[_Iterable[int]] = ..., join_broadcast_threshold: _Optional[int] = ..., operator_names: _Optional[_Iterable[str]] = ..., collect: _Optional[bool] = ...) -> None: ...
 
 class JobEdge(_message.Message):
     __slots__ = ("source", "target", "target_input", "distribution", "ship", "keys", "partition_type", "source_operator")

@@ -36,7 +36,7 @@ class OfferSlotsResponse(_message.Message):
     def __init__(self, accepted: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TaskExecutionState(_message.Message):
-    __slots__ = ("job_master_id", "attempt_id", "state", "error", "error_detail", "metrics", "upstream_failure", "non_recoverable")
+    __slots__ = ("job_master_id", "attempt_id", "state", "error", "error_detail", "metrics", "upstream_failure", "non_recoverable", "collected")
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,7 @@ class TaskExecutionState(_message.Message):
     METRICS_FIELD_NUMBER: _ClassVar[int]
     UPSTREAM_FAILURE_FIELD_NUMBER: _ClassVar[int]
     NON_RECOVERABLE_FIELD_NUMBER: _ClassVar[int]
+    COLLECTED_FIELD_NUMBER: _ClassVar[int]
     job_master_id: str
     attempt_id: str
     state: _common_pb2.ExecutionState
@@ -53,7 +54,8 @@ class TaskExecutionState(_message.Message):
     metrics: _common_pb2.TaskMetrics
     upstream_failure: bool
     non_recoverable: bool
-    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., upstream_failure: _Optional[bool] = ..., non_recoverable: _Optional[bool] = ...) -> None: ...
+    collected: bytes
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., state: _Optional[_Union[_common_pb2.ExecutionState, str]] = ..., error: _Optional[str] = ..., error_detail: _Optional[str] = ..., metrics: _Optional[_Union[_common_pb2.TaskMetrics, _Mapping]] = ..., upstream_failure: _Optional[bool] = ..., non_recoverable: _Optional[bool] = ..., collected: _Optional[bytes] = ...) -> None: ...
 
 class InputSplitRequest(_message.Message):
     __slots__ = ("job_master_id", "vertex_id", "attempt_id", "request")

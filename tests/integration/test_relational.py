@@ -11,6 +11,7 @@ import pytest
 import yarnflow.client as yf
 from tests.conftest import FAST, NO_RESTART
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
+from yarnflow.client.display import key_ranges
 from yarnflow.client.targets.local import LocalCluster
 from yarnflow.conf import Configuration
 
@@ -143,3 +144,14 @@ def test_a_sort_writes_its_rows_in_order_over_part_files_read_in_name_order(clus
     sort = next(v for v in result.details.vertices if v.name.startswith("sort ->"))
     read = [s.metrics.records_in for s in sort.subtasks]
     assert len(read) > 1 and max(read) <= 2 * N / len(read), read
+    # the details show each range's first and last key, the ranges in order, and the
+    # summary lists them with their bytes
+    ranges = sort.key_ranges()
+    assert [s.index for s, _, _ in ranges] == list(range(len(read)))
+    start = 0
+    for s, first, last in ranges:
+        rows = got.slice(start, s.metrics.records_in)
+        assert (first, last) == (str((rows["k"][0].as_py(), rows["v"][0].as_py())),
+                                 str((rows["k"][-1].as_py(), rows["v"][-1].as_py())))
+        start += s.metrics.records_in
+    assert key_ranges(sort).startswith(f"{sort.name} ranges: 1 [{ranges[0][1]} … ")

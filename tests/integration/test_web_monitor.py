@@ -155,3 +155,26 @@ def test_a_browser_draws_the_running_jobs_dag_subtasks_and_executors(tmp_path, c
     assert "Executors and containers" in dom and "data-executor=" in dom
     assert "HASH(k)" in dom                           # the edge's ship strategy, drawn
     assert (artifacts_dir() / "web-ui-local.png").stat().st_size > 10_000
+
+
+def test_a_browser_shows_a_sorts_ranges_with_their_keys_and_bytes(chromium):
+    """The page's "Sort ranges" table, drawn from what the REST API serves of a finished
+    sort (the fake's: a local job's page goes with its cluster)."""
+    from tests.unit.fakes import TestingWebMonitorSource
+    from tests.unit.test_webmonitor import sorted_job
+    from yarnflow.appmaster.webmonitor import WebMonitorServer
+    source = TestingWebMonitorSource()
+    source.job_details["j2"] = sorted_job()
+    source.plans["j2"] = [{"id": "v-sort", "name": "sort -> parquet-sink", "parallelism": 3,
+                           "slot_sharing_group": "default", "uses_spark": False,
+                           "subtask_profile": {"cpu": 1, "memory_mb": 1024, "gpus": 0},
+                           "estimate": {"rows": None, "bytes": None, "from": ""}, "inputs": []}]
+    server = WebMonitorServer(source).start()
+    try:
+        dom = browse(chromium, f"{server.url}#/jobs/j2")
+    finally:
+        server.stop()
+    assert "Sort ranges" in dom, dom[-3000:]
+    rows = re.findall(r'<tr data-range="sort -&gt; parquet-sink#(\d)">(.*?)</tr>', dom)
+    assert [index for index, _ in rows] == ["0", "1", "2"], dom[-3000:]
+    assert "<td>41</td><td>97</td>" in rows[1][1], rows[1][1]

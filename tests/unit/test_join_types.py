@@ -93,3 +93,14 @@ def test_a_cross_join_pairs_every_row_with_every_row_in_pieces():
     empty = Context(LEFT, RIGHT.slice(0, 0))
     operator.run(empty)
     assert empty.out == []
+
+
+def test_the_probe_side_is_joined_in_chunks_as_large_as_the_build_side():
+    """pyarrow hashes the build side again for each join: a chunk of at least the build
+    side's rows (or a batch's), never one join per small batch; an empty batch is none."""
+    from yarnflow.core.operators.join import probe_chunks
+    batches = LEFT.to_batches(max_chunksize=2) + [LEFT.to_batches()[0].slice(0, 0)]
+    chunks = list(probe_chunks(batches, 5))
+    assert [c.num_rows for c in chunks] == [6, 1]
+    assert pa.concat_tables(chunks).equals(LEFT)
+    assert list(probe_chunks([], 5)) == []

@@ -231,3 +231,28 @@ def test_a_job_names_its_speculative_attempts_the_slow_ones_and_which_won(served
     assert shown["reason"].startswith("it ran 16.0 s") and "finished first" in shown["note"]
     _, _, script = get(server, "app.js")
     assert b"Speculative attempts" in script and b'job.speculations' in script
+
+
+def sorted_job() -> JobDetails:
+    """A finished sort of three ranges, the middle one heavier."""
+    def sub(i: int, first: str, last: str, records: int) -> SubtaskDetails:
+        return SubtaskDetails(i, ExecutionState.FINISHED, metrics=TaskMetrics(
+            records, records, records * 8, records * 8, key_range=(first, last)))
+    sort = VertexDetails("v-sort", "sort -> parquet-sink", 3,
+                         [sub(0, "0", "41", 100), sub(1, "41", "97", 250), sub(2, "97", "None", 90)],
+                         inputs=[VertexInput("sort-partition", "range")])
+    return JobDetails("j2", "sorted", JobStatus.FINISHED, start_time=1_700_000_000.0,
+                      end_time=1_700_000_050.0, vertices=[sort])
+
+
+def test_a_sort_lists_its_ranges_with_their_first_and_last_keys_and_bytes(served):
+    server, source = served
+    source.job_details["j2"] = sorted_job()
+    [sort] = get_json(server, "jobs/j2")["vertices"]
+    assert sort["ranges"] == [
+        {"subtask": 0, "first": "0", "last": "41", "read-records": 100, "read-bytes": 800},
+        {"subtask": 1, "first": "41", "last": "97", "read-records": 250, "read-bytes": 2000},
+        {"subtask": 2, "first": "97", "last": "None", "read-records": 90, "read-bytes": 720}]
+    assert get_json(server, "jobs/j1")["vertices"][0]["ranges"] == []     # not a sort
+    subtask = get_json(server, "jobs/j2/vertices/v-sort")["subtasks"][1]
+    assert subtask["metrics"]["key-range"] == ["41", "97"]

@@ -41,6 +41,38 @@ def test_main_example_per_job_returns_at_once_and_succeeds(yarn_cluster, hdfs):
     assert not os.path.exists(urlsplit(base).path), "something was written to the local path"
 
 
+def sorted_digest(rows: int) -> str:
+    """What shapes.py's collect shape prints for rows it sorted right."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("shapes", SHAPES)
+    shapes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shapes)
+    want = shapes.keyed(rows).sort_by([("k", "ascending"), ("v", "descending")])
+    return f"collected {rows} rows, sha256 {shapes.digest(want)}"
+
+
+def test_collect_brings_the_sorted_rows_back_and_refuses_a_result_over_its_limit(yarn_cluster,
+                                                                                 hdfs):
+    """``to_arrow()`` per job without --attach: the client follows the job all the same,
+    fetches the rows from the ApplicationMaster (which waits for it), and they are
+    every row in sorted order. With a limit below the result the job fails in one line
+    naming the option, and the application ends FAILED."""
+    proc = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES, SHAPES, "--",
+                    "collect", "--rows", "6000", "--parallelism", "3", timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted_digest(6000) in proc.stdout
+    app_id = submitted_app_id(proc)
+    app = yarn_cluster.wait_finished(app_id)
+    assert app["finalStatus"] == "SUCCEEDED", app["diagnostics"]
+    small = yarnflow("run", "-t", "yarn-per-job", *FAST, *SMALL_BATCHES,
+                     "-D", "pipeline.collect.max-result-size=4kb", SHAPES, "--",
+                     "collect", "--rows", "6000", "--parallelism", "3", timeout=400)
+    assert small.returncode != 0
+    assert "over pipeline.collect.max-result-size (4.0 KB)" in small.stdout + small.stderr
+    assert "Traceback" not in small.stdout + small.stderr
+    assert yarn_cluster.wait_finished(submitted_app_id(small))["finalStatus"] == "FAILED"
+
+
 def container_sizes(yarn_cluster, app_id: str, executors: int) -> tuple[tuple, list[tuple]]:
     """(MB, vcores) of the ApplicationMaster's container and, sorted, of the first
     ``executors`` TaskExecutor containers YARN lists for the application."""

@@ -198,6 +198,18 @@ def test_the_main_example_runs_in_the_session_on_hdfs(session, hdfs):
     assert hdfs.leftovers(out) == []
 
 
+def test_collect_brings_the_sorted_rows_back_from_the_session(session):
+    """``to_arrow()`` of a session's job: the rows, every one in sorted order, come back
+    through the session's Dispatcher, and the session serves on."""
+    from tests.yarn.test_per_job import sorted_digest
+    app_id, client = session
+    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, "--no-progress", SHAPES, "--",
+                    "collect", "--rows", "6000", "--parallelism", "3", timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted_digest(6000) in proc.stdout
+    assert client.overview().executors >= MIN_EXECUTORS
+
+
 def test_a_container_killed_midway_is_replaced_and_the_session_runs_on(session, yarn_cluster,
                                                                        hdfs):
     """A lost executor in a session: the job restarts its region on a replacement of the

@@ -20,7 +20,7 @@ _GROWING = ("records_in", "records_out", "bytes_in", "bytes_out", "inputs_done")
 class Execution:
     __slots__ = ("vertex", "attempt_number", "attempt_id", "state", "slot", "failure",
                  "failure_detail", "metrics", "state_timestamps", "splits_local",
-                 "splits_remote", "last_split_answer")
+                 "splits_remote", "last_split_answer", "collected")
 
     def __init__(self, vertex: "ExecutionVertex", attempt_number: int) -> None:
         self.vertex = vertex
@@ -37,6 +37,7 @@ class Execution:
         # (request number, answer) of the attempt's latest split request, so a retried
         # request gets the same split instead of a second one
         self.last_split_answer: tuple[int, bytes | AskAgain | None] | None = None
+        self.collected = b""    # a collect sink's rows, from its FINISHED report
 
     @classmethod
     def finished_earlier(cls, vertex: "ExecutionVertex", attempt_number: int,

@@ -454,7 +454,8 @@ class DefaultScheduler:
         if status is JobStatus.RUNNING and self.graph.all_finished():
             if not self._outputs.when_admitted(self._check_termination_when_admitted):
                 return
-            failure = self._outputs.commit(self._sink_attempts())
+            failure = self._outputs.gather(self.graph) or \
+                self._outputs.commit(self._sink_attempts())
             if failure:
                 self.graph.failure, self.graph.failure_detail = failure
                 self._record_exceptions([], failure[0])

@@ -211,6 +211,14 @@ async function jobPage(jid) {
     parts.push(el("h2", {}, "Decided at run time"), table(["vertex", "decision"],
       decided.map(v => ({attrs: {"data-decision": v.name}, cells: [v.name, v.decision]}))));
   }
+  const sorted = job.vertices.filter(v => (v.ranges || []).length);
+  if (sorted.length) {
+    parts.push(el("h2", {}, "Sort ranges"), table(["vertex", "range", "first key", "last key",
+                                                   "records", "bytes"],
+      sorted.flatMap(v => v.ranges.map(r => ({attrs: {"data-range": `${v.name}#${r.subtask}`},
+        cells: [v.name, r.subtask + 1, r.first, r.last, number(r["read-records"]),
+                bytes(r["read-bytes"])]}))), [1, 4, 5]));
+  }
   parts.push(el("h2", {}, "Subtasks"), table(
     ["subtask", "state", "attempt", "executor", "YARN container", "host", "slot profile",
      "input", "records in", "records out", "duration"],

@@ -3,6 +3,8 @@ SHAPE [--out DIR] [--work SECONDS] [--memory SIZE] [--mode MODE] [--input DIR]`.
 Sleeping maps stand in for real work of a known duration (they are the workload, not
 synchronisation)."""
 import argparse
+import hashlib
+import json
 import time
 import urllib.error
 import urllib.request
@@ -50,6 +52,11 @@ def held(seconds: float, hold: str):
     return work
 
 
+def digest(table: pa.Table) -> str:
+    """Of the rows in their order: a collected result checked exactly, in one line."""
+    return hashlib.sha256(json.dumps(table.to_pylist()).encode()).hexdigest()
+
+
 def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
     raise ValueError(f"bad input: {batch.num_rows} rows of which none is valid")
 
@@ -59,7 +66,7 @@ def main() -> None:
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
                                           "copy", "narrow-heavy", "two-stage", "four-and-two",
                                           "bad-column", "batch", "labelled",
-                                          "adaptive-stages", "profiles"])
+                                          "adaptive-stages", "profiles", "collect"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -149,6 +156,12 @@ def main() -> None:
             .resources(R(1, "400m")).slot_sharing_group("aggregate") \
             .join(p.from_arrow(names, name="names"), on="k", strategy="broadcast") \
             .write_parquet(args.out, mode)
+    elif args.shape == "collect":        # keyed rows sorted, brought back to the client
+        p = yf.Pipeline("collect", parallelism=args.parallelism)
+        got = p.from_arrow(keyed(args.rows)).rebalance() \
+            .sort("k", "v", descending=[False, True]).to_arrow()
+        print(f"collected {got.num_rows} rows, sha256 {digest(got)}")
+        return
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)
