@@ -11,7 +11,8 @@ factor under ~/.cache/yarnflow/tpch). Per query, on this machine:
   ``local`` at parallelism N, a fresh process as a user starts it: the client, the
   local cluster and its executors, the job, its answer written as Parquet;
 - ``spark_s``: the whole of a fresh process as ``spark-submit`` would start it
-  (``python bench/tpch.py --spark-query N``): a SparkSession on ``local[N]``, the
+  (``python bench/tpch.py --spark-query N``): a SparkSession on ``local[N]`` with
+  ``--spark-memory`` (8g) of driver memory, the
   tables as views over the same Parquet files, the query's text (the spec's, with its
   validation parameters: the module's ``SQL``) as Spark SQL, its rows collected;
 - ``duckdb_s``: the same text in DuckDB in this process, ``threads`` = N;
@@ -48,11 +49,11 @@ from tpch.run import numbers, query  # noqa: E402
 RUN_TIMEOUT_S = 1800
 
 
-def spark_query(number: int, data: str, parallelism: int) -> None:
+def spark_query(number: int, data: str, parallelism: int, memory: str) -> None:
     """The Spark side, in a process of its own (``--spark-query``)."""
     from pyspark.sql import SparkSession
     spark = SparkSession.builder.master(f"local[{parallelism}]") \
-        .appName(f"tpch-q{number:02d}") \
+        .appName(f"tpch-q{number:02d}").config("spark.driver.memory", memory) \
         .config("spark.sql.shuffle.partitions", str(parallelism)) \
         .config("spark.ui.enabled", "false").getOrCreate()
     for name in TABLES:
@@ -87,9 +88,9 @@ def yarnflow_answer(number: int, data: Path, out: Path, parallelism: int) -> tup
     return seconds, pa.concat_tables([pq.read_table(f) for f in files]) if files else None
 
 
-def spark_seconds(number: int, data: Path, parallelism: int) -> float:
+def spark_seconds(number: int, data: Path, parallelism: int, memory: str) -> float:
     seconds, done = timed([sys.executable, __file__, "--spark-query", str(number), "--data",
-                           str(data), "--parallelism", str(parallelism)])
+                           str(data), "--parallelism", str(parallelism), "--spark-memory", memory])
     if done.returncode != 0:
         raise RuntimeError(failed(f"PySpark's q{number:02d}", done))
     return seconds
@@ -105,10 +106,13 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--queries", type=numbers, default=list(QUERIES))
     parser.add_argument("--data", help="the tables' directory (default: generated here)")
+    parser.add_argument("--spark-memory", default="8g",
+                        help="PySpark's spark.driver.memory (local mode runs in the driver); "
+                        "its 1g default fails Q21 at scale factor 10")
     parser.add_argument("--spark-query", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.spark_query:
-        spark_query(args.spark_query, args.data, args.parallelism)
+        spark_query(args.spark_query, args.data, args.parallelism, args.spark_memory)
         return
     import duckdb
     from tpch.check import difference
@@ -125,7 +129,7 @@ def main() -> None:
             want = con.sql(module.SQL).to_arrow_table()
             duck = time.perf_counter() - started
             ours, got = yarnflow_answer(number, data, Path(scratch), args.parallelism)
-            spark = spark_seconds(number, data, args.parallelism)
+            spark = spark_seconds(number, data, args.parallelism, args.spark_memory)
             differs = difference(got, want, module.ORDER)
             result[f"q{number}"] = {"yarnflow_s": round(ours, 2), "spark_s": round(spark, 2),
                                     "duckdb_s": round(duck, 3), "ratio": round(ours / spark, 3),

@@ -136,3 +136,23 @@ def test_one_phase_configured_passes_rows_to_the_final_step():
     out = Context(ctx.out)
     final.run(out)
     assert rows(out.table(final.schema([ROWS.schema]))) == rows(one_pass(["k"], [("v", "sum")], ROWS))
+
+
+def test_a_step_of_many_groups_merges_them_a_logarithmic_number_of_times(monkeypatch):
+    """Groups that outnumber a batch many times over are merged again only once they
+    doubled, not for every batch (which made a final step of millions of groups
+    quadratic); the answer is the one-pass one."""
+    merges = []
+    merge = aggregating.Aggregation.merge
+
+    def counted(self, table):
+        merges.append(table.num_rows)
+        return merge(self, table)
+    monkeypatch.setattr(aggregating.Aggregation, "merge", counted)
+    data = pa.table({"g": pa.array(np.arange(20_000) % 5_000, pa.int64()),
+                     "x": pa.array(np.ones(20_000))})
+    final = AggregateOperator(["g"], [("x", "sum")], final=False)
+    ctx = Context(data.to_batches(max_chunksize=50), batch_rows=16)
+    final.run(ctx)
+    assert rows(ctx.table(final.schema([data.schema]))) == rows(one_pass(["g"], [("x", "sum")], data))
+    assert len(merges) < 40, len(merges)           # batch by batch: about 400
