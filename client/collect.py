@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from yarnflow.client.context import current_context, execute_pipeline
+from yarnflow.client.explain import ExplainResult
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import ShipStrategy
 from yarnflow.core.operators.collect import CollectSink
@@ -31,18 +32,15 @@ def collect_table(data: "DataSet", name: str, target: str | None,
     config = config or (context.config if context is not None else Configuration.load())
     out = data._unary(CollectSink(config.get(options.COLLECT_MAX_RESULT_SIZE)), name,
                       ship=ShipStrategy.FORWARD)
-    out.vertex.collect = True
-    if out.vertex.parallelism is None:
-        out.vertex.parallelism = data.vertex.parallelism
+    out.vertex.collect = True           # its parallelism: its producer's (job_graph)
     try:
         handle = execute_pipeline(pipeline, target, config, collect=True)
     finally:
         pipeline._drop(out.vertex)      # the pipeline is the user's again, as it was
-    collected = getattr(handle, "collected", None)
-    if collected is None:               # explained, not run
-        schema = getattr(handle, "graph", None) and _planned_schema(handle.graph, name)
+    if isinstance(handle, ExplainResult):     # explained, not run
+        schema = next((v.schema for v in handle.graph.vertices.values() if v.collect), None)
         return (schema or pa.schema([])).empty_table()
-    return table_of(collected())
+    return table_of(handle.collected())
 
 
 def table_of(parts: tuple[bytes, ...]) -> pa.Table:
@@ -52,10 +50,3 @@ def table_of(parts: tuple[bytes, ...]) -> pa.Table:
         return pa.table({})
     return pa.concat_tables(tables, promote_options="permissive")
 
-
-def _planned_schema(graph: object, name: str) -> pa.Schema | None:
-    for vertex in getattr(graph, "vertices", {}).values():
-        if vertex.collect:
-            schema: pa.Schema | None = vertex.schema
-            return schema
-    return None
