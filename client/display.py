@@ -107,8 +107,9 @@ def summary_table(details: JobDetails) -> Table:
     duration = (details.end_time - details.start_time) if details.end_time else 0.0
     table = Table(title=f"job {details.job_id} {details.status.value} in {duration:.2f} s"
                         f"{_restarts(details)}", title_justify="left")
+    spilled = any(v.spilled()[0] for v in details.vertices)   # a column only if any did
     for column in ("vertex", "subtasks", "records in", "records out", "MB in", "MB out",
-                   "in max/mean", "max subtask s"):
+                   "in max/mean", "max subtask s", *(("MB spilled",) if spilled else ())):
         table.add_column(column, justify="left" if column == "vertex" else "right")
     for vertex in details.vertices:
         metrics = [s.metrics for s in vertex.subtasks]
@@ -119,11 +120,31 @@ def summary_table(details: JobDetails) -> Table:
             f"{sum(m.bytes_in for m in metrics) / 2**20:.1f}",
             f"{sum(m.bytes_out for m in metrics) / 2**20:.1f}",
             "-" if skew is None else f"{skew:.2f}",
-            f"{max((m.duration_s for m in metrics), default=0.0):.2f}")
+            f"{max((m.duration_s for m in metrics), default=0.0):.2f}",
+            *((_spilled(vertex),) if spilled else ()))
         for op in vertex.operator_totals() if vertex.operators else ():  # a chain's, each its own
             table.add_row(f"  {op.name}", "", f"{op.records_in:,}", f"{op.records_out:,}",
-                          f"{op.bytes_in / 2**20:.1f}", f"{op.bytes_out / 2**20:.1f}", "", "")
+                          f"{op.bytes_in / 2**20:.1f}", f"{op.bytes_out / 2**20:.1f}", "", "",
+                          *(("",) if spilled else ()))
     return table
+
+
+def _spilled(vertex: VertexDetails) -> str:
+    nbytes, files = vertex.spilled()
+    return f"{nbytes / 2**20:.1f} ({files} files)" if nbytes else "-"
+
+
+def spill_warning(vertex: VertexDetails) -> str:
+    """A vertex that spilled more than it read: its slots are too small for what its
+    operators hold, and what to raise (empty when it did not)."""
+    if not vertex.spilled_too_much():
+        return ""
+    nbytes, files = vertex.spilled()
+    read = sum(s.metrics.bytes_in for s in vertex.subtasks)
+    return (f"{vertex.name} spilled {nbytes / 2**20:,.1f} MB to local disk in {files} files, "
+            f"more than it read ({read / 2**20:,.1f} MB): its slots are too small for what "
+            "it holds; raise taskmanager.default-slot.memory (or its ResourceSpec's memory) "
+            "or taskmanager.memory.managed.fraction")
 
 
 def subtask_table(details: JobDetails) -> Table:
@@ -131,7 +152,7 @@ def subtask_table(details: JobDetails) -> Table:
     table = Table(title=f"subtasks of job {details.job_id}", title_justify="left")
     left = ("subtask", "state", "executor", "slot", "worker spec")
     for column in left + ("input", "records in", "by input", "records out", "MB in", "MB out",
-                          "seconds", "splits local/remote"):
+                          "seconds", "splits local/remote", "MB spilled"):
         table.add_column(column, justify="left" if column in left else "right")
     for vertex in details.vertices:
         for s in vertex.subtasks:
@@ -148,7 +169,9 @@ def subtask_table(details: JobDetails) -> Table:
                           f"{m.records_out:,}",
                           f"{m.bytes_in / 2**20:.1f}", f"{m.bytes_out / 2**20:.1f}",
                           f"{m.duration_s:.2f}",
-                          f"{s.splits_local}/{s.splits_remote}" if located else "")
+                          f"{s.splits_local}/{s.splits_remote}" if located else "",
+                          f"{m.spilled_bytes / 2**20:.1f} ({m.spill_files})"
+                          if m.spill_files else "")
     return table
 
 
@@ -230,7 +253,7 @@ def print_summary(details: JobDetails, console: Console, subtasks: bool = False)
         console.print(blocked_table(details))
     if details.speculations:
         console.print(speculation_table(details))
-    for said in details.warnings:
+    for said in [*details.warnings, *filter(None, map(spill_warning, details.vertices))]:
         console.print(f"[bold yellow]warning:[/] {escape(said)}", highlight=False, soft_wrap=True)
     if details.failure:
         # soft-wrapped: a log path in the failure stays one piece the user can copy

@@ -137,6 +137,9 @@ DEFAULT_SLOT_MEMORY = _option("taskmanager.default-slot.memory", parse_memory_mb
                               "Memory (MB) of a slot whose operators declare no ResourceSpec.")
 WORKER_OVERHEAD_MEMORY = _option("taskmanager.memory.overhead", parse_memory_mb, 256,
                                  "Memory (MB) added to each container for the TaskExecutor's own Python process.")
+MANAGED_MEMORY_FRACTION = _option(
+    "taskmanager.memory.managed.fraction", _fraction, 0.4,
+    "Share of a slot's memory its operators may hold (a hash join's build side, an aggregate's groups, a sort's rows) before they spill to local disk; the rest is for batches in flight.")
 SPARK_JVM_OVERHEAD = _option(
     "taskmanager.spark.jvm-overhead", parse_memory_mb, 384,
     "Memory (MB) added to a slot whose operators use Spark, for the Spark JVM's non-heap memory.")

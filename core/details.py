@@ -86,6 +86,17 @@ class VertexDetails:
         return [(s, s.metrics.key_range[0], s.metrics.key_range[1]) for s in self.subtasks
                 if len(s.metrics.key_range) == 2]
 
+    def spilled(self) -> tuple[int, int]:
+        """Bytes and files its subtasks' operators spilled to local disk."""
+        return (sum(s.metrics.spilled_bytes for s in self.subtasks),
+                sum(s.metrics.spill_files for s in self.subtasks))
+
+    def spilled_too_much(self) -> bool:
+        """It spilled more than it read: its slots are too small for what it holds (a
+        hash join's build side, an aggregate's groups, a sort's rows)."""
+        spilled, _ = self.spilled()
+        return spilled > 0 and spilled > sum(s.metrics.bytes_in for s in self.subtasks)
+
     def operator_progress(self, operator: str) -> float:
         """How far one of its operators is, 0..1: done where it finished (or its subtask
         did), elsewhere as far as the vertex's input, short of done until it finished

@@ -163,6 +163,9 @@ class TaskMetrics:
     # a sort's subtask: the first and last sort key of its range, as text (empty: not
     # a sort, or no rows): the range boundaries the job's details show with its bytes
     key_range: tuple[str, ...] = ()
+    # what its operators spilled to local disk past their share of the slot's memory
+    spilled_bytes: int = 0
+    spill_files: int = 0
 
 
 def records_from(metrics: TaskMetrics, input_index: int) -> int:

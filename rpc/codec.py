@@ -210,6 +210,7 @@ def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
                               bytes_in=op.bytes_in, bytes_out=op.bytes_out,
                               finished=op.finished)
     message.key_range[:] = metrics.key_range
+    message.spilled_bytes, message.spill_files = metrics.spilled_bytes, metrics.spill_files
 
 
 def metrics_from_proto(m: Any) -> TaskMetrics:
@@ -218,7 +219,7 @@ def metrics_from_proto(m: Any) -> TaskMetrics:
                        tuple(tuple(p.subpartition_bytes) for p in m.produced_bytes),
                        tuple(OperatorMetrics(o.name, o.records_in, o.records_out, o.bytes_in,
                                              o.bytes_out, o.finished) for o in m.operators),
-                       tuple(m.key_range))
+                       tuple(m.key_range), m.spilled_bytes, m.spill_files)
 
 
 def fill_blocked_node(node: BlockedNode, message: Any) -> None:

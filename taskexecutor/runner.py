@@ -26,6 +26,7 @@ from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
 from yarnflow.taskexecutor.network.data_server import DataClients, DataServer
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
+from yarnflow.taskexecutor.memory_manager import MemoryManager
 from yarnflow.taskexecutor.service import TaskExecutorService
 from yarnflow.taskexecutor.shared_parts import SharedParts
 from yarnflow.taskexecutor.straggler import slowdown_of
@@ -78,6 +79,7 @@ class TaskExecutorRunner:
             config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
             config.get(options.BATCH_ROWS), workdir / "partitions",
             SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),
+            MemoryManager(slot_profile.memory_mb, config.get(options.MANAGED_MEMORY_FRACTION)),
             options.filesystem_settings(config), config.get(options.NON_RECOVERABLE_EXCEPTIONS),
             slowdown_of(config.get(options.TEST_SLOW_HOSTS), host),
             host in config.get(options.TEST_FAILING_HOSTS).replace(" ", "").split(","))

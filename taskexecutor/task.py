@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import logging
 import pickle
+import shutil
 import threading
 import traceback
 from dataclasses import dataclass
@@ -29,9 +30,11 @@ from yarnflow.core.errors import Refused
 from yarnflow.core.failures import ContractError, FailureKind, classify
 from yarnflow.core.tracebacks import UserSources, format_user_frames, register_sources
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
+from yarnflow.core.memory import OperatorMemory
 from yarnflow.core.messages import AskAgain, OperatorCounter, TaskExecutionState, TaskMetrics
 from yarnflow.core.status import ExecutionState
 from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
+from yarnflow.taskexecutor.memory_manager import MemoryManager
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
 from yarnflow.taskexecutor.network.partition import ResultPartition, Subpartition, TaskCancelled
@@ -89,6 +92,7 @@ class TaskServices:
     batch_rows: int
     spill_dir: Path
     spark: SparkSessionHolder
+    memory: MemoryManager
     filesystem: FileSystemSettings = FileSystemSettings()   # for results on the cluster's
     # restart-strategy.non-recoverable-exceptions: failures no restart heals
     non_recoverable: tuple[str, ...] = ()
@@ -169,7 +173,10 @@ class Task:
                     raise TaskCancelled()
                 self._transition(TaskState.RUNNING)
             self._report(TaskState.RUNNING)
-            operator.run(_Context(self))
+            try:
+                operator.run(_Context(self))
+            finally:     # its operators' spill files, whichever way it ended
+                shutil.rmtree(self.spill_directory, ignore_errors=True)
             if self._cancel.is_set():
                 raise TaskCancelled()
             for partition in self._partitions:
@@ -271,6 +278,18 @@ class Task:
                         "keeps sending it", state.name, self.name, type(err).__name__)
 
     # --- used by the operator through the context --------------------------------------
+    @property
+    def spill_directory(self) -> Path:
+        """Where this attempt's operators spill: in the executor's work directory, which
+        on YARN is in the container's local directories."""
+        return self._services.spill_dir / self.job_id / f"spill-{self.attempt_id}"
+
+    def memory(self) -> OperatorMemory:
+        def spilled(nbytes: int, files: int) -> None:
+            self.metrics.spilled_bytes += nbytes
+            self.metrics.spill_files += files
+        return self._services.memory.register(self.allocation_id, self.spill_directory, spilled)
+
     def next_split(self) -> Any | None:
         """The next split to read; asking for it means the one before is read."""
         if self._split_held:
@@ -405,6 +424,9 @@ class _Context:
 
     def key_range(self, first: str, last: str) -> None:
         self._task.metrics.key_range = (first, last)
+
+    def memory(self) -> OperatorMemory:
+        return self._task.memory()
 
     def operator_counters(self, names: list[str]) -> list[OperatorCounter]:
         return self._task.operator_counters(names)

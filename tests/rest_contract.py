@@ -24,9 +24,10 @@ VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "sub
 SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
                   "slot-profile", "metrics", "start-time", "duration"}
 VERTEX_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes", "input-skew",
-                  "progress", "splits-total"}
+                  "progress", "splits-total", "spilled-bytes", "spill-files"}
 SUBTASK_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes",
-                   "records-in-per-input", "inputs-done", "inputs-total", "key-range"}
+                   "records-in-per-input", "inputs-done", "inputs-total", "key-range",
+                   "spilled-bytes", "spill-files"}
 SPECULATION_FIELDS = {"subtask", "attempt", "host", "slow-attempt", "slow-host", "started",
                       "reason", "outcome", "note"}
 EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "slot-profile",

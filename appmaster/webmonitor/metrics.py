@@ -23,6 +23,9 @@ _VERTEX_FIGURES = (("records_in", "records_in", "Records the vertex's subtasks r
                    ("records_out", "records_out", "Records the vertex's subtasks wrote"),
                    ("bytes_in", "bytes_in", "Bytes the vertex's subtasks read"),
                    ("bytes_out", "bytes_out", "Bytes the vertex's subtasks wrote"))
+# a vertex's figures that its operators do not have each
+_VERTEX_ONLY = (("spilled_bytes", "spilled_bytes",
+                 "Bytes the vertex's operators spilled to local disk past their memory"),)
 
 
 class WebMonitorCollector(Collector):
@@ -32,7 +35,7 @@ class WebMonitorCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         jobs = [job for job in self._source.jobs() if not job.status.is_globally_terminal]
         labels = ["job_id", "job_name", "vertex"]
-        for figure, attribute, doc in _VERTEX_FIGURES:
+        for figure, attribute, doc in _VERTEX_FIGURES + _VERTEX_ONLY:
             family = GaugeMetricFamily(f"yarnflow_vertex_{figure}",
                                        f"{doc} (current attempts; a restart starts again)",
                                        labels=labels)

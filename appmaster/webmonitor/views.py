@@ -67,7 +67,10 @@ def _vertex_metrics(subtasks: list[SubtaskDetails]) -> dict[str, Any]:
             "write-records": sum(m.records_out for m in metrics),
             "read-bytes": sum(m.bytes_in for m in metrics),
             "write-bytes": sum(m.bytes_out for m in metrics),
-            "input-skew": None if skew is None else round(skew, 4)}
+            "input-skew": None if skew is None else round(skew, 4),
+            # past their memory, its operators' spill to local disk (issue 57)
+            "spilled-bytes": sum(m.spilled_bytes for m in metrics),
+            "spill-files": sum(m.spill_files for m in metrics)}
 
 
 def _job_state_counts(jobs: list[JobDetails]) -> dict[str, int]:
@@ -226,7 +229,8 @@ def _subtask(subtask: SubtaskDetails, placements: dict[ResourceID, ExecutorDetai
                         "read-bytes": m.bytes_in, "write-bytes": m.bytes_out,
                         "records-in-per-input": list(m.records_in_per_input),
                         "inputs-done": m.inputs_done, "inputs-total": m.inputs_total,
-                        "key-range": list(m.key_range)},
+                        "key-range": list(m.key_range),
+                        "spilled-bytes": m.spilled_bytes, "spill-files": m.spill_files},
             "splits-local": subtask.splits_local, "splits-remote": subtask.splits_remote,
             "failure": subtask.error}
 

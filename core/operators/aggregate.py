@@ -25,8 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from yarnflow.core.estimates import Estimate, EstimateHint
+from yarnflow.core.memory import OperatorMemory, memory_of
 from yarnflow.core.operators.base import (BatchProcessor, EachBatch, OneInputOperator,
                                           OperatorContext, PlanError, require_columns)
+from yarnflow.core.operators.spill import BUCKETS, MAX_LEVEL, Buckets
 
 # How a function's partial results merge; mean is carried as a sum and a count.
 MERGE = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "any": "any",
@@ -179,65 +181,96 @@ def grouping(ctx: OperatorContext, aggregation: Aggregation, local: bool,
 
 class _Grouping(BatchProcessor):
     """Partial results held per group, merged as they grow. A local step (``final``
-    False) emits them at the end, or in pieces once they pass ``FLUSH_ROWS``, or batch
-    by batch once its groups prove not to repeat; a final step finishes them."""
+    False) emits them at the end, or in pieces once they pass ``FLUSH_ROWS`` or its
+    memory, or batch by batch once its groups prove not to repeat; a final step
+    finishes them. A final step whose groups outgrow its memory cuts them into spill
+    buckets by their keys and finishes bucket by bucket (a bucket that is still too
+    big is cut again, ``level`` counting the cuts)."""
 
     def __init__(self, ctx: OperatorContext, aggregation: Aggregation, raw: bool,
                  final: bool = False, settings: LocalAggregation | None = None,
-                 empty: pa.Schema | None = None) -> None:
+                 empty: pa.Schema | None = None, memory: OperatorMemory | None = None,
+                 level: int = 0) -> None:
         self._ctx = ctx
         self._aggregation = aggregation
         self._raw = raw                      # its input is rows, not partial results
         self._final = final
         self._settings = settings or LocalAggregation(adaptive=False)
         self._empty = empty
+        self._memory = memory or memory_of(ctx)
+        self._level = level
         self._held: list[pa.Table] = []
         self._held_rows = 0
+        self._held_bytes = 0
         self._merge_at = max(2 * ctx.batch_rows, 1)   # held rows that make a merge due
         self._seen = 0
         self._passing = False
+        self._spilled: Buckets | None = None
 
     def process(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
         table = pa.Table.from_batches([batch])
         if not self._aggregation.decomposable:     # one phase, a function that needs all rows
-            self._held.append(table)
+            self._hold(table)
+            if self._held_bytes > self._memory.limit:
+                self._spill()
             return
         part = self._aggregation.partial(table) if self._raw else table
         if self._passing:
             self._ctx.emit(part)
             return
         self._seen += batch.num_rows
-        self._held.append(part)
-        self._held_rows += part.num_rows
-        if self._held_rows <= self._merge_at:
+        self._hold(part)
+        # half its memory held makes a merge due: the merge's copy and hash table take
+        # about as much again
+        if self._held_rows <= self._merge_at and self._held_bytes <= self._memory.limit // 2:
             return
         merged = self._aggregation.merge(pa.concat_tables(self._held))
-        self._held, self._held_rows = [merged], merged.num_rows
+        self._held, self._held_rows, self._held_bytes = [merged], merged.num_rows, merged.nbytes
         # Twice what the merge left, before the next: merging all groups again for
         # each batch once they outnumber a batch made a step of millions of groups
         # quadratic (TPC-H Q18 at scale factor 10: 380 s, 5x PySpark's whole run).
         self._merge_at = max(2 * self._ctx.batch_rows, 2 * merged.num_rows, 1)
         settings = self._settings
         if self._final:
+            if merged.nbytes > self._memory.limit // 4:      # it would merge again at once
+                self._spill()
             return
         if settings.adaptive and self._seen >= settings.sampling_rows and \
                 merged.num_rows > settings.distinct_rate * self._seen:
             self._passing = True
             self._flush()
-        elif merged.num_rows > FLUSH_ROWS:
+        elif merged.num_rows > FLUSH_ROWS or merged.nbytes > self._memory.limit // 4:
             self._flush()
+
+    def _hold(self, table: pa.Table) -> None:
+        self._held.append(table)
+        self._held_rows += table.num_rows
+        self._held_bytes += table.nbytes
+
+    def _spill(self) -> None:
+        """What is held, into the spill buckets; holding starts again from nothing."""
+        if self._spilled is None:
+            self._spilled = Buckets(self._memory, "aggregate", self._aggregation.keys,
+                                    self._level)
+        for table in self._held:
+            self._spilled.write(table)
+        self._held, self._held_rows, self._held_bytes = [], 0, 0
+        self._merge_at = max(2 * self._ctx.batch_rows, 1)
 
     def _flush(self) -> None:
         if self._held:
             self._ctx.emit(self._aggregation.merge(pa.concat_tables(self._held)))
-        self._held, self._held_rows = [], 0
+        self._held, self._held_rows, self._held_bytes = [], 0, 0
         self._merge_at = max(2 * self._ctx.batch_rows, 1)
 
     def finish(self) -> None:
         if not self._final:
             self._flush()
+            return
+        if self._spilled is not None:
+            self._finish_spilled(self._spilled)
             return
         aggregation = self._aggregation
         held = pa.concat_tables(self._held) if self._held else None
@@ -253,5 +286,33 @@ class _Grouping(BatchProcessor):
             return
         self._ctx.emit(aggregation.finish(aggregation.merge(held)))
 
+    def _finish_spilled(self, spilled: Buckets) -> None:
+        """Each bucket on its own: its groups are no other bucket's. A bucket that fits
+        is finished whole; a bigger one goes through a grouping of its own, one level
+        down, which holds, merges and (if it must) spills it again."""
+        self._spill()
+        spilled.close()
+        # partial results once merged; a one-phase aggregate's buckets hold rows
+        raw = not self._aggregation.decomposable
+        for index in range(BUCKETS):
+            if spilled.size(index) > self._memory.limit and self._level + 1 < MAX_LEVEL:
+                inner = _Grouping(self._ctx, self._aggregation, raw=raw, final=True,
+                                  memory=self._memory, level=self._level + 1)
+                for batch in spilled.bucket(index):
+                    inner.process(batch)
+                spilled.delete(index)
+                inner.finish()
+                continue
+            rows = list(spilled.bucket(index))
+            spilled.delete(index)
+            if rows:
+                held = pa.Table.from_batches(rows)
+                self._ctx.emit(self._aggregation.finish(
+                    self._aggregation.partial(held) if raw else self._aggregation.merge(held)))
+
     def close(self) -> None:
         self._held = []
+        if self._spilled is not None:
+            self._spilled.delete_all()
+        if self._level == 0:
+            self._memory.release()

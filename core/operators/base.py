@@ -14,6 +14,7 @@ from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.tracebacks import UserSources
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import FileSystemSettings
+from yarnflow.core.memory import OperatorMemory
 
 
 class OperatorContext(Protocol):
@@ -35,6 +36,9 @@ class OperatorContext(Protocol):
     def collect_result(self, data: bytes) -> None: ...
     # a sort's range: its first and last key, shown in the job's details
     def key_range(self, first: str, last: str) -> None: ...
+    # a share of the slot's managed memory for an operator that holds data, and where
+    # it spills (yarnflow.core.memory.memory_of: unlimited where a context has none)
+    def memory(self) -> "OperatorMemory": ...
     @property
     def cancelled(self) -> bool: ...
 

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.jobgraph import ChainingStrategy
+from yarnflow.core.memory import OperatorMemory, memory_of
 from yarnflow.core.messages import OperatorCounter
 from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, Operator, OperatorContext
 from yarnflow.core.tracebacks import UserSources
@@ -227,6 +228,9 @@ class _Chained:
 
     def key_range(self, first: str, last: str) -> None:
         self._task.key_range(first, last)
+
+    def memory(self) -> OperatorMemory:
+        return memory_of(self._task)
 
     @property
     def cancelled(self) -> bool:

@@ -11,6 +11,11 @@ a semi or anti join) is never the build side, so each of its rows meets the whol
 build side once. A full outer join preserves both: it notes which build rows matched
 and emits the others, with nulls, at the end; so it is hash-partitioned, never
 broadcast, and no skewed partition of it is split.
+
+A build side larger than the operator's share of its slot's memory is not held: both
+sides are cut into spill buckets by their keys and joined bucket by bucket (a grace
+hash join), every join type the same way, since a key's rows of both sides meet in
+one bucket.
 """
 from __future__ import annotations
 
@@ -21,8 +26,10 @@ import numpy as np
 import pyarrow as pa
 
 from yarnflow.core.estimates import Estimate
+from yarnflow.core.memory import OperatorMemory, memory_of
 from yarnflow.core.operators.base import (Operator, OperatorContext, PlanError, concat,
                                           require_columns)
+from yarnflow.core.operators.spill import BUCKETS, MAX_LEVEL, Buckets
 
 _ROW = "__yarnflow_build_row"      # a full outer join's build row numbers, never emitted
 
@@ -140,25 +147,97 @@ class HashJoinOperator(Operator):
         build_input = self.build_input if ctx.build_input < 0 else ctx.build_input
         if build_input not in self.join_type.buildable:
             raise ValueError(f"a {self.how} join cannot hold input {build_input} whole")
-        build = concat(ctx.input(build_input))
-        planned = self.input_schemas[build_input]
-        if build is None and planned is not None:
-            build = planned.empty_table()
         probe_input = 1 - build_input
+        memory = memory_of(ctx)
+        try:
+            held, spilled = self._read_build(ctx, build_input, memory)
+            if spilled is None:
+                build = _table(held) if held else self.input_schemas[build_input]
+                if isinstance(build, pa.Schema):
+                    build = build.empty_table()
+                self._join_all(ctx, build, ctx.input(probe_input), probe_input)
+                return
+            probe = Buckets(memory, "join-probe", self._keys(probe_input), 0)
+            for batch in ctx.input(probe_input):
+                probe.write(batch)
+            probe.close()
+            for index in range(BUCKETS):
+                self._grace(ctx, spilled, probe, index, probe_input, memory)
+        finally:
+            memory.release()
+
+    def _keys(self, side: int) -> list[str]:
+        return self.left_keys if side == 0 else self.right_keys
+
+    def _read_build(self, ctx: OperatorContext, build_input: int, memory: OperatorMemory
+                    ) -> tuple[list[pa.RecordBatch], Buckets | None]:
+        """The build side held, or, once it outgrew the operator's memory, cut into spill
+        buckets by its keys (a grace hash join: Flink's hybrid hash join spills the same
+        way)."""
+        held: list[pa.RecordBatch] = []
+        size = 0
+        spilled: Buckets | None = None
+        for batch in ctx.input(build_input):
+            if spilled is not None:
+                spilled.write(batch)
+                continue
+            if batch.num_rows:
+                held.append(batch)
+                size += batch.nbytes
+            if size > _holdable(memory):
+                spilled = Buckets(memory, "join-build", self._keys(build_input), 0)
+                for piece in held:
+                    spilled.write(piece)
+                held = []
+        if spilled is not None:
+            spilled.close()
+        return held, spilled
+
+    def _grace(self, ctx: OperatorContext, build: Buckets, probe: Buckets, index: int,
+               probe_input: int, memory: OperatorMemory) -> None:
+        """Bucket ``index`` of both sides joined: held whole when its build side fits,
+        else cut again by other bits of the keys' hash (a bucket of rows of one key
+        cannot be cut: after ``MAX_LEVEL`` cuts it is joined whole)."""
+        if build.size(index) > _holdable(memory) and build.level + 1 < MAX_LEVEL:
+            level = build.level + 1
+            inner_build = Buckets(memory, "join-build", build.keys, level, build.schema)
+            for batch in build.bucket(index):
+                inner_build.write(batch)
+            inner_build.close()
+            build.delete(index)
+            inner_probe = Buckets(memory, "join-probe", probe.keys, level, probe.schema)
+            for batch in probe.bucket(index):
+                inner_probe.write(batch)
+            inner_probe.close()
+            probe.delete(index)
+            for inner in range(BUCKETS):
+                self._grace(ctx, inner_build, inner_probe, inner, probe_input, memory)
+            return
+        rows = list(build.bucket(index))
+        assert build.schema is not None
+        table = _table(rows) if rows else build.schema.empty_table()
+        build.delete(index)
+        self._join_all(ctx, table, probe.bucket(index), probe_input)
+        probe.delete(index)
+
+    def _join_all(self, ctx: OperatorContext, build: pa.Table | None,
+                  probe: Iterable[pa.RecordBatch], probe_input: int) -> None:
+        """``build`` held whole, the probe side streamed past it in chunks."""
         if self.join_type is JoinType.FULL and build is not None:
-            self._full_outer(ctx, build, probe_input)
+            self._full_outer(ctx, build, probe, probe_input)
             return
         if build is None:          # nothing to match, and its columns are unknown
-            for batch in ctx.input(probe_input):
+            for batch in probe:
                 if self.join_type in (JoinType.LEFT, JoinType.RIGHT, JoinType.ANTI):
                     ctx.emit(batch)
             return
-        for chunk in probe_chunks(ctx.input(probe_input), max(ctx.batch_rows, build.num_rows)):
+        for chunk in probe_chunks(probe, max(ctx.batch_rows, build.num_rows)):
             joined = self._join(chunk, build, probe_input, self.how)
             if joined.num_rows:
                 ctx.emit(joined)
 
-    def _full_outer(self, ctx: OperatorContext, build: pa.Table, probe_input: int) -> None:
+    def _full_outer(self, ctx: OperatorContext, build: pa.Table,
+                    probe: Iterable[pa.RecordBatch], probe_input: int) -> None:
         """Each probe batch joined keeping its rows, the build rows it matched noted; the
         build rows none matched come last, with nulls for the probe side's columns."""
         matched = np.zeros(build.num_rows, dtype=bool)
@@ -166,7 +245,7 @@ class HashJoinOperator(Operator):
         keep = "left outer" if probe_input == 0 else "right outer"
         probe_schema = self.input_schemas[probe_input]
         names: list[str] | None = None
-        for chunk in probe_chunks(ctx.input(probe_input), max(ctx.batch_rows, build.num_rows)):
+        for chunk in probe_chunks(probe, max(ctx.batch_rows, build.num_rows)):
             probe_schema = chunk.schema
             joined = self._join(chunk, build, probe_input, keep)
             matched[joined.column(_ROW).drop_null().to_numpy()] = True
@@ -188,6 +267,12 @@ class HashJoinOperator(Operator):
         return left.join(right, keys=self.left_keys, right_keys=self.right_keys,
                          join_type=how, left_suffix=self.left_suffix,
                          right_suffix=self.right_suffix, coalesce_keys=True)
+
+
+def _holdable(memory: OperatorMemory) -> int:
+    """The most build-side bytes held whole: pyarrow's join builds its hash table beside
+    them, about as large again."""
+    return memory.limit // 2
 
 
 def probe_chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:

@@ -12,8 +12,9 @@ DataSet runs in four operators:
    place in the order as a fraction in [0, 1) (``RANGE_COLUMN``), which the RANGE
    exchange turns into a subpartition however many there are (the sort's parallelism
    may be decided at run time);
-4. ``SortOperator``: each subtask sorts its range. Range i holds keys no later than
-   range i + 1's, so the sort's subtasks, read in order, are the global order.
+4. ``SortOperator``: each subtask sorts its range (an external merge sort past its
+   memory). Range i holds keys no later than range i + 1's, so the sort's subtasks,
+   read in order, are the global order.
 
 A value held by many rows (a skewed sort column) equals several consecutive
 boundaries: its rows may go to any bucket from the first to the last of those, and
@@ -21,7 +22,7 @@ are dealt over them at random, so no one range gets all of them.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,14 +30,17 @@ import pyarrow.compute as pc
 
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.jobgraph import RANGE_COLUMN
+from yarnflow.core.memory import memory_of
 from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator,
                                           OperatorContext, concat, require_columns)
+from yarnflow.core.operators.spill import SpilledRun, merge_sorted
 
 # Sampled rows per producer (Spark samples 20 per output partition, 3x over); the
 # boundaries cut the samples into this many buckets, far more than any sort has
 # subtasks, so the exchange can make ranges of any count from them.
 SAMPLE_ROWS = 2048
 BUCKETS = 1024
+FAN_IN = 32         # sorted runs an external sort merges at once
 KEY_TEXT = 60       # characters of a range's first or last key in the job's details
 _WEIGHT = "__yarnflow_weight"        # the bytes a sampled row stands for, never emitted
 _BOUNDARY = "__yarnflow_boundary"    # marks the boundary rows among a batch's
@@ -238,27 +242,101 @@ class SortOperator(_SortKeyed):
         return _Sort(ctx, self.keys)
 
 
+def _in_order(table: pa.Table, order: pa.Array, rows: int) -> Iterator[pa.Table]:
+    for start in range(0, len(order), rows):
+        yield table.take(order.slice(start, rows))
+
+
 class _Sort(BatchProcessor):
+    """Its input held and sorted; past the operator's memory, an external merge sort:
+    each time the held rows reach half of it (sorting copies them) they are sorted and
+    spilled as a run, and the runs are merged at the end, ``FAN_IN`` at a time."""
+
     def __init__(self, ctx: OperatorContext, keys: list[tuple[str, str]]) -> None:
         self._ctx = ctx
         self._keys = keys
+        self._memory = memory_of(ctx)
         self._held: list[pa.RecordBatch] = []
+        self._held_bytes = 0
+        self._runs: list[SpilledRun] = []
+        self._first: str | None = None
+        self._last = ""
 
     def process(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows:
-            self._held.append(batch)
+        if not batch.num_rows:
+            return
+        self._held.append(batch)
+        self._held_bytes += batch.nbytes
+        # half its memory held is a run: sorting copies the rows it holds
+        if self._held_bytes > self._memory.limit // 2:
+            self._spill_held()
+
+    def _spill_held(self) -> None:
+        table, order = self._sorted_held()
+        rows = self._run_batch_rows(table)
+        run = SpilledRun(self._memory, "sort-run", table.schema)
+        for piece in _in_order(table, order, rows):
+            run.write(piece, rows)
+        run.close()
+        self._runs.append(run)
+
+    def _sorted_held(self) -> tuple[pa.Table, pa.Array]:
+        """The held rows as one table (the batches let go) and their order. Taken whole,
+        a table of many chunks is concatenated first and then copied again: three times
+        its bytes at the peak where taking it in pieces from one table needs two."""
+        table = pa.Table.from_batches(self._held).combine_chunks()
+        self._held, self._held_bytes = [], 0
+        return table, pc.sort_indices(table, sort_keys=self._keys)
+
+    def _run_batch_rows(self, table: pa.Table) -> int:
+        """Rows per batch of a run: a merge holds a batch of each of ``FAN_IN`` runs, and
+        copies them once, in a quarter of its memory."""
+        row_bytes: int = max(1, int(table.nbytes) // max(1, int(table.num_rows)))
+        fits: int = self._memory.limit // (8 * FAN_IN) // row_bytes
+        return max(1024, min(int(self._ctx.batch_rows), fits))
 
     def finish(self) -> None:
-        if not self._held:
+        if not self._runs:
+            if self._held:
+                table, order = self._sorted_held()
+                for piece in _in_order(table, order, max(1, self._ctx.batch_rows)):
+                    self._emit(piece)
+            self._report()
             return
-        table = pa.Table.from_batches(self._held).sort_by(self._keys)
-        self._held = []
-        report = getattr(self._ctx, "key_range", None)    # a task's context reports it
-        if report is not None:
-            report(key_text(table, self._keys, 0), key_text(table, self._keys, -1))
+        while len(self._runs) + 1 > FAN_IN:         # merge passes, FAN_IN runs into one
+            first, self._runs = self._runs[:FAN_IN], self._runs[FAN_IN:]
+            merged: SpilledRun | None = None
+            for piece in merge_sorted([run.read() for run in first], self._keys):
+                if merged is None:
+                    merged = SpilledRun(self._memory, "sort-run", piece.schema)
+                merged.write(piece, self._run_batch_rows(piece))
+            for run in first:
+                run.delete()
+            if merged is not None:
+                merged.close()
+                self._runs.append(merged)
+        if self._held:           # the last run: on disk too, the merge holds a batch of it
+            self._spill_held()
+        for piece in merge_sorted([run.read() for run in self._runs], self._keys):
+            self._emit(piece)
+        self._report()
+
+    def _emit(self, table: pa.Table) -> None:
+        if self._first is None:
+            self._first = key_text(table, self._keys, 0)
+        self._last = key_text(table, self._keys, -1)
         step = max(1, self._ctx.batch_rows)
         for start in range(0, table.num_rows, step):
             self._ctx.emit(table.slice(start, step))
 
+    def _report(self) -> None:
+        report = getattr(self._ctx, "key_range", None)    # a task's context reports it
+        if report is not None and self._first is not None:
+            report(self._first, self._last)
+
     def close(self) -> None:
         self._held = []
+        for run in self._runs:
+            run.delete()
+        self._runs = []
+        self._memory.release()

@@ -178,3 +178,7 @@ def test_a_browser_shows_a_sorts_ranges_with_their_keys_and_bytes(chromium):
     rows = re.findall(r'<tr data-range="sort -&gt; parquet-sink#(\d)">(.*?)</tr>', dom)
     assert [index for index, _ in rows] == ["0", "1", "2"], dom[-3000:]
     assert "<td>41</td><td>97</td>" in rows[1][1], rows[1][1]
+    # it spilled more than it read: the page says so, and what to raise
+    warning = re.search(r'data-spill-warning="sort -&gt; parquet-sink">(.*?)</p>', dom)
+    assert warning and "taskmanager.memory.managed.fraction" in warning.group(1), dom[-3000:]
+    assert "(3 files)" in dom

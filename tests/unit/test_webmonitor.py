@@ -236,8 +236,10 @@ def test_a_job_names_its_speculative_attempts_the_slow_ones_and_which_won(served
 def sorted_job() -> JobDetails:
     """A finished sort of three ranges, the middle one heavier."""
     def sub(i: int, first: str, last: str, records: int) -> SubtaskDetails:
+        spilled = (5_000, 3) if i == 1 else (0, 0)     # more than it read: too small a slot
         return SubtaskDetails(i, ExecutionState.FINISHED, metrics=TaskMetrics(
-            records, records, records * 8, records * 8, key_range=(first, last)))
+            records, records, records * 8, records * 8, key_range=(first, last),
+            spilled_bytes=spilled[0], spill_files=spilled[1]))
     sort = VertexDetails("v-sort", "sort -> parquet-sink", 3,
                          [sub(0, "0", "41", 100), sub(1, "41", "97", 250), sub(2, "97", "None", 90)],
                          inputs=[VertexInput("sort-partition", "range")])
@@ -256,3 +258,5 @@ def test_a_sort_lists_its_ranges_with_their_first_and_last_keys_and_bytes(served
     assert get_json(server, "jobs/j1")["vertices"][0]["ranges"] == []     # not a sort
     subtask = get_json(server, "jobs/j2/vertices/v-sort")["subtasks"][1]
     assert subtask["metrics"]["key-range"] == ["41", "97"]
+    assert (subtask["metrics"]["spilled-bytes"], subtask["metrics"]["spill-files"]) == (5_000, 3)
+    assert (sort["metrics"]["spilled-bytes"], sort["metrics"]["spill-files"]) == (5_000, 3)

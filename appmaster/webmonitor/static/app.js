@@ -185,6 +185,11 @@ function dag(plan, job) {
   return root;
 }
 
+function spilled(m) {
+  // past its memory an operator spills to local disk: bytes and files (issue 57)
+  return m["spill-files"] ? `${bytes(m["spilled-bytes"])} (${m["spill-files"]} files)` : "-";
+}
+
 async function jobPage(jid) {
   const [job, plan, exceptions, tms] = await Promise.all(
     [get("jobs/" + jid), get("jobs/" + jid + "/plan"), get("jobs/" + jid + "/exceptions"),
@@ -199,13 +204,21 @@ async function jobPage(jid) {
   parts.push(dag(plan.plan, job));
   parts.push(el("h2", {}, "Vertices"), table(
     ["vertex", "state", "parallelism", "slot profile", "progress", "records in", "records out",
-     "bytes in", "bytes out", "in max/mean", "inputs"],
+     "bytes in", "bytes out", "in max/mean", "spilled", "inputs"],
     job.vertices.map(v => ({attrs: {"data-vertex": v.name}, cells: [
       v.name, stateCell(v.status), v.parallelism, spec(v["subtask-profile"]),
       percent(v.metrics.progress), number(v.metrics["read-records"]), number(v.metrics["write-records"]),
       bytes(v.metrics["read-bytes"]), bytes(v.metrics["write-bytes"]), skew(v.metrics["input-skew"]),
+      spilled(v.metrics),
       v.inputs.map(i => `${i.ship_strategy} ← ${i.producer}`).join(", ") || "(source)"]})),
-    [2, 4, 5, 6, 7, 8, 9]));
+    [2, 4, 5, 6, 7, 8, 9, 10]));
+  const spilling = job.vertices.filter(v => v.metrics["spilled-bytes"] > v.metrics["read-bytes"]);
+  for (const v of spilling) {
+    parts.push(el("p", {class: "warning", "data-spill-warning": v.name},
+      `${v.name} spilled ${bytes(v.metrics["spilled-bytes"])}, more than it read: its slots are `
+      + "too small for what it holds; raise taskmanager.default-slot.memory or "
+      + "taskmanager.memory.managed.fraction"));
+  }
   const decided = job.vertices.filter(v => v.decision);
   if (decided.length) {
     parts.push(el("h2", {}, "Decided at run time"), table(["vertex", "decision"],
@@ -221,13 +234,14 @@ async function jobPage(jid) {
   }
   parts.push(el("h2", {}, "Subtasks"), table(
     ["subtask", "state", "attempt", "executor", "YARN container", "host", "slot profile",
-     "input", "records in", "records out", "duration"],
+     "input", "records in", "records out", "spilled", "duration"],
     subtasks.flatMap(v => v.subtasks.map(s => ({cells: [
       `${v.name} (${s.subtask + 1}/${v.parallelism})`, stateCell(s.status), s.attempt,
       s["taskmanager-id"] || "-", s["container-id"] || "-", s.host || "-", spec(s["slot-profile"]),
       s.metrics["inputs-total"] ? `${s.metrics["inputs-done"]}/${s.metrics["inputs-total"]}` : "",
-      number(s.metrics["read-records"]), number(s.metrics["write-records"]), seconds(s.duration)]}))),
-    [2, 7, 8, 9, 10]));
+      number(s.metrics["read-records"]), number(s.metrics["write-records"]), spilled(s.metrics),
+      seconds(s.duration)]}))),
+    [2, 7, 8, 9, 10, 11]));
   parts.push(el("h2", {}, "Executors and containers"), executorsTable(tms.taskmanagers));
   parts.push(...blockedHosts(job["blocked-hosts"] || []));
   parts.push(...speculations(job.speculations || []));

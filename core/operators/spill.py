@@ -1,0 +1,186 @@
+"""Spill files of the operators that hold data (issue 57): runs of rows written as
+Arrow IPC streams to the task's spill directory and read back a batch at a time.
+
+Two ways out of memory, as Flink's batch operators have them:
+
+- ``Buckets``: rows cut by a hash of their keys into ``BUCKETS`` files (a grace hash
+  join's partitions, a spilling aggregate's), each small enough, or cut again, to be
+  handled whole;
+- ``SpilledRun`` + ``merge_sorted``: sorted runs and their k-way merge (an external
+  sort), holding one batch per run.
+
+Files are read with plain reads, never memory-mapped: a mapped file's pages count as
+the process's resident memory, which is what a NodeManager measures.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from yarnflow.core.hashing import bucket_of, hash_rows
+from yarnflow.core.memory import OperatorMemory
+
+BUCKETS = 32          # files a spilling hash operator cuts its rows into, per level
+MAX_LEVEL = 4         # cut again at most this often: below, the rows share a key
+_BOUND = "__yarnflow_bound"      # marks the bound row in a merge step, never emitted
+
+
+class SpilledRun:
+    """One file of batches of one schema, written once, then read any number of times."""
+
+    def __init__(self, memory: OperatorMemory, what: str, schema: pa.Schema) -> None:
+        self.path: Path = memory.new_file(what)
+        # nullable: a later batch of the same columns may hold nulls the first did not
+        self.schema = pa.schema([f.with_nullable(True) for f in schema], metadata=schema.metadata)
+        self.rows = 0
+        self.nbytes = 0
+        self._memory = memory
+        self._sink: pa.OSFile | None = pa.OSFile(str(self.path), "wb")
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = pa.ipc.new_stream(self._sink, schema)
+
+    def write(self, data: pa.Table | pa.RecordBatch, rows_per_batch: int = 65536) -> None:
+        if self._writer is None:
+            raise RuntimeError(f"spill file {self.path.name} is closed")
+        table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+        if table.schema != self.schema:
+            table = table.cast(self.schema)
+        self._writer.write_table(table, max_chunksize=max(1, rows_per_batch))
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        if self._writer is None:
+            return
+        self._writer.close()
+        assert self._sink is not None
+        self._sink.close()
+        self._writer = self._sink = None
+        self.nbytes = self.path.stat().st_size
+        self._memory.spilled(self.nbytes)
+
+    def read(self) -> Iterator[pa.RecordBatch]:
+        self.close()
+        with pa.OSFile(str(self.path), "rb") as source:
+            yield from pa.ipc.open_stream(source)
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+
+class Buckets:
+    """Rows cut into ``BUCKETS`` spill files by their keys' hash at ``level``: rows of
+    one key (on either side of a join, with the same keys' types) meet in one bucket."""
+
+    def __init__(self, memory: OperatorMemory, what: str, keys: Sequence[str], level: int,
+                 schema: pa.Schema | None = None) -> None:
+        self._memory = memory
+        self._what = what
+        self.keys = list(keys)
+        self.level = level
+        self.schema = schema          # the first rows' when not given
+        self.runs: list[SpilledRun | None] = [None] * BUCKETS
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        if data.num_rows == 0:
+            return
+        table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+        table = table.combine_chunks()
+        if self.schema is None:
+            self.schema = table.schema
+        hashes = np.concatenate([hash_rows(b, self.keys) for b in table.to_batches()])
+        targets = bucket_of(hashes, self.level, BUCKETS)
+        order = np.argsort(targets, kind="stable")
+        counts = np.bincount(targets, minlength=BUCKETS)
+        shuffled = table.take(pa.array(order))
+        offset = 0
+        for bucket, count in enumerate(counts):
+            if count:
+                run = self.runs[bucket]
+                if run is None:
+                    run = self.runs[bucket] = SpilledRun(
+                        self._memory, f"{self._what}-l{self.level}-b{bucket}", self.schema)
+                run.write(shuffled.slice(offset, int(count)))
+            offset += int(count)
+
+    def close(self) -> None:
+        for run in self.runs:
+            if run is not None:
+                run.close()
+
+    def bucket(self, index: int) -> Iterator[pa.RecordBatch]:
+        run = self.runs[index]
+        return iter(()) if run is None else run.read()
+
+    def size(self, index: int) -> int:
+        run = self.runs[index]
+        return 0 if run is None else run.nbytes
+
+    def delete(self, index: int) -> None:
+        run = self.runs[index]
+        if run is not None:
+            run.delete()
+            self.runs[index] = None
+
+    def delete_all(self) -> None:
+        for index in range(BUCKETS):
+            self.delete(index)
+
+
+def held_bytes(tables: Iterable[pa.Table | pa.RecordBatch]) -> int:
+    return sum(t.nbytes for t in tables)
+
+
+def merge_sorted(runs: Sequence[Iterator[pa.RecordBatch]],
+                 keys: list[tuple[str, str]]) -> Iterator[pa.Table]:
+    """The rows of sorted ``runs`` in one order, a piece at a time, holding about one
+    batch per run. Each step's bound is the least of the last keys read from the runs
+    not yet read to their end: every row at or before it has been read, so those rows,
+    sorted, are the next piece; the run whose last key was the bound reads on."""
+    readers = list(runs)
+    last: list[pa.Table | None] = [None] * len(readers)
+    pool: list[pa.Table] = []
+    for i in range(len(readers)):
+        _read_next(readers, last, pool, i)
+    while True:
+        live = [i for i, row in enumerate(last) if row is not None]
+        if not live:
+            break
+        ends = pa.concat_tables([row for row in last if row is not None])
+        first = int(pc.sort_indices(ends, sort_keys=keys)[0].as_py())
+        if pool:
+            ready, rest = _split_at(pa.concat_tables(pool), ends.slice(first, 1), keys)
+            pool = [rest] if rest.num_rows else []
+            if ready.num_rows:
+                yield ready
+        _read_next(readers, last, pool, live[first])
+    if pool:
+        yield pa.concat_tables(pool).sort_by(keys)
+
+
+def _split_at(pool: pa.Table, bound: pa.Table, keys: list[tuple[str, str]]
+              ) -> tuple[pa.Table, pa.Table]:
+    """``pool``'s rows at or before ``bound`` in order, and the others. The bound row
+    goes last into one sort with the pool's keys: a stable sort puts it after the
+    rows equal to it."""
+    columns = [column for column, _ in keys]
+    marked = pa.concat_tables([
+        pool.select(columns).append_column(_BOUND, pa.array(np.zeros(pool.num_rows, np.int8))),
+        bound.select(columns).append_column(_BOUND, pa.array(np.ones(1, np.int8)))])
+    order = pc.sort_indices(marked, sort_keys=keys).to_numpy()
+    at = int(np.flatnonzero(order == pool.num_rows)[0])
+    return pool.take(pa.array(order[:at])), pool.take(pa.array(order[at + 1:]))
+
+
+def _read_next(readers: list[Iterator[pa.RecordBatch]], last: list[pa.Table | None],
+               pool: list[pa.Table], index: int) -> None:
+    for batch in readers[index]:
+        if batch.num_rows:
+            table = pa.Table.from_batches([batch])
+            pool.append(table)
+            last[index] = table.slice(table.num_rows - 1, 1)
+            return
+    last[index] = None
