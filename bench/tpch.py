@@ -43,24 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
 from tpch import QUERIES  # noqa: E402
-from tpch.data import TABLES, generate  # noqa: E402
+from tpch.data import generate  # noqa: E402
+from tpch.engines import duckdb_over, spark_query  # noqa: E402
 from tpch.run import numbers, query  # noqa: E402
 
 RUN_TIMEOUT_S = 1800
-
-
-def spark_query(number: int, data: str, parallelism: int, memory: str) -> None:
-    """The Spark side, in a process of its own (``--spark-query``)."""
-    from pyspark.sql import SparkSession
-    spark = SparkSession.builder.master(f"local[{parallelism}]") \
-        .appName(f"tpch-q{number:02d}").config("spark.driver.memory", memory) \
-        .config("spark.sql.shuffle.partitions", str(parallelism)) \
-        .config("spark.ui.enabled", "false").getOrCreate()
-    for name in TABLES:
-        spark.read.parquet(f"{data}/{name}").createOrReplaceTempView(name)
-    collected = spark.sql(query(number).SQL).collect()
-    print(json.dumps({"rows": len(collected)}))
-    spark.stop()
 
 
 def timed(command: list[str]) -> tuple[float, subprocess.CompletedProcess]:
@@ -114,13 +101,9 @@ def main() -> None:
     if args.spark_query:
         spark_query(args.spark_query, args.data, args.parallelism, args.spark_memory)
         return
-    import duckdb
     from tpch.check import difference
     data = Path(args.data) if args.data else generate(args.scale)
-    con = duckdb.connect()
-    con.execute(f"set threads = {args.parallelism}")
-    for name in TABLES:
-        con.execute(f"create view {name} as select * from read_parquet('{data}/{name}/*.parquet')")
+    con = duckdb_over(data, args.parallelism)
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="yarnflow-tpch-bench-") as scratch:
         for number in args.queries:

@@ -67,6 +67,9 @@ class SlotRequest:
     # only a slot of exactly ``profile`` serves it (an adaptively sized stage's: a larger
     # idle slot would hold memory the stage was sized not to need)
     exact: bool = False
+    # slots of ``profile`` the job holds at once (0: not said): a worker started without
+    # a planned spec gets no more slots of it than that (issue 57, item 4)
+    wanted: int = 0
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,7 @@ def registration_from_proto(message: Any) -> TaskExecutorRegistration:
 def slot_request_from_proto(message: Any) -> SlotRequest:
     return SlotRequest(message.allocation_id, message.job_id, message.job_master_id,
                        message.job_master_address, resource_spec_from_proto(message.profile),
-                       tuple(message.preferred_hosts), message.exact)
+                       tuple(message.preferred_hosts), message.exact, message.wanted)
 
 
 def overview_to_proto(overview: ClusterOverview) -> resourcemanager_pb2.ClusterOverview:

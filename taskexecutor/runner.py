@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import resource
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -65,6 +66,7 @@ class TaskExecutorRunner:
         self.workdir = workdir
         self._tls = tls
         self._timeout = config.get(options.RPC_ASK_TIMEOUT)
+        self._overhead_mb = config.get(options.WORKER_OVERHEAD_MEMORY)
         self._channels = ChannelCache(tls, fault_injector(
             config.get(options.TEST_RPC_FAULTS), config.get(options.TEST_RPC_FAULTS_SEED),
             resource_id))
@@ -108,8 +110,25 @@ class TaskExecutorRunner:
             host=self.host)
         log.info("TaskExecutor %s serving control on %s, data on %s", self.resource_id,
                  rpc_address, self.data_server.address)
+        self._report_own_memory()
         self.main.call(self.endpoint.start, TaskExecutorLocation(
             self.resource_id, self.host, rpc_address, self.data_server.address))
+
+    def _report_own_memory(self) -> None:
+        """What this process holds before any task (Python, pyarrow, gRPC, its servers'
+        threads): the part of its container ``taskmanager.memory.overhead`` pays for,
+        beside the slots. Past it, the slots' memory is what the executor's own process
+        eats into, and a NodeManager may kill the container under load."""
+        own_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024    # KB on Linux
+        if own_mb > self._overhead_mb:
+            log.warning("TaskExecutor %s holds %.0f MB before any task, more than "
+                        "taskmanager.memory.overhead (%d MB): raise it, or its container may "
+                        "be killed for its memory under load", self.resource_id, own_mb,
+                        self._overhead_mb)
+        else:
+            log.info("TaskExecutor %s holds %.0f MB before any task "
+                     "(taskmanager.memory.overhead: %d MB)", self.resource_id, own_mb,
+                     self._overhead_mb)
 
     def wait(self) -> None:
         # A timed wait: Python runs signal handlers (SIGTERM) only between waits.

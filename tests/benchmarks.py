@@ -24,6 +24,10 @@ LOCAL: dict[str, tuple[list[str], list[str]]] = {
     "ui_overhead.py": (["--seconds", "5"], []),
     # Q6 at scale factor 0.1 (the tables the TPC-H tests use): yarnflow, PySpark, DuckDB
     "tpch.py": (["--scale", "0.1", "--queries", "6"], ["q6", "geomean", "max_ratio", "all_exact"]),
+    # Q3 and Q18 at scale factor 0.1 in 64 MB slots: both spill
+    "spill.py": (["--scale", "0.1", "--slot-memory", "64m"],
+                 ["q3", "q18", "yarnflow_s", "pyspark_s", "ratio", "spilled_mb", "peak_rss_mb",
+                  "within_container", "exact"]),
     "adaptive_batch.py": (["--rows", "100000", "--parallelism", "4"],
                           ["filter_agg_ratio", "join_ratio", "skew_ratio", "memory_efficiency",
                            "memory_efficiency_fixed", "exact"]),

@@ -34,6 +34,7 @@ from yarnflow.core.errors import EndpointStopped, Refused
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.messages import AskAgain, SlotOffer, TaskExecutionState
 from yarnflow.core.status import ExecutionState
+from yarnflow.core.worker_spec import slots_needed
 from yarnflow.rpc.endpoint import MainThread, MainThreadExecutor, ScheduledTask, when_all_done
 from yarnflow.taskexecutor.gateway import TaskExecutorGateway
 
@@ -80,6 +81,7 @@ class JobMaster:
         self.slot_pool = SlotPool(self.main, self.job_id, config.get(options.SLOT_IDLE_TIMEOUT),
                                   config.get(options.SLOT_REQUEST_TIMEOUT),
                                   lambda slot, cause: self.scheduler.slot_lost(slot, cause))
+        self.slot_pool.wanted = slots_needed(graph, default_slot)
         self.blocklist = JobMasterBlocklistHandler(config, self.main, self.slot_pool,
                                                    lambda: self._rm)
         self.slot_pool.is_blocked = self.blocklist.blocklist.is_blocked

@@ -18,10 +18,11 @@ from yarnflow.core.resources import ResourceSpec
 class ResourceManagerGateway(Protocol):
     """The ResourceManager as one JobMaster sees it."""
     def request_slot(self, allocation_id: AllocationID, profile: ResourceSpec,
-                     preferred_hosts: tuple[str, ...] = (), exact: bool = False) -> "Future[Any]":
+                     preferred_hosts: tuple[str, ...] = (), exact: bool = False,
+                     wanted: int = 0) -> "Future[Any]":
         """One slot of ``profile`` (idempotent per AllocationID); ``preferred_hosts``,
         best first, is where a worker started for it should run; ``exact``: of that
-        profile, never a larger one."""
+        profile, never a larger one; ``wanted``: slots of it the job holds at once."""
         ...
     def cancel_slot_request(self, allocation_id: AllocationID) -> "Future[Any]": ...
 

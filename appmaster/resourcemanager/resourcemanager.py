@@ -288,7 +288,7 @@ class ResourceManager:
         if jm.job_master_id != request.job_master_id:
             raise FencingError(f"job {request.job_id}: stale JobMasterId")
         try:
-            spec = self.slot_manager.worker_spec_for(request.profile)
+            spec = self.slot_manager.worker_spec_for(request.profile, request.wanted)
         except NoContainerFits as err:
             raise Refused(str(err)) from None
         largest = self.driver.max_worker_resources()
@@ -298,7 +298,7 @@ class ResourceManager:
         self.slot_manager.request_slot(PendingRequest(
             request.allocation_id, request.job_id, request.job_master_id,
             request.job_master_address, request.profile, request.preferred_hosts,
-            request.exact))
+            request.exact, request.wanted))
 
     def cancel_slot_request(self, allocation_id: AllocationID) -> None:
         self.slot_manager.cancel_slot_request(allocation_id)

@@ -29,7 +29,7 @@ from yarnflow.core.estimates import Estimate
 from yarnflow.core.memory import OperatorMemory, memory_of
 from yarnflow.core.operators.base import (Operator, OperatorContext, PlanError, concat,
                                           require_columns)
-from yarnflow.core.operators.spill import BUCKETS, MAX_LEVEL, Buckets
+from yarnflow.core.operators.spill import BUCKETS, MAX_LEVEL, Buckets, retained_bytes
 
 _ROW = "__yarnflow_build_row"      # a full outer join's build row numbers, never emitted
 
@@ -183,7 +183,7 @@ class HashJoinOperator(Operator):
                 continue
             if batch.num_rows:
                 held.append(batch)
-                size += batch.nbytes
+                size += retained_bytes(batch)
             if size > _holdable(memory):
                 spilled = Buckets(memory, "join-build", self._keys(build_input), 0)
                 for piece in held:

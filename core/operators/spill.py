@@ -15,7 +15,7 @@ the process's resident memory, which is what a NodeManager measures.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -46,8 +46,10 @@ class SpilledRun:
         if self._writer is None:
             raise RuntimeError(f"spill file {self.path.name} is closed")
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
-        if table.schema != self.schema:
-            table = table.cast(self.schema)
+        if not table.schema.equals(self.schema, check_metadata=True):
+            # the same columns told apart by nullability or metadata (a join's output
+            # of matched and unmatched rows): the stream has one schema
+            table = table.cast(self.schema).replace_schema_metadata(self.schema.metadata)
         self._writer.write_table(table, max_chunksize=max(1, rows_per_batch))
         self.rows += table.num_rows
 
@@ -81,7 +83,7 @@ class Buckets:
         self._what = what
         self.keys = list(keys)
         self.level = level
-        self.schema = schema          # the first rows' when not given
+        self.schema = schema          # the first rows' (nullable) when not given
         self.runs: list[SpilledRun | None] = [None] * BUCKETS
 
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
@@ -89,8 +91,9 @@ class Buckets:
             return
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
         table = table.combine_chunks()
-        if self.schema is None:
-            self.schema = table.schema
+        if self.schema is None:      # as its runs hold it (see SpilledRun)
+            self.schema = pa.schema([f.with_nullable(True) for f in table.schema],
+                                    metadata=table.schema.metadata)
         hashes = np.concatenate([hash_rows(b, self.keys) for b in table.to_batches()])
         targets = bucket_of(hashes, self.level, BUCKETS)
         order = np.argsort(targets, kind="stable")
@@ -130,8 +133,10 @@ class Buckets:
             self.delete(index)
 
 
-def held_bytes(tables: Iterable[pa.Table | pa.RecordBatch]) -> int:
-    return sum(t.nbytes for t in tables)
+def retained_bytes(data: pa.Table | pa.RecordBatch) -> int:
+    """The bytes holding ``data`` keeps in memory: whole buffers, where a slice's
+    ``nbytes`` counts only its rows (a slice of a larger batch keeps all of it)."""
+    return int(data.get_total_buffer_size())
 
 
 def merge_sorted(runs: Sequence[Iterator[pa.RecordBatch]],

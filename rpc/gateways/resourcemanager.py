@@ -31,11 +31,12 @@ class GrpcResourceManagerGateway:
         self._timeout = timeout
 
     def request_slot(self, allocation_id: AllocationID, profile: ResourceSpec,
-                     preferred_hosts: tuple[str, ...] = (), exact: bool = False) -> "Future[Any]":
+                     preferred_hosts: tuple[str, ...] = (), exact: bool = False,
+                     wanted: int = 0) -> "Future[Any]":
         request = resourcemanager_pb2.SlotRequest(
             resource_manager_id=self._rm_id, job_id=self._job_id, job_master_id=self._jm_id,
             allocation_id=allocation_id, job_master_address=self._jm_address,
-            preferred_hosts=preferred_hosts, exact=exact)
+            preferred_hosts=preferred_hosts, exact=exact, wanted=wanted)
         fill_resource_spec(profile, request.profile)
         return call_future(self._stub.RequestSlot, request, self._timeout)
 

@@ -64,7 +64,7 @@ class RegisterJobMasterResponse(_message.Message):
     def __init__(self, resource_manager_id: _Optional[str] = ...) -> None: ...
 
 class SlotRequest(_message.Message):
-    __slots__ = ("resource_manager_id", "job_id", "job_master_id", "allocation_id", "profile", "job_master_address", "preferred_hosts", "exact")
+    __slots__ = ("resource_manager_id", "job_id", "job_master_id", "allocation_id", "profile", "job_master_address", "preferred_hosts", "exact", "wanted")
     RESOURCE_MANAGER_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class SlotRequest(_message.Message):
     JOB_MASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     PREFERRED_HOSTS_FIELD_NUMBER: _ClassVar[int]
     EXACT_FIELD_NUMBER: _ClassVar[int]
+    WANTED_FIELD_NUMBER: _ClassVar[int]
     resource_manager_id: str
     job_id: str
     job_master_id: str
@@ -81,7 +82,8 @@ class SlotRequest(_message.Message):
     job_master_address: str
     preferred_hosts: _containers.RepeatedScalarFieldContainer[str]
     exact: bool
-    def __init__(self, resource_manager_id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., job_master_address: _Optional[str] = ..., preferred_hosts: _Optional[_Iterable[str]] = ..., exact: _Optional[bool] = ...) -> None: ...
+    wanted: int
+    def __init__(self, resource_manager_id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., profile: _Optional[_Union[_common_pb2.ResourceSpec, _Mapping]] = ..., job_master_address: _Optional[str] = ..., preferred_hosts: _Optional[_Iterable[str]] = ..., exact: _Optional[bool] = ..., wanted: _Optional[int] = ...) -> None: ...
 
 class CancelSlotRequestMessage(_message.Message):
     __slots__ = ("resource_manager_id", "job_master_id", "allocation_id")

@@ -177,6 +177,7 @@ class ResultPartition:
         self.subpartition_bytes = [0] * num_subpartitions
         self._on_first_data = on_first_data
         self._has_data = False
+        self._schema: pa.Schema | None = None       # the first batch's: the stream's
         self.stored = stored is not None
         if stored is not None:
             self.subpartitions: list[Subpartition] = stored
@@ -189,6 +190,14 @@ class ResultPartition:
             self.subpartitions = [PipelinedSubpartition(capacity) for _ in range(num_subpartitions)]
 
     def emit(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None:
+        if self._schema is None:
+            self._schema = batch.schema
+        elif batch.schema is not self._schema and \
+                not batch.schema.equals(self._schema, check_metadata=True):
+            # a stream (an IPC file, a Flight stream) has one schema: the same columns
+            # told apart by nullability or metadata (an operator's rows read back from
+            # its spill files) take the first batch's
+            batch = batch.cast(self._schema).replace_schema_metadata(self._schema.metadata)
         for target, piece in self.partitioner.split(batch):
             self.subpartitions[target].add(piece, cancelled)
             self.subpartition_bytes[target] += piece.nbytes

@@ -51,15 +51,17 @@ class Partitioner:
         return self._to(batch, targets)
 
     def _to(self, batch: pa.RecordBatch, targets: np.ndarray) -> list[tuple[int, pa.RecordBatch]]:
-        """Each row to its target subpartition, rows of one target in their order."""
+        """Each row to its target subpartition, rows of one target in their order. Each
+        target's rows are taken on their own, not sliced from one shuffled copy: a slice
+        keeps its whole parent in memory, so a consumer that holds its rows (a sort, a
+        join's build side) held every target's (issue 57), at the same copying cost."""
         order = np.argsort(targets, kind="stable")
         counts = np.bincount(targets, minlength=self.n)
-        shuffled = batch.take(pa.array(order))
         out: list[tuple[int, pa.RecordBatch]] = []
         offset = 0
         for target, count in enumerate(counts):
             if count:
-                out.append((target, shuffled.slice(offset, int(count))))
+                out.append((target, batch.take(pa.array(order[offset:offset + int(count)]))))
             offset += int(count)
         return out
 

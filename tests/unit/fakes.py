@@ -149,13 +149,16 @@ class FakeResourceManager:
         self.requests: dict[str, ResourceSpec] = {}
         self.hosts: dict[str, tuple[str, ...]] = {}
         self.exact: dict[str, bool] = {}
+        self.wanted: dict[str, int] = {}
         self.disconnected = ""
         self.blocked: list[Any] = []          # the BlockedNodes the JobMaster sent
         self.refuse_blocking = False
 
     def request_slot(self, allocation_id: str, profile: ResourceSpec,
-                     preferred_hosts: tuple[str, ...] = (), exact: bool = False) -> "Future[Any]":
+                     preferred_hosts: tuple[str, ...] = (), exact: bool = False,
+                     wanted: int = 0) -> "Future[Any]":
         self.requests[allocation_id] = profile
+        self.wanted[allocation_id] = wanted
         self.hosts[allocation_id] = preferred_hosts
         self.exact[allocation_id] = exact
         return done()

@@ -75,3 +75,33 @@ def test_subtask_slot_profiles_worker_specs_and_inputs_cross_the_wire():
         [VertexInput("orders", "forward"), VertexInput("codes", "broadcast")])
     details = JobDetails("job-1", "join", JobStatus.RUNNING, 1.0, vertices=[join])
     assert job_details_from_proto(job_details_to_proto(details)) == details
+
+
+def two_sized_group() -> yf.Pipeline:
+    """Issue 57, item 4: one slot sharing group whose shared slots have two sizes, four
+    of 2 cores and 4 GB (source and map), two of 2 cores and 2 GB (the source alone)."""
+    p = yf.Pipeline("two-sizes", parallelism=6)
+    src = p.from_arrow(pa.table({"x": list(range(100))})).resources(R(1.5, "2g"))
+    src.rebalance().map(lambda b: b, name="m").set_parallelism(4).resources(R(0.5, "2g")) \
+       .write_parquet("/tmp/unused-out").set_parallelism(4)
+    return p
+
+
+def test_an_executor_started_without_a_plan_holds_no_more_slots_than_the_job_uses_at_once():
+    from yarnflow.appmaster.resourcemanager.slotmanager.slot_manager import SlotManager
+    config = Configuration.load(overrides=["taskmanager.numberOfTaskSlots=4"])
+    graph = two_sized_group().job_graph(config)
+    small, big = R(1.5, "2g"), R(2, "4g")
+    assert slots_needed(graph, DEFAULT) == {big: 4, small: 2}
+    h = Harness(graph, config, main=ManualMainThread())
+    h.start()
+    try:      # the JobMaster tells the ResourceManager how many of each it holds at once
+        wanted = {(h.rm.requests[a], n) for a, n in h.rm.wanted.items()}
+        assert wanted == {(big, 4), (small, 2)}
+    finally:
+        h.close()
+    manager = SlotManager(None, slots_per_worker=4, overhead_mb=256,   # type: ignore[arg-type]
+                          max_workers=10, taskmanager_timeout=30)
+    assert manager.worker_spec_for(small, wanted=2).name == "2x1.5c-2048m"
+    assert manager.worker_spec_for(big, wanted=4).name == "4x2c-4096m"
+    assert manager.worker_spec_for(big).num_slots == 4           # not said: as configured

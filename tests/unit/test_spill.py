@@ -183,3 +183,14 @@ def test_the_summary_shows_spilled_bytes_and_warns_of_a_vertex_that_spilled_more
     quiet = Console(width=250, record=True)
     print_summary(JobDetails("j", "job", JobStatus.FINISHED, 0.0, 1.0, [vertex("map", 1, 0)]), quiet)
     assert "spilled" not in quiet.export_text()
+
+
+def test_batches_told_apart_by_metadata_or_nullability_spill_into_one_file(tmp_path):
+    """A join's output mixes them (TPC-H Q18 failed on it): one stream, one schema."""
+    memory = OperatorMemory.fixed(UNLIMITED, tmp_path)
+    tagged = pa.table({"x": [1, 2]}).replace_schema_metadata({"origin": "parquet"})
+    plain = pa.table({"x": pa.array([3, None])})
+    run_ = SpilledRun(memory, "r", tagged.schema)
+    run_.write(tagged)
+    run_.write(plain)
+    assert pa.Table.from_batches(list(run_.read())).column("x").to_pylist() == [1, 2, 3, None]

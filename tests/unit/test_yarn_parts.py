@@ -637,3 +637,22 @@ def test_a_process_starts_one_private_skein_driver_per_login_and_replaces_a_dead
     alice._proc.returncode = 1               # both drivers died: the next ask starts one
     again = yarn_client.skein_client(5)
     assert again not in (first, alice) and len(FakeSkeinClient.started) == 3
+
+
+def test_a_container_killed_for_its_memory_is_told_in_one_line_with_the_fix():
+    from types import SimpleNamespace
+    from yarnflow.appmaster.resourcemanager.drivers.yarn import describe_completion
+    said = ("[2026-12-03 10:01:02.345]Container [pid=4242,containerID=container_1_0001_01_000002] "
+            "is running 2.1 GB beyond the 'PHYSICAL' memory limit. Current usage: 3.3 GB of "
+            "1.25 GB physical memory used; 5.6 GB of 2.6 GB virtual memory used. Killing "
+            "container.\nDump of the process-tree for container_1_0001_01_000002 :\n|- PID ...\n"
+            "[2026-12-03 10:01:02.400]Container killed on request. Exit code is 143")
+    line = describe_completion(SimpleNamespace(
+        exit_message=said, yarn_node_http_address="nm2:8042",
+        yarn_container_id="container_1_0001_01_000002", id="te-a_0", state="FAILED"))
+    assert line == ("YARN container container_1_0001_01_000002 on nm2:8042 was killed by its "
+                    "NodeManager for using 3.3 GB of physical memory, more than its container's "
+                    "1.25 GB; fix: raise taskmanager.memory.overhead (the executor's own process) "
+                    "or the slots' memory (taskmanager.default-slot.memory, or the operators' "
+                    "ResourceSpec), or lower taskmanager.memory.managed.fraction")
+    assert "\n" not in line

@@ -100,6 +100,9 @@ class SlotPool:
         self._rm: ResourceManagerGateway | None = None
         self._held: dict[AllocationID, _Held] = {}
         self._pending: dict[AllocationID, PendingRequest] = {}
+        # slots of each profile the job holds at once, told to the ResourceManager with
+        # each request: a worker it starts without a plan gets no more of them
+        self.wanted: dict[ResourceSpec, int] = {}
         self._slots_per_executor: dict[str, int] = {}
         self._allocated_per_executor: dict[str, int] = {}
         # Free slots by exact profile and executor, and a lazily updated heap of
@@ -191,7 +194,7 @@ class SlotPool:
         assert self._rm is not None
         request.sent = True
         reply = self._rm.request_slot(request.allocation_id, request.profile, request.hosts,
-                                      request.exact)
+                                      request.exact, self.wanted.get(request.profile, 0))
 
         def failed(err: Exception) -> None:
             if isinstance(err, Refused):

@@ -81,12 +81,33 @@ def blames_the_spec(message: str) -> bool:
     return not _NOT_THE_SPEC.search(message or "")
 
 
+# a NodeManager's words for a container it killed for its memory (ContainersMonitorImpl)
+_MEMORY_KILL = re.compile(r"beyond the '(PHYSICAL|VIRTUAL)' memory limit\. Current usage: "
+                          r"([^;]+?) of ([^;]+?) (?:physical|virtual) memory used", re.IGNORECASE)
+
+
+def memory_kill(message: str) -> str:
+    """One line for a container its NodeManager killed for outgrowing its size, naming
+    what to raise ("" for any other end)."""
+    found = _MEMORY_KILL.search(message or "")
+    if found is None:
+        return ""
+    kind, used, size = found.group(1).lower(), found.group(2), found.group(3)
+    return (f"killed by its NodeManager for using {used} of {kind} memory, more than its "
+            f"container's {size}; fix: raise taskmanager.memory.overhead (the executor's own "
+            "process) or the slots' memory (taskmanager.default-slot.memory, or the "
+            "operators' ResourceSpec), or lower taskmanager.memory.managed.fraction")
+
+
 def describe_completion(container: Any) -> str:
     """YARN's view of why a container ended, with its ids, for logs and job failures."""
     message = (container.exit_message or "").strip().replace("\n", " ")
+    node = container.yarn_node_http_address or "an unknown node"
+    killed = memory_kill(message)
+    if killed:
+        return f"YARN container {container.yarn_container_id or '?'} on {node} was {killed}"
     if len(message) > 400:
         message = message[:400] + " ..."
-    node = container.yarn_node_http_address or "an unknown node"
     return (f"YARN container {container.yarn_container_id or '?'} (Skein {container.id}) on "
             f"{node} ended {container.state}: {message or 'no diagnostics from YARN'}")
 

@@ -65,6 +65,7 @@ class SlotRequest:
     profile: ResourceSpec
     preferred_hosts: tuple[str, ...] = ()       # best first; where a worker for it should run
     exact: bool = False                         # only a slot of ``profile`` itself serves it
+    wanted: int = 0                             # slots of ``profile`` its job holds at once
     state: RequestState = RequestState.WAITING
     assigned: tuple[str, int] | None = None     # (resource id, slot index) while PENDING
     worker: ResourceID | None = None            # the starting worker, while WAITING_FOR_WORKER
@@ -122,16 +123,19 @@ class SlotManager:
         self._owed: list[tuple[str, WorkerSpec, float]] = []
         self._index = SlotIndex(self.workers)
 
-    def worker_spec_for(self, profile: ResourceSpec) -> WorkerSpec:
+    def worker_spec_for(self, profile: ResourceSpec, wanted: int = 0) -> WorkerSpec:
         """The planned spec (per-job mode knows its job's profiles up front), else the
         session's smallest container size that fits (raises NoContainerFits), else
-        ``taskmanager.numberOfTaskSlots`` slots of the profile."""
+        ``taskmanager.numberOfTaskSlots`` slots of the profile, but no more than the
+        ``wanted`` the job holds at once: slots nothing would ever use are memory and
+        cores YARN reserves for nothing."""
         planned = self._worker_specs.get(profile)
         if planned is not None:
             return planned
         if self.ladder is not None:
             return self.ladder.spec_for(profile)
-        return WorkerSpec(profile, self._slots_per_worker, self._overhead_mb)
+        slots = min(self._slots_per_worker, wanted) if wanted > 0 else self._slots_per_worker
+        return WorkerSpec(profile, slots, self._overhead_mb)
 
     # --- requests --------------------------------------------------------------------
     def request_slot(self, request: SlotRequest) -> None:
@@ -162,7 +166,7 @@ class SlotManager:
             return
         if request.state is RequestState.WAITING_FOR_WORKER:
             return
-        spec = self.worker_spec_for(request.profile)
+        spec = self.worker_spec_for(request.profile, request.wanted)
         starting = self._starting_worker_for(request, spec)
         if starting is not None:
             starting.reserved.add(request.allocation_id)

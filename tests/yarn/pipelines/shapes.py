@@ -9,9 +9,15 @@ import time
 import urllib.error
 import urllib.request
 
+import cloudpickle
+import numpy as np
 import pyarrow as pa
 
+import spill_jobs
 import yarnflow.client as yf
+
+# the executors have yarnflow, not this folder: the spill jobs' functions travel by value
+cloudpickle.register_pickle_by_value(spill_jobs)
 
 
 def rows(n: int) -> pa.Table:
@@ -57,6 +63,16 @@ def digest(table: pa.Table) -> str:
     return hashlib.sha256(json.dumps(table.to_pylist()).encode()).hexdigest()
 
 
+def hog(gb: float, seconds: float):
+    """Touches ``gb`` of memory and holds it ``seconds`` (longer than a NodeManager's
+    monitoring interval), then passes its batch on."""
+    def touch(batch: pa.RecordBatch) -> pa.RecordBatch:
+        held = np.ones(int(gb * 2**30) // 8)        # every page written: resident
+        time.sleep(seconds)
+        return batch.append_column("held", pa.array([float(held[-1])] * batch.num_rows))
+    return touch
+
+
 def explode(batch: pa.RecordBatch) -> pa.RecordBatch:
     raise ValueError(f"bad input: {batch.num_rows} rows of which none is valid")
 
@@ -66,7 +82,9 @@ def main() -> None:
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
                                           "copy", "narrow-heavy", "two-stage", "four-and-two",
                                           "bad-column", "batch", "labelled",
-                                          "adaptive-stages", "profiles", "collect"])
+                                          "adaptive-stages", "profiles", "collect",
+                                          "memory-hog", "spill-join", "spill-aggregate",
+                                          "spill-sort"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
     parser.add_argument("--work", type=float, default=4.0)
     parser.add_argument("--memory", default="512m")
@@ -76,6 +94,7 @@ def main() -> None:
     parser.add_argument("--work1", type=float, default=0.1, help="two-stage: stage 1's work")
     parser.add_argument("--label", default="highmem", help="labelled: the map's node label")
     parser.add_argument("--rows", type=int, default=2000, help="long: its rows")
+    parser.add_argument("--gb", type=float, default=3.0, help="memory-hog: what its map touches")
     parser.add_argument("--hold", help="long, profiles: work while this WebHDFS file status URL "
                         "answers")
     args = parser.parse_args()
@@ -162,6 +181,17 @@ def main() -> None:
             .sort("k", "v", descending=[False, True]).to_arrow()
         print(f"collected {got.num_rows} rows, sha256 {digest(got)}")
         return
+    elif args.shape == "memory-hog":     # a map touching --gb in a slot of --memory
+        p = yf.Pipeline("memory-hog", parallelism=1)
+        p.from_arrow(rows(10)).map(hog(args.gb, args.work), name="hog") \
+            .resources(R(1, args.memory)).write_parquet(args.out, mode)
+    elif args.shape.startswith("spill-"):   # issue 57's three, in slots of --memory
+        p = yf.Pipeline(args.shape, parallelism=2)
+        job = args.shape.removeprefix("spill-")
+        if job == "aggregate":
+            spill_jobs.aggregate_job(p, args.out, checked=True)
+        else:
+            {"join": spill_jobs.join_job, "sort": spill_jobs.sort_job}[job](p, args.out)
     elif args.shape == "copy":           # read a Parquet input, write it back
         p = yf.Pipeline("copy", parallelism=args.parallelism)
         p.read_parquet(args.input).write_parquet(args.out, mode)
