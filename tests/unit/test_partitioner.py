@@ -79,3 +79,15 @@ def test_an_integer_or_bool_key_hashes_the_same_in_a_batch_with_nulls_as_in_one_
     wide = hash_rows(pa.record_batch({"k": pa.array([3, None], pa.int64())}), ["k"])
     narrow = hash_rows(pa.record_batch({"k": pa.array([3, None], pa.int16())}), ["k"])
     assert wide.tolist() == narrow.tolist(), "integers hash by value whatever their width"
+
+
+def test_each_hash_target_gets_rows_of_its_own_not_a_slice_keeping_every_targets():
+    """A consumer that holds its rows (a sort, a join's build side) keeps what its
+    batches reference: a slice of one shuffled copy kept the other targets' rows too
+    (issue 57)."""
+    batch = pa.record_batch({"k": pa.array(range(10_000), pa.int64()),
+                             "pad": pa.array([b"x" * 100] * 10_000)})
+    pieces = Partitioner(ShipStrategy.HASH, ("k",), 4).split(batch)
+    assert sum(p.num_rows for _, p in pieces) == 10_000
+    for _, piece in pieces:
+        assert piece.get_total_buffer_size() < 0.4 * batch.get_total_buffer_size()

@@ -9,12 +9,17 @@ import time
 import urllib.error
 import urllib.request
 
+import os
+import sys
+
 import cloudpickle
 import numpy as np
 import pyarrow as pa
 
-import spill_jobs
 import yarnflow.client as yf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # imported by a test too
+import spill_jobs  # noqa: E402
 
 # the executors have yarnflow, not this folder: the spill jobs' functions travel by value
 cloudpickle.register_pickle_by_value(spill_jobs)
