@@ -656,3 +656,11 @@ def test_a_container_killed_for_its_memory_is_told_in_one_line_with_the_fix():
                     "or the slots' memory (taskmanager.default-slot.memory, or the operators' "
                     "ResourceSpec), or lower taskmanager.memory.managed.fraction")
     assert "\n" not in line
+    shortened = describe_completion(SimpleNamespace(        # as Skein passed it on
+        exit_message="3.1 GB of 1.3 GB physical memory used", yarn_node_http_address="nm2:8042",
+        yarn_container_id="container_1_0001_01_000002", id="te-a_0", state="FAILED"))
+    assert "killed by its NodeManager for using 3.1 GB of physical memory, more than its " \
+        "container's 1.3 GB; fix: raise taskmanager.memory.overhead" in shortened
+    assert describe_completion(SimpleNamespace(
+        exit_message="Container released on a *lost* node", yarn_node_http_address="nm2:8042",
+        yarn_container_id="c", id="te-a_0", state="FAILED")).endswith("lost* node")

@@ -82,8 +82,9 @@ def blames_the_spec(message: str) -> bool:
 
 
 # a NodeManager's words for a container it killed for its memory (ContainersMonitorImpl)
-_MEMORY_KILL = re.compile(r"beyond the '(PHYSICAL|VIRTUAL)' memory limit\. Current usage: "
-                          r"([^;]+?) of ([^;]+?) (?:physical|virtual) memory used", re.IGNORECASE)
+# (Skein may pass on only its usage part: "3.1 GB of 1.3 GB physical memory used")
+_MEMORY_KILL = re.compile(r"([\d.]+ [KMGT]?B) of ([\d.]+ [KMGT]?B) (physical|virtual) memory used",
+                          re.IGNORECASE)
 
 
 def memory_kill(message: str) -> str:
@@ -92,7 +93,7 @@ def memory_kill(message: str) -> str:
     found = _MEMORY_KILL.search(message or "")
     if found is None:
         return ""
-    kind, used, size = found.group(1).lower(), found.group(2), found.group(3)
+    used, size, kind = found.group(1), found.group(2), found.group(3).lower()
     return (f"killed by its NodeManager for using {used} of {kind} memory, more than its "
             f"container's {size}; fix: raise taskmanager.memory.overhead (the executor's own "
             "process) or the slots' memory (taskmanager.default-slot.memory, or the "
