@@ -235,14 +235,14 @@ class _Grouping(BatchProcessor):
         self._merge_at = max(2 * self._ctx.batch_rows, 2 * merged.num_rows, 1)
         settings = self._settings
         if self._final:
-            if merged.nbytes > self._memory.limit // 4:      # it would merge again at once
+            if self._held_bytes > self._memory.limit // 4:    # it would merge again at once
                 self._spill()
             return
         if settings.adaptive and self._seen >= settings.sampling_rows and \
                 merged.num_rows > settings.distinct_rate * self._seen:
             self._passing = True
             self._flush()
-        elif merged.num_rows > FLUSH_ROWS or merged.nbytes > self._memory.limit // 4:
+        elif merged.num_rows > FLUSH_ROWS or self._held_bytes > self._memory.limit // 4:
             self._flush()
 
     def _hold(self, table: pa.Table) -> None:

@@ -199,17 +199,7 @@ class HashJoinOperator(Operator):
         else cut again by other bits of the keys' hash (a bucket of rows of one key
         cannot be cut: after ``MAX_LEVEL`` cuts it is joined whole)."""
         if build.size(index) > _holdable(memory) and build.level + 1 < MAX_LEVEL:
-            level = build.level + 1
-            inner_build = Buckets(memory, "join-build", build.keys, level, build.schema)
-            for batch in build.bucket(index):
-                inner_build.write(batch)
-            inner_build.close()
-            build.delete(index)
-            inner_probe = Buckets(memory, "join-probe", probe.keys, level, probe.schema)
-            for batch in probe.bucket(index):
-                inner_probe.write(batch)
-            inner_probe.close()
-            probe.delete(index)
+            inner_build, inner_probe = build.recut(index), probe.recut(index)
             for inner in range(BUCKETS):
                 self._grace(ctx, inner_build, inner_probe, inner, probe_input, memory)
             return

@@ -128,6 +128,16 @@ class Buckets:
             run.delete()
             self.runs[index] = None
 
+    def recut(self, index: int) -> "Buckets":
+        """Bucket ``index`` cut again by the next level's bits of the hash (it was too
+        big to hold); the bucket's own file goes."""
+        inner = Buckets(self._memory, self._what, self.keys, self.level + 1, self.schema)
+        for batch in self.bucket(index):
+            inner.write(batch)
+        inner.close()
+        self.delete(index)
+        return inner
+
     def delete_all(self) -> None:
         for index in range(BUCKETS):
             self.delete(index)
