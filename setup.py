@@ -85,12 +85,16 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
             "kerberos": ["requests-gssapi>=1.2"],
             # TPC-H tables for examples/tpch (data.py)
             "tpch": ["tpchgen-cli>=2.0"],
+            # the documentation site (docs/mkdocs.yml)
+            "docs": ["mkdocs>=1.6,<2", "mkdocstrings[python]>=0.30"],
             "test": ["pytest>=8", "pytest-timeout>=2.2", "pytest-xdist>=3.5", "grpcio-tools>=1.85.1", "skein>=0.8.2",
                      "venv-pack>=0.2",
                      "mypy>=2.4,<2.5", "ruff>=0.17,<0.18",
                      "pyspark>=4.0",
                      # TPC-H's tables, and DuckDB's answers to check the queries against
-                     "tpchgen-cli>=2.0", "duckdb>=1.1"],
+                     "tpchgen-cli>=2.0", "duckdb>=1.1",
+                     # the documentation's build, with warnings as errors (tests/unit/test_docs.py)
+                     "mkdocs>=1.6,<2", "mkdocstrings[python]>=0.30"],
         },
         entry_points={"console_scripts": ["yarnflow = yarnflow.client.cli:entry"]},
     )

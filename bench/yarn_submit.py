@@ -51,7 +51,9 @@ from yarnflow.core.clock import poll_until
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from yarn_cluster import python_args
 # Imported here, not while an application's executors start on the same two cores.
+from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.yarn_apps import YarnApplication
+from yarnflow.client.targets.yarn_client import skein_client
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = str(ROOT / "bench" / "yarn_jobs.py")
@@ -243,6 +245,9 @@ def measure_alloc(fixed: bool) -> float:
     lifetimes: dict[str, list] = {}        # YARN container id -> [mb, first seen, last seen]
     slots: dict[str, tuple[str, int]] = {}  # allocation id -> (Skein container id, real MB)
     skein_to_yarn: dict[str, str] = {}
+    tls = ApplicationStore().credentials(app_id)
+    security = skein.Security(cert_bytes=tls.cert_pem, key_bytes=tls.key_pem)
+    client = skein_client(30)
     with YarnApplication(app_id, timeout=30) as app:
         am = None
         while app_state(app_id)["state"] not in ("FINISHED", "FAILED", "KILLED"):
@@ -258,16 +263,20 @@ def measure_alloc(fixed: bool) -> float:
                     if s.allocation_id and s.resource_id:
                         slots[s.allocation_id] = (s.resource_id, real_mb[group])
             try:
-                if am is None and app._stub is not None:
-                    tls = app.store.credentials(app_id)
-                    am = app._client.connect(app_id, wait=False, security=skein.Security(
-                        cert_bytes=tls.cert_pem, key_bytes=tls.key_pem))
-                if am is not None:
-                    for c in am.get_containers(states=["RUNNING", "SUCCEEDED", "KILLED", "FAILED"]):
-                        skein_to_yarn[c.id] = c.yarn_container_id
-            except Exception:  # noqa: BLE001 - the application is ending
-                pass                        # the application is ending
+                am = am or client.connect(app_id, wait=False, security=security)
+                for c in am.get_containers(states=["RUNNING", "SUCCEEDED", "KILLED", "FAILED"]):
+                    skein_to_yarn[c.id] = c.yarn_container_id
+            except skein.exceptions.ConnectionError:
+                pass           # its ApplicationMaster is not up yet, or the application ends
             time.sleep(0.2)
+    final = app_state(app_id)
+    if final["finalStatus"] != "SUCCEEDED":
+        raise SystemExit(f"the alloc job {app_id} ended {final['finalStatus']}: {final['diagnostics']}")
+    matched = [rid for rid, _ in slots.values() if skein_to_yarn.get(rid) in lifetimes]
+    if not matched:
+        raise SystemExit(f"the alloc job {app_id}: none of its {len(slots)} slots was matched to "
+                         f"a container of the {len(lifetimes)} YARN listed (Skein named "
+                         f"{len(skein_to_yarn)}); its allocation cannot be measured")
     life = {cid: last - first for cid, (_, first, last) in lifetimes.items()}
     slot_mb_s = sum(mb * life.get(skein_to_yarn.get(rid, ""), 0.0) for rid, mb in slots.values())
     container_mb_s = sum(mb * life[cid] for cid, (mb, _, _) in lifetimes.items())

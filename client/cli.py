@@ -25,6 +25,7 @@ from yarnflow.core.tracebacks import raised_by_yarnflow, user_line
 from yarnflow.client.cli_common import (USER_ERRORS, OptionValue, config_options, fail, load_config, session_option,
                                  table_console, user_errors)
 from yarnflow.client.targets.yarn_errors import YarnError
+from yarnflow.client.config_cli import config
 from yarnflow.client.session_cli import cancel_session_job, history, list_jobs, session, show_session_job
 
 
@@ -321,6 +322,7 @@ def env_pack(output: str | None, python_prefix: str | None) -> None:
 main.add_command(session)
 main.add_command(list_jobs)
 main.add_command(history)
+main.add_command(config)
 
 
 

@@ -23,7 +23,7 @@ from yarnflow.conf.job_level import job_level
 from yarnflow.core.fs import LocalPathRefused
 from yarnflow.client.filesystems import filesystem_settings
 from yarnflow.core.chaining import chain_operators
-from yarnflow.core.jobgraph import (AdaptiveJoin, ChainingStrategy, InvalidPipelineError, JobGraph,
+from yarnflow.core.jobgraph import (AdaptiveJoin, InvalidPipelineError, JobGraph,
                                     JobVertex, PartitionType, ScheduleMode, ShipStrategy, path_error)
 from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
 from yarnflow.client.planner.joins import break_pipelined_cycles
@@ -31,15 +31,15 @@ from yarnflow.client.planner.adaptive import mark_adaptive
 from yarnflow.client.planner.aggregates import configure_local_steps
 from yarnflow.client.planner.estimates import estimate_hint
 from yarnflow.core.estimates import UNKNOWN
-from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.units import parse_parallelism
 from yarnflow.core.tracebacks import sources_of
 from yarnflow.core.user_code import UserCode
 from yarnflow.core.operators import (CsvSource, FilterOperator,
                                      FlatMapOperator, HashJoinOperator, MapOperator,
                                      ParquetSource, SelectOperator, TableSource)
-from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.relational import DistinctOperator
+from yarnflow.client.dataset_settings import Exchanges, OperatorSettings
+from yarnflow.client.operator_args import function_name, key_list, operator
 from yarnflow.client.outputs import OutputOperators
 from yarnflow.client.relational import RelationalOperators
 from yarnflow.core.operators.files import DataPathError
@@ -69,12 +69,29 @@ class _PendingEdge:
 
 
 class Pipeline:
+    """A job being built: its sources, and through them every operator.
+
+    Example:
+        ```python
+        p = yf.Pipeline("orders", parallelism=4)
+        p.read_parquet("orders/").filter(is_big).write_parquet("big/")
+        p.execute()
+        ```
+
+    Args:
+        name: the job's name, in the summary, the web UI and YARN's application list.
+        parallelism: subtasks of each operator that sets none
+            (default: ``parallelism.default``, 1).
+        schedule_mode: ``"EAGER"`` deploys every subtask at once; ``"LAZY_FROM_SOURCES"``
+            deploys a stage once its inputs are consumable (batch jobs, speculation).
+        exchange: how redistributed data moves, ``"pipelined"`` or ``"blocking"``;
+            unset, blocking with ``execution.batch.adaptive.enabled`` (whose decisions
+            need written inputs), else pipelined.
+    """
+
     def __init__(self, name: str = "yarnflow job", parallelism: int | None = None,
                  schedule_mode: ScheduleMode | str = ScheduleMode.EAGER,
                  exchange: str | None = None) -> None:
-        """``exchange``: how redistributed data moves, 'pipelined' or 'blocking'; unset,
-        blocking with ``execution.batch.adaptive.enabled`` (whose decisions need
-        written inputs), else pipelined."""
         self.name = name
         self.parallelism = None if parallelism is None else parse_parallelism(parallelism)
         self.schedule_mode = ScheduleMode[schedule_mode] if isinstance(schedule_mode, str) \
@@ -103,9 +120,31 @@ class Pipeline:
 
     def read_csv(self, path: str | list[str], name: str | None = None,
                  **read_options: Any) -> "DataSet":
+        """CSV files: a file, a directory's files, a glob, or a list of these, cut into
+        equal byte ranges at line ends. Column names and types are inferred once, from
+        the first file's first megabyte, and hold for every range.
+
+        Args:
+            path: where the files are; without a scheme, on the target's default file
+                system.
+            name: the source's vertex name (default ``csv-source``).
+            **read_options: pyarrow's ``read_options=pyarrow.csv.ReadOptions(...)``,
+                ``parse_options=pyarrow.csv.ParseOptions(...)`` and
+                ``convert_options=pyarrow.csv.ConvertOptions(...)``. With
+                ``ParseOptions(newlines_in_values=True)`` a file is read whole by one
+                subtask (a line's end cannot be found from an arbitrary byte).
+
+        Example:
+            ```python
+            p.read_csv("events/", parse_options=pacsv.ParseOptions(delimiter=";"))
+            ```
+        """
         return self._source(CsvSource(path, **read_options), name or "csv-source")
 
     def from_arrow(self, table: pa.Table, name: str | None = None) -> "DataSet":
+        """An in-memory ``pyarrow.Table`` as a source. It travels with the job to the
+        JobMaster, which hands each subtask its own rows: for small tables (lookups,
+        tests); data of hundreds of MB belongs on the cluster's file system."""
         return self._source(TableSource(table), name or "arrow-source")
 
     def _source(self, operator: Any, name: str) -> "DataSet":
@@ -265,12 +304,25 @@ class Pipeline:
                              side._partition_type, i) for i, side in enumerate(sides)]
 
     def execute(self, target: str | None = None, config: Configuration | None = None) -> Any:
-        """Run the pipeline: on the CLI's target when run by ``yarnflow run``, else here."""
+        """Run the pipeline as one job and return its ``yf.JobHandle``.
+
+        Under ``yarnflow run`` it runs on the CLI's target; run by plain ``python``, on
+        ``target`` or ``execution.target`` (``local`` by default). On ``local`` and with
+        ``execution.attached`` the call returns once the job ended, and raises
+        ``yf.JobFailedError`` unless it FINISHED; a detached YARN run returns once YARN
+        accepted the application (``status()``, ``wait(timeout)`` and ``cancel()``
+        follow it).
+
+        Args:
+            target: ``"local"``, ``"yarn-per-job"`` or ``"yarn-session"``.
+            config: a ``yarnflow.conf.Configuration``; default: the configuration file
+                and the CLI's ``-D`` options.
+        """
         from yarnflow.client.context import execute_pipeline
         return execute_pipeline(self, target, config)
 
 
-class DataSet(RelationalOperators, OutputOperators):
+class DataSet(OperatorSettings, Exchanges, RelationalOperators, OutputOperators):
     """The output of one operator; transformations return new DataSets."""
 
     def __init__(self, pipeline: Pipeline, vertex: JobVertex,
@@ -282,64 +334,6 @@ class DataSet(RelationalOperators, OutputOperators):
         self._keys = keys
         self._partition_type = partition_type
         self._single = False      # one subtask after a limit or top: what follows too
-
-    # --- settings of this operator ---------------------------------------------------
-    def set_parallelism(self, parallelism: int) -> "DataSet":
-        self.vertex.parallelism = parse_parallelism(parallelism)
-        return self
-
-    def resources(self, spec: ResourceSpec) -> "DataSet":
-        self.vertex.resources = spec
-        return self
-
-    def slot_sharing_group(self, name: str) -> "DataSet":
-        self.vertex.slot_sharing_group = name
-        return self
-
-    def co_location_group(self, name: str) -> "DataSet":
-        self.vertex.co_location_group = name
-        return self
-
-    def disable_chaining(self) -> "DataSet":
-        """This operator runs in a task of its own: chained neither to its producer nor
-        to its consumer (Flink's ``disableChaining``)."""
-        self.vertex.chaining = ChainingStrategy.NEVER
-        return self
-
-    def start_new_chain(self) -> "DataSet":
-        """This operator starts a chain: not chained to its producer, its consumer may
-        be chained to it (Flink's ``startNewChain``)."""
-        if self.vertex.chaining is not ChainingStrategy.NEVER:
-            self.vertex.chaining = ChainingStrategy.HEAD
-        return self
-
-    def name(self, name: str) -> "DataSet":
-        self.vertex.name = name
-        return self
-
-    # --- how records reach the next operator -------------------------------------------
-    def _shaped(self, ship: ShipStrategy, keys: tuple[str, ...] = ()) -> "DataSet":
-        return DataSet(self.pipeline, self.vertex, ship, keys, self._partition_type)
-
-    def key_by(self, *keys: str) -> "DataSet":
-        if not keys:
-            raise ValueError("key_by needs at least one key column")
-        return self._shaped(ShipStrategy.HASH, tuple(keys))
-
-    def broadcast(self) -> "DataSet":
-        return self._shaped(ShipStrategy.BROADCAST)
-
-    def rebalance(self) -> "DataSet":
-        return self._shaped(ShipStrategy.REBALANCE)
-
-    def forward(self) -> "DataSet":
-        return self._shaped(ShipStrategy.FORWARD)
-
-    def blocking(self) -> "DataSet":
-        """Materialize the next exchange on disk (BLOCKING) instead of streaming it."""
-        out = DataSet(self.pipeline, self.vertex, self._ship, self._keys, PartitionType.BLOCKING)
-        out._single = self._single
-        return out
 
     # --- transformations -------------------------------------------------------------
     def _derived(self, vertex: JobVertex, ship: ShipStrategy | None = None,
@@ -358,19 +352,36 @@ class DataSet(RelationalOperators, OutputOperators):
     def map(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
             selectivity: float | None = None, size: int | str | None = None,
             output_schema: Any = None) -> "DataSet":
-        """``selectivity`` (output per input) or ``size`` (output bytes, '200 mb')
-        correct the planner's estimate, which otherwise keeps the input's.
-        ``output_schema`` (a ``pyarrow.schema``) declares the columns ``fn`` returns:
-        the client then checks the operators after it against them, and every batch
-        ``fn`` returns must have them. Undeclared, they are unknown and not checked."""
-        name = name or _fn_name(fn, "map")
-        return self._unary(_operator(name, MapOperator, fn, name, estimate_hint(name, selectivity, size),
+        """Apply ``fn`` to every batch: ``fn(batch)`` returns a ``pyarrow.RecordBatch``
+        or ``pyarrow.Table`` (``None`` for nothing). Returning anything else fails the
+        job at once, without restarts, naming the operator.
+
+        Args:
+            fn: the function; it runs on the executors, so it must pickle (cloudpickle
+                takes lambdas and closures).
+            name: the vertex name (default: the function's name).
+            selectivity: output rows per input row, for the planner's estimate.
+            size: the output's bytes (``"200 mb"``), for the planner's estimate;
+                without either, the estimate keeps the input's.
+            output_schema: a ``pyarrow.schema`` of the columns ``fn`` returns. The
+                client then checks the operators after it against them, and every
+                batch ``fn`` returns must have them; undeclared, they are unknown and
+                not checked.
+
+        Example:
+            ```python
+            with_tax = orders.map(lambda b: b.append_column(
+                "tax", pc.multiply(b["amount"], 0.2)))
+            ```
+        """
+        name = name or function_name(fn, "map")
+        return self._unary(operator(name, MapOperator, fn, name, estimate_hint(name, selectivity, size),
                                      output_schema), name)
 
     def filter(self, fn: Callable[[pa.RecordBatch], Any], name: str | None = None, *,
                selectivity: float | None = None, size: int | str | None = None) -> "DataSet":
         """``selectivity``: the share of rows kept, for the planner (see ``map``)."""
-        name = name or _fn_name(fn, "filter")
+        name = name or function_name(fn, "filter")
         return self._unary(FilterOperator(fn, name, estimate_hint(name, selectivity, size)), name)
 
     def select(self, *columns: str, name: str = "select") -> "DataSet":
@@ -386,8 +397,8 @@ class DataSet(RelationalOperators, OutputOperators):
                  output_schema: Any = None) -> "DataSet":
         """``selectivity``: output rows per input row, for the planner; ``output_schema``
         as for ``map``."""
-        name = name or _fn_name(fn, "flat_map")
-        return self._unary(_operator(name, FlatMapOperator, fn, name,
+        name = name or function_name(fn, "flat_map")
+        return self._unary(operator(name, FlatMapOperator, fn, name,
                                      estimate_hint(name, selectivity, size), output_schema), name)
 
     def spark_sql(self, sql: str, name: str = "spark-sql", *,
@@ -395,14 +406,14 @@ class DataSet(RelationalOperators, OutputOperators):
         """Run Spark SQL over this data set, registered as the view ``input``; each
         subtask runs the query on its share of the rows in its TaskExecutor's
         SparkSession (``SELECT ... FROM input``). ``output_schema`` as for ``map``."""
-        return self._spark(_operator(name, SparkOperator, name, sql=sql,
+        return self._spark(operator(name, SparkOperator, name, sql=sql,
                                      output_schema=output_schema), name)
 
     def spark(self, fn: Callable[[Any, Any], Any], name: str | None = None, *,
               output_schema: Any = None) -> "DataSet":
         """``fn(spark, df) -> df``: any DataFrame code over this subtask's rows."""
-        name = name or _fn_name(fn, "spark")
-        return self._spark(_operator(name, SparkOperator, name, fn=fn,
+        name = name or function_name(fn, "spark")
+        return self._spark(operator(name, SparkOperator, name, fn=fn,
                                      output_schema=output_schema), name)
 
     def _spark(self, operator: Any, name: str) -> "DataSet":
@@ -414,15 +425,40 @@ class DataSet(RelationalOperators, OutputOperators):
              left_on: str | Sequence[str] | None = None,
              right_on: str | Sequence[str] | None = None, how: str = "inner",
              strategy: str = "auto", name: str = "join") -> "DataSet":
-        """Join with ``other``; ``how`` is one of Spark's join types: 'inner', 'left',
-        'right', 'full', 'left_semi', 'left_anti' ('left_outer', 'outer', 'semi' and
-        'anti' too). ``strategy='auto'`` lets the planner decide from both
-        sides' size estimates: it broadcasts a side estimated within
-        ``planner.broadcast-threshold`` and keeps the other where it is, else it
-        hash-partitions both on the keys. ``'broadcast'`` (sends ``other`` whole to
-        every subtask) and ``'hash'`` force the choice."""
-        left_keys = _keys(left_on if left_on is not None else on)
-        right_keys = _keys(right_on if right_on is not None else on)
+        """Join with ``other`` on equal keys.
+
+        Args:
+            other: the right side, a DataSet of the same Pipeline.
+            on: the key column(s), named alike on both sides.
+            left_on: this side's key column(s), when the names differ.
+            right_on: ``other``'s key column(s), as many as ``left_on``, of types that
+                agree.
+            how: one of Spark's join types: ``"inner"``; ``"left"`` (every left row,
+                right columns null where none matches; also ``"left_outer"``,
+                ``"left outer"``); ``"right"``; ``"full"`` (``"outer"``);
+                ``"left_semi"`` (``"semi"``: left rows that have a match, left columns
+                only); ``"left_anti"`` (``"anti"``: left rows that have none).
+            strategy: ``"auto"`` lets the planner decide from both sides' size
+                estimates: it broadcasts a side estimated within
+                ``planner.broadcast-threshold`` and keeps the other where it is, else
+                it hash-partitions both on the keys and builds the smaller side.
+                ``"broadcast"`` (sends ``other`` whole to every subtask) and ``"hash"``
+                force the choice. A side whose every row must come out is never the
+                broadcast or build side.
+            name: the vertex name.
+
+        Returns:
+            The joined rows: this side's columns, then ``other``'s without its keys
+            (the keys are coalesced: a ``full`` join's key is whichever side has one);
+            a column of ``other`` this side also has gets the suffix ``_right``.
+
+        Example:
+            ```python
+            orders.join(customers, left_on="cust", right_on="id", how="left")
+            ```
+        """
+        left_keys = key_list(left_on if left_on is not None else on)
+        right_keys = key_list(right_on if right_on is not None else on)
         if not left_keys or len(left_keys) != len(right_keys):
             raise ValueError("join needs on=..., or left_on and right_on of equal length")
         try:
@@ -434,15 +470,6 @@ class DataSet(RelationalOperators, OutputOperators):
         self.pipeline._joins.append(_PendingJoin(vertex, self, other, left_keys, right_keys,
                                                  JoinStrategy.parse(strategy)))
         return DataSet(self.pipeline, vertex)
-
-
-def _operator(vertex: str, kind: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """An operator, its arguments' errors (a declared schema that is none) as the
-    vertex's."""
-    try:
-        return kind(*args, **kwargs)
-    except PlanError as err:
-        raise InvalidPipelineError(vertex, err.problem, err.fix) from None
 
 
 def _whole_row_keys(edge: _PendingEdge, own: dict[str, JobVertex],
@@ -461,14 +488,3 @@ def _whole_row_keys(edge: _PendingEdge, own: dict[str, JobVertex],
                                    "name the columns, distinct('a', 'b'), or declare what the "
                                    "map returns: map(fn, output_schema=pa.schema([...]))")
     return tuple(schema.names)
-
-
-def _keys(value: str | Sequence[str] | None) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _fn_name(fn: Callable[..., Any], default: str) -> str:
-    name = getattr(fn, "__name__", "")
-    return default if not name or name == "<lambda>" else name

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from yarnflow.client.dataset_settings import DataSetState
 from yarnflow.client.planner.estimates import estimate_hint
-from yarnflow.core.jobgraph import InvalidPipelineError, JobVertex, PartitionType, ShipStrategy
+from yarnflow.core.jobgraph import InvalidPipelineError, PartitionType, ShipStrategy
 from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregateOperator
 from yarnflow.core.operators.join import CrossJoinOperator
 from yarnflow.core.operators.sort import (RangeBoundariesOperator, RangePartitionOperator,
@@ -19,24 +20,13 @@ from yarnflow.core.operators.relational import (DistinctOperator, LimitOperator,
                                                 UnionOperator, sort_keys)
 
 if TYPE_CHECKING:
-    from yarnflow.client.pipeline import DataSet, Pipeline
+    from yarnflow.client.pipeline import DataSet
 
 
-class RelationalOperators:
-    """Mixed into ``DataSet``: what these methods use of it is declared here."""
-    pipeline: "Pipeline"
-    vertex: JobVertex
-    _ship: ShipStrategy | None
-    _keys: tuple[str, ...]
-    _partition_type: PartitionType | None
-    _single: bool
+class RelationalOperators(DataSetState):
+    """Mixed into ``DataSet``."""
 
     def _unary(self, operator: Any, name: str, **edge: Any) -> "DataSet":
-        raise NotImplementedError      # DataSet's
-
-    def _derived(self, vertex: JobVertex, ship: ShipStrategy | None = None,
-                 keys: tuple[str, ...] = (),
-                 partition_type: PartitionType | None = None) -> "DataSet":
         raise NotImplementedError      # DataSet's
 
     def _two_steps(self, local: Any, final: Any, name: str, ship: ShipStrategy,

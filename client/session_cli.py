@@ -168,8 +168,9 @@ def cancel_session_job(job_id: JobID, session: str, config: Configuration) -> No
 @user_errors
 def history(job_id: JobID | None, session: str, location: str | None, subtasks: bool,
             dynamic: tuple[str, ...], conf_file: str | None) -> None:
-    """Finished session jobs from the history archive (during the session and after it
-    stopped): all of them, or one job's summary, metrics and failure."""
+    """Ended jobs from the history archive: a session's (while it runs and after it
+    stopped) and per-job applications' (which archive there too); all of them, or one
+    job's summary, metrics and failure."""
     from yarnflow.client.targets.app_store import ApplicationStore
     from yarnflow.client.targets.history import history_location, open_history
     console = Console()

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TypeVar
 
-from yarnflow.conf.options import HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, REGISTRY, RENAMED, Option
+from yarnflow.conf.options import (HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, REGISTRY, RENAMED, Option,
+                                   target_defaults)
 
 T = TypeVar("T")
 DEFAULT_FILE = Path(__file__).with_name("yarnflow.yaml")
@@ -36,14 +37,21 @@ class Configuration:
              overrides: Iterable[str] = ()) -> "Configuration":
         """Defaults file, then ``path`` (or ``$YARNFLOW_CONF_DIR/yarnflow.yaml``), then overrides."""
         conf = cls.from_yaml_file(DEFAULT_FILE)
-        if path is None and os.environ.get(ENV_CONF_DIR):
-            candidate = Path(os.environ[ENV_CONF_DIR]) / "yarnflow.yaml"
-            path = candidate if candidate.exists() else None
+        path = cls.user_file(path)
         if path is not None:
             conf.update(cls.from_yaml_file(path))
         conf.apply_overrides(overrides)
         conf.check()
         return conf
+
+    @staticmethod
+    def user_file(path: str | os.PathLike[str] | None = None) -> str | os.PathLike[str] | None:
+        """The file a user's settings come from: ``path``, else
+        ``$YARNFLOW_CONF_DIR/yarnflow.yaml`` where it exists."""
+        if path is None and os.environ.get(ENV_CONF_DIR):
+            candidate = Path(os.environ[ENV_CONF_DIR]) / "yarnflow.yaml"
+            return candidate if candidate.exists() else None
+        return path
 
     def check(self) -> None:
         """Options that only make sense together: a heartbeat timeout not above the
@@ -114,6 +122,15 @@ class Configuration:
     def is_set(self, option: Option[Any]) -> bool:
         """Whether a file or flag set it (a target may pick a different default)."""
         return option.key in self._values
+
+    def for_target(self, target: str) -> "Configuration":
+        """A copy with ``target``'s own defaults (options.target_defaults) for the
+        options nothing set."""
+        config = self.copy()
+        for key, value in target_defaults(target).items():
+            if key not in self._values:
+                config.set_raw(key, value)
+        return config
 
     def update(self, other: "Configuration") -> None:
         self._values.update(other._values)

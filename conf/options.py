@@ -30,22 +30,35 @@ REGISTRY: dict[str, "Option[Any]"] = {}
 RENAMED = {"yarn.appmaster.memory": "jobmanager.memory.process.size"}
 
 
+_SECTION = [""]
+
+
 @dataclass(frozen=True)
 class Option(Generic[T]):
     key: str
     parse: Callable[[object], T]
     default: T
     doc: str
+    section: str = ""    # the heading it is listed under in the configuration reference
 
     def __post_init__(self) -> None:
         REGISTRY[self.key] = self
 
+    @property
+    def test_only(self) -> bool:
+        """Options the tests inject faults with: never part of a user's configuration."""
+        return self.key.startswith("test.")
+
+
+def _section(title: str) -> None:     # the options declared next are under it in the reference
+    _SECTION[0] = title
+
 
 def _option(key: str, parse: Callable[[object], T], default: T, doc: str) -> Option[T]:
-    return Option(key, parse, default, doc)
+    return Option(key, parse, default, doc, _SECTION[0])
 
 
-# --- timeouts and heartbeats (FLIP-6 failure detection) -------------------------------
+_section("Timeouts and heartbeats")   # FLIP-6 failure detection
 HEARTBEAT_INTERVAL = _option("heartbeat.interval", parse_duration, 10.0,
                              "How often TaskExecutors heartbeat the ResourceManager and JobMasters.")
 HEARTBEAT_TIMEOUT = _option("heartbeat.timeout", parse_duration, 50.0,
@@ -79,7 +92,7 @@ UPSTREAM_FAILURE_GRACE = _option(
 JOB_CANCEL_TIMEOUT = _option("job.cancel.timeout", parse_duration, 30.0,
                              "How long cancelling a job waits for its tasks to acknowledge.")
 
-# --- failover (seed 003, Flink's task failure recovery) -------------------------------
+_section("Failover and restarts")   # seed 003, Flink's task failure recovery
 RESTART_STRATEGY = _option(
     "restart-strategy.type", _restart_strategy, "exponential-delay",
     "Whether and when a failed task restarts: none, fixed-delay, exponential-delay or failure-rate.")
@@ -128,7 +141,7 @@ BLOB_OFFLOAD_MINSIZE = _option(
     "blob.offload.minsize", parse_bytes, 1 << 20,
     "A deployment part many subtasks share (a vertex's task information, an ALL_TO_ALL input's shuffle descriptors) of at least this size is written once beside the partition store on the cluster file system and read there by each executor, instead of being sent to each.")
 
-# --- slots and workers (fine-grained resource profiles) -------------------------------
+_section("Slots, workers and memory")   # fine-grained resource profiles
 NUM_TASK_SLOTS = _option("taskmanager.numberOfTaskSlots", _pos_int, 1,
                          "Most slots per TaskExecutor; a per-job worker gets no more than its job needs of that profile.")
 DEFAULT_SLOT_CPU = _option("taskmanager.default-slot.cpu", _pos_float, 1.0,
@@ -166,7 +179,7 @@ def largest_worker(config: "Configuration") -> ResourceSpec:
 MAX_WORKERS = _option("resourcemanager.max-workers", _pos_int, 64,
                       "Most TaskExecutors the ResourceManager runs at once.")
 
-# --- execution and data exchange --------------------------------------------------------
+_section("Execution and data exchange")
 DEFAULT_PARALLELISM = _option("parallelism.default", parse_parallelism, 1,
                               "Parallelism of operators that set none.")
 BUFFERS_PER_CHANNEL = _option("taskmanager.network.memory.buffers-per-channel", _pos_int, 4,
@@ -184,7 +197,7 @@ TMP_DIRS = _option("io.tmp.dirs", _str, "",
 TASK_CANCEL_TIMEOUT = _option("task.cancellation.timeout", parse_duration, 30.0,
                               "A cancelled task still running this long stops its TaskExecutor (whose loss its JobMaster then handles); a JobMaster counts it cancelled then.")
 
-# --- delegation tokens -------------------------------------------------------------------
+_section("Delegation tokens")
 DELEGATION_TOKENS_RENEWAL_TIME_RATIO = _option(
     "security.delegation.tokens.renewal.time-ratio", _fraction, 0.75,
     "With a keytab, a new HDFS delegation token is obtained after this share of the current one's remaining life (Flink's name and default).")
@@ -195,7 +208,7 @@ DELEGATION_TOKENS_EXPIRY_WARNING = _option(
     "security.delegation.tokens.expiry-warning", parse_duration, 86400.0,
     "Without a keytab, how long before the application's delegation token ends for good that yarnflow status and the log say so.")
 
-# --- file systems ------------------------------------------------------------------------
+_section("File systems")
 FS_DEFAULT_SCHEME = _option(
     "fs.default-scheme", _str, "",
     "File system of paths without a scheme (e.g. hdfs://namenode:9000); empty: fs.defaultFS of HADOOP_CONF_DIR on the YARN targets, the local disk on local.")
@@ -228,12 +241,12 @@ SOURCE_LOCALITY_WAIT = _option(
     "source.locality-wait", parse_duration, 3.0,
     "How long a source subtask with no split left on its own host waits before reading one another subtask would read locally (Spark's spark.locality.wait).")
 
-# --- planner ---------------------------------------------------------------------------
+_section("Planner")
 BROADCAST_THRESHOLD = _option(
     "planner.broadcast-threshold", parse_bytes, 10 * 2**20,
     "A join with strategy 'auto' broadcasts a side estimated at most this large (bytes; '10 mb') and keeps the other side where it is.")
 
-# --- adaptive batch execution (Flink's AdaptiveBatchScheduler) ----------------------------
+_section("Adaptive batch execution")   # Flink's AdaptiveBatchScheduler
 ADAPTIVE_ENABLED = _option(
     "execution.batch.adaptive.enabled", parse_bool, False,
     "Decide at run time, from the bytes its finished BLOCKING inputs measured, the parallelism of every operator whose parallelism was not set with set_parallelism(); exchanges become BLOCKING where the pipeline names none.")
@@ -298,7 +311,7 @@ LOCAL_AGG_RATE = _option(
     "table.exec.local-hash-agg.adaptive.distinct-value-rate-threshold", _fraction, 0.5,
     "A local aggregate or distinct that kept more groups than this share of its input rows passes its input on; Flink's name and default.")
 
-# --- results brought back to the client (collect) -----------------------------------------
+_section("Results brought back to the client")   # collect()
 COLLECT_MAX_RESULT_SIZE = _option(
     "pipeline.collect.max-result-size", _collect_size, 64 * 2**20,
     "The most bytes (as Arrow) collect(), to_arrow() and to_pandas() bring back through the JobMaster; a larger result fails the job naming this option (Spark's spark.driver.maxResultSize); at most 192 mb.")
@@ -306,7 +319,7 @@ COLLECT_RESULT_TIMEOUT = _option(
     "pipeline.collect.result-timeout", parse_duration, 300.0,
     "How long an ApplicationMaster keeps a collected result its client has not fetched; a per-job application waits this long for its client before it ends.")
 
-# --- deployment ------------------------------------------------------------------------
+_section("Targets and the local run")
 TARGETS = ("local", "yarn-per-job", "yarn-session")
 
 
@@ -329,7 +342,16 @@ LOCAL_LOG_RETENTION = _option("local.log-retention", _pos_int, 10,
 ATTACHED = _option("execution.attached", parse_bool, False,
                    "Whether `yarnflow run` on YARN follows the job to its end (local always does).")
 
-# --- test only: fault injection (yarnflow.rpc.testing.faults, taskexecutor/straggler.py) -----------
+# defaults of the YARN targets where they differ: a key a file or flag sets keeps its value
+YARN_TARGET_DEFAULTS: dict[str, Any] = {
+    "jobmaster.upstream-failure.grace": 10.0,   # Skein learns of a dead container within ~5 s
+}
+
+
+def target_defaults(target: str) -> dict[str, Any]:
+    return dict(YARN_TARGET_DEFAULTS) if target.startswith("yarn-") else {}
+
+_section("Test only")   # fault injection: yarnflow.rpc.testing.faults, taskexecutor/straggler.py
 TEST_RPC_FAULTS = _option(
     "test.rpc.faults", _str, "",
     "Test only: calls between components to drop, duplicate or delay ('<method>=<action>[:<probability>[:<times>]]; ...', see rpc/testing/faults.py); empty, the default, injects nothing.")
@@ -342,7 +364,7 @@ TEST_FAILING_HOSTS = _option(
     "test.taskmanager.failing-hosts", _str, "",
     "Test only: 'HOST,...': every task of executors on HOST fails as it starts; empty, the default, fails nothing.")
 
-# --- YARN ------------------------------------------------------------------------------
+_section("YARN")
 YARN_APP_NAME = _option("yarn.application.name", _str, "",
                         "YARN application name; empty means the job's name.")
 YARN_QUEUE = _option("yarn.application.queue", _str, "default",
@@ -396,7 +418,7 @@ YARN_LOCALITY_MAX_HOSTS = _option(
     "yarn.locality.max-hosts", _nonneg_int, 100,
     "Executors are asked on the hosts that store their input when YARN has at most this many running NodeManagers (a Skein service per container size and host); 0 never asks for hosts.")
 
-# --- Kerberos (a cluster in Hadoop's secure mode; Flink's names) -------------------------
+_section("Kerberos")   # a cluster in Hadoop's secure mode; Flink's names
 KERBEROS_USE_TICKET_CACHE = _option(
     "security.kerberos.login.use-ticket-cache", parse_bool, True,
     "On a Kerberos cluster without a keytab, log in from the user's ticket cache (after kinit).")
@@ -407,7 +429,7 @@ KERBEROS_PRINCIPAL = _option(
     "security.kerberos.login.principal", _str, "",
     "The principal of security.kerberos.login.keytab, e.g. alice@EXAMPLE.COM.")
 
-# --- blocklist (FLIP-224; Spark's excludeOnFailure) -------------------------------------
+_section("Blocklist")   # FLIP-224; Spark's excludeOnFailure
 BLOCKLIST_ENABLED = _option(
     "cluster.resource-blocklist.enabled", parse_bool, False,
     "Keep jobs off hosts that keep failing tasks: no new slots or containers there for cluster.resource-blocklist.item.timeout.")
@@ -421,7 +443,7 @@ BLOCKLIST_ITEM_TIMEOUT = _option(
     "cluster.resource-blocklist.item.timeout", parse_duration, 600.0,
     "How long a blocked host stays blocked.")
 
-# --- speculative execution of batch jobs (Flink's FLIP-168) ----------------------------
+_section("Speculative execution")   # of batch jobs, Flink's FLIP-168
 SPECULATIVE_ENABLED = _option(
     "execution.batch.speculative.enabled", parse_bool, False,
     "Give a slow subtask of a batch (BLOCKING) stage a second attempt on another host; the first to finish wins.")
@@ -447,7 +469,7 @@ SLOW_TASK_BASELINE_LOWER_BOUND = _option(
     "slow-task-detector.execution-time.baseline-lower-bound", parse_duration, 60.0,
     "A subtask is never slow before it has run this long.")
 
-# --- web UI and REST API (the web monitor) ---------------------------------------------
+_section("Web UI and REST API")   # the web monitor
 REST_BIND_ADDRESS = _option(
     "rest.bind-address", _str, "127.0.0.1",
     "Address the web UI and REST API bind to; on YARN the default loopback is reached only through the ResourceManager's proxy (Skein's page route).")
@@ -458,7 +480,7 @@ WEB_REFRESH_INTERVAL = _option("web.refresh-interval", parse_duration, 2.0,
 LOCAL_WEB_UI = _option("local.web-ui", parse_bool, False,
                        "Serve the web UI and REST API during a local run and print its URL (`yarnflow run --ui`).")
 
-# --- session ---------------------------------------------------------------------------
+_section("Sessions")
 SESSION_CONTAINER_SIZES = _option(
     "session.container-sizes", _str, "1c-1536m, 2c-3072m, 4c-6144m",
     "A session's container sizes ('<cores>c-<memory>', comma-separated); each worker gets the smallest that fits its slot.")

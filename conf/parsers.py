@@ -3,7 +3,6 @@
 (``Configuration`` turns that into one line naming the option)."""
 from __future__ import annotations
 
-from typing import Callable
 
 from yarnflow.core.resources import check_node_label
 from yarnflow.core.units import parse_bytes
@@ -66,16 +65,25 @@ def pos_float(value: object) -> float:
     return number
 
 
-def choice(*allowed: str) -> Callable[[object], str]:
+class Choice:
     """One of ``allowed`` (case and surrounding spaces ignored); an empty name among
-    them lets the option stay unset."""
-    def parse(value: object) -> str:
+    them lets the option stay unset. A class, not a closure, so the configuration
+    reference can list the names."""
+
+    def __init__(self, *allowed: str) -> None:
+        self.allowed = allowed
+
+    def __call__(self, value: object) -> str:
         text = str(value).strip().lower()
-        if text not in allowed:
-            named = ", ".join(name for name in allowed if name)
-            raise ValueError(f"{value!r} is not one of {named}" + (" (or empty)" if "" in allowed else ""))
+        if text not in self.allowed:
+            named = ", ".join(name for name in self.allowed if name)
+            raise ValueError(f"{value!r} is not one of {named}"
+                             + (" (or empty)" if "" in self.allowed else ""))
         return text
-    return parse
+
+
+def choice(*allowed: str) -> Choice:
+    return Choice(*allowed)
 
 
 def restart_strategy(value: object) -> str:

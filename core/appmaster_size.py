@@ -4,7 +4,7 @@ The container holds Skein's ApplicationMaster JVM and yarnflow's Python process 
 ResourceManager, the JobMaster and the gRPC server). The Python process grows with the
 executors it talks to (a mutual-TLS channel, gateways and heartbeat state each) and
 with the subtasks it tracks (the ExecutionGraph, their descriptors, details and
-metrics). Measured on this project's benchmarks (README, "The ApplicationMaster's
+metrics). Measured on this project's benchmarks (docs/pages/architecture.md, "The ApplicationMaster's
 memory"):
 
 - ``bench/rm_scale.py``: 155 MB with 50 executors, 246 MB with 500, 346 MB with 1,000

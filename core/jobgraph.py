@@ -177,6 +177,11 @@ class JobEdge:
 
 
 class JobGraph:
+    """The job as the runtime takes it: vertices (operators, or chains of them) and the
+    edges between them, each with its ship strategy and partition type. A pipeline
+    makes one (``Pipeline.job_graph()``), planned and checked; users rarely build one
+    by hand."""
+
     def __init__(self, name: str = "yarnflow job",
                  schedule_mode: ScheduleMode = ScheduleMode.EAGER,
                  job_id: JobID | None = None) -> None:
@@ -196,24 +201,29 @@ class JobGraph:
 
     # --- building --------------------------------------------------------------------
     def add_vertex(self, vertex: JobVertex) -> JobVertex:
+        """Add ``vertex`` (keyed by its id) and return it."""
         self.vertices[vertex.id] = vertex
         return vertex
 
     def connect(self, source: JobVertex, target: JobVertex, ship: ShipStrategy,
                 keys: Iterable[str] = (), partition_type: PartitionType = PartitionType.PIPELINED,
                 target_input: int = 0, source_operator: str = "") -> JobEdge:
+        """An edge from ``source`` into input ``target_input`` of ``target``."""
         edge = JobEdge(source, target, ship, tuple(keys), partition_type, target_input,
                        source_operator)
         self.edges.append(edge)
         return edge
 
     def inputs_of(self, vertex: JobVertex) -> list[JobEdge]:
+        """The edges into ``vertex``, in the order of its inputs."""
         return sorted((e for e in self.edges if e.target is vertex), key=lambda e: e.target_input)
 
     def outputs_of(self, vertex: JobVertex) -> list[JobEdge]:
+        """The edges out of ``vertex``."""
         return [e for e in self.edges if e.source is vertex]
 
     def sources(self) -> list[JobVertex]:
+        """The vertices with no input."""
         return [v for v in self.vertices.values() if not self.inputs_of(v)]
 
     def vertex_running(self, operator: str) -> JobVertex:
@@ -259,6 +269,7 @@ class JobGraph:
         return self
 
     def slot_sharing_groups(self) -> dict[str, list[JobVertex]]:
+        """Each slot sharing group's name and its vertices."""
         groups: dict[str, list[JobVertex]] = {}
         for vertex in self.vertices.values():
             groups.setdefault(vertex.slot_sharing_group or DEFAULT_SLOT_SHARING_GROUP,

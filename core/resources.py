@@ -34,6 +34,9 @@ class ResourceSpec:
     ``spark.yarn.executor.nodeLabelExpression``, per profile). It is part of the
     profile: a slot serves only profiles of its own label, and a slot shared by an
     operator with a label and others without one gets the label.
+
+    ``gpus`` must stay 0: YARN is not asked for GPUs (see the error a non-zero value
+    raises for the way to reach GPU hosts).
     """
 
     __slots__ = ("cpu", "memory_mb", "gpus", "node_label", "_identity", "_hash")
@@ -46,7 +49,14 @@ class ResourceSpec:
         self.memory_mb = parse_memory_mb(memory)
         if self.memory_mb <= 0:
             raise ValueError(f"ResourceSpec memory must be positive, got {memory!r}")
-        self.gpus = int(gpus)
+        if gpus:
+            # refused, not ignored: YARN would never be asked for them, and a job that
+            # counts on a GPU would run on whatever host without one
+            raise ValueError(f"ResourceSpec(gpus={gpus}): yarnflow does not ask YARN for GPUs "
+                             "(its yarn.io/gpu resource type); fix: drop gpus=, and put the "
+                             "operator on the GPU hosts with a node label of theirs, "
+                             "ResourceSpec(..., node_label='gpu')")
+        self.gpus = 0
         self.node_label = check_node_label(node_label)
         # what equality and hashing compare, made once: the SlotPool's indexes hash a
         # profile for every slot request
@@ -62,9 +72,11 @@ class ResourceSpec:
                             self.node_label)
 
     def with_label(self, node_label: str) -> "ResourceSpec":
+        """The same cores and memory in the YARN partition ``node_label``."""
         return ResourceSpec(self.cpu, self.memory_mb, self.gpus, node_label)
 
     def with_memory(self, memory_mb: int) -> "ResourceSpec":
+        """The same cores and label with ``memory_mb`` megabytes."""
         return ResourceSpec(self.cpu, memory_mb, self.gpus, self.node_label)
 
     def fits_in(self, other: "ResourceSpec") -> bool:

@@ -153,7 +153,7 @@ def testcluster_jar(lib: Path, cache: Path) -> Path:
 def nodemanager_conf(conf: Path, into: Path) -> Path:
     """A copy of the configuration ``conf`` in ``into``, for a NodeManager to read itself:
     with a local file system that sets permission bits without forking `chmod` once per
-    file it localizes (there is no libhadoop.so; README.md). Only the NodeManager reads it:
+    file it localizes (there is no libhadoop.so; docker-hadoop/README.md). Only the NodeManager reads it:
     its containers get the cluster's HADOOP_CONF_DIR, and a Spark JVM there has none of
     the test clusters' jars."""
     shutil.rmtree(into, ignore_errors=True)

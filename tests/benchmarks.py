@@ -57,7 +57,7 @@ YARN: dict[str, tuple[list[str], list[str]]] = {
 # the jobs other benchmarks run
 NOT_BENCHMARKS = {"yarn_jobs.py", "session_jobs.py", "yarn_cluster.py",
                   # yarn_submit.py --secure's part: it takes the cluster from insecure to
-                  # secure and back, so it runs by hand (README, issue 35)
+                  # secure and back, so it runs by hand (issue 35)
                   "secure_submit.py"}
 # on the dockerised cluster, driven from this machine (it installs yarnflow on the
 # cluster's workers for its comparison, and removes it): tests/docker/test_ship_environment.py

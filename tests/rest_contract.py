@@ -1,4 +1,4 @@
-"""The REST API's documented fields (README, "Web UI and REST API"), checked by the
+"""The REST API's documented fields (docs/pages/operations.md, "The REST API"), checked by the
 contract tests on ``local`` (tests/integration/test_web_monitor.py) and on YARN
 (tests/yarn/test_web_ui.py)."""
 from __future__ import annotations
@@ -6,10 +6,14 @@ from __future__ import annotations
 import urllib.request
 
 ENDPOINTS = {
-    "overview": {"taskmanagers", "slots-total", "slots-available", "pending-slot-requests",
-                 "containers-by-size", "jobs-running", "jobs-finished", "jobs-failed",
-                 "jobs-cancelled", "application-id", "application-attempt", "mode",
-                 "blocked-hosts"},
+    "config": {"refresh-interval", "yarnflow-version", "mode", "application-id",
+               "application-attempt", "history-dir"},
+    "overview": {"taskmanagers", "taskmanagers-starting", "slots-total", "slots-available",
+                 "pending-slot-requests", "containers-by-size", "jobs-running", "jobs-finished",
+                 "jobs-failed", "jobs-cancelled", "yarnflow-version", "mode", "application-id",
+                 "application-attempt", "start-time", "history-dir", "blocked-hosts",
+                 "delegation-tokens"},
+    "jobs": {"jobs"},
     "jobs/overview": {"jobs"},
     "jobs/{jid}": {"jid", "name", "state", "start-time", "end-time", "duration", "restarts",
                    "application-attempt", "vertices", "failure", "status-counts",
@@ -20,9 +24,10 @@ ENDPOINTS = {
     "taskmanagers": {"taskmanagers", "pending-slot-requests"},
 }
 VERTEX_FIELDS = {"id", "name", "parallelism", "status", "tasks", "metrics", "subtask-profile",
-                 "inputs", "decision", "operators", "ranges"}
-SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "host",
-                  "slot-profile", "metrics", "start-time", "duration"}
+                 "slot-sharing-group", "inputs", "decision", "operators", "ranges"}
+SUBTASK_FIELDS = {"subtask", "status", "attempt", "taskmanager-id", "container-id", "node", "host",
+                  "slot-profile", "worker-spec", "metrics", "start-time", "duration",
+                  "splits-local", "splits-remote", "failure"}
 VERTEX_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes", "input-skew",
                   "progress", "splits-total", "spilled-bytes", "spill-files"}
 SUBTASK_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes",
@@ -31,7 +36,7 @@ SUBTASK_METRICS = {"read-records", "write-records", "read-bytes", "write-bytes",
 SPECULATION_FIELDS = {"subtask", "attempt", "host", "slow-attempt", "slow-host", "started",
                       "reason", "outcome", "note"}
 EXECUTOR_FIELDS = {"id", "state", "container-id", "node", "host", "container", "slot-profile",
-                   "slotsNumber", "freeSlots", "slots-used"}
+                   "slotsNumber", "freeSlots", "slots-used", "worker-spec"}
 
 
 def metric(url: str, name: str, vertex: str, operator: str | None = None) -> float:

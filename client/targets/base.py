@@ -35,9 +35,13 @@ class JobHandle(abc.ABC):
         """How the job ended; None while it runs."""
 
     @abc.abstractmethod
-    def cancel(self) -> None: ...
+    def cancel(self) -> None:
+        """Cancel the job: its tasks stop, its output is left as it was, and on YARN a
+        per-job application ends KILLED (a session keeps running)."""
 
     def status(self) -> JobStatus:
+        """The job's status now (a ``yf.JobStatus``: CREATED, RUNNING, FINISHED,
+        FAILED, CANCELED, ...)."""
         ended = self.result()
         if ended is not None:
             return ended.status

@@ -27,7 +27,6 @@ from yarnflow.client.targets.node_python import NodePython
 from yarnflow.client.targets.yarn_errors import YarnError
 
 T = TypeVar("T")
-YARN_DEFAULT_UPSTREAM_GRACE = 10.0   # Skein learns of a dead container within ~5 s
 # This process's private Skein drivers, by the keytab login they were started with.
 _DRIVERS: dict[tuple[tuple[str, str], ...], Any] = {}
 _DRIVERS_LOCK = threading.Lock()
@@ -138,15 +137,13 @@ def prepare_config(config: Configuration) -> Configuration:
                         "application's whole life")
     hadoop = load_hadoop_conf(config)
     kerberos_login(config, hadoop)    # no credentials for a secure cluster: refused here
-    config = config.copy()
+    config = config.for_target("yarn-per-job")
     max_mb, max_vcores = hadoop.max_allocation
     config.set(options.MAX_WORKER_MEMORY, max_mb)
     config.set(options.MAX_WORKER_CPU, max_vcores)
     # YARN silently grants no more attempts than its own maximum: say the real number
     config.set(options.YARN_APPLICATION_ATTEMPTS,
                min(config.get(options.YARN_APPLICATION_ATTEMPTS), hadoop.max_am_attempts))
-    if not config.is_set(options.UPSTREAM_FAILURE_GRACE):
-        config.set(options.UPSTREAM_FAILURE_GRACE, YARN_DEFAULT_UPSTREAM_GRACE)
     use_cluster_filesystem(config, hadoop)   # a path without a scheme is on fs.defaultFS
     return config
 

@@ -3,6 +3,7 @@ subtasks that share it, not of its whole slot sharing group (seed 000)."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 import yarnflow.client as yf
 from tests.unit.fakes import Harness, ManualMainThread
@@ -105,3 +106,10 @@ def test_an_executor_started_without_a_plan_holds_no_more_slots_than_the_job_use
     assert manager.worker_spec_for(small, wanted=2).name == "2x1.5c-2048m"
     assert manager.worker_spec_for(big, wanted=4).name == "4x2c-4096m"
     assert manager.worker_spec_for(big).num_slots == 4           # not said: as configured
+
+
+def test_a_gpu_is_refused_in_one_line_that_names_the_way_to_gpu_hosts():
+    # YARN is never asked for GPUs: a spec that asks for one would run without it
+    with pytest.raises(ValueError, match=r"does not ask YARN for GPUs.*node_label='gpu'"):
+        R(cpu=1, memory="1g", gpus=1)
+    assert R(cpu=1, memory="1g", gpus=0).gpus == 0
