@@ -95,8 +95,12 @@ def test_a_killed_executor_midway_restarts_the_job_and_the_output_is_exact(tmp_p
     assert_exact(out)
     details = result.details
     assert details.restarts == 1
-    assert details.exceptions and all(x.resource_id == victim for x in details.exceptions)
-    assert "SIGKILL" in details.exceptions[0].cause
+    killed = [x for x in details.exceptions if x.resource_id == victim]
+    assert killed and "SIGKILL" in killed[0].cause
+    # Under load a consumer elsewhere can report its lost input before the executor's
+    # loss is known and past the upstream grace: its entry is that echo, and says so.
+    assert all(x.resource_id == victim or "UpstreamError: reading input" in x.cause
+               for x in details.exceptions), details.exceptions
     assert {s.attempt for v in details.vertices for s in v.subtasks} == {1}, \
         "a pipelined job is one region: every subtask ran a second attempt"
 
