@@ -70,11 +70,13 @@ class JobMaster:
         self._rm: ResourceManagerGateway | None = None
         self._on_terminated: list[Callable[[JobResult], None]] = []
         self._heartbeat_check: ScheduledTask | None = None
+        self._lease_renewal: ScheduledTask | None = None
 
         self.graph = ExecutionGraph(graph, self._clock,
                                     config.get(options.ADAPTIVE_MAX_PARALLELISM))
         self.outputs = JobOutputs(graph, admitted, fence,
-                                  config.get(options.COLLECT_MAX_RESULT_SIZE))
+                                  config.get(options.COLLECT_MAX_RESULT_SIZE),
+                                  config.get(options.HEARTBEAT_TIMEOUT))
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
@@ -123,8 +125,9 @@ class JobMaster:
             self.scheduler.fail_before_start(failure)
             return
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
-        self._heartbeat_check = self.main.schedule_periodic(
-            min(timeout / 2, self.config.get(options.HEARTBEAT_INTERVAL)), self._check_heartbeats)
+        interval = min(timeout / 2, self.config.get(options.HEARTBEAT_INTERVAL))
+        self._heartbeat_check = self.main.schedule_periodic(interval, self._check_heartbeats)
+        self._lease_renewal = self.main.schedule_periodic(interval, self.outputs.renew_leases)
         self.scheduler.start()
 
     def connect_resource_manager(self, rm: ResourceManagerGateway) -> None:
@@ -294,8 +297,9 @@ class JobMaster:
     def _terminate(self) -> None:
         """The scheduler says the job is globally terminal: let go of everything."""
         discarded = self.scheduler.stop()
-        if self._heartbeat_check is not None:
-            self._heartbeat_check.cancel()
+        for timer in (self._heartbeat_check, self._lease_renewal):
+            if timer is not None:
+                timer.cancel()
         for gateway in self._gateways.values():
             gateway.release_job_partitions(self.job_id)
         freed = self.slot_pool.close(f"job {self.job_id} is {self.graph.status.value}")

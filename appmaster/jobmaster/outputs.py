@@ -14,13 +14,20 @@ subtask order, if they fit ``pipeline.collect.max-result-size`` in all (Flink's
 DataSet ``collect`` through accumulators; Spark's ``spark.driver.maxResultSize``). A
 result too big fails the job before any output is committed.
 
+While the job runs, each sink's lease on its output is renewed every heartbeat
+interval, off the main thread (a slow file system never holds the job up); a job
+that started writing an output another job holds a fresh lease on is refused at
+setup. Renewal stops for good before the commit or the discard, so no lease outlives
+its job's output.
+
 An ApplicationMaster attempt that YARN replaced (``attempt_fence.py``) sets up,
 commits and discards nothing: the job is the newer attempt's now."""
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence, AttemptReplaced
@@ -39,11 +46,17 @@ log = logging.getLogger(__name__)
 
 class JobOutputs:
     def __init__(self, graph: JobGraph, admitted: "Future[None] | None" = None,
-                 fence: AttemptFence = NO_FENCE, collect_limit: int = 64 * 2**20) -> None:
+                 fence: AttemptFence = NO_FENCE, collect_limit: int = 64 * 2**20,
+                 lease_timeout: float = 50.0) -> None:
         """``admitted``: done once the job may leave output (None: it may at once);
         failed when it was not admitted. ``collect_limit``: the bytes a collected
-        result may take in all."""
+        result may take in all. ``lease_timeout``: how long another job's unrenewed
+        lease on an output keeps this one from writing it."""
         self.job_id = graph.job_id
+        self._lease_timeout = lease_timeout
+        self._renewing = threading.Lock()    # held by a renewal; ending waits for it
+        self._ended = False                  # committed or discarded: no more renewals
+        self._renewer: ThreadPoolExecutor | None = None
         self._fence = fence
         self._admitted = admitted
         self._received: list[tuple[str, str, UserCode[OutputCommitter]]] = [
@@ -72,10 +85,33 @@ class JobOutputs:
             return f"the job's outputs cannot be set up: {err}"
         for _, name, committer in self._committers:
             try:
-                committer.setup(self.job_id)
+                committer.setup(self.job_id, self._lease_timeout)
             except Exception as err:   # noqa: BLE001 - a file system error, named below
                 return f"sink '{name}' cannot write its output: {err}"
         return None
+
+    def renew_leases(self) -> None:
+        """Renew each sink's lease on a thread of its own; a renewal still under way
+        (a slow file system) is not queued behind."""
+        if not self._committers or self._ended or self._renewing.locked():
+            return
+        if self._renewer is None:
+            self._renewer = ThreadPoolExecutor(1, thread_name_prefix=f"lease-{self.job_id[:8]}")
+        self._renewer.submit(self._renew)
+
+    def _renew(self) -> None:
+        with self._renewing:
+            for _, name, committer in [] if self._ended else self._committers:
+                try:
+                    committer.renew(self.job_id)
+                except Exception as err:   # noqa: BLE001 - the next renewal tries again
+                    log.warning("renewing the lease of %s on its output failed: %s", name, err)
+
+    def _end_leases(self) -> None:
+        with self._renewing:
+            self._ended = True
+        if self._renewer is not None:
+            self._renewer.shutdown(wait=False)
 
     def when_admitted(self, then: Callable[[], None]) -> bool:
         """True when the job's admission is settled; else False, and ``then()`` (on the
@@ -101,6 +137,7 @@ class JobOutputs:
         """``attempts``: per sink vertex, each subtask's attempt whose files count. The
         first sink that cannot be committed fails the job: (cause, detail). A job that
         was not admitted commits nothing (``when_admitted`` first)."""
+        self._end_leases()
         if self._admitted is not None and self._admitted.exception() is not None:
             return (f"the job was not accepted: {self._admitted.exception()}", "")
         try:
@@ -116,6 +153,7 @@ class JobOutputs:
         return None
 
     def abort(self) -> None:
+        self._end_leases()
         if self._committers:
             try:
                 self._fence.check("discarding the job's partial outputs")

@@ -78,6 +78,15 @@ class FileSystem:
     def exists(self, uri: str) -> bool:
         return bool(self.info(uri).type != pafs.FileType.NotFound)
 
+    def modified(self, uri: str) -> float | None:
+        """When ``uri`` was last written, in seconds since the epoch as the file system
+        stamped it (its clock, not this host's: times read from one file system compare
+        across hosts); None when it does not exist."""
+        info = self.info(uri)
+        if info.type == pafs.FileType.NotFound or info.mtime is None:
+            return None
+        return float(info.mtime.timestamp())
+
     def is_dir(self, uri: str) -> bool:
         return bool(self.info(uri).type == pafs.FileType.Directory)
 

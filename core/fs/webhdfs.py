@@ -300,6 +300,14 @@ class WebHdfsFileSystem(FileSystem):
                     f"{self.uri(path)} is not writable by {self.webhdfs.user}: "
                     f"{str(err).splitlines()[0]}") from None
 
+    def modified(self, uri: str) -> float | None:
+        """The NameNode's modification time (fsspec's listing does not pass it on)."""
+        try:
+            status = self.webhdfs._call("GETFILESTATUS", path=self.path(uri)).json()
+        except FileNotFoundError:
+            return None
+        return float(status["FileStatus"]["modificationTime"]) / 1000
+
     def rename(self, src: str, dst: str) -> None:
         self.webhdfs.mv(self.path(src), self.path(dst))
 

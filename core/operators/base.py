@@ -50,8 +50,12 @@ class OutputCommitter(Protocol):
     def check_submittable(self) -> None:
         """On the client: refuse an output that exists or cannot be written."""
 
-    def setup(self, job_id: JobID) -> None:
-        """Before any task writes: the staging the tasks write into."""
+    def setup(self, job_id: JobID, lease_timeout: float) -> None:
+        """Before any task writes: claim the output (refused while another job's claim
+        is younger than ``lease_timeout``) and make the staging the tasks write into."""
+
+    def renew(self, job_id: JobID) -> float:
+        """While the job runs, every heartbeat interval: renew the claim."""
 
     def commit(self, job_id: JobID, attempts: Mapping[int, ExecutionAttemptID]) -> None:
         """The job finished: each subtask's chosen attempt's files become the output."""

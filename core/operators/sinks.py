@@ -7,7 +7,10 @@ Names beside the target ``<dir>/<base>`` during job ``J``:
 - ``<dir>/.<base>.yarnflow-staging-J/`` the job's output until it is committed;
 - ``…-staging-J/_temporary/part-00003-<attempt>.parquet`` one task attempt's file;
 - ``<dir>/.<base>.yarnflow-replaced-J/`` an older output for the moment that
-  ``mode="overwrite"`` swaps it out.
+  ``mode="overwrite"`` swaps it out;
+- ``<dir>/.<base>.yarnflow-lease-J`` job J's claim on the output, rewritten by its
+  JobMaster every heartbeat interval until the job has committed or discarded its
+  output (HDFS's lease on a file being written, for a whole job).
 
 The JobMaster sets the staging directory up before any task runs. Tasks only write
 their attempt's file. When the job has FINISHED, the JobMaster commits: the file of
@@ -21,10 +24,14 @@ A failed or cancelled job's staging directory is deleted. Task files are created
 without their parent directory, so a task that outlives the abort fails instead of
 bringing staging back. What a crash leaves (an ApplicationMaster killed mid-job, or
 mid-commit) the next job writing the same output clears, restoring an older output
-whose replacement did not complete.
+whose replacement did not complete; a job whose lease is fresh has not crashed, so a
+second job writing its output refuses to start instead of clearing the first one's
+staging. Fresh is judged by the file system's own time stamps (the lease's against
+the new job's own lease, written just before), so hosts' clocks never compare.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import posixpath
@@ -115,29 +122,61 @@ class DirectoryCommitter:
                 "mode='overwrite' to replace it, or mode='append' to add to it")
 
     # --- the JobMaster -----------------------------------------------------------------
-    def setup(self, job_id: JobID) -> None:
-        self.recover()
-        if self.mode == "errorifexists" and self.fs.exists(self.uri):
-            raise DataPathError(self._exists_message())
-        self.fs.mkdirs(f"{self.staging(job_id)}/_temporary")
+    def setup(self, job_id: JobID, lease_timeout: float) -> None:
+        """Claim the output, clear what crashed jobs left, make staging. Another job
+        that renewed its lease within ``lease_timeout`` still writes the output: this
+        one is refused, leaving nothing."""
+        self.fs.mkdirs(self.fs.uri(posixpath.dirname(self.fs.path(self.uri).rstrip("/"))))
+        now = self.renew(job_id)
+        try:
+            self.recover(job_id, now, lease_timeout)
+            if self.mode == "errorifexists" and self.fs.exists(self.uri):
+                raise DataPathError(self._exists_message())
+            self.fs.mkdirs(f"{self.staging(job_id)}/_temporary")
+        except BaseException:
+            with contextlib.suppress(Exception):   # the refusal is the error to see
+                self.fs.delete(self._sibling("lease", job_id))
+            raise
 
-    def recover(self) -> None:
-        """Clear what crashed jobs left beside the target. An older output moved aside
-        by an overwrite whose second rename never happened is put back."""
+    def renew(self, job_id: JobID) -> float:
+        """Rewrite the job's lease; the time the file system stamped on it."""
+        lease = self._sibling("lease", job_id)
+        with self.fs.open_output(lease) as out:
+            out.write(job_id.encode())
+        stamped = self.fs.modified(lease)
+        if stamped is None:
+            raise FileNotFoundError(f"the lease {lease} vanished as it was written")
+        return stamped
+
+    def recover(self, job_id: JobID, now: float, lease_timeout: float) -> None:
+        """Clear what crashed jobs left beside the target (an older output moved aside
+        by an overwrite whose second rename never happened is put back); refuse when
+        another job's lease is younger than ``lease_timeout`` at ``now``."""
         fs = self.fs
         parent, base = posixpath.split(fs.path(self.uri).rstrip("/"))
         prefix = f".{base}.yarnflow-"
         names = [n for n in fs.list_dir(fs.uri(parent)) if n.startswith(prefix)]
-        for name in names:
-            kind, _, job_id = name[len(prefix):].partition("-")
+        leftovers = [(name, *name[len(prefix):].partition("-")[::2]) for name in names]
+        for name, kind, other in leftovers:
+            renewed = fs.modified(fs.uri(f"{parent}/{name}")) if kind == "lease" \
+                and other != job_id else None
+            if renewed is not None and now - renewed < lease_timeout:
+                raise DataPathError(
+                    f"output {self.uri} is being written by job {other}, whose JobMaster "
+                    f"renewed its lease {max(now - renewed, 0):.0f} s ago. Fix: wait for that "
+                    "job to end (a crashed job's lease lapses after heartbeat.timeout), or "
+                    "write elsewhere")
+        for name, kind, other in leftovers:
             leftover = fs.uri(f"{parent}/{name}")
+            if kind == "lease" and other == job_id:
+                continue
             if kind == "replaced" and not fs.exists(self.uri) \
-                    and f"{prefix}staging-{job_id}" in names:
+                    and f"{prefix}staging-{other}" in names:
                 log.warning("restoring %s: job %s replaced it and crashed before its output "
-                            "took its place", self.uri, job_id)
+                            "took its place", self.uri, other)
                 fs.rename(leftover, self.uri)
             else:
-                log.warning("removing %s, left by job %s that did not end", leftover, job_id)
+                log.warning("removing %s, left by job %s that did not end", leftover, other)
                 fs.delete(leftover)
 
     def commit(self, job_id: JobID, attempts: Mapping[int, ExecutionAttemptID]) -> None:
@@ -165,6 +204,7 @@ class DirectoryCommitter:
             self._move([(f"{staging}/{name}", self._appended(name, job_id)) for _, name in moves],
                        self.uri)
             fs.delete(staging)
+            fs.delete(self._sibling("lease", job_id))
             return
         try:
             fs.rename(staging, self.uri)          # refuses an existing output
@@ -176,6 +216,7 @@ class DirectoryCommitter:
             fs.rename(self.uri, replaced)
             fs.rename(staging, self.uri)
             fs.delete(replaced)
+        fs.delete(self._sibling("lease", job_id))
 
     def _move(self, moves: list[tuple[str, str]], into: str) -> None:
         """Each ``(file, name)`` renamed to ``into/name``, the partition directories
@@ -198,6 +239,7 @@ class DirectoryCommitter:
 
     def abort(self, job_id: JobID) -> None:
         self.fs.delete(self.staging(job_id))
+        self.fs.delete(self._sibling("lease", job_id))
 
 
 class FileSink(OneInputOperator):

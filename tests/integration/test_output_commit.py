@@ -31,6 +31,26 @@ def pipeline(out: str, slow: bool) -> yf.Pipeline:
     return p
 
 
+def test_a_second_job_writing_a_running_jobs_output_is_refused_and_the_first_commits_whole(
+        fast_config, tmp_path):
+    """Two writers of one output: the second must not clear the first one's staging
+    as a crashed job's leftovers (it did: the first then failed, its files gone)."""
+    fast_config.set(options.BATCH_ROWS, 1000)
+    out = tmp_path / "out"
+    with LocalCluster(fast_config) as cluster:
+        first = cluster.submit(pipeline(str(out), slow=True).job_graph(fast_config))
+        wait_until(lambda: list(tmp_path.glob(".out.yarnflow-staging-*/_temporary/part-*")), 60,
+                   "the first job's sink to be writing into its staging directory")
+        second = cluster.submit(pipeline(str(out), slow=False).job_graph(fast_config)).wait(60)
+        assert second.status is JobStatus.FAILED
+        assert f"cannot write its output: output file://{out} is being written " \
+            f"by job {first.job_id}, whose JobMaster renewed its lease" in second.failure
+        result = first.wait(120)
+    assert result.status is JobStatus.FINISHED, result.failure
+    assert pq.read_table(out).sort_by("x").equals(TABLE)
+    assert not list(tmp_path.glob(".out.yarnflow-*"))
+
+
 def test_a_killed_job_leaves_nothing_at_the_target_and_a_rerun_writes_it_whole(
         fast_config, tmp_path):
     fast_config.set(options.BATCH_ROWS, 1000)

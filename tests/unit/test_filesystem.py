@@ -70,7 +70,7 @@ def rows_of(path) -> list[int]:
 
 def test_commit_keeps_only_the_finished_attempts_of_the_successful_run(tmp_path):
     committer = local_committer(tmp_path)
-    committer.setup("j1")
+    committer.setup("j1", 50.0)
     write_part(committer, "j1", 0, "first", [1, 2])         # failed, then restarted
     write_part(committer, "j1", 0, "retry", [1, 2, 3])
     write_part(committer, "j1", 1, "frozen", [4])           # a zombie that woke up late
@@ -89,7 +89,7 @@ def test_the_default_mode_refuses_an_existing_output_and_overwrite_replaces_it(t
         local_committer(tmp_path).check_submittable()
     committer = local_committer(tmp_path, "overwrite")
     committer.check_submittable()
-    committer.setup("j1")
+    committer.setup("j1", 50.0)
     write_part(committer, "j1", 0, "a", [1])
     committer.commit("j1", {0: "a"})
     assert rows_of(tmp_path / "out") == [1]
@@ -100,7 +100,7 @@ def test_append_adds_each_jobs_files_named_with_the_job_and_starts_a_missing_out
     for job, rows in (("j1", [1]), ("j2", [2, 3]), ("j3", [4])):
         committer = local_committer(tmp_path, "append")
         committer.check_submittable()
-        committer.setup(job)
+        committer.setup(job, 50.0)
         write_part(committer, job, 0, "a", rows)
         committer.commit(job, {0: "a"})
     assert sorted(os.listdir(tmp_path / "out")) == \
@@ -120,7 +120,7 @@ def test_csv_and_json_sinks_write_their_format_and_suffix(tmp_path):
                       "day": [datetime.date(2024, 1, 2)] * 2, "x": [float("nan"), 2.5]})
     for file_format in ("csv", "json"):
         sink = FileSink(str(tmp_path / file_format), file_format=file_format).bound(FileSystemSettings())
-        sink.committer.setup("j")
+        sink.committer.setup("j", 50.0)
         ctx = Context(table.to_batches(max_chunksize=1))
         ctx.job_id, ctx.attempt_id = "j", "a"
         sink.run(ctx)
@@ -138,7 +138,7 @@ def test_csv_and_json_sinks_write_their_format_and_suffix(tmp_path):
 
 def test_an_aborted_job_leaves_nothing_and_a_late_task_cannot_recreate_its_staging(tmp_path):
     committer = local_committer(tmp_path)
-    committer.setup("j1")
+    committer.setup("j1", 50.0)
     committer.abort("j1")
     with pytest.raises(FileNotFoundError):
         committer.fs.open_output(committer.attempt_file("j1", 0, "late"))
@@ -147,20 +147,62 @@ def test_an_aborted_job_leaves_nothing_and_a_late_task_cannot_recreate_its_stagi
 
 def test_recovery_restores_an_output_whose_replacement_crashed_and_clears_staging(tmp_path):
     old = local_committer(tmp_path, "overwrite")
-    old.setup("j0")
+    old.setup("j0", 50.0)
     write_part(old, "j0", 0, "a", [7])
     old.commit("j0", {0: "a"})
     # job j1 crashed between its two renames: the old output aside, its own staged
     crashed = local_committer(tmp_path, "overwrite")
-    crashed.setup("j1")
+    crashed.setup("j1", 50.0)
     write_part(crashed, "j1", 0, "a", [1])
     os.rename(tmp_path / "out", tmp_path / ".out.yarnflow-replaced-j1")
+    lapse(tmp_path / ".out.yarnflow-lease-j1", 60)
     # and job j2 died while writing
     (tmp_path / ".out.yarnflow-staging-j2" / "_temporary").mkdir(parents=True)
     nxt = local_committer(tmp_path, "overwrite")
-    nxt.setup("j3")
+    nxt.setup("j3", 50.0)
     assert rows_of(tmp_path / "out") == [7], "the old output was not put back"
-    assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-staging-j3", "out"]
+    assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-lease-j3",
+                                            ".out.yarnflow-staging-j3", "out"]
+
+
+def lapse(lease, seconds: float) -> None:
+    """A lease last renewed ``seconds`` ago: its JobMaster crashed then."""
+    stamped = os.stat(lease).st_mtime - seconds
+    os.utime(lease, (stamped, stamped))
+
+
+def test_a_second_job_writing_an_output_whose_lease_is_fresh_is_refused_and_leaves_nothing(
+        tmp_path):
+    first = local_committer(tmp_path, "overwrite")
+    first.setup("j1", 50.0)
+    write_part(first, "j1", 0, "a", [1])
+    second = local_committer(tmp_path, "overwrite")
+    with pytest.raises(DataPathError, match=r"output .*out is being written by job j1, whose "
+                       r"JobMaster renewed its lease 0 s ago. Fix: wait for that job to end"):
+        second.setup("j2", 50.0)
+    assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-lease-j1", ".out.yarnflow-staging-j1"]
+    lapse(tmp_path / ".out.yarnflow-lease-j1", 30)
+    first.renew("j1")                      # renewed in time: still refused
+    with pytest.raises(DataPathError, match="being written by job j1"):
+        second.setup("j2", 50.0)
+    first.commit("j1", {0: "a"})           # the commit gives the lease up
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+    second.setup("j2", 50.0)
+    write_part(second, "j2", 0, "a", [2])
+    second.commit("j2", {0: "a"})
+    assert rows_of(tmp_path / "out") == [2]
+
+
+def test_a_lapsed_lease_is_a_crashed_job_whose_leftovers_the_next_job_clears(tmp_path):
+    crashed = local_committer(tmp_path, "overwrite")
+    crashed.setup("j1", 50.0)
+    write_part(crashed, "j1", 0, "a", [1])
+    lapse(tmp_path / ".out.yarnflow-lease-j1", 51)
+    nxt = local_committer(tmp_path, "overwrite")
+    nxt.setup("j2", 50.0)
+    assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-lease-j2", ".out.yarnflow-staging-j2"]
+    nxt.abort("j2")
+    assert os.listdir(tmp_path) == []
 
 
 def test_open_output_never_creates_parents(tmp_path):
@@ -312,3 +354,26 @@ def test_a_webhdfs_create_passes_over_a_datanode_that_takes_no_connection(monkey
     with pytest.raises(requests.exceptions.ConnectionError):
         file._upload_chunk(final=True)
     assert len(asked) == DATANODE_ATTEMPTS and file.closed
+
+
+def test_a_jobmasters_outputs_renew_their_lease_until_the_commit_and_never_after(tmp_path):
+    import pyarrow as pa
+
+    import yarnflow.client as yf
+    from tests.conftest import wait_until
+    from yarnflow.appmaster.jobmaster.outputs import JobOutputs
+    from yarnflow.conf import Configuration
+    from yarnflow.rpc.codec import as_received
+
+    p = yf.Pipeline("leased")
+    p.from_arrow(pa.table({"x": [1]})).write_parquet(str(tmp_path / "out"))
+    outputs = JobOutputs(as_received(p.job_graph(Configuration.load())), lease_timeout=50.0)
+    assert outputs.setup() is None
+    lease = next(tmp_path.glob(".out.yarnflow-lease-*"))
+    lapse(lease, 40)
+    lapsed = os.stat(lease).st_mtime
+    outputs.renew_leases()
+    wait_until(lambda: os.stat(lease).st_mtime > lapsed, 10, "the lease to be renewed")
+    assert outputs.commit({v: {} for v in outputs.sinks}) is None
+    outputs.renew_leases()                       # too late: the job has committed
+    assert sorted(os.listdir(tmp_path)) == ["out"]

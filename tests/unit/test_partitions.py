@@ -46,7 +46,7 @@ def write(tmp_path, job, mode="errorifexists", subtasks=2):
         .bound(FileSystemSettings())
     sink.schema([ROWS.schema])
     sink.committer.check_submittable()
-    sink.committer.setup(job)
+    sink.committer.setup(job, 50.0)
     for subtask in range(subtasks):
         ctx = Context(ROWS.slice(subtask * 10, 10).to_batches(max_chunksize=3))
         ctx.job_id, ctx.attempt_id, ctx.subtask_index = job, f"a{subtask}", subtask
