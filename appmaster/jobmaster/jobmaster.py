@@ -127,7 +127,8 @@ class JobMaster:
         timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
         interval = min(timeout / 2, self.config.get(options.HEARTBEAT_INTERVAL))
         self._heartbeat_check = self.main.schedule_periodic(interval, self._check_heartbeats)
-        self._lease_renewal = self.main.schedule_periodic(interval, self.outputs.renew_leases)
+        # three renewals may fail or come late before another job takes the lease as lapsed
+        self._lease_renewal = self.main.schedule_periodic(timeout / 4, self.outputs.renew_leases)
         self.scheduler.start()
 
     def connect_resource_manager(self, rm: ResourceManagerGateway) -> None:

@@ -14,11 +14,11 @@ subtask order, if they fit ``pipeline.collect.max-result-size`` in all (Flink's
 DataSet ``collect`` through accumulators; Spark's ``spark.driver.maxResultSize``). A
 result too big fails the job before any output is committed.
 
-While the job runs, each sink's lease on its output is renewed every heartbeat
-interval, off the main thread (a slow file system never holds the job up); a job
-that started writing an output another job holds a fresh lease on is refused at
-setup. Renewal stops for good before the commit or the discard, so no lease outlives
-its job's output.
+While the job runs, each sink's lease on its output is renewed four times per
+``heartbeat.timeout`` (the time after which it lapses), off the main thread (a slow
+file system never holds the job up); a job that started writing an output another
+job holds a fresh lease on is refused at setup. Renewal stops for good before the
+commit or the discard, so no lease outlives its job's output.
 
 An ApplicationMaster attempt that YARN replaced (``attempt_fence.py``) sets up,
 commits and discards nothing: the job is the newer attempt's now."""

@@ -55,7 +55,7 @@ class OutputCommitter(Protocol):
         is younger than ``lease_timeout``) and make the staging the tasks write into."""
 
     def renew(self, job_id: JobID) -> float:
-        """While the job runs, every heartbeat interval: renew the claim."""
+        """While the job runs, four times per lease timeout: renew the claim."""
 
     def commit(self, job_id: JobID, attempts: Mapping[int, ExecutionAttemptID]) -> None:
         """The job finished: each subtask's chosen attempt's files become the output."""

@@ -9,7 +9,7 @@ Names beside the target ``<dir>/<base>`` during job ``J``:
 - ``<dir>/.<base>.yarnflow-replaced-J/`` an older output for the moment that
   ``mode="overwrite"`` swaps it out;
 - ``<dir>/.<base>.yarnflow-lease-J`` job J's claim on the output, rewritten by its
-  JobMaster every heartbeat interval until the job has committed or discarded its
+  JobMaster four times per ``heartbeat.timeout`` until the job has committed or discarded its
   output (HDFS's lease on a file being written, for a whole job).
 
 The JobMaster sets the staging directory up before any task runs. Tasks only write
