@@ -213,7 +213,7 @@ def measure_hdfs_floor(scratch: ClusterScratch, repeats: int = 20) -> dict[str, 
                     stream.write(part.getvalue())
             start = time.perf_counter()
             committer.check_submittable()
-            committer.setup(job_id)
+            committer.setup(job_id, lease_timeout=50.0)   # heartbeat.timeout's default
             list(subtasks.map(write, range(4)))
             committer.commit(job_id, attempts)
             floor.append((time.perf_counter() - start) * 1000)

@@ -8,9 +8,11 @@ Names beside the target ``<dir>/<base>`` during job ``J``:
 - ``…-staging-J/_temporary/part-00003-<attempt>.parquet`` one task attempt's file;
 - ``<dir>/.<base>.yarnflow-replaced-J/`` an older output for the moment that
   ``mode="overwrite"`` swaps it out;
-- ``<dir>/.<base>.yarnflow-lease-J`` job J's claim on the output, rewritten by its
-  JobMaster four times per ``heartbeat.timeout`` until the job has committed or discarded its
-  output (HDFS's lease on a file being written, for a whole job).
+- ``<dir>/.<base>.yarnflow-lease-J/renewed`` job J's claim on the output, rewritten
+  by its JobMaster four times per ``heartbeat.timeout`` until the job has committed or
+  discarded its output (HDFS's lease on a file being written, for a whole job). The
+  directory goes with the claim, so a renewal that arrives late (from an
+  ApplicationMaster cut off, then back) fails instead of bringing the claim back.
 
 The JobMaster sets the staging directory up before any task runs. Tasks only write
 their attempt's file. When the job has FINISHED, the JobMaster commits: the file of
@@ -51,6 +53,7 @@ from yarnflow.core.operators.formats import FORMATS, FileFormat, FormatWriter
 log = logging.getLogger(__name__)
 
 RENAME_THREADS = 16    # a commit's renames in flight at once
+RENEWED = "renewed"    # the file in a job's lease directory its JobMaster rewrites
 
 MODES = {"errorifexists": "errorifexists", "error": "errorifexists", "overwrite": "overwrite",
          "append": "append"}
@@ -126,7 +129,7 @@ class DirectoryCommitter:
         """Claim the output, clear what crashed jobs left, make staging. Another job
         that renewed its lease within ``lease_timeout`` still writes the output: this
         one is refused, leaving nothing."""
-        self.fs.mkdirs(self.fs.uri(posixpath.dirname(self.fs.path(self.uri).rstrip("/"))))
+        self.fs.mkdirs(self._sibling("lease", job_id))
         now = self.renew(job_id)
         try:
             self.recover(job_id, now, lease_timeout)
@@ -140,7 +143,7 @@ class DirectoryCommitter:
 
     def renew(self, job_id: JobID) -> float:
         """Rewrite the job's lease; the time the file system stamped on it."""
-        lease = self._sibling("lease", job_id)
+        lease = f"{self._sibling('lease', job_id)}/{RENEWED}"
         with self.fs.open_output(lease) as out:
             out.write(job_id.encode())
         stamped = self.fs.modified(lease)
@@ -158,7 +161,7 @@ class DirectoryCommitter:
         names = [n for n in fs.list_dir(fs.uri(parent)) if n.startswith(prefix)]
         leftovers = [(name, *name[len(prefix):].partition("-")[::2]) for name in names]
         for name, kind, other in leftovers:
-            renewed = fs.modified(fs.uri(f"{parent}/{name}")) if kind == "lease" \
+            renewed = fs.modified(fs.uri(f"{parent}/{name}/{RENEWED}")) if kind == "lease" \
                 and other != job_id else None
             if renewed is not None and now - renewed < lease_timeout:
                 raise DataPathError(

@@ -155,7 +155,7 @@ def test_recovery_restores_an_output_whose_replacement_crashed_and_clears_stagin
     crashed.setup("j1", 50.0)
     write_part(crashed, "j1", 0, "a", [1])
     os.rename(tmp_path / "out", tmp_path / ".out.yarnflow-replaced-j1")
-    lapse(tmp_path / ".out.yarnflow-lease-j1", 60)
+    lapse(tmp_path / ".out.yarnflow-lease-j1" / "renewed", 60)
     # and job j2 died while writing
     (tmp_path / ".out.yarnflow-staging-j2" / "_temporary").mkdir(parents=True)
     nxt = local_committer(tmp_path, "overwrite")
@@ -181,11 +181,13 @@ def test_a_second_job_writing_an_output_whose_lease_is_fresh_is_refused_and_leav
                        r"JobMaster renewed its lease 0 s ago. Fix: wait for that job to end"):
         second.setup("j2", 50.0)
     assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-lease-j1", ".out.yarnflow-staging-j1"]
-    lapse(tmp_path / ".out.yarnflow-lease-j1", 30)
+    lapse(tmp_path / ".out.yarnflow-lease-j1" / "renewed", 30)
     first.renew("j1")                      # renewed in time: still refused
     with pytest.raises(DataPathError, match="being written by job j1"):
         second.setup("j2", 50.0)
     first.commit("j1", {0: "a"})           # the commit gives the lease up
+    with pytest.raises(FileNotFoundError):
+        first.renew("j1")                  # and a renewal too late cannot take it back
     assert sorted(os.listdir(tmp_path)) == ["out"]
     second.setup("j2", 50.0)
     write_part(second, "j2", 0, "a", [2])
@@ -197,7 +199,7 @@ def test_a_lapsed_lease_is_a_crashed_job_whose_leftovers_the_next_job_clears(tmp
     crashed = local_committer(tmp_path, "overwrite")
     crashed.setup("j1", 50.0)
     write_part(crashed, "j1", 0, "a", [1])
-    lapse(tmp_path / ".out.yarnflow-lease-j1", 51)
+    lapse(tmp_path / ".out.yarnflow-lease-j1" / "renewed", 51)
     nxt = local_committer(tmp_path, "overwrite")
     nxt.setup("j2", 50.0)
     assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-lease-j2", ".out.yarnflow-staging-j2"]
@@ -369,7 +371,7 @@ def test_a_jobmasters_outputs_renew_their_lease_until_the_commit_and_never_after
     p.from_arrow(pa.table({"x": [1]})).write_parquet(str(tmp_path / "out"))
     outputs = JobOutputs(as_received(p.job_graph(Configuration.load())), lease_timeout=50.0)
     assert outputs.setup() is None
-    lease = next(tmp_path.glob(".out.yarnflow-lease-*"))
+    lease = next(tmp_path.glob(".out.yarnflow-lease-*/renewed"))
     lapse(lease, 40)
     lapsed = os.stat(lease).st_mtime
     outputs.renew_leases()

@@ -14,13 +14,13 @@ from yarnflow.core.worker_spec import plan_worker_specs, slots_needed
 DEFAULT = R(1, 1024)
 
 
-def narrow_heavy_map() -> yf.Pipeline:
+def narrow_heavy_map(out: str = "/tmp/unused-out") -> yf.Pipeline:
     """A source of parallelism 2 (1 core, 1 GB) sharing slots with a map of parallelism 1
     (2 cores, 2 GB): shared slot 0 holds both, shared slot 1 only the source."""
     p = yf.Pipeline("profiles", parallelism=2)
     src = p.from_arrow(pa.table({"x": list(range(100))})).resources(R(1, "1g"))
     src.rebalance().map(lambda b: b, name="heavy").set_parallelism(1).resources(R(2, "2g")) \
-       .write_parquet("/tmp/unused-out").set_parallelism(1)
+       .write_parquet(out).set_parallelism(1)
     return p
 
 
@@ -38,8 +38,9 @@ def test_the_container_plan_never_starts_more_slots_than_the_job_needs():
         {R(3, "3g"): 1, R(1, "1g"): 1}
 
 
-def test_the_job_master_asks_for_each_shared_slot_at_its_own_size():
-    graph = narrow_heavy_map().job_graph(Configuration.load())
+def test_the_job_master_asks_for_each_shared_slot_at_its_own_size(tmp_path):
+    # a JobMaster that starts claims its output: each test its own (leases, sinks.py)
+    graph = narrow_heavy_map(str(tmp_path / "out")).job_graph(Configuration.load())
     h = Harness(graph, Configuration.load(), main=ManualMainThread())
     h.start()
     try:
@@ -78,20 +79,21 @@ def test_subtask_slot_profiles_worker_specs_and_inputs_cross_the_wire():
     assert job_details_from_proto(job_details_to_proto(details)) == details
 
 
-def two_sized_group() -> yf.Pipeline:
+def two_sized_group(out: str = "/tmp/unused-out") -> yf.Pipeline:
     """Issue 57, item 4: one slot sharing group whose shared slots have two sizes, four
     of 2 cores and 4 GB (source and map), two of 2 cores and 2 GB (the source alone)."""
     p = yf.Pipeline("two-sizes", parallelism=6)
     src = p.from_arrow(pa.table({"x": list(range(100))})).resources(R(1.5, "2g"))
     src.rebalance().map(lambda b: b, name="m").set_parallelism(4).resources(R(0.5, "2g")) \
-       .write_parquet("/tmp/unused-out").set_parallelism(4)
+       .write_parquet(out).set_parallelism(4)
     return p
 
 
-def test_an_executor_started_without_a_plan_holds_no_more_slots_than_the_job_uses_at_once():
+def test_an_executor_started_without_a_plan_holds_no_more_slots_than_the_job_uses_at_once(
+        tmp_path):
     from yarnflow.appmaster.resourcemanager.slotmanager.slot_manager import SlotManager
     config = Configuration.load(overrides=["taskmanager.numberOfTaskSlots=4"])
-    graph = two_sized_group().job_graph(config)
+    graph = two_sized_group(str(tmp_path / "out")).job_graph(config)
     small, big = R(1.5, "2g"), R(2, "4g")
     assert slots_needed(graph, DEFAULT) == {big: 4, small: 2}
     h = Harness(graph, config, main=ManualMainThread())
