@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ class ApplicationStore:
 
     def save(self, app_id: str, tls: TlsCredentials, info: dict[str, Any]) -> None:
         tls.write(self._dir(app_id))
-        (self._dir(app_id) / "info.json").write_text(json.dumps(info))
+        _replace(self._dir(app_id) / "info.json", json.dumps(info))
 
     def credentials(self, app_id: str) -> TlsCredentials:
         path = self._dir(app_id)
@@ -42,8 +43,7 @@ class ApplicationStore:
         return json.loads(path.read_text()) if path.exists() else {}
 
     def update(self, app_id: str, **info: Any) -> None:
-        path = self._dir(app_id) / "info.json"
-        path.write_text(json.dumps({**self.info(app_id), **info}))
+        _replace(self._dir(app_id) / "info.json", json.dumps({**self.info(app_id), **info}))
 
     def sessions(self) -> list[tuple[str, dict[str, Any]]]:
         """The sessions started from this account, newest first."""
@@ -60,3 +60,13 @@ class ApplicationStore:
     def app_of_job(self, job_id: JobID) -> str | None:
         path = self.root / "jobs" / job_id
         return path.read_text().strip() if path.exists() else None
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole, by a rename: several processes of one user read and update
+    an application's info at once (an attached run and `yarnflow status` both learn a
+    new ApplicationMaster attempt's address), and a file written in place is empty
+    for a moment to a reader (which then failed with a raw JSONDecodeError)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    partial.write_text(text)
+    os.replace(partial, path)

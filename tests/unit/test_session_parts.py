@@ -1,6 +1,8 @@
 """Session mode's client-side parts: the history archive, where it lives, finding a session."""
 from __future__ import annotations
 
+import os
+
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -150,3 +152,31 @@ def test_a_session_whose_appmaster_does_not_answer_yet_is_asked_again_not_a_trac
     gone = Client(["RUNNING", "FAILED"], [refused])
     with pytest.raises(YarnError, match="ended FAILED while starting: AM exited 1"):
         _wait_for_dispatcher(gone, "app_1", None, 5.0, 30.0)
+
+
+def test_an_applications_info_is_never_seen_half_written_by_another_reader(tmp_path):
+    """An attached run and `yarnflow status` both record a new ApplicationMaster
+    attempt's address while the other reads it (the JSONDecodeError of the AM-recovery
+    test): a reader sees the old info or the new, whole."""
+    import threading
+    store = ApplicationStore(tmp_path)
+    (tmp_path / "applications" / "application_1_0001").mkdir(parents=True)
+    store.update("application_1_0001", kind="per-job", dispatcher="h:1")
+    done, failures = threading.Event(), []
+
+    def write() -> None:
+        for n in range(3000):
+            store.update("application_1_0001", dispatcher=f"h:{n}")
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    while not done.is_set():
+        try:
+            assert store.info("application_1_0001")["kind"] == "per-job"
+        except Exception as err:    # noqa: BLE001 - counted, not raised in the loop
+            failures.append(repr(err))
+    writer.join()
+    assert failures == []
+    assert store.info("application_1_0001") == {"kind": "per-job", "dispatcher": "h:2999"}
+    assert os.listdir(tmp_path / "applications" / "application_1_0001") == ["info.json"]
