@@ -71,10 +71,12 @@ class Deadline:
 
 
 def poll_until(condition: Callable[[], T | None], timeout: float | None, interval: float,
-               clock: Clock = SYSTEM_CLOCK) -> T | None:
+               clock: Clock = SYSTEM_CLOCK, max_interval: float | None = None) -> T | None:
     """The first answer of ``condition()`` that is not None, asked every ``interval``
     seconds; None once ``timeout`` has passed (never, for None). The one poll loop:
-    each caller says in its own words what it waited for."""
+    each caller says in its own words what it waited for. With ``max_interval``, the
+    interval doubles after each answer up to it (Flink's ExponentialWaitStrategy for a
+    job's result): what ends soon is seen soon, what runs long is asked rarely."""
     deadline = None if timeout is None else Deadline(clock, timeout)
     while True:
         answer = condition()
@@ -83,3 +85,5 @@ def poll_until(condition: Callable[[], T | None], timeout: float | None, interva
         if deadline is not None and deadline.passed():
             return None
         clock.sleep(interval if deadline is None else min(interval, deadline.left()))
+        if max_interval is not None:
+            interval = min(interval * 2, max_interval)

@@ -11,12 +11,16 @@ ask again. Without the wait, whichever subtask finishes its own share first take
 the others' local splits and reads them across the network.
 
 Fair shares come first (issue 15): with ``parallelism`` known, each subtask is owed
-total // parallelism splits, and one that has its share gets more only once every
-other subtask has its share too (the tail is then first come, so a fast subtask still
-helps at the end), so the subtasks whose executors start first do not take everything.
-A share is held for a subtask that has not asked yet for at most
+total // parallelism splits, and one that has its share gets more only while more
+splits are left than the other subtasks are still owed (the tail is first come, so a
+fast subtask helps at once), so the subtasks whose executors start first do not take
+everything. A share is held for a subtask that has not asked yet for at most
 ``fair_share_wait`` after the source's first request: it may never start while others
-hold the slots it needs (a cluster at resourcemanager.max-workers).
+hold the slots it needs (a cluster at resourcemanager.max-workers). A subtask past
+its share is told to ask again only while such a held share may yet be freed; when
+all that is left is owed to subtasks that asked, it is told the end at once, instead
+of asking every ASK_AGAIN_INTERVAL until the others took theirs (50 ms that a short
+job's every source subtask spent idle before it could finish).
 
 The assigner remembers which subtask took which split: when a failed source attempt
 is restarted, its splits go back (Flink's ``addSplitsBack``) and are handed out again,
@@ -48,6 +52,13 @@ if TYPE_CHECKING:
 # How soon a waiting subtask asks again: a split it may take (one freed by a lost reader,
 # or the wait ending) should not sit idle long, and the job's last splits end it.
 ASK_AGAIN_INTERVAL = 0.05
+
+
+class _Turn(enum.Enum):
+    """What a source subtask asking for a split may do (InputSplitAssigner._turn)."""
+    TAKE = "take"      # a split, if one suits its host (see the locality wait)
+    WAIT = "wait"      # ask again: a share held for a subtask that has not asked may be freed
+    DONE = "done"      # nothing more will be its: the rest is owed to other subtasks
 
 
 class Locality(enum.Enum):
@@ -123,10 +134,12 @@ class InputSplitAssigner:
             stored = self._hosts[again]
             return Assigned(self._splits[again], Locality.LOCAL if host in stored else
                             Locality.REMOTE if stored else Locality.UNKNOWN)
-        if self._left == 0 or key in self._closed:
+        turn = _Turn.DONE if self._left == 0 or key in self._closed \
+            else self._turn(subtask, requester)
+        if turn is _Turn.DONE:
             self._closed.add(key)
             return None
-        if not self._may_take(subtask, requester):
+        if turn is _Turn.WAIT:
             return AskAgain(ASK_AGAIN_INTERVAL)
         index = self._take(self._by_host.get(host))
         if index is not None:
@@ -147,22 +160,31 @@ class InputSplitAssigner:
         assert index is not None, "a host with splits left has them in its queue"
         return self._give(index, Locality.REMOTE, requester)
 
-    def _may_take(self, subtask: int, requester: str) -> bool:
+    def _turn(self, subtask: int, requester: str) -> "_Turn":
         """Whether ``subtask`` may have another split now: it is short of its share, or
-        every other subtask has its share (what is left is the tail, first come)."""
+        more are left than the other subtasks are owed (that surplus is the tail, first
+        come); else it waits while a share is held for a subtask that has not asked, and
+        is done when every split left is owed to subtasks that did."""
         if not 0 <= subtask < self._parallelism:
-            return True
+            return _Turn.TAKE
         now = self._clock()
         if self._first_request is None:
             self._first_request = now
         self._asked[subtask] = True
         self._subtask_of[requester] = subtask
         if self._given[subtask] < self._share:
-            return True
+            return _Turn.TAKE
         holding = now - self._first_request < self._fair_share_wait
-        owed = sum(max(0, self._share - given) for j, given in enumerate(self._given)
-                   if j != subtask and (self._asked[j] or holding))
-        return owed == 0
+        owed = held = 0
+        for other, given in enumerate(self._given):
+            short = max(0, self._share - given) if other != subtask else 0
+            if self._asked[other]:
+                owed += short
+            elif holding:
+                held += short
+        if self._left > owed + held:
+            return _Turn.TAKE
+        return _Turn.WAIT if held else _Turn.DONE
 
     def _key(self, subtask: int, requester: str) -> int | str:
         return subtask if 0 <= subtask < self._parallelism else requester

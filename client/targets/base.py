@@ -17,6 +17,7 @@ from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import JobStatus
 from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
 
+FIRST_POLL_S = 0.01     # JobHandle.wait's first interval, doubled up to its ``poll``
 
 class JobHandle(abc.ABC):
     job_id: JobID
@@ -49,8 +50,10 @@ class JobHandle(abc.ABC):
         return details.status if details is not None else JobStatus.CREATED
 
     def wait(self, timeout: float | None = None, poll: float = 0.5) -> JobResult:
-        """Block until the job ended; ``TimeoutError`` naming the job after ``timeout``."""
-        ended = poll_until(self.result, timeout, poll)
+        """Block until the job ended; ``TimeoutError`` naming the job after ``timeout``.
+        Asked after 10 ms, then twice as long each time up to ``poll`` seconds: a
+        session's short job is seen ending within milliseconds, not half a second."""
+        ended = poll_until(self.result, timeout, min(FIRST_POLL_S, poll), max_interval=poll)
         if ended is None:
             raise TimeoutError(f"job {self.job_id} did not end within {timeout:g} s")
         return ended

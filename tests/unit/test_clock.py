@@ -31,3 +31,12 @@ def test_poll_until_gives_none_once_the_timeout_passed_without_overshooting_it()
     asked: list[float] = []
     assert poll_until(lambda: asked.append(clock.monotonic()), 1.2, 0.5, clock) is None
     assert asked == [1000.0, 1000.5, 1001.0, 1001.2]
+
+
+def test_poll_until_with_a_max_interval_doubles_the_interval_up_to_it():
+    """JobHandle.wait's backoff: a job that ends soon is seen soon, a long one asked rarely."""
+    clock = ManualClock()
+    asked: list[float] = []
+    assert poll_until(lambda: asked.append(round(clock.monotonic() - 1000, 3)), 1.0, 0.01,
+                      clock, max_interval=0.25) is None
+    assert asked == [0.0, 0.01, 0.03, 0.07, 0.15, 0.31, 0.56, 0.81, 1.0]

@@ -89,27 +89,40 @@ def test_a_split_stored_on_several_hosts_is_given_once():
 def drain(assigner: InputSplitAssigner, subtask: int) -> int:
     """Splits ``subtask`` gets asking until told to wait or told the end."""
     got = 0
-    while isinstance(answer := assigner.next_split("", tuple, f"attempt-{subtask}", subtask),
-                     Assigned):
+    while isinstance(assigner.next_split("", tuple, f"attempt-{subtask}", subtask), Assigned):
         got += 1
     return got
 
 
-def test_subtasks_that_start_first_take_only_their_share_and_late_ones_get_theirs():
+def test_subtasks_that_start_first_take_their_share_and_the_tail_and_late_ones_get_theirs():
     clock = Clock()
     assigner = InputSplitAssigner([Split(f"s{i}") for i in range(18)], clock=clock,
                                   parallelism=4, fair_share_wait=30.0)
-    assert [drain(assigner, 0), drain(assigner, 1)] == [4, 4], "the early ones: their share"
-    assert isinstance(assigner.next_split("", tuple, "attempt-0", 0), AskAgain)
+    assert [drain(assigner, 0), drain(assigner, 1)] == [6, 4], \
+        "the early ones: their share, and the 2 splits no share needs"
+    assert isinstance(assigner.next_split("", tuple, "attempt-0", 0), AskAgain), \
+        "the shares held for subtasks 2 and 3, which have not asked yet"
     clock.now += 2                                   # two executors start late
-    assert [drain(assigner, 2), drain(assigner, 3)] == [4, 6]
+    assert [drain(assigner, 2), drain(assigner, 3)] == [4, 4]
     assert assigner.next_split("", tuple, "attempt-0", 0) is None
 
 
-def test_once_every_share_is_taken_the_tail_goes_to_whoever_asks():
+def test_the_tail_goes_to_whoever_asks_first_never_a_share_another_is_owed():
     assigner = InputSplitAssigner([Split(f"s{i}") for i in range(10)], parallelism=4,
                                   fair_share_wait=30.0)
-    assert [drain(assigner, s) for s in range(4)] == [2, 2, 2, 4]
+    assert [drain(assigner, s) for s in range(4)] == [4, 2, 2, 2]
+
+
+def test_a_subtask_past_its_share_is_told_the_end_at_once_when_the_rest_is_owed_to_others():
+    """No AskAgain round (50 ms idle) when nothing more can be its: every split left is
+    owed to subtasks that are reading."""
+    assigner = InputSplitAssigner([Split(f"s{i}") for i in range(8)], parallelism=2,
+                                  fair_share_wait=30.0)
+    assert isinstance(assigner.next_split("", tuple, "attempt-1", 1), Assigned)
+    assert drain(assigner, 0) == 4
+    assert assigner.next_split("", tuple, "attempt-0", 0) is None, \
+        "subtask 1 asked: the 3 splits left are its own"
+    assert drain(assigner, 1) == 3
 
 
 def test_a_share_is_not_held_past_the_wait_for_a_subtask_that_never_asked():
@@ -126,8 +139,8 @@ def test_a_restarted_subtask_gets_its_share_again():
                                   fair_share_wait=30.0)
     assert drain(assigner, 0) == 4 and drain(assigner, 1) == 4
     assert assigner.add_splits_back("attempt-1") == 4
-    assert isinstance(assigner.next_split("", tuple, "attempt-0", 0), AskAgain), \
-        "the restarted subtask's share is held for it"
+    assert assigner.next_split("", tuple, "attempt-0", 0) is None, \
+        "the restarted subtask's share is kept for it: nothing more is the other's"
     assert sum(isinstance(assigner.next_split("", tuple, "attempt-1b", 1), Assigned)
                for _ in range(4)) == 4
 
