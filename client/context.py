@@ -72,7 +72,7 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     from yarnflow.client.targets.base import make_target
     chosen = make_target(name, config)     # a YARN target reads what YARN grants here
     graph = pipeline.job_graph(chosen.config)
-    graph.check_outputs()
+    graph.check_outputs(chosen.application_ended)
     handle = chosen.submit(graph)
     handle.collecting = collect
     context.results.append(handle)

@@ -10,9 +10,10 @@ the runtime could not run.
 from __future__ import annotations
 
 import enum
+import logging
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from yarnflow.core.ids import JobID
 from yarnflow.core.estimates import Estimate
@@ -23,6 +24,8 @@ if TYPE_CHECKING:    # the operators import pyarrow, which a graph's reader may 
     import pyarrow as pa
 
     from yarnflow.core.operators.base import Operator, OutputCommitter
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
@@ -302,15 +305,24 @@ class JobGraph:
             total = total.with_memory(total.memory_mb + self.spark_overhead_mb)
         return total
 
-    def check_outputs(self) -> None:
+    def check_outputs(self, application_ended: Callable[[str], bool] | None = None) -> None:
         """Refuse, before anything runs, an output that exists (unless the sink
-        overwrites) or that this user cannot write."""
+        overwrites) or that this user cannot write. With ``application_ended`` (YARN's
+        answer), the leases of jobs whose applications ended are released: the job
+        then clears what they left instead of waiting for their leases to lapse."""
         for vertex in self.vertices.values():
             if vertex.committer is not None:
+                committer = vertex.committer.value
                 try:
-                    vertex.committer.value.check_submittable()
+                    committer.check_submittable()
                 except ValueError as err:       # the sink's DataPathError
                     raise path_error(vertex.name, err) from None
+                if application_ended is not None:
+                    try:
+                        committer.release_ended(application_ended)
+                    except OSError as err:      # such leases lapse in time all the same
+                        log.warning("the leases on %s's output were not checked with YARN: "
+                                    "%s", vertex.name, err)
 
     def validate(self, max_worker: ResourceSpec, default_slot: ResourceSpec) -> None:
         """Refuse what cannot run, naming the vertex and the fix."""

@@ -9,6 +9,7 @@ the job's stored results and event log ``job_events.py``'s.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from concurrent.futures import Future
 from typing import Callable, TypeVar
@@ -74,9 +75,11 @@ class JobMaster:
 
         self.graph = ExecutionGraph(graph, self._clock,
                                     config.get(options.ADAPTIVE_MAX_PARALLELISM))
+        # the YARN application this ApplicationMaster runs as (Skein's; "" locally)
         self.outputs = JobOutputs(graph, admitted, fence,
                                   config.get(options.COLLECT_MAX_RESULT_SIZE),
-                                  config.get(options.HEARTBEAT_TIMEOUT))
+                                  config.get(options.HEARTBEAT_TIMEOUT),
+                                  os.environ.get("SKEIN_APPLICATION_ID", ""))
         default_slot = options.default_slot_profile(config)
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}

@@ -47,12 +47,15 @@ log = logging.getLogger(__name__)
 class JobOutputs:
     def __init__(self, graph: JobGraph, admitted: "Future[None] | None" = None,
                  fence: AttemptFence = NO_FENCE, collect_limit: int = 64 * 2**20,
-                 lease_timeout: float = 50.0) -> None:
+                 lease_timeout: float = 50.0, owner: str = "") -> None:
         """``admitted``: done once the job may leave output (None: it may at once);
         failed when it was not admitted. ``collect_limit``: the bytes a collected
         result may take in all. ``lease_timeout``: how long another job's unrenewed
-        lease on an output keeps this one from writing it."""
+        lease on an output keeps this one from writing it. ``owner``: the YARN
+        application running the job, named in its leases ("" off YARN), so a client
+        can learn from YARN that a crashed job's lease is dead."""
         self.job_id = graph.job_id
+        self._owner = owner
         self._lease_timeout = lease_timeout
         self._renewing = threading.Lock()    # held by a renewal; ending waits for it
         self._ended = False                  # committed or discarded: no more renewals
@@ -85,7 +88,7 @@ class JobOutputs:
             return f"the job's outputs cannot be set up: {err}"
         for _, name, committer in self._committers:
             try:
-                committer.setup(self.job_id, self._lease_timeout)
+                committer.setup(self.job_id, self._lease_timeout, self._owner)
             except Exception as err:   # noqa: BLE001 - a file system error, named below
                 return f"sink '{name}' cannot write its output: {err}"
         return None
@@ -103,7 +106,7 @@ class JobOutputs:
         with self._renewing:
             for _, name, committer in [] if self._ended else self._committers:
                 try:
-                    committer.renew(self.job_id)
+                    committer.renew(self.job_id, self._owner)
                 except Exception as err:   # noqa: BLE001 - the next renewal tries again
                     log.warning("renewing the lease of %s on its output failed: %s", name, err)
 

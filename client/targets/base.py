@@ -84,6 +84,11 @@ class Target(abc.ABC):
         """What to tell the user once the job was accepted."""
         return []
 
+    def application_ended(self, application_id: str) -> bool:
+        """Whether YARN says the application ended: a job it ran holds no output any
+        more, whatever its lease says. False where this target has no YARN to ask."""
+        return False
+
 
 def make_target(name: str, config: Configuration) -> Target:
     """The target by its name (``execution.target``); YARN targets read the Hadoop

@@ -28,7 +28,7 @@ from yarnflow.client.targets.dispatcher_client import DispatcherClient
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.kerberos import KerberosLogin
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, client_login, cluster_acls,
+from yarnflow.client.targets.yarn_client import (application_ended, bounded, client_login, cluster_acls,
                                           configured_node_labels,
                                           container_services, executor_node_label,
                                           prepare_config, skein_client, worker_hosts)
@@ -168,6 +168,9 @@ class YarnSessionTarget(Target):
     def __init__(self, config: Configuration) -> None:
         super().__init__(prepare_config(config))
         self.attached = self.config.get(options.ATTACHED)
+
+    def application_ended(self, application_id: str) -> bool:
+        return application_ended(application_id, self.config)
 
     def submit(self, graph: JobGraph) -> JobHandle:
         timeout = self.config.get(options.YARN_CLIENT_TIMEOUT)

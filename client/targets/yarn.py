@@ -32,7 +32,7 @@ from yarnflow.client.targets.base import JobHandle, Target, planned_worker_specs
 from yarnflow.client.targets.history import history_location
 from yarnflow.client.targets.kerberos import KerberosLogin
 from yarnflow.client.targets.node_python import node_python
-from yarnflow.client.targets.yarn_client import (bounded, client_login, cluster_acls,
+from yarnflow.client.targets.yarn_client import (application_ended, bounded, client_login, cluster_acls,
                                           configured_node_labels, container_services, executor_node_label,
                                           prepare_config, skein_client, worker_hosts)
 from yarnflow.client.targets.yarn_job import YarnJobHandle
@@ -167,6 +167,9 @@ class YarnPerJobTarget(Target):
 
     def submit(self, graph: JobGraph) -> JobHandle:
         return submit_per_job(graph, self.config)
+
+    def application_ended(self, application_id: str) -> bool:
+        return application_ended(application_id, self.config)
 
     def submitted(self, handle: JobHandle) -> list[str]:
         lines = [f"submitted job {handle.job_id} as YARN application "

@@ -81,6 +81,19 @@ def skein_client(timeout: float, login: KerberosLogin | None = None) -> Any:
         return client
 
 
+def application_ended(application_id: str, config: Configuration) -> bool:
+    """Whether YARN reports the application FINISHED, FAILED or KILLED; False when it
+    cannot say (then a crashed job's lease lapses in time instead)."""
+    timeout = config.get(options.YARN_CLIENT_TIMEOUT)
+    try:
+        client = skein_client(timeout, client_login(config))
+        report = bounded(lambda: client.application_report(application_id), timeout,
+                         f"asking YARN about {application_id}")
+    except Exception:  # noqa: BLE001 - unknown to YARN, or YARN unreachable: not ended
+        return False
+    return str(report.state) in ("FINISHED", "FAILED", "KILLED")
+
+
 def check_driver_prerequisites(timeout: float) -> None:
     """What Skein needs to start its driver, checked first so that a missing piece is
     one line naming it: Skein would fail with a raw FileNotFoundError (no `yarn` or

@@ -50,11 +50,16 @@ class OutputCommitter(Protocol):
     def check_submittable(self) -> None:
         """On the client: refuse an output that exists or cannot be written."""
 
-    def setup(self, job_id: JobID, lease_timeout: float) -> None:
-        """Before any task writes: claim the output (refused while another job's claim
-        is younger than ``lease_timeout``) and make the staging the tasks write into."""
+    def release_ended(self, ended: Callable[[str], bool]) -> list[str]:
+        """On the client: drop the claims of jobs whose YARN application ``ended`` (a
+        crashed job's claim need not lapse first); the job ids released."""
 
-    def renew(self, job_id: JobID) -> float:
+    def setup(self, job_id: JobID, lease_timeout: float, owner: str = "") -> None:
+        """Before any task writes: claim the output for the job, run by YARN
+        application ``owner`` ("" off YARN); refused while another job's claim is
+        younger than ``lease_timeout``. Then make the staging the tasks write into."""
+
+    def renew(self, job_id: JobID, owner: str = "") -> float:
         """While the job runs, four times per lease timeout: renew the claim."""
 
     def commit(self, job_id: JobID, attempts: Mapping[int, ExecutionAttemptID]) -> None:

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import logging
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -55,8 +56,19 @@ log = logging.getLogger(__name__)
 RENAME_THREADS = 16    # a commit's renames in flight at once
 RENEWED = "renewed"    # the file in a job's lease directory its JobMaster rewrites
 
+
 MODES = {"errorifexists": "errorifexists", "error": "errorifexists", "overwrite": "overwrite",
          "append": "append"}
+
+
+def _lease_owner(fs: FileSystem, renewed: str) -> str:
+    """The YARN application a lease names; "" for one that names none, or that is
+    gone or unreadable (it is then left to lapse)."""
+    try:
+        with fs.open_input_stream(renewed) as stream:
+            return str(json.loads(stream.read()).get("application", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
 
 
 class DirectoryCommitter:
@@ -125,12 +137,34 @@ class DirectoryCommitter:
                 "mode='overwrite' to replace it, or mode='append' to add to it")
 
     # --- the JobMaster -----------------------------------------------------------------
-    def setup(self, job_id: JobID, lease_timeout: float) -> None:
+    def release_ended(self, ended: Callable[[str], bool]) -> list[str]:
+        """Remove the leases beside the output whose jobs' YARN applications ``ended``
+        (YARN's word: their ApplicationMasters are gone), so the next job clears what
+        a crashed one left at once instead of being refused until its lease lapses.
+        A lease that names no application (written off YARN) is left to lapse."""
+        fs = self.fs
+        parent, base = posixpath.split(fs.path(self.uri).rstrip("/"))
+        prefix = f".{base}.yarnflow-lease-"
+        try:
+            names = [n for n in fs.list_dir(fs.uri(parent)) if n.startswith(prefix)]
+        except FileNotFoundError:
+            return []
+        released = []
+        for name in names:
+            lease = fs.uri(f"{parent}/{name}")
+            owner = _lease_owner(fs, f"{lease}/{RENEWED}")
+            if owner and ended(owner):
+                log.warning("removing %s: its job's YARN application %s has ended", lease, owner)
+                fs.delete(lease)
+                released.append(name[len(prefix):])
+        return released
+
+    def setup(self, job_id: JobID, lease_timeout: float, owner: str = "") -> None:
         """Claim the output, clear what crashed jobs left, make staging. Another job
         that renewed its lease within ``lease_timeout`` still writes the output: this
         one is refused, leaving nothing."""
         self.fs.mkdirs(self._sibling("lease", job_id))
-        now = self.renew(job_id)
+        now = self.renew(job_id, owner)
         try:
             self.recover(job_id, now, lease_timeout)
             if self.mode == "errorifexists" and self.fs.exists(self.uri):
@@ -141,11 +175,12 @@ class DirectoryCommitter:
                 self.fs.delete(self._sibling("lease", job_id))
             raise
 
-    def renew(self, job_id: JobID) -> float:
-        """Rewrite the job's lease; the time the file system stamped on it."""
+    def renew(self, job_id: JobID, owner: str = "") -> float:
+        """Rewrite the job's lease (naming the job and its YARN application); the time
+        the file system stamped on it."""
         lease = f"{self._sibling('lease', job_id)}/{RENEWED}"
         with self.fs.open_output(lease) as out:
-            out.write(job_id.encode())
+            out.write(json.dumps({"job": job_id, "application": owner}).encode())
         stamped = self.fs.modified(lease)
         if stamped is None:
             raise FileNotFoundError(f"the lease {lease} vanished as it was written")

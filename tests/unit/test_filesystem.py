@@ -207,6 +207,35 @@ def test_a_lapsed_lease_is_a_crashed_job_whose_leftovers_the_next_job_clears(tmp
     assert os.listdir(tmp_path) == []
 
 
+def test_a_lease_whose_yarn_application_ended_is_released_by_the_next_client_at_once(tmp_path):
+    """A per-job application killed with its ApplicationMaster: once YARN says it
+    ended, the client of the next run on that output releases its lease, and that
+    run's setup clears the crashed job's staging instead of being refused for up to
+    heartbeat.timeout. While YARN says it runs, the lease holds."""
+    crashed = local_committer(tmp_path, "overwrite")
+    crashed.setup("j1", 50.0, "application_1_0001")
+    write_part(crashed, "j1", 0, "a", [1])
+    asked: list[str] = []
+    nxt = local_committer(tmp_path, "overwrite")
+    assert nxt.release_ended(lambda app: bool(asked.append(app))) == []
+    with pytest.raises(DataPathError, match="being written by job j1"):
+        nxt.setup("j2", 50.0, "application_1_0002")
+    assert nxt.release_ended(lambda app: bool(asked.append(app)) or True) == ["j1"]
+    assert asked == ["application_1_0001", "application_1_0001"]
+    nxt.setup("j2", 50.0, "application_1_0002")
+    assert sorted(os.listdir(tmp_path)) == [".out.yarnflow-lease-j2", ".out.yarnflow-staging-j2"]
+
+
+def test_a_lease_that_names_no_application_is_left_to_lapse(tmp_path):
+    local = local_committer(tmp_path, "overwrite")
+    local.setup("j1", 50.0)                           # off YARN: no application
+    lease = tmp_path / ".out.yarnflow-lease-j1"
+    assert local_committer(tmp_path).release_ended(lambda _: True) == []
+    (lease / "renewed").write_bytes(b"j1")            # a lease of the first format
+    assert local_committer(tmp_path).release_ended(lambda _: True) == []
+    assert lease.exists()
+
+
 def test_open_output_never_creates_parents(tmp_path):
     fs = open_filesystem(f"file://{tmp_path}", FileSystemSettings())
     with pytest.raises(FileNotFoundError):
