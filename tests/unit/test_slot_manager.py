@@ -121,9 +121,10 @@ def test_the_executors_report_is_the_truth(actions, clock):
     assert [a[2] for a in actions.allocations] == ["a1"] and len(actions.started) == 1
     sm.allocation_confirmed("a1", 2)
     sm.report_slot_status("w", [(0, "a1", "job-1"), (1, "", "")], False, version=3)
-    assert sm.workers["w"].slots[1].state is SlotState.FREE
-    sm.request_slot(request("a3"))                 # a new request takes the freed slot
-    assert actions.allocations[-1] == ("w", 1, "a3")
+    assert actions.allocations[-1] == ("w", 1, "a2"), "a2, waiting for its worker, takes it"
+    sm.request_slot(request("a3"))                 # a new request: the worker a2 left
+    assert sm.requests["a3"].state is RequestState.WAITING_FOR_WORKER
+    assert len(actions.started) == 1
 
 
 def test_a_report_older_than_a_confirmed_allocation_is_ignored(actions, clock):
@@ -147,6 +148,27 @@ def test_a_refused_allocation_is_placed_again(actions, clock):
     sm.allocation_refused("a1", "slot busy")       # the other refuses too: back to the first,
     assert actions.allocations[-1][0] == first     # never a new worker while slots are free
     assert actions.started == []
+
+
+def test_a_request_waiting_for_its_worker_takes_a_free_slot_of_its_profile_that_turns_up(
+        actions, clock):
+    """The lost-host case: a1's worker was started for a request since withdrawn (its
+    subtask restarted), a2's worker is stuck starting on a slow host. When a1's worker
+    registers with nothing to do, a2 takes its slot instead of waiting (up to
+    slot.request.timeout) for its own; a worker of another spec is not taken."""
+    sm = manager(actions, clock)
+    sm.request_slot(request("a1"))
+    sm.request_slot(request("a2"))
+    sm.request_slot(request("b1", BIG))
+    sm.request_slot(request("h1", hosts=("h",)))     # a source's first attempt: its host
+    assert [w for w, _ in actions.started] == ["worker-0", "worker-1", "worker-2", "worker-3"]
+    sm.cancel_slot_request("a1")
+    register(sm, "worker-0")
+    assert actions.allocations == [("worker-0", 0, "a2")]
+    assert sm.requests["h1"].state is RequestState.WAITING_FOR_WORKER, "it waits for host h"
+    assert sm.requests["a2"].state is RequestState.PENDING
+    assert sm.requests["b1"].state is RequestState.WAITING_FOR_WORKER, "SMALL is not BIG"
+    assert sm.pending_workers["worker-1"].reserved == set(), "worker-1 serves what comes next"
 
 
 def test_a_lost_worker_puts_its_requests_back_to_waiting(actions, clock):

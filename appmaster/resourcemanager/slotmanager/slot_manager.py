@@ -155,14 +155,7 @@ class SlotManager:
         resourcemanager.max-workers are running or starting)."""
         slot = self._find_free_slot(request.profile, avoid, request.exact)
         if slot is not None:
-            slot.transition(SlotState.PENDING)
-            slot.assign(request.allocation_id, request.job_id)
-            self._touch(slot.resource_id)
-            if request.worker in self.pending_workers:
-                self.pending_workers[request.worker].reserved.discard(request.allocation_id)
-            request.transition(RequestState.PENDING)
-            request.assigned = (slot.resource_id, slot.index)
-            self._actions.allocate_slot(slot.resource_id, slot.index, request)
+            self._assign(request, slot)
             return
         if request.state is RequestState.WAITING_FOR_WORKER:
             return
@@ -186,6 +179,31 @@ class SlotManager:
         self.pending_workers[resource_id] = pending
         request.transition(RequestState.WAITING_FOR_WORKER)
         request.worker = resource_id
+
+    def _assign(self, request: SlotRequest, slot: TaskManagerSlot) -> None:
+        slot.transition(SlotState.PENDING)
+        slot.assign(request.allocation_id, request.job_id)
+        self._touch(slot.resource_id)
+        if request.worker is not None and request.worker in self.pending_workers:
+            self.pending_workers[request.worker].reserved.discard(request.allocation_id)
+        request.transition(RequestState.PENDING)
+        request.assigned = (slot.resource_id, slot.index)
+        self._actions.allocate_slot(slot.resource_id, slot.index, request)
+
+    def _free_slot_like_its_worker(self, request: SlotRequest) -> TaskManagerSlot | None:
+        """For a request waiting for a starting worker: a free slot it fits on a running
+        worker of that worker's very spec (the container it would get), not blocked."""
+        starting = self.pending_workers.get(request.worker) if request.worker else None
+        if starting is None or request.preferred_hosts:
+            return None
+        blocked = self._blocked()
+        for worker in self.workers.values():
+            if worker.spec != starting.spec or worker.host in blocked:
+                continue
+            for slot in worker.slots:
+                if slot.state is SlotState.FREE and request.profile.fits_in(slot.profile):
+                    return slot
+        return None
 
     def _starting_worker_for(self, request: SlotRequest, spec: WorkerSpec) -> PendingWorker | None:
         """A starting worker with room the request fits: one asked on a host the request
@@ -375,11 +393,19 @@ class SlotManager:
 
     def match_waiting_requests(self) -> None:
         """Place every WAITING request. One reserved on a starting worker keeps its
-        reservation: the worker was started for it, and taking another free slot
-        would leave that worker idle."""
+        reservation, unless it prefers no host and a running worker of that worker's
+        spec has a free slot: one started for a request since withdrawn (its subtask
+        restarted), which would otherwise idle while the worker started for this one
+        may take minutes yet (a host lost under it, a slow localization) and the job's
+        slot.request.timeout runs out. The worker it leaves serves the next request, or
+        idles away (resourcemanager.taskmanager-timeout), as Flink's pending
+        TaskManagers do. One that prefers a host waits for the worker asked there."""
         for request in list(self.requests.values()):
             if request.state is RequestState.WAITING:
                 self._try_fulfill(request)
+            elif request.state is RequestState.WAITING_FOR_WORKER and \
+                    (slot := self._free_slot_like_its_worker(request)) is not None:
+                self._assign(request, slot)
 
     # --- idleness --------------------------------------------------------------------
     def _touch(self, resource_id: ResourceID) -> None:
