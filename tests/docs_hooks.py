@@ -1,4 +1,5 @@
-"""MkDocs hooks: pages made from the code, so they cannot drift from it.
+"""MkDocs hooks (docs/mkdocs.yml): pages made from the code, so they cannot drift from it.
+They build the site, as the tests do; they are not part of the installed package.
 
 - ``<!-- configuration-reference -->`` in a page becomes the table of every option
   (``yarnflow.conf.reference``, read from conf/options.py at build time).
