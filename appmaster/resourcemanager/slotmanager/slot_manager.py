@@ -190,19 +190,28 @@ class SlotManager:
         request.assigned = (slot.resource_id, slot.index)
         self._actions.allocate_slot(slot.resource_id, slot.index, request)
 
-    def _free_slot_like_its_worker(self, request: SlotRequest) -> TaskManagerSlot | None:
+    def _free_slots_by_spec(self) -> dict[WorkerSpec, list[TaskManagerSlot]]:
+        """The free slots of running workers (not blocked), by their worker's spec: one
+        pass, however many requests wait for starting workers."""
+        blocked = self._blocked()
+        free: dict[WorkerSpec, list[TaskManagerSlot]] = {}
+        for worker in self.workers.values():
+            if worker.host not in blocked and worker.spec is not None:
+                free.setdefault(worker.spec, []).extend(
+                    s for s in worker.slots if s.state is SlotState.FREE)
+        return free
+
+    def _free_slot_like_its_worker(self, request: SlotRequest,
+                                   free: dict[WorkerSpec, list[TaskManagerSlot]]
+                                   ) -> TaskManagerSlot | None:
         """For a request waiting for a starting worker: a free slot it fits on a running
-        worker of that worker's very spec (the container it would get), not blocked."""
+        worker of that worker's very spec (the container it would get)."""
         starting = self.pending_workers.get(request.worker) if request.worker else None
         if starting is None or request.preferred_hosts:
             return None
-        blocked = self._blocked()
-        for worker in self.workers.values():
-            if worker.spec != starting.spec or worker.host in blocked:
-                continue
-            for slot in worker.slots:
-                if slot.state is SlotState.FREE and request.profile.fits_in(slot.profile):
-                    return slot
+        for slot in free.get(starting.spec, ()):
+            if slot.state is SlotState.FREE and request.profile.fits_in(slot.profile):
+                return slot     # still free: a request placed before it may have taken it
         return None
 
     def _starting_worker_for(self, request: SlotRequest, spec: WorkerSpec) -> PendingWorker | None:
@@ -400,12 +409,15 @@ class SlotManager:
         slot.request.timeout runs out. The worker it leaves serves the next request, or
         idles away (resourcemanager.taskmanager-timeout), as Flink's pending
         TaskManagers do. One that prefers a host waits for the worker asked there."""
+        free: dict[WorkerSpec, list[TaskManagerSlot]] | None = None
         for request in list(self.requests.values()):
             if request.state is RequestState.WAITING:
                 self._try_fulfill(request)
-            elif request.state is RequestState.WAITING_FOR_WORKER and \
-                    (slot := self._free_slot_like_its_worker(request)) is not None:
-                self._assign(request, slot)
+            elif request.state is RequestState.WAITING_FOR_WORKER and not request.preferred_hosts:
+                free = self._free_slots_by_spec() if free is None else free
+                slot = self._free_slot_like_its_worker(request, free)
+                if slot is not None:
+                    self._assign(request, slot)
 
     # --- idleness --------------------------------------------------------------------
     def _touch(self, resource_id: ResourceID) -> None:
