@@ -249,9 +249,11 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     components = start_components(config, app, register_more=serve_dispatcher,
                                   token_provider=provider)
     dispatcher = dispatchers[0]
-    web = serve_web_monitor(config, components, dispatcher, app, "yarn-per-job")
+    # The job first, then its page: a page served before the submission (and linked
+    # from YARN's tracking URL) would show an application without its job.
     job_id = dispatcher.submit(graph)
     app.kv[JOB_ID_KEY] = job_id.encode()
+    web = serve_web_monitor(config, components, dispatcher, app, "yarn-per-job")
 
     def on_sigterm(*_: object) -> None:   # `yarn application -kill`, or YARN stopping us
         log.warning("SIGTERM: cancelling job %s", job_id)
