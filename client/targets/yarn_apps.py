@@ -6,6 +6,7 @@ mutual TLS (``DispatcherClient``); once it ended, YARN's application report hold
 outcome (final status and the job's failure summary as diagnostics)."""
 from __future__ import annotations
 
+import logging
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from yarnflow.client.targets.yarn_client import bounded, skein_client
 from yarnflow.client.targets.yarn_errors import YarnError
 
 FINISHED_STATES = ("FINISHED", "FAILED", "KILLED")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -143,7 +145,9 @@ class YarnApplication:
 
     def cancel(self) -> ApplicationStatus:
         """Cancel the job through the Dispatcher (the application then ends KILLED); if
-        that cannot be reached, have YARN kill the application."""
+        that cannot be reached, or the application has not ended within twice the
+        client's timeout after the cancel (an ApplicationMaster too busy or stuck to end
+        it), have YARN kill the application: a cancel always ends it."""
         status = self.status(with_details=False)
         if status.finished:
             return status
@@ -151,6 +155,12 @@ class YarnApplication:
             self._dispatcher_client().cancel(self.job_id or self._job_id_from_kv())
         except (YarnError, KeyError):
             self.kill()
+            return self.wait_finished(self.timeout * 2)
+        try:
+            return self.wait_finished(self.timeout * 2)
+        except YarnError as late:
+            log.warning("%s; having YARN kill it", late)
+        self.kill()
         return self.wait_finished(self.timeout * 2)
 
     def kill(self) -> None:

@@ -24,6 +24,11 @@ from yarnflow.client.targets.local import LocalCluster
 TABLE = pa.table({"x": pa.array(range(2000), pa.int64())})
 SESSION = FAST + ["pipeline.batch-rows=100", "resourcemanager.taskmanager-timeout=3 s",
                   "session.container-sizes=1c-1536m, 2c-2048m"]
+# The held-write tests hold the job graph store's write while the whole job runs; on a
+# busy machine an executor's start alone can outlast the 10 s default, and the session
+# then (rightly) cancels the job: they give the write as long as they hold it.
+HELD_S = 300.0
+HELD = [f"session.job-graph-store.write-timeout={HELD_S:g} s"]
 
 
 def slow(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -231,7 +236,7 @@ class _HeldStore:
 
     def put(self, job_id, job_graph: bytes) -> None:
         self.writing.set()
-        assert self.release.wait(60), "the test never let the write end"
+        assert self.release.wait(HELD_S), "the test never let the write end"
         if self.error is not None:
             raise self.error
         self.store.put(job_id, job_graph)
@@ -254,6 +259,7 @@ def test_a_job_runs_while_its_graph_is_written_and_is_acknowledged_and_committed
     """Issue 32, item 4: the write to the job graph store overlaps the job's start; the
     submission is acknowledged, and the output committed, only once the graph is kept."""
     from yarnflow.appmaster.dispatcher import Dispatcher
+    config = Configuration.load(overrides=SESSION + HELD)
     store = _HeldStore(str(tmp_path / "jobgraphs" / "app"))
     graph = job("kept", tmp_path / "out", config, parallelism=1)
     with LocalCluster(config) as cluster:
@@ -261,8 +267,7 @@ def test_a_job_runs_while_its_graph_is_written_and_is_acknowledged_and_committed
         submitted = _submit_in_background(dispatcher, graph)
         assert store.writing.wait(30), "the job graph store was never written"
         # the job runs to its end while the write is held: nothing is committed yet
-        wait_until(lambda: _subtasks_in(cluster, graph.job_id, ExecutionState.FINISHED), 120,
-                   "every subtask to finish while the job graph is being written")
+        _wait_for_subtasks(cluster, graph.job_id, ExecutionState.FINISHED, 120)
         assert not submitted.done(), "acknowledged before the job graph was kept"
         assert not (tmp_path / "out").exists(), "output committed before the job was accepted"
         assert store.job_ids() == []
@@ -275,14 +280,14 @@ def test_a_job_runs_while_its_graph_is_written_and_is_acknowledged_and_committed
 
 def test_a_job_whose_graph_cannot_be_kept_is_rejected_and_leaves_no_output(tmp_path, config):
     from yarnflow.appmaster.dispatcher import Dispatcher
+    config = Configuration.load(overrides=SESSION + HELD)
     store = _HeldStore(str(tmp_path / "jobgraphs" / "app"),
                        error=PermissionError("Permission denied: user=etl, access=WRITE"))
     graph = job("refused", tmp_path / "out", config, parallelism=1)
     with LocalCluster(config) as cluster:
         dispatcher = Dispatcher(cluster.components, None, None, store)
         submitted = _submit_in_background(dispatcher, graph)
-        wait_until(lambda: _subtasks_in(cluster, graph.job_id, ExecutionState.FINISHED), 120,
-                   "every subtask to finish while the job graph is being written")
+        _wait_for_subtasks(cluster, graph.job_id, ExecutionState.FINISHED, 120)
         store.release.set()
         with pytest.raises(JobRejected) as rejected:
             submitted.result(30)
@@ -296,12 +301,54 @@ def test_a_job_whose_graph_cannot_be_kept_is_rejected_and_leaves_no_output(tmp_p
             "the rejected job's staged output was left behind"
 
 
+def test_a_job_whose_graph_is_not_kept_in_time_is_rejected_naming_the_option(tmp_path):
+    """session.job-graph-store.write-timeout itself: a write still held when it passes
+    rejects the submission naming the option, the job ends cancelled without output,
+    and the write that ends late leaves the store."""
+    from yarnflow.appmaster.dispatcher import Dispatcher
+    config = Configuration.load(overrides=SESSION + ["session.job-graph-store.write-timeout=1 s"])
+    store = _HeldStore(str(tmp_path / "jobgraphs" / "app"))
+    graph = job("late", tmp_path / "out", config, parallelism=1, gate=tmp_path / "never")
+    with LocalCluster(config) as cluster:
+        dispatcher = Dispatcher(cluster.components, None, None, store)
+        submitted = _submit_in_background(dispatcher, graph)
+        with pytest.raises(JobRejected) as rejected:
+            submitted.result(60)
+        assert "session.job-graph-store.write-timeout" in str(rejected.value)
+        assert "within 1 s" in str(rejected.value)
+        assert dispatcher.wait(graph.job_id, 60).status is JobStatus.CANCELED
+        store.release.set()      # the write ends after all: the store does not keep it
+        wait_until(lambda: store.job_ids() == [], 30, "the late write to leave the store")
+    assert not (tmp_path / "out").exists()
+
+
 def _subtasks_in(cluster, job_id, state: ExecutionState) -> bool:
     jm = cluster.components.jobs.get(job_id)
     if jm is None:
         return False
     details = jm.main.call(jm.details)
     return all(s.state is state for v in details.vertices for s in v.subtasks)
+
+
+def _wait_for_subtasks(cluster, job_id, state: ExecutionState, timeout: float) -> None:
+    """Wait for every subtask of the job to reach ``state``; a timeout says where each
+    one is (its state, attempt and executor) and how the job stands, since CI keeps no
+    logs."""
+    def where() -> str:
+        jm = cluster.components.jobs.get(job_id)
+        if jm is None:
+            return "no JobMaster for the job"
+        details = jm.main.call(jm.details)
+        subtasks = "; ".join(f"{v.name}[{s.index}] {s.state.value} attempt {s.attempt} "
+                             f"on {s.resource_id or '-'}"
+                             for v in details.vertices for s in v.subtasks)
+        return (f"job {details.status.value}, {details.restarts} restarts, "
+                f"exceptions {[e.cause for e in details.exceptions][-3:]}; {subtasks}")
+    try:
+        wait_until(lambda: _subtasks_in(cluster, job_id, state), timeout,
+                   f"every subtask to be {state.value}")
+    except AssertionError as err:
+        raise AssertionError(f"{err}: {where()}") from None
 
 
 def test_each_job_in_a_session_gets_its_own_batch_rows(tmp_path, config):

@@ -180,3 +180,34 @@ def test_an_applications_info_is_never_seen_half_written_by_another_reader(tmp_p
     assert failures == []
     assert store.info("application_1_0001") == {"kind": "per-job", "dispatcher": "h:2999"}
     assert os.listdir(tmp_path / "applications" / "application_1_0001") == ["info.json"]
+
+
+class _CancelledButRunning:
+    """A YarnApplication's YARN side whose ApplicationMaster takes the cancel and then
+    never ends the application (too busy, or stuck): only YARN's kill ends it."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+        self.killed = False
+
+    def status(self, with_details: bool = True):
+        from yarnflow.client.targets.yarn_apps import ApplicationStatus
+        state = "KILLED" if self.killed else "RUNNING"
+        return ApplicationStatus("application_1_0001", state, state if self.killed else "UNDEFINED",
+                                 "", "")
+
+    def cancel(self, job_id: str) -> None:
+        self.cancelled.append(job_id)
+
+
+def test_a_cancel_the_application_master_does_not_carry_out_ends_in_yarns_kill(monkeypatch):
+    from yarnflow.client.targets.yarn_apps import YarnApplication
+    yarn = _CancelledButRunning()
+    app = object.__new__(YarnApplication)
+    app.app_id, app.timeout, app.job_id = "application_1_0001", 0.2, "job-1"
+    monkeypatch.setattr(app, "status", yarn.status)
+    monkeypatch.setattr(app, "_dispatcher_client", lambda: yarn)
+    monkeypatch.setattr(app, "kill", lambda: setattr(yarn, "killed", True))
+    ended = app.cancel()
+    assert yarn.cancelled == ["job-1"], "the cancel went to the Dispatcher first"
+    assert yarn.killed and ended.state == "KILLED"
