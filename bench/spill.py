@@ -28,28 +28,21 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT))
+
+from tests.executor_memory import ExecutorPeaks  # noqa: E402  (read as the tests read them)
 
 from tpch.data import generate  # noqa: E402
 from tpch.engines import duckdb_over, spark_query  # noqa: E402
 from tpch.run import pipeline, query  # noqa: E402
 
 QUERIES = (3, 18)
-
-
-def peak_rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            line = next(row for row in status if row.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        return 0.0
-    return int(line.split()[1]) / 1024
 
 
 def run_yarnflow(number: int, data: Path, out: Path, parallelism: int,
@@ -60,30 +53,14 @@ def run_yarnflow(number: int, data: Path, out: Path, parallelism: int,
     from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
     from yarnflow.client.targets.base import planned_worker_specs
     from yarnflow.client.targets.local import LocalCluster
-    from yarnflow.conf import Configuration, options
+    from yarnflow.conf import Configuration
     config = Configuration.load(overrides=overrides)
     graph = pipeline(number, str(data), str(out), parallelism).job_graph(config)
-    peaks: dict[int, float] = {}
-    sizes: dict[int, int] = {}
-    done = threading.Event()
     started = time.perf_counter()
     with LocalCluster(config, worker_specs=planned_worker_specs(graph, config)) as cluster:
-        def watch() -> None:
-            while not done.wait(0.1):
-                for worker in cluster.overview().workers:
-                    pid = cluster.driver.pid_of(worker.resource_id)
-                    if pid:
-                        sizes[pid] = worker.slot_profile.memory_mb * worker.num_slots \
-                            + config.get(options.WORKER_OVERHEAD_MEMORY)
-                for pid in sizes:
-                    peaks[pid] = max(peaks.get(pid, 0.0), peak_rss_mb(pid))
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
-            result = cluster.submit(graph).wait(3600)
-        finally:
-            done.set()
-            watcher.join()
+        job = cluster.submit(graph)
+        with ExecutorPeaks(cluster, config, interval=0.1) as peaks:
+            result = job.wait(3600)
     seconds = time.perf_counter() - started
     if result.status is not JobStatus.FINISHED:
         raise RuntimeError(f"q{number:02d} {result.status.value}: {result.failure}")
@@ -91,9 +68,9 @@ def run_yarnflow(number: int, data: Path, out: Path, parallelism: int,
     files = sorted(out.glob("*.parquet"))
     answer = pa.concat_tables([pq.read_table(f) for f in files]) if files else None
     return {"seconds": seconds, "answer": answer, "spilled_mb": spilled / 2**20,
-            "peak_rss_mb": max(peaks.values(), default=0.0),
-            "within_container": bool(peaks) and all(peaks[p] <= sizes[p] for p in peaks),
-            "memory_mb": sum(sizes.values())}
+            "peak_rss_mb": peaks.largest_mb(),
+            "within_container": bool(peaks.peaks) and not peaks.over(),
+            "memory_mb": peaks.containers_mb()}
 
 
 def run_spark(number: int, data: Path, parallelism: int, memory_mb: int) -> float:

@@ -3,19 +3,18 @@ partitions: producers write Arrow IPC files to local disk and consumers read the
 after the producers finished, so neither side ever holds the shuffle in memory."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
-import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import yarnflow.client as yf
 from tests.conftest import FAST
+from tests.executor_memory import ExecutorPeaks
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import PartitionType
+from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.client.targets.local import LocalCluster
 
 BATCH_ROWS = 1 << 20                  # 8 MB of int64 per column and batch
@@ -37,12 +36,6 @@ def summarize(batch: pa.RecordBatch) -> pa.RecordBatch:
                             "one": [1]})
 
 
-def peak_rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        line = next(l for l in status if l.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
-
-
 def test_a_shuffle_larger_than_executor_memory_completes_through_blocking_partitions(tmp_path):
     config = Configuration.load(overrides=FAST + ["resourcemanager.taskmanager-timeout=60 s"])
     p = yf.Pipeline("big-shuffle", parallelism=2, schedule_mode="LAZY_FROM_SOURCES")
@@ -57,24 +50,11 @@ def test_a_shuffle_larger_than_executor_memory_completes_through_blocking_partit
 
     with LocalCluster(config) as cluster:
         job = cluster.submit(graph)
-        pids: set[int] = set()
-        done = threading.Event()
-
-        def watch_executors() -> None:      # remember every executor process of the job
-            while not done.wait(0.2):
-                for worker in cluster.overview().workers:
-                    pid = cluster.driver.pid_of(worker.resource_id)
-                    if pid:
-                        pids.add(pid)
-        watcher = threading.Thread(target=watch_executors, daemon=True)
-        watcher.start()
-        result = job.wait(600)
-        peaks = {pid: peak_rss_mb(pid) for pid in pids if psutil.pid_exists(pid)}
-        done.set()
-        watcher.join()
+        with ExecutorPeaks(cluster, config) as peaks:
+            result = job.wait(600)
         worker = cluster.overview().workers[0]
-        container_mb = worker.slot_profile.memory_mb * worker.num_slots \
-            + config.get(options.WORKER_OVERHEAD_MEMORY)
+        container_mb = WorkerSpec(worker.slot_profile, worker.num_slots,
+                                  config.get(options.WORKER_OVERHEAD_MEMORY)).container.memory_mb
 
     assert result.status is JobStatus.FINISHED, result.failure
     expand_vertex = result.details.vertex_running("expand")
@@ -82,7 +62,7 @@ def test_a_shuffle_larger_than_executor_memory_completes_through_blocking_partit
     # every producer wrote more than a whole executor may hold ...
     assert min(shuffled_mb) > container_mb, (shuffled_mb, container_mb)
     # ... and no executor came near holding it
-    assert peaks and max(peaks.values()) < container_mb, (peaks, container_mb)
+    assert peaks.peaks and peaks.largest_mb() < container_mb, (peaks.peaks, container_mb)
     out = pq.read_table(tmp_path / "out")
     assert out["rows_sum"].to_pylist() == [2 * BATCHES_PER_SEED * BATCH_ROWS]
     want_total = 0

@@ -7,21 +7,20 @@ resident memory passes its container's size (its slots plus
 executor process the job ran."""
 from __future__ import annotations
 
-import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import psutil
 import pyarrow.parquet as pq
 
 import yarnflow.client as yf
 from tests.conftest import FAST, NO_RESTART
-from tests.integration.test_blocking_shuffle import peak_rss_mb
+from tests.executor_memory import ExecutorPeaks
 from tests.yarn.pipelines import spill_jobs
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.client.display import spill_warning
 from yarnflow.client.targets.local import LocalCluster
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import JobGraph
 
 SLOT_MB = 256
@@ -29,44 +28,26 @@ CONFIG = FAST + NO_RESTART + [f"taskmanager.default-slot.memory={SLOT_MB}m",
                               "pipeline.batch-rows=16384"]
 
 
-def run_measured(graph: JobGraph, config: Configuration):
-    """The job's result, and each of its executors' peak resident MB with its
-    container's size."""
+def run_measured(graph: JobGraph, config: Configuration) -> tuple[Any, ExecutorPeaks]:
+    """The job's result, and its executors' peaks read while each one lived."""
     with LocalCluster(config) as cluster:
         job = cluster.submit(graph)
-        pids: dict[int, int] = {}
-        done = threading.Event()
-
-        def watch() -> None:
-            while not done.wait(0.2):
-                for worker in cluster.overview().workers:
-                    pid = cluster.driver.pid_of(worker.resource_id)
-                    if pid:
-                        pids[pid] = worker.slot_profile.memory_mb * worker.num_slots \
-                            + config.get(options.WORKER_OVERHEAD_MEMORY)
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
+        with ExecutorPeaks(cluster, config) as peaks:
             result = job.wait(900)
-            peaks = {pid: (peak_rss_mb(pid), size) for pid, size in pids.items()
-                     if psutil.pid_exists(pid)}
-        finally:
-            done.set()
-            watcher.join()
         left = list(cluster.workdir.rglob("spill-*/*"))
     assert not left, f"spill files outlived their tasks: {left[:5]}"
     return result, peaks
 
 
-def check_memory(result, peaks, vertex: str) -> None:
+def check_memory(result, peaks: ExecutorPeaks, vertex: str) -> None:
     assert result.status is JobStatus.FINISHED, result.failure
     spilled = result.details.vertex_running(vertex).spilled()
     assert spilled[0] > 0, f"{vertex} did not spill"
-    assert peaks, "no executor was seen"
-    over = {pid: peak for pid, peak in peaks.items() if peak[0] > peak[1]}
-    assert not over, f"executors past their container's size (peak MB, size MB): {over}"
+    assert peaks.peaks, "no executor was seen"
+    assert not peaks.over(), \
+        f"executors past their container's size (peak MB, size MB): {peaks.over()}"
     print(f"{vertex}: spilled {spilled[0] / 2**20:.0f} MB in {spilled[1]} files; executor "
-          f"peaks (MB, container MB): {sorted(peaks.values())}")
+          f"peaks (MB, container MB): {sorted(peaks.peaks.values())}")
 
 
 def test_a_join_whose_build_side_is_four_slots_spills_and_stays_in_its_container(tmp_path):
