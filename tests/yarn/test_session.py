@@ -294,8 +294,12 @@ def test_the_web_ui_lists_the_running_job_and_those_that_ended_before_the_new_at
     ui = yarnflow("ui", app_id)
     assert ui.returncode == 0, ui.stdout + ui.stderr
     url = ui.stdout.strip()
-    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, SHAPES, "--", "long", "--work", "4",
-                    "--out", f"{hdfs.scratch('session-web')}/out")
+    # held until the test cancels it (a fixed 16 s of work ended, on a busy machine,
+    # while the browser still read the page, and the cancel found it ended)
+    base = hdfs.scratch("session-web")
+    hold = hdfs.hold_file(f"{base}/hold")
+    proc = yarnflow("run", "-t", "yarn-session", "-a", NAME, "-D", "pipeline.batch-rows=5",
+                    SHAPES, "--", "long", "--work", "2", "--hold", hold, "--out", f"{base}/out")
     job = accepted_job_id(proc)
 
     def listed() -> dict | None:
@@ -313,6 +317,7 @@ def test_the_web_ui_lists_the_running_job_and_those_that_ended_before_the_new_at
     cancel = yarnflow("cancel", job)
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
     assert ended(client, job) == "CANCELED"
+    hdfs.fs.delete(f"{base}/hold")
 
 
 def test_history_outlives_the_session(session, first_jobs, yarn_cluster):
