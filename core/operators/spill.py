@@ -154,48 +154,87 @@ def merge_sorted(runs: Sequence[Iterator[pa.RecordBatch]],
     """The rows of sorted ``runs`` in one order, a piece at a time, holding about one
     batch per run. Each step's bound is the least of the last keys read from the runs
     not yet read to their end: every row at or before it has been read, so those rows,
-    sorted, are the next piece; the run whose last key was the bound reads on."""
+    sorted, are the next piece; the run whose last key was the bound reads on.
+
+    A run's rows at or before the bound are a prefix of what it holds (it is sorted),
+    found on its key columns alone and sliced off; only the piece is sorted, once, so
+    each row is copied once however many runs there are (sorting all held rows at each
+    step cost runs x input)."""
     readers = list(runs)
     last: list[pa.Table | None] = [None] * len(readers)
-    pool: list[pa.Table] = []
+    held: list[pa.Table | None] = [None] * len(readers)
     for i in range(len(readers)):
-        _read_next(readers, last, pool, i)
+        _read_next(readers, last, held, i)
     while True:
         live = [i for i, row in enumerate(last) if row is not None]
         if not live:
             break
-        ends = pa.concat_tables([row for row in last if row is not None])
+        ends = pa.concat_tables([last[i] for i in live])
         first = int(pc.sort_indices(ends, sort_keys=keys)[0].as_py())
-        if pool:
-            ready, rest = _split_at(pa.concat_tables(pool), ends.slice(first, 1), keys)
-            pool = [rest] if rest.num_rows else []
-            if ready.num_rows:
-                yield ready
-        _read_next(readers, last, pool, live[first])
-    if pool:
-        yield pa.concat_tables(pool).sort_by(keys)
+        bound, reader = ends.slice(first, 1), live[first]
+        ready: list[pa.Table] = []
+        for i, rows in enumerate(held):
+            if rows is None:
+                continue
+            through = rows.num_rows if i == reader else _rows_through(rows, bound, keys)
+            if through:
+                ready.append(rows.slice(0, through))
+            held[i] = rows.slice(through) if through < rows.num_rows else None
+        if ready:
+            yield ready[0] if len(ready) == 1 else pa.concat_tables(ready).sort_by(keys)
+        _read_next(readers, last, held, reader)
+    rest = [rows for rows in held if rows is not None]
+    if rest:
+        yield pa.concat_tables(rest).sort_by(keys)
 
 
-def _split_at(pool: pa.Table, bound: pa.Table, keys: list[tuple[str, str]]
-              ) -> tuple[pa.Table, pa.Table]:
-    """``pool``'s rows at or before ``bound`` in order, and the others. The bound row
-    goes last into one sort with the pool's keys: a stable sort puts it after the
-    rows equal to it."""
+def _rows_through(rows: pa.Table, bound: pa.Table, keys: list[tuple[str, str]]) -> int:
+    """How many of sorted ``rows`` come at or before ``bound`` in the keys' order."""
+    counted = _count_through(rows, bound, keys)
+    if counted is not None:
+        return counted
+    # any keys: the bound row goes last into one stable sort of the keys, which puts
+    # it after the rows equal to it; its place is the count
     columns = [column for column, _ in keys]
     marked = pa.concat_tables([
-        pool.select(columns).append_column(_BOUND, pa.array(np.zeros(pool.num_rows, np.int8))),
+        rows.select(columns).append_column(_BOUND, pa.array(np.zeros(rows.num_rows, np.int8))),
         bound.select(columns).append_column(_BOUND, pa.array(np.ones(1, np.int8)))])
     order = pc.sort_indices(marked, sort_keys=keys).to_numpy()
-    at = int(np.flatnonzero(order == pool.num_rows)[0])
-    return pool.take(pa.array(order[:at])), pool.take(pa.array(order[at + 1:]))
+    return int(np.flatnonzero(order == rows.num_rows)[0])
+
+
+def _count_through(rows: pa.Table, bound: pa.Table, keys: list[tuple[str, str]]) -> int | None:
+    """The count by one comparison, where it agrees with Arrow's order: one key of a
+    number, time, string or decimal type and a bound that is neither null nor NaN (nulls
+    and NaNs sort last either way, and compare false or null here). None otherwise."""
+    if len(keys) != 1:
+        return None
+    column, order = keys[0]
+    kind = rows.schema.field(column).type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_temporal(kind)
+            or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+            or pa.types.is_decimal(kind)):
+        return None
+    value = bound.column(column)[0]
+    if not value.is_valid:
+        return None
+    if pa.types.is_floating(kind) and value.as_py() != value.as_py():     # NaN
+        return None
+    compare = pc.less_equal if order == "ascending" else pc.greater_equal
+    try:
+        return int(pc.sum(compare(rows.column(column), value)).as_py() or 0)
+    except pa.ArrowNotImplementedError:
+        return None
 
 
 def _read_next(readers: list[Iterator[pa.RecordBatch]], last: list[pa.Table | None],
-               pool: list[pa.Table], index: int) -> None:
+               held: list[pa.Table | None], index: int) -> None:
     for batch in readers[index]:
         if batch.num_rows:
             table = pa.Table.from_batches([batch])
-            pool.append(table)
+            rows = held[index]
+            held[index] = table if rows is None else pa.concat_tables([rows, table])
             last[index] = table.slice(table.num_rows - 1, 1)
             return
     last[index] = None

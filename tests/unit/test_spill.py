@@ -194,3 +194,62 @@ def test_batches_told_apart_by_metadata_or_nullability_spill_into_one_file(tmp_p
     run_.write(tagged)
     run_.write(plain)
     assert pa.Table.from_batches(list(run_.read())).column("x").to_pylist() == [1, 2, 3, None]
+
+
+def _runs_of(memory, table: pa.Table, keys, parts: int, seed: int) -> list:
+    """``table`` dealt into ``parts`` sorted runs of unequal lengths, written in small
+    batches."""
+    rng = np.random.default_rng(seed)
+    cuts = np.sort(rng.choice(np.arange(1, table.num_rows), parts - 1, replace=False))
+    runs = []
+    for start, end in zip([0, *cuts], [*cuts, table.num_rows]):
+        part = table.slice(int(start), int(end - start)).sort_by(keys)
+        run_ = SpilledRun(memory, "run", part.schema)
+        run_.write(part, rows_per_batch=int(rng.integers(5, 60)))
+        runs.append(run_)
+    return runs
+
+
+@pytest.mark.parametrize("keys", [
+    [("a", "ascending"), ("b", "descending")],
+    [("b", "ascending")],
+    [("b", "descending")],
+    [("s", "descending"), ("a", "ascending")],
+])
+def test_the_merge_of_runs_with_nulls_and_nans_is_one_sort_of_all_rows(tmp_path, keys):
+    rng = np.random.default_rng(11)
+    n = 3000
+    b = rng.integers(0, 40, n).astype(float)
+    b[rng.random(n) < 0.05] = np.nan
+    table = pa.table({
+        "a": pa.array(rng.integers(0, 8, n), mask=rng.random(n) < 0.05),
+        "b": pa.array(b, mask=rng.random(n) < 0.05),
+        "s": pa.array([f"s{v:02d}" for v in rng.integers(0, 30, n)], mask=rng.random(n) < 0.05),
+        "payload": pa.array(np.arange(n))})
+    memory = OperatorMemory.fixed(UNLIMITED, tmp_path)
+    merged = pa.concat_tables(list(merge_sorted([r.read() for r in _runs_of(memory, table, keys, 7, 3)],
+                                                keys)))
+    want = table.sort_by(keys)
+    columns = [column for column, _ in keys]
+    assert merged.num_rows == n
+    # (as text: a NaN equals no NaN)
+    assert [repr(r) for r in merged.select(columns).to_pylist()] == \
+        [repr(r) for r in want.select(columns).to_pylist()]
+    # every payload stays with its keys: the same rows, whatever order equal keys take
+    assert sorted(map(repr, merged.to_pylist())) == sorted(map(repr, table.to_pylist()))
+
+
+@pytest.mark.parametrize("values", [
+    pa.array(np.arange(600, dtype="int64") * 7 % 251, pa.timestamp("ns")),
+    pa.array([f"k{v:03d}" for v in np.arange(600) * 7 % 251]),
+    pa.array([f"k{v:03d}".encode() for v in np.arange(600) * 7 % 251]),
+], ids=["ns-times", "strings", "bytes"])
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_the_merge_of_one_key_of_any_comparable_type_is_in_order(tmp_path, values, order):
+    keys = [("k", order)]
+    table = pa.table({"k": values, "payload": pa.array(np.arange(len(values)))})
+    memory = OperatorMemory.fixed(UNLIMITED, tmp_path)
+    merged = pa.concat_tables(list(merge_sorted([r.read() for r in _runs_of(memory, table, keys, 5, 4)],
+                                                keys)))
+    assert merged.column("k").equals(table.sort_by(keys).column("k"))
+    assert sorted(merged.column("payload").to_pylist()) == list(range(len(values)))
