@@ -481,12 +481,21 @@ def test_without_a_keytab_the_tokens_end_is_said_in_status_before_it_comes(short
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     app_id = next(w for w in run.stdout.split() if w.startswith("application_"))
     try:
+        last: list[str] = []
+
         def warned() -> str | None:
             status = secure.edge("yarnflow", "status", app_id, timeout=120)
+            last[:] = [status.stdout[-2000:] + status.stderr[-1000:]]
             said = [line for line in status.stdout.splitlines() if line.startswith("warning:")]
             return said[0] if said else None
-        line = wait_until(warned, 300, f"yarnflow status {app_id} to warn of the token's end",
-                          interval=3.0)
+        try:
+            line = wait_until(warned, 300, f"yarnflow status {app_id} to warn of the token's end",
+                              interval=3.0)
+        except AssertionError as timeout:
+            # CI keeps no logs: what status said last, and YARN's report of the application
+            report = secure.edge("yarn", "application", "-status", app_id, timeout=120)
+            raise AssertionError(f"{timeout}; status said last:\n{''.join(last)}\n"
+                                 f"YARN: {report.stdout[-2000:]}") from None
         assert "HDFS delegation token expires at" in line or "expired at" in line, line
         assert "security.kerberos.login.keytab" in line
     finally:
