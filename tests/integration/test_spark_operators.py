@@ -17,10 +17,10 @@ pytest.importorskip("pyspark", reason="Spark operators need pip install 'yarnflo
 WARM = FAST + ["resourcemanager.taskmanager-timeout=120 s", "slot.idle.timeout=1 s"]
 
 
-def jvm_pid(spark, df):   # noqa: ANN001 - Spark objects
-    from pyspark.sql import functions as F
+def jvm_pid(spark, df):
+    from pyspark.sql import functions
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    return df.withColumn("jvm_pid", F.lit(int(pid)))
+    return df.withColumn("jvm_pid", functions.lit(int(pid)))
 
 
 def test_spark_sql_gives_pyarrows_answer_and_later_tasks_reuse_the_executors_session(tmp_path):

@@ -60,7 +60,7 @@ class ManualMainThread:
                 fn, future = self._queue.popleft()
                 try:
                     future.set_result(fn())
-                except Exception as err:        # kept in the future, as MainThread does
+                except Exception as err:  # noqa: BLE001 - kept in the future, as MainThread does
                     future.set_exception(err)
         finally:
             self._running = False

@@ -32,7 +32,7 @@ def sync(fn):
     future: Future = Future()
     try:
         future.set_result(fn())
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - kept in the future
         future.set_exception(err)
     return future
 

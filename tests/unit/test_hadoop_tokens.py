@@ -4,7 +4,6 @@ authenticate with them (core/fs/webhdfs.py), against a loopback HTTP server."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import sys
 import threading
@@ -108,7 +107,7 @@ class _NameNode(BaseHTTPRequestHandler):
     """Records each call's parameters; answers LISTSTATUS, and 403 to anything else."""
     calls: list[dict[str, list[str]]] = []
 
-    def do_GET(self) -> None:   # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         query = parse_qs(urlsplit(self.path).query)
         type(self).calls.append(query)
         if query.get("op") == ["LISTSTATUS"]:

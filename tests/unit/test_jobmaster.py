@@ -287,7 +287,7 @@ class Unloadable:
     def check_submittable(self) -> None:
         pass
 
-    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+    def __reduce__(self):
         return (_gone, ())
 
 

@@ -1,5 +1,5 @@
-"""ruff over the whole product, with tests/ruff.toml: CI lints what the README's test
-command runs, as the type check does."""
+"""ruff over the whole product and its tests, with tests/ruff.toml: CI lints what the
+README's test command runs, as the type check does."""
 from __future__ import annotations
 
 import subprocess
@@ -7,10 +7,10 @@ import sys
 
 from tests.packaging import ROOT, product
 
-PRODUCT = [*product(), "bench", "examples", "setup.py"]
+PRODUCT = [*product(), "bench", "examples", "setup.py", "tests"]
 
 
-def test_the_product_passes_ruff():
+def test_the_product_and_its_tests_pass_ruff():
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--config",
                            str(ROOT / "tests" / "ruff.toml"), "--output-format", "concise",
                            *PRODUCT], cwd=ROOT, capture_output=True, text=True, timeout=300)

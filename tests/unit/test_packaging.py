@@ -24,6 +24,6 @@ def test_the_wheel_holds_every_module_and_data_file(built_wheel):
     assert not missing, f"the wheel lacks {missing}"
     assert "yarnflow/taskexecutor/spark/__init__.py" in names   # the one a hand-kept map lost
     assert "yarnflow/__init__.py" not in names   # a namespace: importing a runtime package runs no client code
-    for data in ("yarnflow/client/py.typed", "yarnflow/core/py.typed", "yarnflow/conf/yarnflow.yaml", "yarnflow/rpc/proto/jobgraph.proto",
-                 "yarnflow/appmaster/webmonitor/static/index.html"):
+    for data in ("yarnflow/client/py.typed", "yarnflow/core/py.typed", "yarnflow/conf/yarnflow.yaml",
+                 "yarnflow/rpc/proto/jobgraph.proto", "yarnflow/appmaster/webmonitor/static/index.html"):
         assert data in names, f"the wheel lacks {data}"

@@ -19,7 +19,7 @@ import pyarrow as pa
 import yarnflow.client as yf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # imported by a test too
-import spill_jobs  # noqa: E402
+import spill_jobs
 
 # the executors have yarnflow, not this folder: the spill jobs' functions travel by value
 cloudpickle.register_pickle_by_value(spill_jobs)
@@ -104,7 +104,7 @@ def main() -> None:
                         "answers")
     args = parser.parse_args()
     mode = args.mode
-    R = yf.ResourceSpec
+    R = yf.ResourceSpec  # noqa: N806 - short, as the tests spell a profile
     if args.shape == "two-profiles":     # 2 x (2 cores, 1.5 GB) and 2 x (1 core, 512 MB)
         p = yf.Pipeline("two-profiles", parallelism=2)
         src = p.from_arrow(rows(2000)).slot_sharing_group("cpu")
