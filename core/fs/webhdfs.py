@@ -40,12 +40,16 @@ DATANODE_ATTEMPTS = 3
 
 
 def _environment_sets_http() -> bool:
-    """Whether the environment holds what requests would take from it: a proxy, a CA
-    bundle, or a .netrc file."""
+    """Whether the environment holds what requests must look up per request: a proxy
+    (which depends on the URL) or a .netrc file."""
     import urllib.request
-    return bool(urllib.request.getproxies()
-                or any(os.environ.get(k) for k in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NETRC"))
+    return bool(urllib.request.getproxies() or os.environ.get("NETRC")
                 or any(os.path.exists(os.path.expanduser(f"~/{n}")) for n in (".netrc", "_netrc")))
+
+
+def _environment_ca_bundle() -> str | None:
+    """The CA bundle the environment names for requests (its own order), if any."""
+    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or None
 
 
 class _StrictFile(WebHDFile):   # type: ignore[misc]   # fsspec is untyped
@@ -162,8 +166,12 @@ class _WebHdfs(WebHDFS):   # type: ignore[misc]   # fsspec is untyped
             self.session.auth = _spnego()
         self.session.hooks["response"].append(_redact_failed)
         # requests looks for proxies, a CA bundle and ~/.netrc in the environment on every
-        # request (milliseconds of each, and a job makes dozens): where none is set, it
-        # need not look again
+        # request (milliseconds of each, and a job makes dozens): a bundle is taken once
+        # here, and where no proxy or .netrc is set it need not look again (a bundle named
+        # in the environment made it look up proxies on every call too)
+        bundle = _environment_ca_bundle()
+        if bundle is not None:
+            self.session.verify = bundle
         self.session.trust_env = _environment_sets_http()
 
     def _call(self, op: str, method: str = "get", path: str | None = None, data: Any = None,

@@ -178,7 +178,7 @@ def test_the_environment_is_read_for_proxies_once_and_honoured_when_it_sets_one(
     monkeypatch.setattr(webhdfs, "CREDENTIALS", ProcessCredentials([]))
     monkeypatch.setenv("HOME", str(tmp_path))          # no ~/.netrc
     for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
-                 "ALL_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NETRC"):
+                 "ALL_PROXY", "no_proxy", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NETRC"):
         monkeypatch.delenv(name, raising=False)
     plain = webhdfs.WebHdfsFileSystem(f"127.0.0.1:{namenode}", user="alice",
                                       authority=f"127.0.0.1:{namenode}-plain")
@@ -190,3 +190,14 @@ def test_the_environment_is_read_for_proxies_once_and_honoured_when_it_sets_one(
                                         authority=f"127.0.0.1:{namenode}-proxied")
     assert proxied.webhdfs.session.trust_env is True    # requests applies HTTP_PROXY/NO_PROXY
     assert proxied.list_dir(f"hdfs://127.0.0.1:{namenode}/data") == []
+    # a CA bundle alone is taken once, as the session's own: nothing left to look up
+    monkeypatch.delenv("HTTP_PROXY")
+    monkeypatch.delenv("NO_PROXY")
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
+    trusted = webhdfs.WebHdfsFileSystem(f"127.0.0.1:{namenode}", user="alice",
+                                        authority=f"127.0.0.1:{namenode}-bundle")
+    assert trusted.webhdfs.session.trust_env is False
+    assert trusted.webhdfs.session.verify == str(bundle)
+    assert trusted.list_dir(f"hdfs://127.0.0.1:{namenode}/data") == []
