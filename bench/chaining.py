@@ -19,6 +19,11 @@ the dockerised cluster's edge host), as bench/session_latency.py does.
   jobs_per_minute_hdfs_bound: the most jobs a minute this cluster's HDFS allows
   (bench/session_latency.py's hdfs_floor_ms), measured in the same run;
   session_ratio = jobs_per_minute / jobs_per_minute_hdfs_bound (goal: at least 0.8).
+- session_phases_ms: where the chained jobs' time went (medians): the client's first
+  step to the job's start (its graph built and submitted, its JobMaster made, its
+  output set up), to its last subtask DEPLOYING (slots), RUNNING, FINISHED (the
+  subtasks' work, their part files written), to the job's end (the commit), to the
+  client seeing it; beside hdfs_floor_steps_ms, the HDFS work each phase holds.
 """
 from __future__ import annotations
 
@@ -181,22 +186,49 @@ def measure_session(args: argparse.Namespace) -> dict[str, Any]:
                         f"yarn.application.id={app_id}", "execution.attached=false", setting])
                     poll(lambda: session.overview().free_slots >= 4, 60, "4 free warm slots")
                     jobs = 1 if name == "warm-up" else args.jobs
+                    ran: list[tuple[float, Any, float]] = []    # (asked, job id, seen ended)
                     start = time.monotonic()
                     for i in range(jobs):
+                        asked = time.time()
                         job_id = execute("yarn-session", config, next(outputs), 0.0).job_id
                         status = poll(lambda: (s := session.details(job_id).status)
                                       .is_globally_terminal and s.value, 120, f"job {i} to end")
+                        ran.append((asked, job_id, time.time()))
                         if status != "FINISHED":
                             raise SystemExit(f"session job {i} ended {status}: "
                                              f"{session.details(job_id).failure}")
                     if name != "warm-up":
                         figures[f"jobs_per_minute{name}"] = jobs / (time.monotonic() - start) * 60
+                    if name == "":
+                        figures["session_phases_ms"] = phases(session, ran)
                 figures.update(measure_hdfs_floor(scratch))
         finally:
             subprocess.run([sys.executable, "-m", "yarnflow.client.cli", "session", "stop",
                             app_id], capture_output=True, timeout=300)
     figures["session_ratio"] = figures["jobs_per_minute"] / figures["jobs_per_minute_hdfs_bound"]
     return figures
+
+
+PHASES = ("submit_to_start", "start_to_deployed", "deployed_to_running",
+          "running_to_finished", "finished_to_end", "end_to_seen")
+
+
+def phases(session: Any, ran: list[tuple[float, Any, float]]) -> dict[str, float]:
+    """Where the chained session jobs' time went, medians in ms; the phases of a job
+    add up to its time from the client's first step to its seeing the end. Asked of
+    the session once the jobs were timed, so the asking is not in jobs_per_minute."""
+    spans: dict[str, list[float]] = {phase: [] for phase in PHASES}
+    for asked, job_id, seen in ran:
+        details = session.details(job_id)
+        subtasks = [s.state_timestamps for v in details.vertices for s in v.subtasks]
+        last = [max((s.get(state, 0.0) for s in subtasks), default=0.0)
+                for state in ("DEPLOYING", "RUNNING", "FINISHED")]
+        stamps = [asked, details.start_time, *last, details.end_time, seen]
+        if not all(stamps):      # a subtask that skipped a state: its job is left out
+            continue
+        for phase, begun, ended in zip(PHASES, stamps, stamps[1:]):
+            spans[phase].append((ended - begun) * 1000)
+    return {phase: round(statistics.median(ms), 1) if ms else None for phase, ms in spans.items()}
 
 
 def main() -> None:

@@ -32,6 +32,8 @@ polls does not count.
   jobs_per_minute_hdfs_bound (60,000 / hdfs_floor_ms) is the most jobs a minute that
   any scheduler could run here; jobs_per_minute is to be read against it. (The job
   graph's own write, hdfs_graph_put_ms, overlaps the job's start and is not in it.)
+  hdfs_floor_steps_ms: the floor's four steps apart (check, setup, write, commit),
+  medians, so each can be set against the phase of a job that makes it.
 
 Every job writes its Parquet output to a scratch directory on the cluster's default
 file system (HDFS), as a user's job does, removed at the end. --session-only measures
@@ -201,6 +203,7 @@ def measure_hdfs_floor(scratch: ClusterScratch, repeats: int = 20) -> dict[str, 
     part = io.BytesIO()      # one subtask's share of the job's rows, as its sink writes it
     pq.write_table(pa.table({"k": pa.array(range(100), pa.int64())}), part)
     floor, graph = [], []
+    steps: dict[str, list[float]] = {"check": [], "setup": [], "write": [], "commit": []}
     with ThreadPoolExecutor(max_workers=4) as subtasks:
         for i in range(repeats):
             committer = DirectoryCommitter(f"{scratch.uri}/floor/{i}").bound(scratch.settings)
@@ -211,19 +214,27 @@ def measure_hdfs_floor(scratch: ClusterScratch, repeats: int = 20) -> dict[str, 
                 uri = committer.attempt_file(job_id, subtask, attempts[subtask])
                 with committer.fs.open_output(uri) as stream:
                     stream.write(part.getvalue())
-            start = time.perf_counter()
+            stamps = [time.perf_counter()]
             committer.check_submittable()
+            stamps.append(time.perf_counter())
             committer.setup(job_id, lease_timeout=50.0)   # heartbeat.timeout's default
+            stamps.append(time.perf_counter())
             list(subtasks.map(write, range(4)))
+            stamps.append(time.perf_counter())
             committer.commit(job_id, attempts)
-            floor.append((time.perf_counter() - start) * 1000)
+            stamps.append(time.perf_counter())
+            floor.append((stamps[-1] - stamps[0]) * 1000)
+            for step, begun, ended in zip(steps, stamps, stamps[1:]):
+                steps[step].append((ended - begun) * 1000)
             start = time.perf_counter()
             with scratch.fs.open_output(f"{scratch.uri}/floor/graph-{i}") as stream:
                 stream.write(bytes(20_000))      # about a job graph's size
             graph.append((time.perf_counter() - start) * 1000)
     median = statistics.median(floor)
     return {"hdfs_floor_ms": median, "jobs_per_minute_hdfs_bound": 60_000 / median,
-            "hdfs_graph_put_ms": statistics.median(graph)}
+            "hdfs_graph_put_ms": statistics.median(graph),
+            "hdfs_floor_steps_ms": {step: round(statistics.median(ms), 1)
+                                    for step, ms in steps.items()}}
 
 
 def start_session() -> str:

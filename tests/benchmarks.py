@@ -37,7 +37,8 @@ LOCAL: dict[str, tuple[list[str], list[str]]] = {
 YARN: dict[str, tuple[list[str], list[str]]] = {
     "session_latency.py": (["--session-only", "--repeats", "1", "--jobs", "3", "--work", "0.2"],
                            ["warm_submit_to_running_ms", "warm_submit_to_acknowledged_ms",
-                            "jobs_per_minute", "hdfs_floor_ms", "jobs_per_minute_hdfs_bound"]),
+                            "jobs_per_minute", "hdfs_floor_ms", "jobs_per_minute_hdfs_bound",
+                            "hdfs_floor_steps_ms"]),
     # two repeats: the second must find its output writable (it once was not)
     "yarn_submit.py": (["--repeats", "2", "--parallelism", "1", "--skip-alloc"],
                        ["client_return_s", "to_running_s", "bare_skein_s"]),
@@ -49,7 +50,8 @@ YARN: dict[str, tuple[list[str], list[str]]] = {
     # Q1 on 200,000 rows locally, then 3 session jobs each way
     "chaining.py": (["--rows", "200000", "--files", "2", "--repeats", "1", "--jobs", "3"],
                     ["tasks_off", "tasks_on", "q1_s_off", "q1_s_on", "jobs_per_minute",
-                     "jobs_per_minute_hdfs_bound", "exact"]),
+                     "jobs_per_minute_hdfs_bound", "session_phases_ms", "hdfs_floor_steps_ms",
+                     "exact"]),
     # stage 2 works 2 s a batch, so the kill lands while it runs
     "am_failover.py": (["--rows", "400", "--work1", "0.1", "--work", "2"],
                        ["am_recover_s", "stage1_rerun", "exact"]),
