@@ -213,10 +213,11 @@ PHASES = ("submit_to_start", "start_to_deployed", "deployed_to_running",
           "running_to_finished", "finished_to_end", "end_to_seen")
 
 
-def phases(session: Any, ran: list[tuple[float, Any, float]]) -> dict[str, float]:
-    """Where the chained session jobs' time went, medians in ms; the phases of a job
-    add up to its time from the client's first step to its seeing the end. Asked of
-    the session once the jobs were timed, so the asking is not in jobs_per_minute."""
+def phases(session: Any, ran: list[tuple[float, Any, float]]) -> dict[str, float | None]:
+    """Where the chained session jobs' time went, medians in ms (None: no job said);
+    the phases of a job add up to its time from the client's first step to its seeing
+    the end. Asked of the session once the jobs were timed, so the asking is not in
+    jobs_per_minute."""
     spans: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for asked, job_id, seen in ran:
         details = session.details(job_id)
