@@ -218,12 +218,11 @@ def phases(session: Any, ran: list[tuple[float, Any, float]]) -> dict[str, float
     the phases of a job add up to its time from the client's first step to its seeing
     the end. Asked of the session once the jobs were timed, so the asking is not in
     jobs_per_minute."""
+    from session_latency import last_running
     spans: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for asked, job_id, seen in ran:
         details = session.details(job_id)
-        subtasks = [s.state_timestamps for v in details.vertices for s in v.subtasks]
-        last = [max((s.get(state, 0.0) for s in subtasks), default=0.0)
-                for state in ("DEPLOYING", "RUNNING", "FINISHED")]
+        last = [last_running(details, state) for state in ("DEPLOYING", "RUNNING", "FINISHED")]
         stamps = [asked, details.start_time, *last, details.end_time, seen]
         if not all(stamps):      # a subtask that skipped a state: its job is left out
             continue

@@ -77,9 +77,9 @@ def poll(condition, timeout: float, what: str, interval: float = 0.02):
     return value
 
 
-def last_running(details: Any) -> float | None:
-    """When the last subtask reached RUNNING, once every subtask has."""
-    stamps = [s.state_timestamps.get("RUNNING") for v in details.vertices for s in v.subtasks]
+def last_running(details: Any, state: str = "RUNNING") -> float | None:
+    """When the last subtask reached RUNNING (or ``state``), once every subtask has."""
+    stamps = [s.state_timestamps.get(state) for v in details.vertices for s in v.subtasks]
     return max(stamps) if stamps and all(stamps) else None
 
 
