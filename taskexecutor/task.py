@@ -179,8 +179,13 @@ class Task:
                 shutil.rmtree(self.spill_directory, ignore_errors=True)
             if self._cancel.is_set():
                 raise TaskCancelled()
+            # every output ended (an empty one announced) before waiting on any: a
+            # consumer is deployed only once each of its inputs is consumable
+            # (LAZY_FROM_SOURCES), and a chain's outputs may all feed one consumer
             for partition in self._partitions:
-                partition.finish(self.is_cancelled)
+                partition.finish()
+            for partition in self._partitions:
+                partition.wait_consumed(self.is_cancelled)
             self.metrics.produced_bytes = tuple(tuple(p.subpartition_bytes)
                                                 for p in self._partitions)
             final = TaskState.FINISHED

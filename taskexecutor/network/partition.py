@@ -205,12 +205,18 @@ class ResultPartition:
             self._has_data = True
             self._on_first_data()
 
-    def finish(self, cancelled: Callable[[], bool]) -> None:
+    def finish(self) -> None:
+        """The end of every subpartition's stream; an empty partition says it is
+        consumable now, as one with data said at its first batch."""
         for sub in self.subpartitions:
             sub.finish()
-        if not self._has_data:       # an empty partition is consumable once finished
+        if not self._has_data:
             self._has_data = True
             self._on_first_data()
+
+    def wait_consumed(self, cancelled: Callable[[], bool]) -> None:
+        """Until every consumer has read its subpartition to the end (a pipelined one:
+        only then may the producer end and its data go)."""
         for sub in self.subpartitions:
             sub.wait_consumed(cancelled)
 

@@ -110,6 +110,44 @@ def test_lazy_from_sources_deploys_consumers_only_after_partitions_are_consumabl
     assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {"source": 2, "sink": 2}
 
 
+def _diamond() -> JobGraph:
+    """The source feeds the union twice: at once, and through a filter."""
+    graph = JobGraph("diamond", ScheduleMode.LAZY_FROM_SOURCES)
+    src, kept = graph.add_vertex(source("source", 2)), graph.add_vertex(op("filter", 2))
+    union = graph.add_vertex(JobVertex("union", UserCode.of(MapOperator(lambda b: b, "union")),
+                                       2, num_inputs=2))
+    graph.connect(src, kept, ShipStrategy.FORWARD)
+    graph.connect(src, union, ShipStrategy.FORWARD, target_input=0)
+    graph.connect(kept, union, ShipStrategy.FORWARD, target_input=1)
+    return graph.resolve(1)
+
+
+def test_lazy_from_sources_deploys_a_consumer_whose_other_pipelined_input_has_no_data_yet(
+        harness_factory):
+    """The source stops at its full output to the union until the union reads it, so the
+    filter (which keeps no row here) can neither send a batch nor end: the union must go
+    once one input has data and the other's producers have their slots."""
+    h = harness_factory(_diamond())
+    h.start()
+    h.offer_pending(["te-1", "te-2"])
+    wait_until(lambda: len(h.deployed()) == 2, 5, "sources deployed")
+    sources = h.deployed()
+    for tdd in sources:
+        h.report(tdd.attempt_id, RUNNING)
+    results = {(r.producer.name, r.consumer.name): r.id for r in h.jm.graph.results.values()}
+    for tdd in sources:
+        h.jm.notify_partition_data_available(tdd.attempt_id, results[("source", "union")])
+    h.call(lambda: None)                  # the reports handled
+    assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {"source": 2}, \
+        "the filter has no slot yet: where the union's second input will be is unknown"
+    for tdd in sources:
+        h.jm.notify_partition_data_available(tdd.attempt_id, results[("source", "filter")])
+    h.offer_pending(["te-1", "te-2"])
+    wait_until(lambda: len(h.deployed()) == 6, 5, "the filter, then the union, deployed")
+    assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {
+        "source": 2, "filter": 2, "union": 2}
+
+
 def test_preferred_locations_follow_producers(harness_factory):
     h = harness_factory(_lazy_two_stage(2))
     h.start()

@@ -5,7 +5,12 @@ EAGER asks for every slot first and deploys all subtasks once all slots are ther
 (a streaming job's tasks must all run at once). LAZY_FROM_SOURCES deploys the
 sources, and each consumer vertex once all of its inputs are consumable: a PIPELINED
 result when each producer has produced data (or finished), a BLOCKING one when each
-producer has finished. Runs on the JobMaster's main thread.
+producer has finished. Once one input is consumable, a PIPELINED input whose producers
+all have their slots counts as well, without waiting for its first batch: one producer
+may feed a consumer through two PIPELINED results (a source and a filter after it, in
+one chain or not, both into a union or a join), and it stops at the one with data until
+the consumer reads it, so the other's first batch (or end, when the filter keeps
+nothing) would never come. Runs on the JobMaster's main thread.
 
 A restart hands the scheduler the subtasks it reset: under EAGER they are scheduled
 at once, all together; under LAZY_FROM_SOURCES each of their vertices goes again
@@ -25,7 +30,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, Executi
                                                          IntermediateResult)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import (Allocation, LogicalSlot,
                                                               SlotSharingSlotAllocator)
-from yarnflow.core.jobgraph import ScheduleMode
+from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.rpc.endpoint import MainThreadExecutor
 
 log = logging.getLogger(__name__)
@@ -58,7 +63,7 @@ class SchedulingStrategy:
                                   if v.current.state is ExecutionState.CREATED])
         else:
             for ejv in self._graph.vertices_topologically():
-                if ejv.is_source or all(r.is_consumable() for r in ejv.inputs):
+                if ejv.is_source or self._inputs_ready(ejv):
                     self._schedule_job_vertex(ejv)
 
     def stop(self) -> None:
@@ -114,10 +119,13 @@ class SchedulingStrategy:
             if vertex.current.state is ExecutionState.SCHEDULED:
                 vertex.current.slot = fut.result()
                 self._deploy(vertex)
+                self._placed(ejv)
         for vertex, slot in allocation.ready.items():
             if vertex.current.state is ExecutionState.SCHEDULED and not self._stopped:
                 vertex.current.slot = slot
                 self._deploy(vertex)
+        if allocation.ready:
+            self._placed(ejv)
         for vertex, fut in allocation.waiting.items():
             fut.add_done_callback(functools.partial(self._on_main, done, vertex))
 
@@ -132,7 +140,7 @@ class SchedulingStrategy:
         for ejv in self._graph.vertices_topologically():
             if ejv.id in restarted:
                 self._scheduled_vertices.discard(ejv.id)
-                if ejv.is_source or all(r.is_consumable() for r in ejv.inputs):
+                if ejv.is_source or self._inputs_ready(ejv):
                     self._schedule_job_vertex(ejv)
 
     def on_partition_consumable(self, result: IntermediateResult) -> None:
@@ -140,9 +148,25 @@ class SchedulingStrategy:
         if self._stopped or self._graph.schedule_mode is ScheduleMode.EAGER:
             return
         consumer = result.consumer
-        if consumer.id not in self._scheduled_vertices and \
-                all(r.is_consumable() for r in consumer.inputs):
+        if consumer.id not in self._scheduled_vertices and self._inputs_ready(consumer):
             self._schedule_job_vertex(consumer)
+
+    def _inputs_ready(self, consumer: ExecutionJobVertex) -> bool:
+        consumable = [r.is_consumable() for r in consumer.inputs]
+        if all(consumable):
+            return True
+        if not any(consumable) or consumer.adaptive:  # adaptive: sized from finished inputs
+            return False
+        return all(ok or _producers_placed(r) for r, ok in zip(consumer.inputs, consumable))
+
+    def _placed(self, ejv: ExecutionJobVertex) -> None:
+        """A vertex's subtasks have slots: a consumer of one of its PIPELINED results
+        that waited only for it may go (see the module's docstring)."""
+        if self._graph.schedule_mode is ScheduleMode.EAGER:
+            return
+        for result in ejv.produced:
+            if result.partition_type is PartitionType.PIPELINED and _producers_placed(result):
+                self.on_partition_consumable(result)
 
     # --- common ----------------------------------------------------------------------
     def _allocate(self, vertices: list[ExecutionVertex]) -> Allocation:
@@ -158,3 +182,13 @@ class SchedulingStrategy:
 
     def release_slot_of(self, vertex: ExecutionVertex) -> None:
         self._allocator.release(vertex)
+
+
+def _producers_placed(result: IntermediateResult) -> bool:
+    """A PIPELINED result whose producer subtasks all have a slot and have not ended:
+    where each one runs is known, and a consumer's request waits there for the
+    partition to appear (``taskmanager.network.partition-request-timeout``)."""
+    return result.partition_type is PartitionType.PIPELINED and result.producer.initialized \
+        and all(v.current.slot is not None and not v.current.state.is_terminal
+                and v.current.state is not ExecutionState.CANCELING
+                for v in result.producer.task_vertices)
