@@ -124,19 +124,20 @@ def test_a_forked_source_runs_both_branches_in_one_task_and_each_edge_gets_its_o
 def test_a_source_feeding_one_consumer_twice_ends_when_one_branch_keeps_nothing(
         cluster, facts, tmp_path, chained, extra):
     """Stage by stage, a consumer waits for its inputs to be consumable. The source
-    feeds the union both at once and through a filter that keeps no row: the source
+    feeds the union both at once and through a filter that keeps no row (and a select
+    after it, its own vertex unchained): the source
     stops at its full output to the union until the union reads it, so the union must
     not wait for the filter's first batch or end (which never come), and a task must
     end (and so announce) an empty output before it waits for another to be read."""
     p = yf.Pipeline("union-of-a-fork", parallelism=2, schedule_mode="LAZY_FROM_SOURCES")
     source = p.read_parquet(str(facts), name="facts")
-    none = source.filter(lambda b: pc.less(b["k"], 0), name="none")
+    none = source.filter(lambda b: pc.less(b["k"], 0), name="none").select("k", "v")
     source.union(none).aggregate(["k"], [("v", "count")]) \
         .write_parquet(str(tmp_path / "out"), name="sink")
     config = Configuration.load(overrides=FAST + CHAINED + extra)
     result = cluster.submit(p.job_graph(config)).wait(60)
     assert result.status is JobStatus.FINISHED, result.failure
-    assert (result.details.vertices[0].name == "facts -> none") is chained
+    assert (result.details.vertices[0].name == "facts -> none -> select") is chained
     got = pq.read_table(tmp_path / "out").select(["k", "v_count"]).sort_by("k")
     assert got.equals(ROWS.group_by("k").aggregate([("v", "count")]).select(["k", "v_count"])
                       .sort_by("k"))

@@ -11,6 +11,7 @@ from tests.conftest import wait_until
 from tests.unit.fakes import FINISHED, RUNNING, Harness
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import preferred_locations
+from yarnflow.appmaster.jobmaster.scheduler.scheduling_strategy import _pipelined_regions
 from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPreferences,
                                                    TaskExecutorLocation, select_slot)
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
@@ -125,8 +126,9 @@ def _diamond() -> JobGraph:
 def test_lazy_from_sources_deploys_a_consumer_whose_other_pipelined_input_has_no_data_yet(
         harness_factory):
     """The source stops at its full output to the union until the union reads it, so the
-    filter (which keeps no row here) can neither send a batch nor end: the union must go
-    once one input has data and the other's producers have their slots."""
+    filter (which keeps no row here) can neither send a batch nor end: once the union's
+    first input has data, the union goes with the filter, whose own input comes from a
+    producer that runs; both deployed once both have slots."""
     h = harness_factory(_diamond())
     h.start()
     h.offer_pending(["te-1", "te-2"])
@@ -135,17 +137,32 @@ def test_lazy_from_sources_deploys_a_consumer_whose_other_pipelined_input_has_no
     for tdd in sources:
         h.report(tdd.attempt_id, RUNNING)
     results = {(r.producer.name, r.consumer.name): r.id for r in h.jm.graph.results.values()}
-    for tdd in sources:
-        h.jm.notify_partition_data_available(tdd.attempt_id, results[("source", "union")])
-    h.call(lambda: None)                  # the reports handled
-    assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {"source": 2}, \
-        "the filter has no slot yet: where the union's second input will be is unknown"
-    for tdd in sources:
-        h.jm.notify_partition_data_available(tdd.attempt_id, results[("source", "filter")])
+    h.jm.notify_partition_data_available(sources[0].attempt_id, results[("source", "union")])
+    h.call(lambda: None)                  # the report handled
+    assert len(h.deployed()) == 2, "no input of the union is consumable yet"
+    h.jm.notify_partition_data_available(sources[1].attempt_id, results[("source", "union")])
     h.offer_pending(["te-1", "te-2"])
-    wait_until(lambda: len(h.deployed()) == 6, 5, "the filter, then the union, deployed")
+    wait_until(lambda: len(h.deployed()) == 6, 5, "the filter and the union deployed")
     assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {
         "source": 2, "filter": 2, "union": 2}
+
+
+def test_pipelined_regions_of_job_vertices_follow_pipelined_results_only(harness_factory):
+    graph = JobGraph("regions", ScheduleMode.LAZY_FROM_SOURCES)
+    s1, s2 = graph.add_vertex(source("s1", 1)), graph.add_vertex(source("s2", 1))
+    a, b, c, d, e, f = (graph.add_vertex(op(name, 1)) for name in "abcdef")
+    d.num_inputs = e.num_inputs = 2
+    for producer, consumer in ((s1, a), (a, b), (b, f), (c, d), (d, e), (s2, e)):
+        graph.connect(producer, consumer, ShipStrategy.FORWARD,
+                      target_input=1 if producer is s2 else 0)
+    graph.connect(f, c, ShipStrategy.FORWARD, partition_type=PartitionType.BLOCKING)
+    graph.connect(s1, d, ShipStrategy.FORWARD, partition_type=PartitionType.BLOCKING,
+                  target_input=1)
+    h = harness_factory(graph.resolve(1))
+    regions = _pipelined_regions(h.jm.graph)
+    of = {v.name: regions[v.id] for v in h.jm.graph.job_vertices.values()}
+    assert of["s1"] == of["a"] == of["b"] == of["f"] != of["c"]
+    assert of["c"] == of["d"] == of["e"] == of["s2"]
 
 
 def test_preferred_locations_follow_producers(harness_factory):

@@ -5,12 +5,22 @@ EAGER asks for every slot first and deploys all subtasks once all slots are ther
 (a streaming job's tasks must all run at once). LAZY_FROM_SOURCES deploys the
 sources, and each consumer vertex once all of its inputs are consumable: a PIPELINED
 result when each producer has produced data (or finished), a BLOCKING one when each
-producer has finished. Once one input is consumable, a PIPELINED input whose producers
-all have their slots counts as well, without waiting for its first batch: one producer
-may feed a consumer through two PIPELINED results (a source and a filter after it, in
-one chain or not, both into a union or a join), and it stops at the one with data until
-the consumer reads it, so the other's first batch (or end, when the filter keeps
-nothing) would never come. Runs on the JobMaster's main thread.
+producer has finished. Runs on the JobMaster's main thread.
+
+A consumer need not wait for every PIPELINED input's first batch, and must not: one
+producer may feed it through two PIPELINED results (a source and a filter after it,
+in one chain or not, both into a union or a join), and it stops at the one with data
+until the consumer reads it, so the other's first batch (or end, when the filter keeps
+nothing) would never come. So once one of its inputs is consumable, a consumer goes
+with the vertices it reads through PIPELINED results that have no data yet, back to
+producers that have their slots (part of its pipelined region, as Flink's region
+scheduling deploys a region whole): their slots asked together and all deployed once
+all are there, producers first. A BLOCKING input from a producer in the consumer's own
+pipelined region (a self-join: the source feeds the join's build side PIPELINED and its
+probe side BLOCKING) counts once that producer has its slots, as in Flink, where only
+a region's inputs from other regions hold it back: its producer reports FINISHED only
+after the consumer has read the PIPELINED side, and the consumer's read of the BLOCKING
+side waits until the producer has written it whole.
 
 A restart hands the scheduler the subtasks it reset: under EAGER they are scheduled
 at once, all together; under LAZY_FROM_SOURCES each of their vertices goes again
@@ -54,6 +64,7 @@ class SchedulingStrategy:
         self._initialize = initialize
         self._scheduled_vertices: set[str] = set()
         self._stopped = False
+        self._region = _pipelined_regions(graph)     # job vertex id -> its region's
 
     def start(self) -> None:
         """Subtasks restored as finished from an earlier ApplicationMaster's job event
@@ -63,8 +74,7 @@ class SchedulingStrategy:
                                   if v.current.state is ExecutionState.CREATED])
         else:
             for ejv in self._graph.vertices_topologically():
-                if ejv.is_source or self._inputs_ready(ejv):
-                    self._schedule_job_vertex(ejv)
+                self._try_schedule(ejv)
 
     def stop(self) -> None:
         self._stopped = True
@@ -73,6 +83,11 @@ class SchedulingStrategy:
     def _schedule_eager(self, vertices: list[ExecutionVertex]) -> None:
         for ejv in self._graph.vertices_topologically():
             self._scheduled_vertices.add(ejv.id)
+        self._deploy_together(vertices, lambda: None)
+
+    def _deploy_together(self, vertices: list[ExecutionVertex], then: Callable[[], None]) -> None:
+        """Slots for all of ``vertices`` (in topological order), then all deployed at
+        once, then ``then()``: a consumer's deployment names where its producers run."""
         allocation = self._allocate(vertices)
         remaining = {"n": len(allocation.waiting)}
         attempts = {vertex: vertex.current for vertex in vertices}
@@ -81,6 +96,7 @@ class SchedulingStrategy:
             for v in vertices:
                 if v.current.state is ExecutionState.SCHEDULED:
                     self._deploy(v)
+            then()
 
         def one_done(vertex: ExecutionVertex, fut: "Future[LogicalSlot]") -> None:
             if self._stopped or fut.cancelled() or vertex.current is not attempts[vertex]:
@@ -119,13 +135,13 @@ class SchedulingStrategy:
             if vertex.current.state is ExecutionState.SCHEDULED:
                 vertex.current.slot = fut.result()
                 self._deploy(vertex)
-                self._placed(ejv)
+                self._on_slots(ejv)
         for vertex, slot in allocation.ready.items():
             if vertex.current.state is ExecutionState.SCHEDULED and not self._stopped:
                 vertex.current.slot = slot
                 self._deploy(vertex)
         if allocation.ready:
-            self._placed(ejv)
+            self._on_slots(ejv)
         for vertex, fut in allocation.waiting.items():
             fut.add_done_callback(functools.partial(self._on_main, done, vertex))
 
@@ -140,33 +156,87 @@ class SchedulingStrategy:
         for ejv in self._graph.vertices_topologically():
             if ejv.id in restarted:
                 self._scheduled_vertices.discard(ejv.id)
-                if ejv.is_source or self._inputs_ready(ejv):
-                    self._schedule_job_vertex(ejv)
+        for ejv in self._graph.vertices_topologically():
+            if ejv.id in restarted:
+                self._try_schedule(ejv)
 
     def on_partition_consumable(self, result: IntermediateResult) -> None:
         """A producer reported data, or finished: maybe its consumers can go now."""
         if self._stopped or self._graph.schedule_mode is ScheduleMode.EAGER:
             return
-        consumer = result.consumer
-        if consumer.id not in self._scheduled_vertices and self._inputs_ready(consumer):
-            self._schedule_job_vertex(consumer)
+        self._consider(result.consumer, set())
 
-    def _inputs_ready(self, consumer: ExecutionJobVertex) -> bool:
-        consumable = [r.is_consumable() for r in consumer.inputs]
-        if all(consumable):
-            return True
-        if not any(consumable) or consumer.adaptive:  # adaptive: sized from finished inputs
-            return False
-        return all(ok or _producers_placed(r) for r, ok in zip(consumer.inputs, consumable))
-
-    def _placed(self, ejv: ExecutionJobVertex) -> None:
-        """A vertex's subtasks have slots: a consumer of one of its PIPELINED results
-        that waited only for it may go (see the module's docstring)."""
-        if self._graph.schedule_mode is ScheduleMode.EAGER:
+    def _consider(self, ejv: ExecutionJobVertex, seen: set[str]) -> None:
+        """``ejv``, or else the vertices after it through PIPELINED results: a consumer
+        further down may go with it (see the module's docstring)."""
+        if ejv.id in seen or ejv.id in self._scheduled_vertices:
             return
-        for result in ejv.produced:
-            if result.partition_type is PartitionType.PIPELINED and _producers_placed(result):
-                self.on_partition_consumable(result)
+        seen.add(ejv.id)
+        self._try_schedule(ejv)
+        if ejv.id not in self._scheduled_vertices:
+            for result in ejv.produced:
+                if result.partition_type is PartitionType.PIPELINED:
+                    self._consider(result.consumer, seen)
+
+    def _try_schedule(self, ejv: ExecutionJobVertex) -> None:
+        if ejv.id in self._scheduled_vertices:
+            return
+        if ejv.is_source or all(r.is_consumable() for r in ejv.inputs):
+            self._schedule_job_vertex(ejv)
+            return
+        group = self._pipelined_group(ejv)
+        if group == [ejv]:
+            self._schedule_job_vertex(ejv)
+        elif group:
+            for member in group:
+                self._scheduled_vertices.add(member.id)
+
+            def placed() -> None:
+                for member in group:
+                    self._on_slots(member)
+            self._deploy_together([v for member in group for v in member.task_vertices
+                                   if v.current.state is ExecutionState.CREATED], placed)
+
+    def _pipelined_group(self, consumer: ExecutionJobVertex) -> list[ExecutionJobVertex] | None:
+        """The consumer, once one of its inputs is consumable, and the vertices it reads
+        through PIPELINED results with no data yet, back to producers that have their
+        slots; producers first. None while it must wait: an input that is BLOCKING and
+        not finished, a producer still waiting for slots, a vertex adaptive execution
+        has not sized."""
+        if not any(r.is_consumable() for r in consumer.inputs):
+            return None
+        group: list[ExecutionJobVertex] = []
+        seen: set[str] = set()
+
+        def add(ejv: ExecutionJobVertex) -> bool:
+            if ejv.id in seen:
+                return True
+            seen.add(ejv.id)
+            if ejv.adaptive and not ejv.initialized:      # sized from finished inputs
+                return False
+            for result in ejv.inputs:
+                if result.is_consumable():
+                    continue
+                if result.partition_type is not PartitionType.PIPELINED and (
+                        result.store or self._region[result.producer.id] != self._region[ejv.id]):
+                    return False          # (a stored result is there once reported FINISHED)
+                if _has_slots(result.producer):
+                    continue
+                if result.producer.id in self._scheduled_vertices or \
+                        result.producer.is_source or not add(result.producer):
+                    return False
+            group.append(ejv)
+            return True
+        return group if add(consumer) else None
+
+    def _on_slots(self, ejv: ExecutionJobVertex) -> None:
+        """A vertex's subtasks have slots: a consumer that waited only for that (for a
+        PIPELINED input from it, or a BLOCKING one within its own region) may go now."""
+        if self._stopped or self._graph.schedule_mode is ScheduleMode.EAGER:
+            return
+        if _has_slots(ejv):
+            for result in ejv.produced:
+                self._consider(result.consumer, set())
 
     # --- common ----------------------------------------------------------------------
     def _allocate(self, vertices: list[ExecutionVertex]) -> Allocation:
@@ -184,11 +254,26 @@ class SchedulingStrategy:
         self._allocator.release(vertex)
 
 
-def _producers_placed(result: IntermediateResult) -> bool:
-    """A PIPELINED result whose producer subtasks all have a slot and have not ended:
-    where each one runs is known, and a consumer's request waits there for the
-    partition to appear (``taskmanager.network.partition-request-timeout``)."""
-    return result.partition_type is PartitionType.PIPELINED and result.producer.initialized \
-        and all(v.current.slot is not None and not v.current.state.is_terminal
-                and v.current.state is not ExecutionState.CANCELING
-                for v in result.producer.task_vertices)
+def _has_slots(ejv: ExecutionJobVertex) -> bool:
+    """Whether every subtask of the vertex has a slot and has not ended: where each one
+    runs is known, and a consumer's request waits there for the partition to appear
+    (``taskmanager.network.partition-request-timeout``)."""
+    return ejv.initialized and all(
+        v.current.slot is not None and not v.current.state.is_terminal
+        and v.current.state is not ExecutionState.CANCELING for v in ejv.task_vertices)
+
+
+def _pipelined_regions(graph: ExecutionGraph) -> dict[str, str]:
+    """Each job vertex's pipelined region, named by one of its vertices: the vertices
+    joined by PIPELINED results (failover/regions.py does the same per subtask)."""
+    region = {ejv.id: ejv.id for ejv in graph.job_vertices.values()}
+
+    def find(vertex_id: str) -> str:
+        while region[vertex_id] != vertex_id:
+            region[vertex_id] = region[region[vertex_id]]
+            vertex_id = region[vertex_id]
+        return vertex_id
+    for result in graph.results.values():
+        if result.partition_type is PartitionType.PIPELINED:
+            region[find(result.producer.id)] = find(result.consumer.id)
+    return {vertex_id: find(vertex_id) for vertex_id in region}
