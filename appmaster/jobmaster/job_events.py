@@ -33,7 +33,8 @@ from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence
 from yarnflow.core.ids import JobID
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          ExecutionVertex)
-from yarnflow.appmaster.jobmaster.failover.regions import PipelinedRegion, pipelined_regions
+from yarnflow.appmaster.jobmaster.failover.regions import (PipelinedRegion, pipelined_regions,
+                                                           vertex_regions)
 from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.core.fs import FileSystem, open_filesystem
@@ -239,8 +240,13 @@ class StoredResults:
         """Send BLOCKING results to the cluster file system and, with job recovery, take
         over what an earlier ApplicationMaster attempt finished; the failure, if any."""
         graph, storage = self._graph, self.storage
+        # one read within its own pipelined region (a self-join's probe side) stays on
+        # the executor: the region runs, fails and restarts whole, so the file system
+        # would keep it for nobody, and its consumer starts before it is reported whole
+        region = vertex_regions(graph)
         blocking = [r for r in graph.results.values()
-                    if r.partition_type is PartitionType.BLOCKING]
+                    if r.partition_type is PartitionType.BLOCKING
+                    and region[r.producer.id] != region[r.consumer.id]]
         if not blocking:
             return None
         try:

@@ -11,7 +11,7 @@ from tests.conftest import wait_until
 from tests.unit.fakes import FINISHED, RUNNING, Harness
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import preferred_locations
-from yarnflow.appmaster.jobmaster.scheduler.scheduling_strategy import _pipelined_regions
+from yarnflow.appmaster.jobmaster.failover.regions import vertex_regions
 from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPreferences,
                                                    TaskExecutorLocation, select_slot)
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
@@ -159,7 +159,7 @@ def test_pipelined_regions_of_job_vertices_follow_pipelined_results_only(harness
     graph.connect(s1, d, ShipStrategy.FORWARD, partition_type=PartitionType.BLOCKING,
                   target_input=1)
     h = harness_factory(graph.resolve(1))
-    regions = _pipelined_regions(h.jm.graph)
+    regions = vertex_regions(h.jm.graph)
     of = {v.name: regions[v.id] for v in h.jm.graph.job_vertices.values()}
     assert of["s1"] == of["a"] == of["b"] == of["f"] != of["c"]
     assert of["c"] == of["d"] == of["e"] == of["s2"]

@@ -68,3 +68,21 @@ def pipelined_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedR
         region.vertices.append(v)
         of[v] = region
     return of
+
+
+def vertex_regions(graph: ExecutionGraph) -> dict[str, str]:
+    """Each job vertex's pipelined region, named by one of its vertices: the job vertices
+    joined by PIPELINED results, whatever their parallelism (decided or not). A BLOCKING
+    result between two vertices of one region is read within the region: the scheduler
+    deploys its consumer with the region, and it is never stored for another."""
+    region = {ejv.id: ejv.id for ejv in graph.job_vertices.values()}
+
+    def find(vertex_id: str) -> str:
+        while region[vertex_id] != vertex_id:
+            region[vertex_id] = region[region[vertex_id]]
+            vertex_id = region[vertex_id]
+        return vertex_id
+    for result in graph.results.values():
+        if result.partition_type is PartitionType.PIPELINED:
+            region[find(result.producer.id)] = find(result.consumer.id)
+    return {vertex_id: find(vertex_id) for vertex_id in region}

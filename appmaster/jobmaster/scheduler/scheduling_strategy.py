@@ -40,6 +40,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, Executi
                                                          IntermediateResult)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import (Allocation, LogicalSlot,
                                                               SlotSharingSlotAllocator)
+from yarnflow.appmaster.jobmaster.failover.regions import vertex_regions
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.rpc.endpoint import MainThreadExecutor
 
@@ -64,7 +65,7 @@ class SchedulingStrategy:
         self._initialize = initialize
         self._scheduled_vertices: set[str] = set()
         self._stopped = False
-        self._region = _pipelined_regions(graph)     # job vertex id -> its region's
+        self._region = vertex_regions(graph)
 
     def start(self) -> None:
         """Subtasks restored as finished from an earlier ApplicationMaster's job event
@@ -261,19 +262,3 @@ def _has_slots(ejv: ExecutionJobVertex) -> bool:
     return ejv.initialized and all(
         v.current.slot is not None and not v.current.state.is_terminal
         and v.current.state is not ExecutionState.CANCELING for v in ejv.task_vertices)
-
-
-def _pipelined_regions(graph: ExecutionGraph) -> dict[str, str]:
-    """Each job vertex's pipelined region, named by one of its vertices: the vertices
-    joined by PIPELINED results (failover/regions.py does the same per subtask)."""
-    region = {ejv.id: ejv.id for ejv in graph.job_vertices.values()}
-
-    def find(vertex_id: str) -> str:
-        while region[vertex_id] != vertex_id:
-            region[vertex_id] = region[region[vertex_id]]
-            vertex_id = region[vertex_id]
-        return vertex_id
-    for result in graph.results.values():
-        if result.partition_type is PartitionType.PIPELINED:
-            region[find(result.producer.id)] = find(result.consumer.id)
-    return {vertex_id: find(vertex_id) for vertex_id in region}
