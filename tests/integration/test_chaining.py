@@ -125,10 +125,10 @@ def test_a_source_feeding_one_consumer_twice_ends_when_one_branch_keeps_nothing(
         cluster, facts, tmp_path, chained, extra):
     """Stage by stage, a consumer waits for its inputs to be consumable. The source
     feeds the union both at once and through a filter that keeps no row (and a select
-    after it, its own vertex unchained): the source
-    stops at its full output to the union until the union reads it, so the union must
-    not wait for the filter's first batch or end (which never come), and a task must
-    end (and so announce) an empty output before it waits for another to be read."""
+    after it, its own vertex unchained): the source stops at its full output to the
+    union until the union reads it, so the union must not wait for the filter's first
+    batch or end (which never come), and a task must end (and so announce) an empty
+    output before it waits for another to be read."""
     p = yf.Pipeline("union-of-a-fork", parallelism=2, schedule_mode="LAZY_FROM_SOURCES")
     source = p.read_parquet(str(facts), name="facts")
     none = source.filter(lambda b: pc.less(b["k"], 0), name="none").select("k", "v")
