@@ -11,6 +11,8 @@ built again once it has them (``ExecutionGraph.version``).
 """
 from __future__ import annotations
 
+from typing import Iterable, Iterator
+
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex
 from yarnflow.core.jobgraph import DistributionPattern, PartitionType
 
@@ -27,41 +29,46 @@ class PipelinedRegion:
                f"{', ...' if len(self.vertices) > 4 else ''})"
 
 
-def pipelined_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedRegion]:
-    vertices = list(graph.all_execution_vertices())
-    number = {v: i for i, v in enumerate(vertices)}
-    parent = list(range(len(vertices)))
+def _roots(size: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
+    """Union-find over ``range(size)``: each element's component, named by its least
+    element, once every pair is joined."""
+    parent = list(range(size))
 
     def find(i: int) -> int:
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
-
-    def union(a: int, b: int) -> None:
+    for a, b in pairs:
         ra, rb = find(a), find(b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
+    return [find(i) for i in range(size)]
 
-    for result in graph.results.values():
-        if result.partition_type is not PartitionType.PIPELINED:
-            continue
-        producers = result.producer.task_vertices
-        consumers = result.consumer.task_vertices
-        if not producers:          # an adaptive producer not yet decided: nothing to join
-            continue
-        if result.distribution is DistributionPattern.ALL_TO_ALL:
-            first = number[producers[0]]
-            for v in producers[1:] + consumers:
-                union(first, number[v])
-        else:
-            for producer, consumer in zip(producers, consumers):
-                union(number[producer], number[consumer])
 
+def pipelined_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedRegion]:
+    vertices = list(graph.all_execution_vertices())
+    number = {v: i for i, v in enumerate(vertices)}
+
+    def joined() -> Iterator[tuple[int, int]]:
+        for result in graph.results.values():
+            if result.partition_type is not PartitionType.PIPELINED:
+                continue
+            producers = result.producer.task_vertices
+            consumers = result.consumer.task_vertices
+            if not producers:      # an adaptive producer not yet decided: nothing to join
+                continue
+            if result.distribution is DistributionPattern.ALL_TO_ALL:
+                first = number[producers[0]]
+                yield from ((first, number[v]) for v in producers[1:] + consumers)
+            else:
+                yield from ((number[p], number[c]) for p, c in zip(producers, consumers))
+
+    roots = _roots(len(vertices), joined())
     regions: dict[int, PipelinedRegion] = {}
     of: dict[ExecutionVertex, PipelinedRegion] = {}
     for v in vertices:
-        root = find(number[v])
+        root = roots[number[v]]
         region = regions.get(root)
         if region is None:
             region = regions[root] = PipelinedRegion(len(regions))
@@ -75,14 +82,9 @@ def vertex_regions(graph: ExecutionGraph) -> dict[str, str]:
     joined by PIPELINED results, whatever their parallelism (decided or not). A BLOCKING
     result between two vertices of one region is read within the region: the scheduler
     deploys its consumer with the region, and it is never stored for another."""
-    region = {ejv.id: ejv.id for ejv in graph.job_vertices.values()}
-
-    def find(vertex_id: str) -> str:
-        while region[vertex_id] != vertex_id:
-            region[vertex_id] = region[region[vertex_id]]
-            vertex_id = region[vertex_id]
-        return vertex_id
-    for result in graph.results.values():
-        if result.partition_type is PartitionType.PIPELINED:
-            region[find(result.producer.id)] = find(result.consumer.id)
-    return {vertex_id: find(vertex_id) for vertex_id in region}
+    ids = list(graph.job_vertices)
+    number = {vertex_id: i for i, vertex_id in enumerate(ids)}
+    roots = _roots(len(ids), ((number[r.producer.id], number[r.consumer.id])
+                              for r in graph.results.values()
+                              if r.partition_type is PartitionType.PIPELINED))
+    return {vertex_id: ids[roots[i]] for i, vertex_id in enumerate(ids)}
