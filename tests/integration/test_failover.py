@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import yarnflow.client as yf
@@ -224,6 +225,53 @@ def test_results_on_the_cluster_file_system_outlive_the_executor_that_wrote_them
     assert {s.attempt for s in stage(details, "arrow-source", "one", "two")} == {0}
     assert details.restarts == 0
     assert not (store / details.job_id).exists(), "the job's stored results removed at its end"
+
+
+HELD_ROW = 3 * BATCH_ROWS
+
+
+def held_at_a_row(release: Path, held: Path):
+    """A map that holds the batch with row ``HELD_ROW`` (in the first split, after three
+    batches) until ``release`` exists, noting in ``held`` that it waits: the subtask
+    that got that split runs on while the other, with every other split, finishes."""
+    def work(batch: pa.RecordBatch) -> pa.RecordBatch:
+        if HELD_ROW in batch.column("v").to_pylist():
+            held.write_text("held")
+            deadline = time.monotonic() + 120
+            while not release.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return batch
+    return work
+
+
+def test_a_restarted_region_of_a_stage_by_stage_union_runs_when_the_others_finished(tmp_path):
+    """The union reads the source's chain twice (as is and through a filter that keeps
+    nothing), subtask by subtask: two regions. One finishes while the other is held,
+    then the held one's executor is killed: its region runs again, and its union with
+    it (it waited forever, as the source's other subtask had finished)."""
+    config = Configuration.load(overrides=FAST + RESTART_FAST + [
+        f"pipeline.batch-rows={BATCH_ROWS}"])
+    release, held, out = tmp_path / "release", tmp_path / "held", tmp_path / "out"
+    p = yf.Pipeline("restart-union", parallelism=2, schedule_mode="LAZY_FROM_SOURCES")
+    kept = p.from_arrow(table()).resources(yf.ResourceSpec(2, "1g")) \
+        .map(held_at_a_row(release, held), name="held")
+    kept.union(kept.filter(lambda b: pc.less(b["v"], -1))).write_parquet(str(out))
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(p.job_graph(config))
+        wait_until(held.exists, 120, f"the batch with row {HELD_ROW} held")
+        wait_until(lambda: [s.state.name for s in stage(client.details(), "union")].count(
+            "FINISHED") == 1, 120, "the other region finished")
+        victim = next(s.resource_id for s in stage(client.details(), "held")
+                      if s.state.name == "RUNNING")
+        os.kill(cluster.driver.pid_of(victim), signal.SIGKILL)
+        release.write_text("go")
+        result = client.wait(180)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    got = pq.read_table(out).sort_by("v")
+    assert got.column("v").to_pylist() == list(range(ROWS))
+    assert got.column("k").to_pylist() == table().column("k").to_pylist()
+    attempts = sorted(s.attempt for s in stage(result.details, "union"))
+    assert attempts == [0, 1], "one region ran again, the other not"
 
 
 def test_user_code_that_always_raises_fails_after_the_allowed_restarts(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread
-from tests.unit.test_scheduler import chain, op, source
+from tests.unit.test_scheduler import _diamond, chain, op, source
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          JobStatus)
 from yarnflow.appmaster.jobmaster.failover import (ExponentialDelayRestart, FailureRateRestart,
@@ -173,9 +173,9 @@ def run_to_end(h: Harness, only: set[str]) -> None:
             h.report(tdd.attempt_id, FINISHED)
 
 
-def report_all(h: Harness, state, only=None) -> None:
+def report_all(h: Harness, state, only=None, only_index: int | None = None) -> None:
     for key, tdd in deployed_now(h).items():
-        if only is None or key[0] in only:
+        if (only is None or key[0] in only) and only_index in (None, key[1]):
             h.report(tdd.attempt_id, state)
 
 
@@ -204,6 +204,41 @@ def test_a_lost_executor_restarts_its_region_after_the_delay_as_new_attempts_in_
     assert names(restarted) == ["map (2/2)", "sink (2/2)", "source (2/2)"]
     assert all(v.current.resource_id == "te-3" for v in restarted)
     assert h.jm.details().restarts == 1
+    report_all(h, FINISHED)
+    assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
+
+
+def test_a_restarted_region_goes_whole_when_its_producers_other_subtasks_have_finished():
+    """Stage by stage, the union reads the source twice: at once and through a filter.
+    Region 1 (one subtask of each) is lost after region 0 finished; once the restarted
+    source has data, the union and the filter go again with it. They waited before: the
+    source no longer counted as having its slots once one of its subtasks had finished,
+    so the filter's result was waited for, which the source, stopped at its full output
+    to the union, never let come (found by killing executors under random jobs)."""
+    h = harness(_diamond())
+    h.start()
+    h.offer_pending(["te-1", "te-2"])
+    report_all(h, RUNNING)
+    to_union = next(r.id for r in h.jm.graph.results.values()
+                    if (r.producer.name, r.consumer.name) == ("source", "union"))
+    for tdd in deployed_now(h).values():
+        h.jm.notify_partition_data_available(tdd.attempt_id, to_union)
+    h.offer_pending(["te-1", "te-2"])
+    report_all(h, RUNNING)
+    assert len(deployed_now(h)) == 6
+    report_all(h, FINISHED, only_index=0)
+    h.call(h.jm.disconnect_task_executor, "te-2", "TaskExecutor te-2 was lost: killed")
+    h.jm.main.advance(5.1)
+    h.offer_pending(["te-3"])
+    again = deployed_now(h)
+    assert ("source", 1) in again and h.jm.graph.attempts[
+        again[("source", 1)].attempt_id].attempt_number == 1
+    h.report(again[("source", 1)].attempt_id, RUNNING)
+    h.jm.notify_partition_data_available(again[("source", 1)].attempt_id, to_union)
+    h.offer_pending(["te-3"])
+    again = deployed_now(h)
+    assert {key for key in again if key[1] == 1} == {("source", 1), ("filter", 1), ("union", 1)}
+    report_all(h, RUNNING)
     report_all(h, FINISHED)
     assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
 

@@ -15,12 +15,14 @@ nothing) would never come. So once one of its inputs is consumable, a consumer g
 with the vertices it reads through PIPELINED results that have no data yet, back to
 producers that have their slots (part of its pipelined region, as Flink's region
 scheduling deploys a region whole): their slots asked together and all deployed once
-all are there, producers first. A BLOCKING input from a producer in the consumer's own
-pipelined region (a self-join: the source feeds the join's build side PIPELINED and its
-probe side BLOCKING) counts once that producer has its slots, as in Flink, where only
-a region's inputs from other regions hold it back: its producer reports FINISHED only
-after the consumer has read the PIPELINED side, and the consumer's read of the BLOCKING
-side waits until the producer has written it whole.
+all are there, producers first. "Have their slots" is asked per partition (consumable
+already, or its producer subtask holds a slot): after a region's restart the
+producer's other subtasks have long finished. A BLOCKING input from a producer in the
+consumer's own pipelined region (a self-join: the source feeds the join's build side
+PIPELINED and its probe side BLOCKING) counts once that producer has its slots, as in
+Flink, where only a region's inputs from other regions hold it back: its producer
+reports FINISHED only after the consumer has read the PIPELINED side, and the
+consumer's read of the BLOCKING side waits until the producer has written it whole.
 
 A restart hands the scheduler the subtasks it reset: under EAGER they are scheduled
 at once, all together; under LAZY_FROM_SOURCES each of their vertices goes again
@@ -221,7 +223,7 @@ class SchedulingStrategy:
                 if result.partition_type is not PartitionType.PIPELINED and (
                         result.store or self._region[result.producer.id] != self._region[ejv.id]):
                     return False          # (a stored result is there once reported FINISHED)
-                if _has_slots(result.producer):
+                if _placed(result):
                     continue
                 if result.producer.id in self._scheduled_vertices or \
                         result.producer.is_source or not add(result.producer):
@@ -235,8 +237,8 @@ class SchedulingStrategy:
         PIPELINED input from it, or a BLOCKING one within its own region) may go now."""
         if self._stopped or self._graph.schedule_mode is ScheduleMode.EAGER:
             return
-        if _has_slots(ejv):
-            for result in ejv.produced:
+        for result in ejv.produced:
+            if _placed(result):
                 self._consider(result.consumer, set())
 
     # --- common ----------------------------------------------------------------------
@@ -255,10 +257,17 @@ class SchedulingStrategy:
         self._allocator.release(vertex)
 
 
-def _has_slots(ejv: ExecutionJobVertex) -> bool:
-    """Whether every subtask of the vertex has a slot and has not ended: where each one
-    runs is known, and a consumer's request waits there for the partition to appear
-    (``taskmanager.network.partition-request-timeout``)."""
-    return ejv.initialized and all(
-        v.current.slot is not None and not v.current.state.is_terminal
-        and v.current.state is not ExecutionState.CANCELING for v in ejv.task_vertices)
+def _placed(result: IntermediateResult) -> bool:
+    """Whether each partition of the result is consumable or has a producer subtask that
+    holds its slot and has not ended: where each one is or will be is known, and a
+    consumer's request waits there for the partition to appear
+    (``taskmanager.network.partition-request-timeout``). Per partition, since after a
+    region's restart the producer's other subtasks have long finished."""
+    return result.producer.initialized and all(
+        p.is_consumable() or _holds_slot(p.producer) for p in result.partitions)
+
+
+def _holds_slot(vertex: ExecutionVertex) -> bool:
+    current = vertex.current
+    return current.slot is not None and not current.state.is_terminal \
+        and current.state is not ExecutionState.CANCELING
