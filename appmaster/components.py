@@ -11,6 +11,9 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable
 
+import grpc
+
+from yarnflow.core.clock import poll_until
 from yarnflow.core.ids import JobID, JobMasterId, ResourceManagerId
 from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
@@ -30,6 +33,7 @@ from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.plan import plan_vertices
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.rpc.channels import ChannelCache, start_server
+from yarnflow.rpc.endpoint import describe_rpc_error
 from yarnflow.rpc.testing import fault_injector
 from yarnflow.rpc.gateways.jobmaster import GrpcJobMasterGateway
 from yarnflow.rpc.gateways.resourcemanager import (GrpcResourceManagerGateway,
@@ -126,8 +130,13 @@ class ApplicationMasterComponents:
         jm_id = jm.job_master_id
         self.job_masters.register(jm)
         channel = self.channels.get(self.address)
-        rm_id = GrpcResourceManagerRegistrationGateway(channel, self._timeout).register_job_master(
-            jm.job_id, jm_id, self.address).result(self._timeout + 1)
+        try:
+            rm_id = self._register(GrpcResourceManagerRegistrationGateway(channel, self._timeout),
+                                   jm.job_id, jm_id)
+        except RuntimeError:
+            self.job_masters.unregister(jm)
+            jm.shutdown()
+            raise
         jm.connect_resource_manager(GrpcResourceManagerGateway(
             channel, rm_id, jm.job_id, jm_id, self.address, self._timeout))
         self.jobs[jm.job_id] = jm
@@ -136,6 +145,31 @@ class ApplicationMasterComponents:
         jm.add_termination_listener(lambda result: self._release(jm, result))
         jm.start()
         return JobClient(jm)
+
+    def _register(self, gateway: GrpcResourceManagerRegistrationGateway, job_id: JobID,
+                  jm_id: JobMasterId) -> ResourceManagerId:
+        """The JobMaster's registration with the ResourceManager, asked again after a
+        lost request or answer (FLIP-6's retrying registration, with the executors'
+        backoff): it is idempotent per job, and a lost one must not fail a submission."""
+        errors: list[str] = []
+
+        def attempt() -> ResourceManagerId | None:
+            try:
+                return gateway.register_job_master(job_id, jm_id, self.address).result(
+                    self._timeout + 1)
+            except grpc.RpcError as err:
+                errors.append(describe_rpc_error(err))
+                log.warning("job %s: registering its JobMaster with the ResourceManager "
+                            "failed (%s); asking again", job_id, errors[-1])
+                return None
+        rm_id = poll_until(attempt, self._timeout,
+                           self.config.get(options.REGISTRATION_INITIAL_BACKOFF),
+                           max_interval=self.config.get(options.REGISTRATION_MAX_BACKOFF))
+        if rm_id is None:
+            raise RuntimeError(f"job {job_id}: its JobMaster could not register with the "
+                               f"ResourceManager within {self._timeout:g} s "
+                               f"(rpc.ask-timeout): {errors[-1] if errors else 'no answer'}")
+        return rm_id
 
     def _release(self, jm: JobMaster, result: JobResult) -> None:
         self.job_masters.unregister(jm)

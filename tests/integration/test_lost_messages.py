@@ -78,6 +78,17 @@ def test_a_lost_registration_is_sent_again_and_known_by_resource_id(tmp_path, ac
     assert started == 2
 
 
+@pytest.mark.parametrize("action", ["drop", "drop-answer"])
+def test_a_lost_job_master_registration_is_sent_again_and_the_submission_goes_on(
+        tmp_path, action):
+    """A submitted job's JobMaster registers with the ResourceManager: its first two
+    registrations (or their answers) are lost. The submission failed with the raw
+    gRPC error before (found by random jobs under random losses)."""
+    _, faults, started = run_with_faults(tmp_path, f"RegisterJobMaster={action}:1:2")
+    assert injected(faults, f"{action} of /yarnflow.ResourceManager/RegisterJobMaster") == 2
+    assert started == 2
+
+
 def test_a_duplicated_slot_offer_is_accepted_once(tmp_path):
     """Message 12: every offer arrives twice."""
     _, faults, started = run_with_faults(tmp_path, "OfferSlots=duplicate")
