@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread
-from tests.unit.test_scheduler import _diamond, chain, op, source
+from tests.unit.test_scheduler import chain, diamond, op, source
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          JobStatus)
 from yarnflow.appmaster.jobmaster.failover import (ExponentialDelayRestart, FailureRateRestart,
@@ -215,7 +215,7 @@ def test_a_restarted_region_goes_whole_when_its_producers_other_subtasks_have_fi
     source no longer counted as having its slots once one of its subtasks had finished,
     so the filter's result was waited for, which the source, stopped at its full output
     to the union, never let come (found by killing executors under random jobs)."""
-    h = harness(_diamond())
+    h = harness(diamond())
     h.start()
     h.offer_pending(["te-1", "te-2"])
     report_all(h, RUNNING)

@@ -111,7 +111,7 @@ def test_lazy_from_sources_deploys_consumers_only_after_partitions_are_consumabl
     assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {"source": 2, "sink": 2}
 
 
-def _diamond() -> JobGraph:
+def diamond() -> JobGraph:
     """The source feeds the union twice: at once, and through a filter."""
     graph = JobGraph("diamond", ScheduleMode.LAZY_FROM_SOURCES)
     src, kept = graph.add_vertex(source("source", 2)), graph.add_vertex(op("filter", 2))
@@ -129,7 +129,7 @@ def test_lazy_from_sources_deploys_a_consumer_whose_other_pipelined_input_has_no
     filter (which keeps no row here) can neither send a batch nor end: once the union's
     first input has data, the union goes with the filter, whose own input comes from a
     producer that runs; both deployed once both have slots."""
-    h = harness_factory(_diamond())
+    h = harness_factory(diamond())
     h.start()
     h.offer_pending(["te-1", "te-2"])
     wait_until(lambda: len(h.deployed()) == 2, 5, "sources deployed")
