@@ -51,3 +51,9 @@ class EndpointStopped(RuntimeError):
 REFUSALS: dict[str, type[Refused]] = {cls.__name__: cls for cls in (
     Refused, FencingError, UnknownJob, UnknownAllocation, UnknownExecutor, NotRegisteredYet,
     JobRejected, MissingSharedParts)}
+
+
+class TaskCancelled(Exception):
+    """The task was cancelled: raised where its thread notices (waiting on the data
+    plane, between two batches of a chain), so it stops at the next batch instead of at
+    the end of its input. Not a failure: the task ends CANCELED."""

@@ -26,7 +26,7 @@ from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType, consumer_key_of
 from yarnflow.core.operators.chain import failed_operator
-from yarnflow.core.errors import Refused
+from yarnflow.core.errors import Refused, TaskCancelled
 from yarnflow.core.failures import ContractError, FailureKind, classify
 from yarnflow.core.tracebacks import UserSources, format_user_frames, register_sources
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
@@ -37,7 +37,7 @@ from yarnflow.taskexecutor.job_master_outbox import TaskJobMasterGateway
 from yarnflow.taskexecutor.memory_manager import MemoryManager
 from yarnflow.taskexecutor.network.data_server import DataClients
 from yarnflow.taskexecutor.network.input_gate import InputGate, channels_of, partition_id
-from yarnflow.taskexecutor.network.partition import ResultPartition, Subpartition, TaskCancelled
+from yarnflow.taskexecutor.network.partition import ResultPartition, Subpartition
 from yarnflow.taskexecutor.network.partition_store import StoredSubpartition, subpartition_uri
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder

@@ -10,6 +10,11 @@ deployment, state reports and a slot's bookkeeping per operator. When the head's
 input ends, each operator after it finishes in turn, producers first, so what one
 holds back (a sink's open file) reaches the next before that one finishes.
 
+A cancelled task stops before the next batch enters a chained operator: only an edge
+leaving the chain checks on its own, and an operator that holds what it reads (a
+chained partial aggregate, a sink) leaves nothing for it to check, so the task would
+run to the end of its input (a restart waited for the whole of a source's split).
+
 An error names the operator that raised it (``failed_operator``): the task is the
 chain's, and a user reads which of their functions failed.
 """
@@ -20,6 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
+from yarnflow.core.errors import TaskCancelled
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.jobgraph import ChainingStrategy
 from yarnflow.core.memory import OperatorMemory, memory_of
@@ -151,6 +157,8 @@ class ChainedOperator(Operator):
                     into.records_in += rows
                     into.bytes_in += size
                     for batch in batches:
+                        if ctx.cancelled:      # see the module's docstring: stop here
+                            raise TaskCancelled()
                         _attributed(name, process, batch)
             if leaving is not None:
                 leaving(data)

@@ -17,9 +17,9 @@ import pyarrow as pa
 
 from yarnflow.core.deployment import InputGateDescriptor, stored_result_dir
 from yarnflow.core.fs import FileSystemSettings, open_filesystem
+from yarnflow.core.errors import TaskCancelled
 from yarnflow.rpc.codec import shuffle_descriptors_from_bytes
 from yarnflow.taskexecutor.network.data_server import DataClients
-from yarnflow.taskexecutor.network.partition import TaskCancelled
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 from yarnflow.taskexecutor.network.partition_store import read_stored, subpartition_uri
 

@@ -17,13 +17,10 @@ from typing import Callable, Iterator, Protocol
 
 import pyarrow as pa
 
+from yarnflow.core.errors import TaskCancelled
 from yarnflow.core.ids import JobID
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
 from yarnflow.taskexecutor.network.partitioner import Partitioner
-
-
-class TaskCancelled(Exception):
-    """The task was cancelled while waiting on the data plane."""
 
 
 class PartitionTimeout(Exception):

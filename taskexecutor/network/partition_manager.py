@@ -7,7 +7,8 @@ from typing import Callable
 from yarnflow.core.ids import JobID
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock, Deadline
 from yarnflow.core.jobgraph import PartitionType
-from yarnflow.taskexecutor.network.partition import PartitionTimeout, ResultPartition, TaskCancelled
+from yarnflow.core.errors import TaskCancelled
+from yarnflow.taskexecutor.network.partition import PartitionTimeout, ResultPartition
 
 
 class ResultPartitionManager:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from yarnflow.core.fs import FileSystem
-from yarnflow.taskexecutor.network.partition import TaskCancelled
+from yarnflow.core.errors import TaskCancelled
 
 # Bytes read from the cluster file system per request.
 READ_BUFFER = 4 << 20

@@ -8,13 +8,15 @@ import pyarrow as pa
 import pytest
 
 from tests.conftest import wait_until
-from tests.unit.fakes import FINISHED, RUNNING, Harness
-from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState
+from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread
+from yarnflow.appmaster.jobmaster.executiongraph import ExecutionState, JobStatus
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import preferred_locations
 from yarnflow.appmaster.jobmaster.failover.regions import vertex_regions
 from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPreferences,
                                                    TaskExecutorLocation, select_slot)
+from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import JobGraph, JobVertex, PartitionType, ScheduleMode, ShipStrategy
+from yarnflow.core.messages import SlotOffer
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.operators import MapOperator, TableSource
 from yarnflow.core.user_code import UserCode
@@ -221,3 +223,89 @@ def test_subtasks_spread_round_robin_across_executors_without_preferences(harnes
     per_executor = collections.Counter(t.allocation_id.split("-slot")[0] for t in h.deployed())
     assert len(per_executor) == 3
     assert max(per_executor.values()) - min(per_executor.values()) <= 1, per_executor
+
+
+# --- EAGER: region by region -------------------------------------------------------------
+def _stage_of_regions(p: int = 3) -> JobGraph:
+    """Each source subtask's chain ends at a BLOCKING exchange: ``p`` independent
+    regions, then ``p`` regions of aggregate -> sink, sharing the sources' slots."""
+    graph = JobGraph("regions", ScheduleMode.EAGER)
+    src, agg, sink = (graph.add_vertex(source("source", p)), graph.add_vertex(op("aggregate", p)),
+                      graph.add_vertex(op("sink", p)))
+    graph.connect(src, agg, ShipStrategy.HASH, ["x"], PartitionType.BLOCKING)
+    graph.connect(agg, sink, ShipStrategy.FORWARD)
+    return graph.resolve(1)
+
+
+def _manual(graph: JobGraph) -> Harness:
+    return Harness(graph, Configuration.load(), main=ManualMainThread())
+
+
+def _offer(h: Harness, count: int, executor: str) -> None:
+    """Answer the first ``count`` pending slot requests, each with a slot on an executor
+    of its own (a cluster with room for ``count`` more containers)."""
+    def offer() -> None:
+        for i, (allocation_id, profile) in enumerate(list(h.rm.requests.items())[:count]):
+            del h.rm.requests[allocation_id]
+            te = h.executor(f"{executor}-{i}")
+            h.jm.offer_slots(te.location, [SlotOffer(allocation_id, 0, profile)])
+    h.call(offer)
+
+
+def _current(h: Harness, name: str) -> dict[int, object]:
+    """The deployments of ``name``'s current attempts, by subtask."""
+    current = {v.current.attempt_id for v in h.jm.graph.all_execution_vertices()}
+    return {t.subtask_index: t for t in h.deployed()
+            if t.info.vertex_name == name and t.attempt_id in current}
+
+
+def test_eager_regions_run_one_by_one_on_a_cluster_short_of_a_whole_stage():
+    """Room for two of the stage's three regions: two run at once, and the third takes
+    the slot the first to finish gives back (issue 81: the whole stage waited for three
+    slots together until slot.request.timeout, while two executors sat idle)."""
+    h = _manual(_stage_of_regions(3))
+    try:
+        h.start()
+        assert len(h.rm.requests) == 3, "the sources' regions ask; their consumers wait"
+        _offer(h, 2, "te")
+        assert sorted(_current(h, "source")) == [0, 1], "each region goes on its own slots"
+        assert len(h.rm.requests) == 1
+        for tdd in _current(h, "source").values():
+            h.report(tdd.attempt_id, RUNNING)
+        h.report(_current(h, "source")[0].attempt_id, FINISHED)
+        assert sorted(_current(h, "source")) == [0, 1, 2], "the freed slot went to region 3"
+        assert h.rm.requests == {}, "its request to the ResourceManager was withdrawn"
+        assert _current(h, "aggregate") == {}, "the BLOCKING input is not written yet"
+        for index in (1, 2):
+            h.report(_current(h, "source")[index].attempt_id, RUNNING)
+            h.report(_current(h, "source")[index].attempt_id, FINISHED)
+        # the consumers' three regions, on the two slots the sources gave back
+        assert len(_current(h, "aggregate")) == 2 and len(h.rm.requests) == 1
+        while len(_current(h, "sink")) < 3 or any(
+                h.jm.graph.attempts[t.attempt_id].state is not FINISHED
+                for name in ("aggregate", "sink") for t in _current(h, name).values()):
+            for name in ("aggregate", "sink"):
+                for tdd in _current(h, name).values():
+                    if h.jm.graph.attempts[tdd.attempt_id].state is not FINISHED:
+                        h.report(tdd.attempt_id, RUNNING)
+                        h.report(tdd.attempt_id, FINISHED)
+        assert len(h.executors) == 2, "two executors served all nine subtasks"
+        assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
+        assert not h.jm.scheduler.exceptions, "nothing failed"
+    finally:
+        h.close()
+
+
+def test_eager_one_pipelined_region_waits_for_all_its_slots():
+    """A region joined by PIPELINED exchanges goes whole: with two of its three slots
+    nothing is deployed (its tasks exchange data while they run)."""
+    h = _manual(chain(3, ship=ShipStrategy.HASH))
+    try:
+        h.start()
+        assert len(h.rm.requests) == 3
+        _offer(h, 2, "te")
+        assert h.deployed() == []
+        _offer(h, 1, "te-late")
+        assert len(h.deployed()) == 9
+    finally:
+        h.close()

@@ -11,9 +11,10 @@ built again once it has them (``ExecutionGraph.version``).
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex
+from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionVertex,
+                                                         IntermediateResult)
 from yarnflow.core.jobgraph import DistributionPattern, PartitionType
 
 
@@ -47,12 +48,29 @@ def _roots(size: int, pairs: Iterable[tuple[int, int]]) -> list[int]:
 
 
 def pipelined_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedRegion]:
+    return _regions(graph, lambda result: result.partition_type is PartitionType.PIPELINED)
+
+
+def scheduling_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedRegion]:
+    """The subtasks deployed together: pipelined regions, also joined through a BLOCKING
+    result whose producer and consumer are in one region of job vertices
+    (``vertex_regions``: a self-join's BLOCKING probe side, which the region reads
+    whole before its producer can finish). Each waits only for BLOCKING results of
+    other job-vertex regions (Flink's SchedulingPipelinedRegion and its consumed
+    BLOCKING partition groups)."""
+    of_vertex = vertex_regions(graph)
+    return _regions(graph, lambda result: result.partition_type is PartitionType.PIPELINED
+                    or of_vertex[result.producer.id] == of_vertex[result.consumer.id])
+
+
+def _regions(graph: ExecutionGraph, joins: Callable[[IntermediateResult], bool]
+             ) -> dict[ExecutionVertex, PipelinedRegion]:
     vertices = list(graph.all_execution_vertices())
     number = {v: i for i, v in enumerate(vertices)}
 
     def joined() -> Iterator[tuple[int, int]]:
         for result in graph.results.values():
-            if result.partition_type is not PartitionType.PIPELINED:
+            if not joins(result):
                 continue
             producers = result.producer.task_vertices
             consumers = result.consumer.task_vertices

@@ -1,8 +1,14 @@
 """When subtasks get slots and are deployed (Flink's SchedulingStrategy): EAGER or
 LAZY_FROM_SOURCES.
 
-EAGER asks for every slot first and deploys all subtasks once all slots are there
-(a streaming job's tasks must all run at once). LAZY_FROM_SOURCES deploys the
+EAGER schedules pipelined regions (Flink's PipelinedRegionSchedulingStrategy): each
+region asks for its slots and is deployed whole once *its own* slots are there, so a
+stage of independent regions (each source subtask's chain ending at a BLOCKING
+exchange) runs on what the cluster has, region by region, and the rest take the slots
+the first ones free; a streaming job, one region, still starts all at once. A region
+that reads BLOCKING results of other regions is scheduled once they are written
+(``scheduling_regions``: a BLOCKING exchange within one region of job vertices does
+not hold it back). LAZY_FROM_SOURCES deploys the
 sources, and each consumer vertex once all of its inputs are consumable: a PIPELINED
 result when each producer has produced data (or finished), a BLOCKING one when each
 producer has finished. Runs on the JobMaster's main thread.
@@ -24,8 +30,8 @@ Flink, where only a region's inputs from other regions hold it back: its produce
 reports FINISHED only after the consumer has read the PIPELINED side, and the
 consumer's read of the BLOCKING side waits until the producer has written it whole.
 
-A restart hands the scheduler the subtasks it reset: under EAGER they are scheduled
-at once, all together; under LAZY_FROM_SOURCES each of their vertices goes again
+A restart hands the scheduler the subtasks it reset: under EAGER their regions are
+scheduled again, each once its BLOCKING inputs are there; under LAZY_FROM_SOURCES each of their vertices goes again
 when its inputs are consumable (at once when they come from results that survived).
 A slot that arrives for an attempt that was meanwhile replaced is not used for its
 successor, which asked for its own.
@@ -35,14 +41,16 @@ from __future__ import annotations
 import functools
 import logging
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Callable
 
-from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionJobVertex,
-                                                         ExecutionState, ExecutionVertex,
-                                                         IntermediateResult)
+from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup, ExecutionGraph,
+                                                         ExecutionJobVertex, ExecutionState,
+                                                         ExecutionVertex, IntermediateResult)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import (Allocation, LogicalSlot,
                                                               SlotSharingSlotAllocator)
-from yarnflow.appmaster.jobmaster.failover.regions import vertex_regions
+from yarnflow.appmaster.jobmaster.failover.regions import (PipelinedRegion, scheduling_regions,
+                                                           vertex_regions)
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.rpc.endpoint import MainThreadExecutor
 
@@ -68,6 +76,12 @@ class SchedulingStrategy:
         self._scheduled_vertices: set[str] = set()
         self._stopped = False
         self._region = vertex_regions(graph)
+        # EAGER: each subtask's scheduling region (built at the start: an EAGER job has
+        # no adaptive vertex), the regions waiting for BLOCKING results by result id, and
+        # the subtasks in them (a restart does not queue them twice)
+        self._regions: dict[ExecutionVertex, PipelinedRegion] | None = None
+        self._waiting_for: dict[str, list[_QueuedRegion]] = {}
+        self._queued: set[ExecutionVertex] = set()
 
     def start(self) -> None:
         """Subtasks restored as finished from an earlier ApplicationMaster's job event
@@ -82,11 +96,59 @@ class SchedulingStrategy:
     def stop(self) -> None:
         self._stopped = True
 
-    # --- EAGER -----------------------------------------------------------------------
+    # --- EAGER: pipelined regions ------------------------------------------------------
     def _schedule_eager(self, vertices: list[ExecutionVertex]) -> None:
         for ejv in self._graph.vertices_topologically():
             self._scheduled_vertices.add(ejv.id)
-        self._deploy_together(vertices, lambda: None)
+        if self._regions is None:
+            self._regions = scheduling_regions(self._graph)
+        members: dict[PipelinedRegion, list[ExecutionVertex]] = {}
+        for vertex in vertices:          # topological order, kept within each region
+            if vertex not in self._queued:
+                members.setdefault(self._regions[vertex], []).append(vertex)
+        for region, waiting in members.items():
+            inputs = {id(group): group for vertex in waiting for group in vertex.consumed
+                      if self._blocking_from_elsewhere(group.result)}
+            queued = _QueuedRegion(region, waiting, [g for g in inputs.values()
+                                                     if not _written(g)])
+            if not queued.inputs:
+                self._deploy_region(queued)
+                continue
+            self._queued.update(waiting)
+            for result_id in {g.result.id for g in queued.inputs}:
+                self._waiting_for.setdefault(result_id, []).append(queued)
+
+    def _blocking_from_elsewhere(self, result: IntermediateResult) -> bool:
+        return result.partition_type is PartitionType.BLOCKING and \
+            self._region[result.producer.id] != self._region[result.consumer.id]
+
+    def _blocking_result_written(self, result: IntermediateResult) -> None:
+        """A partition of a BLOCKING result finished: the regions that waited only for
+        what it completes go now."""
+        waiting = self._waiting_for.get(result.id)
+        if not waiting:
+            return
+        written: dict[int, bool] = {}      # an ALL_TO_ALL group is every consumer's
+
+        def is_written(group: ConsumedPartitionGroup) -> bool:
+            if id(group) not in written:
+                written[id(group)] = _written(group)
+            return written[id(group)]
+        for queued in waiting:
+            queued.inputs = [g for g in queued.inputs if g.result is not result
+                             or not is_written(g)]
+        self._waiting_for[result.id] = [q for q in waiting if any(
+            g.result is result for g in q.inputs)]
+        for queued in waiting:
+            if not queued.inputs and not queued.deployed:
+                self._queued.difference_update(queued.vertices)
+                self._deploy_region(queued)
+
+    def _deploy_region(self, queued: "_QueuedRegion") -> None:
+        queued.deployed = True
+        vertices = [v for v in queued.vertices if v.current.state is ExecutionState.CREATED]
+        if vertices and not self._stopped:
+            self._deploy_together(vertices, lambda: None)
 
     def _deploy_together(self, vertices: list[ExecutionVertex], then: Callable[[], None]) -> None:
         """Slots for all of ``vertices`` (in topological order), then all deployed at
@@ -165,7 +227,11 @@ class SchedulingStrategy:
 
     def on_partition_consumable(self, result: IntermediateResult) -> None:
         """A producer reported data, or finished: maybe its consumers can go now."""
-        if self._stopped or self._graph.schedule_mode is ScheduleMode.EAGER:
+        if self._stopped:
+            return
+        if self._graph.schedule_mode is ScheduleMode.EAGER:
+            if result.partition_type is PartitionType.BLOCKING:
+                self._blocking_result_written(result)
             return
         self._consider(result.consumer, set())
 
@@ -255,6 +321,20 @@ class SchedulingStrategy:
 
     def release_slot_of(self, vertex: ExecutionVertex) -> None:
         self._allocator.release(vertex)
+
+
+@dataclass(eq=False)
+class _QueuedRegion:
+    """A region's subtasks to schedule, and the BLOCKING inputs from other regions not
+    yet written whole."""
+    region: PipelinedRegion
+    vertices: list[ExecutionVertex]
+    inputs: list[ConsumedPartitionGroup]
+    deployed: bool = False
+
+
+def _written(group: ConsumedPartitionGroup) -> bool:
+    return group.result.producer.initialized and all(p.finished for p in group.partitions())
 
 
 def _placed(result: IntermediateResult) -> bool:
