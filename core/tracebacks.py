@@ -164,3 +164,10 @@ def register_sources(sources: UserSources) -> None:
     for name, text in sources.texts.items():
         if name not in linecache.cache:
             linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+
+
+def noted(cause: str, note: str) -> str:
+    """``note`` at the end of a failure's first line: the user's frames that follow it
+    stay last, where Python puts a traceback."""
+    first, newline, frames = cause.partition("\n")
+    return f"{first} {note}{newline}{frames}"

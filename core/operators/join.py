@@ -128,10 +128,11 @@ class HashJoinOperator(Operator):
         if left is None or right is None:
             return None
         try:
-            return left.empty_table().join(
+            return _left_first(left.empty_table().join(
                 right.empty_table(), keys=self.left_keys, right_keys=self.right_keys,
                 join_type=self.how, left_suffix=self.left_suffix,
-                right_suffix=self.right_suffix, coalesce_keys=True).schema
+                right_suffix=self.right_suffix, coalesce_keys=True), left.names,
+                self.left_keys, self.right_keys).schema
         except (pa.ArrowException, TypeError, ValueError) as err:
             for lk, rk in zip(self.left_keys, self.right_keys):
                 if left.field(lk).type != right.field(rk).type:
@@ -254,9 +255,28 @@ class HashJoinOperator(Operator):
 
     def _join(self, probe: pa.Table, build: pa.Table, probe_input: int, how: str) -> pa.Table:
         left, right = (probe, build) if probe_input == 0 else (build, probe)
-        return left.join(right, keys=self.left_keys, right_keys=self.right_keys,
-                         join_type=how, left_suffix=self.left_suffix,
-                         right_suffix=self.right_suffix, coalesce_keys=True)
+        return _left_first(left.join(right, keys=self.left_keys, right_keys=self.right_keys,
+                                     join_type=how, left_suffix=self.left_suffix,
+                                     right_suffix=self.right_suffix, coalesce_keys=True),
+                           left.column_names, self.left_keys, self.right_keys)
+
+
+def _left_first(joined: pa.Table, left: list[str], left_keys: list[str],
+                right_keys: list[str]) -> pa.Table:
+    """The left side's columns first, in their order (its keys where they stand, under
+    its names, holding either side's value), then the right side's: as the API
+    documents for every join type. pyarrow puts a right outer join's keys after the
+    left side's other columns, under the right side's names, so the columns of a right
+    join depended on the join type (found by the differential run, tests/differential.py)."""
+    names = joined.column_names
+    if names[:len(left)] == left:
+        return joined
+    renamed = {r: k for k, r in zip(left_keys, right_keys) if k not in names and r in names}
+    if renamed:
+        names = [renamed.get(name, name) for name in names]
+        joined = joined.rename_columns(names)
+    kept = set(left)
+    return joined.select([*left, *(name for name in names if name not in kept)])
 
 
 def _holdable(memory: OperatorMemory) -> int:

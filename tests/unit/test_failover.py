@@ -195,17 +195,37 @@ def test_a_lost_executor_restarts_its_region_after_the_delay_as_new_attempts_in_
         ("source (2/2)", "te-2"), ("map (2/2)", "te-2"), ("sink (2/2)", "te-2")]
     assert "te-2 was lost" in details.exceptions[0].cause
     assert details.restarts == 0
-    h.jm.main.advance(4.9)
-    assert len(h.rm.requests) == 0, "nothing restarts before the delay"
-    h.jm.main.advance(0.2)
-    assert len(h.rm.requests) == 1, "one shared slot for the restarted region"
+    assert len(h.rm.requests) == 1, \
+        "the lost shared slot is asked for at once: its executor starts during the pause"
     h.offer_pending(["te-3"])
+    h.jm.main.advance(4.9)
+    assert h.executors["te-3"].submitted == [], "nothing restarts before the delay"
+    h.jm.main.advance(0.2)
+    assert h.rm.requests == {}, "the restart took the slot asked for ahead, and asked no other"
     restarted = [v for v in h.jm.graph.all_execution_vertices() if v.current.attempt_number == 1]
     assert names(restarted) == ["map (2/2)", "sink (2/2)", "source (2/2)"]
     assert all(v.current.resource_id == "te-3" for v in restarted)
     assert h.jm.details().restarts == 1
     report_all(h, FINISHED)
     assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
+
+
+def test_a_slot_asked_for_ahead_and_not_yet_there_at_the_restart_is_taken_over_not_asked_twice():
+    """The replacement executor is slower than the pause: the restart's request takes
+    over the one asked ahead, and the region deploys when that one slot comes."""
+    h = harness(chain(2, ship=ShipStrategy.FORWARD))
+    h.start()
+    h.offer_pending(["te-1", "te-2"])
+    report_all(h, RUNNING)
+    h.call(h.jm.disconnect_task_executor, "te-2", "TaskExecutor te-2 was lost: killed")
+    asked = set(h.rm.requests)
+    assert len(asked) == 1
+    h.jm.main.advance(5.1)
+    assert set(h.rm.requests) == asked, "the restart asked no second slot"
+    h.offer_pending(["te-3"])
+    restarted = [v for v in h.jm.graph.all_execution_vertices() if v.current.attempt_number == 1]
+    assert len(restarted) == 3 and all(v.current.resource_id == "te-3" for v in restarted)
+    assert all(v.current.state is ExecutionState.DEPLOYING for v in restarted)
 
 
 def test_a_restarted_region_goes_whole_when_its_producers_other_subtasks_have_finished():

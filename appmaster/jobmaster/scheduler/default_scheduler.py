@@ -45,6 +45,7 @@ from yarnflow.conf import Configuration, options
 from yarnflow.core.details import ExceptionEntry, SpeculativeAttempt
 from yarnflow.core.errors import EndpointStopped
 from yarnflow.core.messages import TaskExecutionState
+from yarnflow.core.tracebacks import noted
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ class DefaultScheduler:
         if report.metrics is not None:
             execution.update_metrics(report.metrics)
         if state is ExecutionState.FAILED and report.non_recoverable:
-            self._task_failed(execution, _noted(report.error, "(not restarted: a non-recoverable "
+            self._task_failed(execution, noted(report.error, "(not restarted: a non-recoverable "
                                                 "error, which fails every attempt the same way)"),
                               report.error_detail, recoverable=False)
         elif state is ExecutionState.FAILED:
@@ -213,8 +214,9 @@ class DefaultScheduler:
         return resource_id in self._lost_executors
 
     def executor_lost(self, resource_id: ResourceID, reason: str) -> None:
-        """Its running subtasks failed, and the finished results it held are lost. All
-        of it is one failure."""
+        """Its running subtasks failed, and the finished results it held are lost: one
+        failure. The shared slots they held are asked for again during the restart's
+        pause (``slotpool/ahead.py``), so their executors start while it runs."""
         if resource_id in self._lost_executors:
             return
         self._lost_executors.add(resource_id)
@@ -222,8 +224,8 @@ class DefaultScheduler:
         lost = [e for e in self.graph.all_executions()
                 if e.resource_id == resource_id and not e.state.is_terminal]
         lost = [e for e in lost if not self._survived(e, reason)]
-        # attempts that failed there a moment ago (a deployment the dying executor did not
-        # take) and were waiting for this, their real cause
+        # attempts that failed there a moment ago (a deployment the dying executor did
+        # not take) waiting for this, their real cause
         explained = [e for e, where in list(self._awaiting_cause.items())
                      if where == resource_id and e is e.vertex.current]
         for execution in explained:
@@ -233,6 +235,7 @@ class DefaultScheduler:
                                                               for e in lost + explained)
         for execution in explained:
             execution.failure = reason
+        groups = {id(e.slot.group): e.slot.group for e in lost if e.slot is not None}
         failed = [e for e in lost if self._mark_failed(e, reason)] + explained
         self._slot_pool.release_task_manager(resource_id, reason)   # its slots: already failed
         if self.graph.status is not JobStatus.RUNNING:
@@ -241,6 +244,8 @@ class DefaultScheduler:
         needed = lost_results_still_needed(self.graph, resource_id)
         if failed or needed:
             self._handle_failure(failed, reason, also=needed)
+            for group in groups.values() if self._restart and self._restart.timer else ():
+                self._slot_pool.request_ahead(group.profile, group.exact)
 
     def depends_on(self, resource_id: ResourceID) -> bool:
         """Whether the job holds a slot on the executor or will read a result there."""
@@ -288,7 +293,7 @@ class DefaultScheduler:
         elif execution is not execution.vertex.current:
             log.info("speculative %s failed; the subtask runs on: %s", execution, cause)
         elif recoverable and (heir := self.speculation.take_over(execution)) is not None:
-            execution.failure = _noted(cause, f"(attempt {heir.attempt_number} runs on)")
+            execution.failure = noted(cause, f"(attempt {heir.attempt_number} runs on)")
             self._record_exceptions([execution], cause)
         elif not recoverable:
             self._record_exceptions([execution], cause)
@@ -342,7 +347,7 @@ class DefaultScheduler:
         if pending is None:
             self._restart_strategy.notify_failure(now)
             if not self._restart_strategy.can_restart():
-                self._fail_job(_noted(cause, f"(the job ran {self.restarts + 1} "
+                self._fail_job(noted(cause, f"(the job ran {self.restarts + 1} "
                                              f"attempt{'s' if self.restarts else ''}; no restart: "
                                              f"{self._restart_strategy.exhausted()})"), detail)
                 return
@@ -490,10 +495,3 @@ class DefaultScheduler:
         self.graph.transition(status)
         log.info("job %s (%s) is %s%s", self.graph.name, self.job_id, status.value,
                  f": {self.graph.failure}" if status is JobStatus.FAILED else "")
-
-
-def _noted(cause: str, note: str) -> str:
-    """``note`` at the end of the cause's first line: the user's frames that follow it
-    (``yarnflow.core.tracebacks``) stay last, where Python puts a traceback."""
-    first, newline, frames = cause.partition("\n")
-    return f"{first} {note}{newline}{frames}"

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from yarnflow.core.ids import AllocationID, JobID, ResourceID
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
+from yarnflow.appmaster.jobmaster.slotpool.ahead import SlotsAhead
 from yarnflow.appmaster.jobmaster.slotpool.selection import SlotPreferences, select_slot
 from yarnflow.appmaster.jobmaster.slotpool.slots import PhysicalSlot, TaskExecutorLocation
 from yarnflow.core.messages import SlotOffer
@@ -100,6 +101,7 @@ class SlotPool:
         self._rm: ResourceManagerGateway | None = None
         self._held: dict[AllocationID, _Held] = {}
         self._pending: dict[AllocationID, PendingRequest] = {}
+        self._ahead = SlotsAhead()      # asked during a restart's pause, not yet taken
         # slots of each profile the job holds at once, told to the ResourceManager with
         # each request: a worker it starts without a plan gets no more of them
         self.wanted: dict[ResourceSpec, int] = {}
@@ -158,11 +160,22 @@ class SlotPool:
         self._mark_allocated(free)
         return free
 
+    def request_ahead(self, profile: ResourceSpec, exact: bool = False) -> None:
+        """Ask now for a slot a request will want shortly (``ahead.py``)."""
+        self._ahead.add(profile, exact, self._request(profile, SlotPreferences(), exact),
+                        self._main.execute,
+                        lambda slot: self.release_slot(slot.allocation_id))
+
     def request_new_slot(self, profile: ResourceSpec,
                          preferences: SlotPreferences = SlotPreferences(),
                          exact: bool = False) -> "Future[PhysicalSlot]":
         """A slot the pool does not hold yet: asked of the ResourceManager, done when an
-        executor offers it."""
+        executor offers it (or one asked for ahead, ``request_ahead``)."""
+        ahead = self._ahead.take(profile, exact) if self._ahead else None
+        return ahead if ahead is not None else self._request(profile, preferences, exact)
+
+    def _request(self, profile: ResourceSpec, preferences: SlotPreferences,
+                 exact: bool) -> "Future[PhysicalSlot]":
         future: Future[PhysicalSlot] = Future()
         if self._closed:
             future.set_exception(NoResourceAvailableError("the SlotPool is closed: the job ended"))
