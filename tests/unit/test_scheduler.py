@@ -309,3 +309,34 @@ def test_eager_one_pipelined_region_waits_for_all_its_slots():
         assert len(h.deployed()) == 9
     finally:
         h.close()
+
+
+def test_stage_by_stage_a_consumer_group_goes_region_by_region():
+    """Stage by stage, the union goes with the filter (its input with no data yet): each
+    subtask's pair is a region of its own (FORWARD edges), deployed once its own slot is
+    there, not once both regions' are."""
+    graph = JobGraph("diamond", ScheduleMode.LAZY_FROM_SOURCES)
+    src = graph.add_vertex(source("source", 2, slot_sharing_group="a"))
+    kept = graph.add_vertex(op("filter", 2, slot_sharing_group="b"))
+    union = graph.add_vertex(JobVertex("union", UserCode.of(MapOperator(lambda b: b, "union")),
+                                       2, num_inputs=2, slot_sharing_group="b"))
+    graph.connect(src, kept, ShipStrategy.FORWARD)
+    graph.connect(src, union, ShipStrategy.FORWARD, target_input=0)
+    graph.connect(kept, union, ShipStrategy.FORWARD, target_input=1)
+    h = _manual(graph.resolve(1))
+    try:
+        h.start()
+        _offer(h, 2, "te")
+        sources = _current(h, "source")
+        results = {(r.producer.name, r.consumer.name): r.id for r in h.jm.graph.results.values()}
+        for tdd in sources.values():
+            h.report(tdd.attempt_id, RUNNING)
+            h.jm.notify_partition_data_available(tdd.attempt_id, results[("source", "union")])
+        assert len(h.rm.requests) == 2, "the filter and union of each region share a slot"
+        _offer(h, 1, "te-late")
+        assert len(_current(h, "filter")) == 1 and len(_current(h, "union")) == 1, \
+            "the region whose slot came is deployed; the other waits for its own"
+        _offer(h, 1, "te-later")
+        assert len(_current(h, "filter")) == 2 and len(_current(h, "union")) == 2
+    finally:
+        h.close()

@@ -20,10 +20,11 @@ until the consumer reads it, so the other's first batch (or end, when the filter
 nothing) would never come. So once one of its inputs is consumable, a consumer goes
 with the vertices it reads through PIPELINED results that have no data yet, back to
 producers that have their slots (part of its pipelined region, as Flink's region
-scheduling deploys a region whole): their slots asked together and all deployed once
-all are there, producers first. "Have their slots" is asked per partition (consumable
-already, or its producer subtask holds a slot): after a region's restart the
-producer's other subtasks have long finished. A BLOCKING input from a producer in the
+scheduling deploys a region whole): each pipelined region of them asks for its slots
+together and is deployed once all of its own are there, producers first. "Have
+their slots" is asked per partition (consumable already, or its producer subtask
+holds a slot): after a region's restart the producer's other subtasks have long
+finished. A BLOCKING input from a producer in the
 consumer's own pipelined region (a self-join: the source feeds the join's build side
 PIPELINED and its probe side BLOCKING) counts once that producer has its slots, as in
 Flink, where only a region's inputs from other regions hold it back: its producer
@@ -76,10 +77,11 @@ class SchedulingStrategy:
         self._scheduled_vertices: set[str] = set()
         self._stopped = False
         self._region = vertex_regions(graph)
-        # EAGER: each subtask's scheduling region (built at the start: an EAGER job has
-        # no adaptive vertex), the regions waiting for BLOCKING results by result id, and
-        # the subtasks in them (a restart does not queue them twice)
+        # each subtask's scheduling region (``_regions_now``); under EAGER, the regions
+        # waiting for BLOCKING results by result id, and the subtasks in them (a restart
+        # does not queue them twice)
         self._regions: dict[ExecutionVertex, PipelinedRegion] | None = None
+        self._regions_version = -1
         self._waiting_for: dict[str, list[_QueuedRegion]] = {}
         self._queued: set[ExecutionVertex] = set()
 
@@ -100,12 +102,11 @@ class SchedulingStrategy:
     def _schedule_eager(self, vertices: list[ExecutionVertex]) -> None:
         for ejv in self._graph.vertices_topologically():
             self._scheduled_vertices.add(ejv.id)
-        if self._regions is None:
-            self._regions = scheduling_regions(self._graph)
+        regions = self._regions_now()
         members: dict[PipelinedRegion, list[ExecutionVertex]] = {}
         for vertex in vertices:          # topological order, kept within each region
             if vertex not in self._queued:
-                members.setdefault(self._regions[vertex], []).append(vertex)
+                members.setdefault(regions[vertex], []).append(vertex)
         for region, waiting in members.items():
             inputs = {id(group): group for vertex in waiting for group in vertex.consumed
                       if self._blocking_from_elsewhere(group.result)}
@@ -117,6 +118,14 @@ class SchedulingStrategy:
             self._queued.update(waiting)
             for result_id in {g.result.id for g in queued.inputs}:
                 self._waiting_for.setdefault(result_id, []).append(queued)
+
+    def _regions_now(self) -> dict[ExecutionVertex, PipelinedRegion]:
+        """Each subtask's scheduling region, built again once adaptive execution gave a
+        vertex its subtasks (``ExecutionGraph.version``)."""
+        if self._regions is None or self._regions_version != self._graph.version:
+            self._regions = scheduling_regions(self._graph)
+            self._regions_version = self._graph.version
+        return self._regions
 
     def _blocking_from_elsewhere(self, result: IntermediateResult) -> bool:
         return result.partition_type is PartitionType.BLOCKING and \
@@ -263,8 +272,14 @@ class SchedulingStrategy:
             def placed() -> None:
                 for member in group:
                     self._on_slots(member)
-            self._deploy_together([v for member in group for v in member.task_vertices
-                                   if v.current.state is ExecutionState.CREATED], placed)
+            regions = self._regions_now()       # each of the group's regions on its own
+            parts: dict[PipelinedRegion, list[ExecutionVertex]] = {}
+            for member in group:
+                for v in member.task_vertices:
+                    if v.current.state is ExecutionState.CREATED:
+                        parts.setdefault(regions[v], []).append(v)
+            for part in parts.values():
+                self._deploy_together(part, placed)
 
     def _pipelined_group(self, consumer: ExecutionJobVertex) -> list[ExecutionJobVertex] | None:
         """The consumer, once one of its inputs is consumable, and the vertices it reads
