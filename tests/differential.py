@@ -144,6 +144,9 @@ class Filter(Node):
 
 
 class Select(Node):
+    """The named columns, in that order; as ``Distinct``, each combination of them once."""
+    distinct = False
+
     def __init__(self, child: Node, names: list[str]) -> None:
         super().__init__()
         self.child, self.names = child, names
@@ -151,13 +154,19 @@ class Select(Node):
         self.columns = [(n, kinds[n]) for n in names]
 
     def build(self, p: yf.Pipeline, data: dict[str, pa.Table]) -> yf.DataSet:
-        return self.child.dataset(p, data).select(*self.names)
+        ds = self.child.dataset(p, data)
+        return ds.distinct(*self.names) if self.distinct else ds.select(*self.names)
 
     def sql(self) -> str:
-        return f"SELECT {', '.join(map(q, self.names))} FROM ({self.child.sql()})"
+        return (f"SELECT {'DISTINCT ' if self.distinct else ''}{', '.join(map(q, self.names))} "
+                f"FROM ({self.child.sql()})")
 
     def describe(self) -> str:
-        return f"select({self.child.describe()}, {self.names})"
+        return f"{'distinct' if self.distinct else 'select'}({self.child.describe()}, {self.names})"
+
+
+class Distinct(Select):
+    distinct = True
 
 
 class Join(Node):
@@ -218,23 +227,6 @@ class Aggregate(Node):
 
     def describe(self) -> str:
         return f"aggregate({self.child.describe()}, {self.keys}, {self.aggs})"
-
-
-class Distinct(Node):
-    def __init__(self, child: Node, names: list[str]) -> None:
-        super().__init__()
-        self.child, self.names = child, names
-        kinds = dict(child.columns)
-        self.columns = [(n, kinds[n]) for n in names]
-
-    def build(self, p: yf.Pipeline, data: dict[str, pa.Table]) -> yf.DataSet:
-        return self.child.dataset(p, data).distinct(*self.names)
-
-    def sql(self) -> str:
-        return f"SELECT DISTINCT {', '.join(map(q, self.names))} FROM ({self.child.sql()})"
-
-    def describe(self) -> str:
-        return f"distinct({self.child.describe()}, {self.names})"
 
 
 class Union(Node):
@@ -518,8 +510,9 @@ class Run:
         try:
             result = client.wait(self.timeout)
         except TimeoutError:
+            where = self.where(client)        # as it hung, before the cancel changes it
             client.cancel()
-            return Outcome(job, "hung", self.where(client), injected, time.monotonic() - started)
+            return Outcome(job, "hung", where, injected, time.monotonic() - started)
         if result.status is not JobStatus.FINISHED:
             return Outcome(job, "failed", (result.failure or "")[:400], injected,
                            time.monotonic() - started)
@@ -556,8 +549,9 @@ class Run:
             details = client.details()
         except Exception as err:  # noqa: BLE001 - a description only
             return f"no details: {err}"
-        return "; ".join(f"{v.name}: " + ",".join(s.state.name for s in v.subtasks)
-                         for v in details.vertices)[:600]
+        return (f"{details.status.value}, {details.restarts} restarts; " + "; ".join(
+            f"{v.name}: " + ",".join(f"{s.state.name}#{s.attempt}" for s in v.subtasks)
+            for v in details.vertices))[:800]
 
 
 def cluster_config(faults: Sequence[str], spill: bool, seed: int) -> Configuration:

@@ -356,6 +356,85 @@ def test_a_per_job_appmaster_host_cut_off_past_yarns_liveness_timeout_then_recon
     assert_nothing_left(hosts, app_id)
 
 
+def kill_appmaster_host_while_starting(cluster: DockerCluster, app_id: str, warm: int) -> str:
+    """As soon as YARN gave the application a container beyond its ApplicationMaster's
+    and ``warm`` executors' whose executor has not registered (the job's containers
+    are starting), the ApplicationMaster's host is killed. Returns the host."""
+    page = Page(cluster, app_id)
+    am = appmaster_host(cluster, app_id)
+
+    def starting() -> bool:
+        executors = registered(page)
+        placed = containers(cluster, app_id)
+        return executors is not None and len(placed) > 1 + warm and \
+            any(c["containerId"] not in executors for c in placed)
+    wait_until(starting, 300, f"a container of {app_id}'s job starting", interval=0.2)
+    cluster.docker("kill", am)
+    return am
+
+
+def next_attempt_elsewhere(cluster: DockerCluster, app_id: str, lost: str) -> None:
+    def placed() -> bool:
+        attempts = cluster.attempts(app_id)
+        return len(attempts) == 2 and attempts[1].get("nodeId", "").split(":")[0] not in ("", lost)
+    wait_until(placed, 300, f"YARN to start {app_id}'s second attempt away from {lost}",
+               interval=1.0)
+
+
+def test_a_sessions_appmaster_host_killed_while_a_jobs_containers_start(hosts):
+    """Issue 81: a session kept three warm executors; its job's containers were starting
+    when the ApplicationMaster's host died. The next attempt recovers the job and runs
+    it on the two hosts left, region by region where their room is short of a whole
+    stage (a slot that no container could bring would fail the job, not delay it): the
+    output is exact, and the session serves the next job."""
+    name = f"amkill-{uuid.uuid4().hex[:6]}"
+    input_uri = put_input(hosts)
+    app_id = start_session(hosts, name, "--min-executors", "3",
+                           "-D", "yarn.application-attempts=2")
+    page = Page(hosts, app_id)
+    killed = ""
+    try:
+        wait_until(lambda: len(registered(page) or {}) >= 3, 300,
+                   "the session's three warm executors", interval=1.0)
+        out = scratch("session-am-killed")
+        job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "0.3"))
+        killed = kill_appmaster_host_while_starting(hosts, app_id, warm=3)
+        next_attempt_elsewhere(hosts, app_id, killed)
+        job = wait_until(lambda: job_ended(page, job_id), 900, f"job {job_id} to end",
+                         interval=1.0)
+        assert job["state"] == "FINISHED", job
+        assert_exact(hosts, out)
+        again = scratch("session-after-am-killed")
+        run_in(hosts, name, *profiles(input_uri, again, "--work", "0"), attach=True)
+        assert_exact(hosts, again)
+    finally:
+        if killed:
+            hosts.docker("start", killed)
+            hosts.wait_ready()
+        stop_session(hosts, app_id)
+    assert_nothing_left(hosts, app_id)
+
+
+def test_a_per_job_appmaster_host_killed_while_its_containers_start(hosts):
+    """The per-job form: the next attempt runs the job again on the hosts left."""
+    input_uri = put_input(hosts)
+    out = scratch("am-killed")
+    app_id = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
+                    "-D", "yarn.application-attempts=2",
+                    *profiles(input_uri, out, "--work", "0.3"))
+    killed = kill_appmaster_host_while_starting(hosts, app_id, warm=0)
+    try:
+        next_attempt_elsewhere(hosts, app_id, killed)
+        final = wait_finished(hosts, app_id, 900)
+        assert final["finalStatus"] == "SUCCEEDED", final["diagnostics"]
+        assert_exact(hosts, out)
+        assert archived(hosts, app_id)["attempt"] == 2
+    finally:
+        hosts.docker("start", killed)
+        hosts.wait_ready()
+    assert_nothing_left(hosts, app_id)
+
+
 @pytest.fixture(autouse=True)
 def _whole_cluster(hosts: DockerCluster, warm_hosts: DockerCluster) -> Iterator[None]:
     """Every test here starts on a whole, warm cluster (the previous test restored it)."""

@@ -138,11 +138,10 @@ def test_lazy_from_sources_deploys_a_consumer_whose_other_pipelined_input_has_no
     sources = h.deployed()
     for tdd in sources:
         h.report(tdd.attempt_id, RUNNING)
+    h.call(lambda: None)                  # the reports handled
+    assert len(h.deployed()) == 2, "no input of the union has data yet"
     results = {(r.producer.name, r.consumer.name): r.id for r in h.jm.graph.results.values()}
     h.jm.notify_partition_data_available(sources[0].attempt_id, results[("source", "union")])
-    h.call(lambda: None)                  # the report handled
-    assert len(h.deployed()) == 2, "no input of the union is consumable yet"
-    h.jm.notify_partition_data_available(sources[1].attempt_id, results[("source", "union")])
     h.offer_pending(["te-1", "te-2"])
     wait_until(lambda: len(h.deployed()) == 6, 5, "the filter and the union deployed")
     assert collections.Counter(t.info.vertex_name for t in h.deployed()) == {
@@ -338,5 +337,30 @@ def test_stage_by_stage_a_consumer_group_goes_region_by_region():
             "the region whose slot came is deployed; the other waits for its own"
         _offer(h, 1, "te-later")
         assert len(_current(h, "filter")) == 2 and len(_current(h, "union")) == 2
+    finally:
+        h.close()
+
+
+def test_stage_by_stage_a_consumer_goes_once_one_producer_subtask_has_data():
+    """Two of the three producers of a broadcast have sent a batch and stopped at their
+    full outputs; the third waits for its own input, which the first two hold back (a
+    join whose chained filter feeds a broadcast, restarted after a lost executor: the
+    differential run's hang). The consumer goes on the first data, as Flink's legacy
+    scheduler deployed it, not once every producer has some."""
+    graph = JobGraph("broadcast", ScheduleMode.LAZY_FROM_SOURCES)
+    src = graph.add_vertex(source("source", 3, slot_sharing_group="a"))
+    sink = graph.add_vertex(op("sink", 2, slot_sharing_group="b"))
+    graph.connect(src, sink, ShipStrategy.BROADCAST)
+    h = _manual(graph.resolve(1))
+    try:
+        h.start()
+        _offer(h, 3, "te")
+        result = next(iter(h.jm.graph.results.values())).id
+        for index, tdd in sorted(_current(h, "source").items()):
+            h.report(tdd.attempt_id, RUNNING)
+            if index:
+                h.jm.notify_partition_data_available(tdd.attempt_id, result)
+        _offer(h, 2, "te-sink")
+        assert len(_current(h, "sink")) == 2, "the consumer waited for the third producer's data"
     finally:
         h.close()

@@ -17,7 +17,12 @@ A consumer need not wait for every PIPELINED input's first batch, and must not: 
 producer may feed it through two PIPELINED results (a source and a filter after it,
 in one chain or not, both into a union or a join), and it stops at the one with data
 until the consumer reads it, so the other's first batch (or end, when the filter keeps
-nothing) would never come. So once one of its inputs is consumable, a consumer goes
+nothing) would never come. Nor for every producer subtask of one input: a producer
+subtask stops at its full output to a consumer not yet deployed, and another one that
+has not sent a batch yet may be the one waiting for its input from the first (a join
+whose chained filter feeds a broadcast, found by the differential run). So once one
+partition of one of its inputs has data (Flink's legacy scheduler deployed a
+consumer on its producers' first data too), a consumer goes
 with the vertices it reads through PIPELINED results that have no data yet, back to
 producers that have their slots (part of its pipelined region, as Flink's region
 scheduling deploys a region whole): each pipelined region of them asks for its slots
@@ -282,12 +287,13 @@ class SchedulingStrategy:
                 self._deploy_together(part, placed)
 
     def _pipelined_group(self, consumer: ExecutionJobVertex) -> list[ExecutionJobVertex] | None:
-        """The consumer, once one of its inputs is consumable, and the vertices it reads
-        through PIPELINED results with no data yet, back to producers that have their
-        slots; producers first. None while it must wait: an input that is BLOCKING and
-        not finished, a producer still waiting for slots, a vertex adaptive execution
-        has not sized."""
-        if not any(r.is_consumable() for r in consumer.inputs):
+        """The consumer, once a partition of one of its inputs has data, and the vertices
+        it reads through PIPELINED results not consumable yet, back to producers that
+        have their slots; producers first. None while it must wait: an input that is
+        BLOCKING and not finished, a producer still waiting for slots, a vertex adaptive
+        execution has not sized."""
+        if not any(r.producer.initialized and any(p.is_consumable() for p in r.partitions)
+                   for r in consumer.inputs):
             return None
         group: list[ExecutionJobVertex] = []
         seen: set[str] = set()
