@@ -364,3 +364,25 @@ def test_stage_by_stage_a_consumer_goes_once_one_producer_subtask_has_data():
         assert len(_current(h, "sink")) == 2, "the consumer waited for the third producer's data"
     finally:
         h.close()
+
+
+def test_eager_regions_that_read_each_others_blocking_results_go_as_one():
+    """Region one (s1 -> x) reads y's BLOCKING result, region two (s2 -> y) reads s1's:
+    each would wait for the other (TPC-H Q21's shape hung so), so they are one region,
+    deployed whole as Flink merges regions on a cycle."""
+    graph = JobGraph("cycle", ScheduleMode.EAGER)
+    s1, s2 = graph.add_vertex(source("s1", 2)), graph.add_vertex(source("s2", 2))
+    x = graph.add_vertex(JobVertex("x", UserCode.of(MapOperator(lambda b: b, "x")), 2, num_inputs=2))
+    y = graph.add_vertex(JobVertex("y", UserCode.of(MapOperator(lambda b: b, "y")), 2, num_inputs=2))
+    graph.connect(s1, x, ShipStrategy.HASH, ["x"], target_input=0)
+    graph.connect(s2, y, ShipStrategy.HASH, ["x"], target_input=0)
+    graph.connect(s1, y, ShipStrategy.HASH, ["x"], PartitionType.BLOCKING, target_input=1)
+    graph.connect(y, x, ShipStrategy.HASH, ["x"], PartitionType.BLOCKING, target_input=1)
+    h = _manual(graph.resolve(1))
+    try:
+        h.start()
+        _offer(h, len(h.rm.requests), "te")
+        assert sorted((t.info.vertex_name, t.subtask_index) for t in h.deployed()) == [
+            (name, i) for name in ("s1", "s2", "x", "y") for i in (0, 1)]
+    finally:
+        h.close()

@@ -54,11 +54,11 @@ def pipelined_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedR
 def scheduling_regions(graph: ExecutionGraph) -> dict[ExecutionVertex, PipelinedRegion]:
     """The subtasks deployed together: pipelined regions, also joined through a BLOCKING
     result whose producer and consumer are in one region of job vertices
-    (``vertex_regions``: a self-join's BLOCKING probe side, which the region reads
-    whole before its producer can finish). Each waits only for BLOCKING results of
-    other job-vertex regions (Flink's SchedulingPipelinedRegion and its consumed
+    (``acyclic_vertex_regions``: a self-join's BLOCKING probe side, which the region
+    reads whole before its producer can finish). Each waits only for BLOCKING results
+    of other job-vertex regions (Flink's SchedulingPipelinedRegion and its consumed
     BLOCKING partition groups)."""
-    of_vertex = vertex_regions(graph)
+    of_vertex = acyclic_vertex_regions(graph)
     return _regions(graph, lambda result: result.partition_type is PartitionType.PIPELINED
                     or of_vertex[result.producer.id] == of_vertex[result.consumer.id])
 
@@ -106,3 +106,47 @@ def vertex_regions(graph: ExecutionGraph) -> dict[str, str]:
                               for r in graph.results.values()
                               if r.partition_type is PartitionType.PIPELINED))
     return {vertex_id: ids[roots[i]] for i, vertex_id in enumerate(ids)}
+
+
+def acyclic_vertex_regions(graph: ExecutionGraph) -> dict[str, str]:
+    """``vertex_regions``, with the regions that read each other's BLOCKING results
+    around a cycle merged into one, as Flink merges regions on cycles: each would wait
+    for the other (TPC-H Q21: a source's region reads a join's BLOCKING result, and
+    that join's region reads the source's). The components of the regions' graph,
+    strongly connected, by Kosaraju's two passes."""
+    region = vertex_regions(graph)
+    after: dict[str, set[str]] = {r: set() for r in region.values()}
+    before: dict[str, set[str]] = {r: set() for r in region.values()}
+    for result in graph.results.values():
+        a, b = region[result.producer.id], region[result.consumer.id]
+        if a != b:
+            after[a].add(b)
+            before[b].add(a)
+    order: list[str] = []
+    seen: set[str] = set()
+    for start in after:                       # finishing order, without recursion
+        if start in seen:
+            continue
+        seen.add(start)
+        stack = [(start, iter(after[start]))]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next((n for n in rest if n not in seen), None)
+            if nxt is None:
+                order.append(node)
+                stack.pop()
+            else:
+                seen.add(nxt)
+                stack.append((nxt, iter(after[nxt])))
+    component: dict[str, str] = {}
+    for root in reversed(order):              # the reversed graph, latest finish first
+        if root in component:
+            continue
+        todo = [root]
+        component[root] = root
+        while todo:
+            for prev in before[todo.pop()]:
+                if prev not in component:
+                    component[prev] = root
+                    todo.append(prev)
+    return {vertex_id: component[r] for vertex_id, r in region.items()}

@@ -55,8 +55,9 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup,
                                                          ExecutionVertex, IntermediateResult)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import (Allocation, LogicalSlot,
                                                               SlotSharingSlotAllocator)
-from yarnflow.appmaster.jobmaster.failover.regions import (PipelinedRegion, scheduling_regions,
-                                                           vertex_regions)
+from yarnflow.appmaster.jobmaster.failover.regions import (PipelinedRegion,
+                                                           acyclic_vertex_regions,
+                                                           scheduling_regions, vertex_regions)
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.rpc.endpoint import MainThreadExecutor
 
@@ -87,6 +88,7 @@ class SchedulingStrategy:
         # does not queue them twice)
         self._regions: dict[ExecutionVertex, PipelinedRegion] | None = None
         self._regions_version = -1
+        self._acyclic: dict[str, str] | None = None     # EAGER's regions of job vertices
         self._waiting_for: dict[str, list[_QueuedRegion]] = {}
         self._queued: set[ExecutionVertex] = set()
 
@@ -133,8 +135,10 @@ class SchedulingStrategy:
         return self._regions
 
     def _blocking_from_elsewhere(self, result: IntermediateResult) -> bool:
+        if self._acyclic is None:
+            self._acyclic = acyclic_vertex_regions(self._graph)
         return result.partition_type is PartitionType.BLOCKING and \
-            self._region[result.producer.id] != self._region[result.consumer.id]
+            self._acyclic[result.producer.id] != self._acyclic[result.consumer.id]
 
     def _blocking_result_written(self, result: IntermediateResult) -> None:
         """A partition of a BLOCKING result finished: the regions that waited only for
