@@ -7,29 +7,29 @@ stage of independent regions (each source subtask's chain ending at a BLOCKING
 exchange) runs on what the cluster has, region by region, and the rest take the slots
 the first ones free; a streaming job, one region, still starts all at once. A region
 that reads BLOCKING results of other regions is scheduled once they are written
-(``scheduling_regions``: a BLOCKING exchange within one region of job vertices does
-not hold it back). LAZY_FROM_SOURCES deploys the
-sources, and each consumer vertex once all of its inputs are consumable: a PIPELINED
-result when each producer has produced data (or finished), a BLOCKING one when each
-producer has finished. Runs on the JobMaster's main thread.
+(``scheduling_regions``: a BLOCKING exchange within one region of job vertices, or
+between regions that read each other's BLOCKING results around a cycle, does not hold
+it back). LAZY_FROM_SOURCES deploys the sources, and each consumer vertex
+once all of its inputs are consumable: a PIPELINED result when each producer has
+produced data (or finished), a BLOCKING one when each producer has finished. Runs on
+the JobMaster's main thread.
 
 A consumer need not wait for every PIPELINED input's first batch, and must not: one
-producer may feed it through two PIPELINED results (a source and a filter after it,
-in one chain or not, both into a union or a join), and it stops at the one with data
+producer may feed it through two PIPELINED results (a source and a filter after it, in
+one chain or not, both into a union or a join), and it stops at the one with data
 until the consumer reads it, so the other's first batch (or end, when the filter keeps
 nothing) would never come. Nor for every producer subtask of one input: a producer
 subtask stops at its full output to a consumer not yet deployed, and another one that
 has not sent a batch yet may be the one waiting for its input from the first (a join
 whose chained filter feeds a broadcast, found by the differential run). So once one
-partition of one of its inputs has data (Flink's legacy scheduler deployed a
-consumer on its producers' first data too), a consumer goes
-with the vertices it reads through PIPELINED results that have no data yet, back to
-producers that have their slots (part of its pipelined region, as Flink's region
-scheduling deploys a region whole): each pipelined region of them asks for its slots
-together and is deployed once all of its own are there, producers first. "Have
-their slots" is asked per partition (consumable already, or its producer subtask
-holds a slot): after a region's restart the producer's other subtasks have long
-finished. A BLOCKING input from a producer in the
+partition of one of its inputs has data (Flink's legacy scheduler deployed a consumer
+on its producers' first data too), a consumer goes with the vertices it reads through
+PIPELINED results that have no data yet, back to producers that have their slots (part
+of its pipelined region, as Flink's region scheduling deploys a region whole): each
+pipelined region of them asks for its slots together and is deployed once all of its
+own are there, producers first. "Have their slots" is asked per partition (consumable
+already, or its producer subtask holds a slot): after a region's restart the
+producer's other subtasks have long finished. A BLOCKING input from a producer in the
 consumer's own pipelined region (a self-join: the source feeds the join's build side
 PIPELINED and its probe side BLOCKING) counts once that producer has its slots, as in
 Flink, where only a region's inputs from other regions hold it back: its producer
@@ -37,10 +37,10 @@ reports FINISHED only after the consumer has read the PIPELINED side, and the
 consumer's read of the BLOCKING side waits until the producer has written it whole.
 
 A restart hands the scheduler the subtasks it reset: under EAGER their regions are
-scheduled again, each once its BLOCKING inputs are there; under LAZY_FROM_SOURCES each of their vertices goes again
-when its inputs are consumable (at once when they come from results that survived).
-A slot that arrives for an attempt that was meanwhile replaced is not used for its
-successor, which asked for its own.
+scheduled again, each once its BLOCKING inputs are there; under LAZY_FROM_SOURCES each
+of their vertices goes again when its inputs are consumable (at once when they come
+from results that survived). A slot that arrives for an attempt that was meanwhile
+replaced is not used for its successor, which asked for its own.
 """
 from __future__ import annotations
 
