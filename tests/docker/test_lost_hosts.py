@@ -225,6 +225,20 @@ def job_ended(page: Page, job_id: str) -> dict | None:
     return job if job and job["state"] in ("FINISHED", "FAILED", "CANCELED") else None
 
 
+def finished_exact_then_serves_the_next(cluster: DockerCluster, page: Page, name: str,
+                                        job_id: str, out: str, input_uri: str,
+                                        timeout: float) -> None:
+    """The session's job ends FINISHED with its output exact, and the session runs the
+    next job exactly too."""
+    job = wait_until(lambda: job_ended(page, job_id), timeout, f"job {job_id} to end",
+                     interval=1.0)
+    assert job["state"] == "FINISHED", job
+    assert_exact(cluster, out)
+    again = scratch("session-next-job")
+    run_in(cluster, name, *profiles(input_uri, again, "--work", "0"), attach=True)
+    assert_exact(cluster, again)
+
+
 def stop_session(cluster: DockerCluster, app_id: str) -> None:
     stopped = cluster.edge("yarnflow", "session", "stop", app_id, timeout=300)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
@@ -306,12 +320,7 @@ def test_a_sessions_appmaster_host_cut_off_past_yarns_liveness_timeout_then_reco
         cut = ""
         released = hosts.on("rm", "yarn", "fs", "-rm", hold, timeout=120)
         assert released.returncode == 0, released.stderr
-        job = wait_until(lambda: job_ended(page, job_id), 600, f"job {job_id} to end", interval=1.0)
-        assert job["state"] == "FINISHED", job
-        assert_exact(hosts, out)
-        again = scratch("session-after-cut-off")
-        run_in(hosts, name, *profiles(input_uri, again, "--work", "0"), attach=True)
-        assert_exact(hosts, again)
+        finished_exact_then_serves_the_next(hosts, page, name, job_id, out, input_uri, 600)
     finally:
         if cut:
             hosts.docker("network", "connect", NETWORK, cut)
@@ -400,13 +409,7 @@ def test_a_sessions_appmaster_host_killed_while_a_jobs_containers_start(hosts):
         job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "0.3"))
         killed = kill_appmaster_host_while_starting(hosts, app_id, warm=3)
         next_attempt_elsewhere(hosts, app_id, killed)
-        job = wait_until(lambda: job_ended(page, job_id), 900, f"job {job_id} to end",
-                         interval=1.0)
-        assert job["state"] == "FINISHED", job
-        assert_exact(hosts, out)
-        again = scratch("session-after-am-killed")
-        run_in(hosts, name, *profiles(input_uri, again, "--work", "0"), attach=True)
-        assert_exact(hosts, again)
+        finished_exact_then_serves_the_next(hosts, page, name, job_id, out, input_uri, 900)
     finally:
         if killed:
             hosts.docker("start", killed)
