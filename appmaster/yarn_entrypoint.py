@@ -50,6 +50,7 @@ from yarnflow.core.details import JobDetails
 from yarnflow.appmaster.resourcemanager.delegation_tokens import (KeytabTokenProvider,
                                                                   obtain_before_start)
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
+from yarnflow.appmaster.resourcemanager.drivers.yarn_nodes import node_reports_from_conf
 from yarnflow.core.container_ladder import ContainerLadder
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.conf import Configuration, options
@@ -165,7 +166,15 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     plan = load_worker_specs(decode_env(SERVICES_ENV))
     worker_specs, starting = plan.specs, plan.starting
     max_container = options.largest_worker(config)
-    driver = YarnDriver(config, app, plan.services, max_container, plan.host_services)
+    keytab = Path(KEYTAB_FILE)
+    nodes = node_reports_from_conf(config.get(options.YARN_CLIENT_TIMEOUT),
+                                   config.get(options.KERBEROS_PRINCIPAL),
+                                   str(keytab.resolve()) if keytab.is_file() else "")
+    driver = YarnDriver(config, app, plan.services, max_container, plan.host_services,
+                        nodes=nodes)
+    reports = driver.node_reports()
+    if reports:             # none at all is a ResourceManager that just started: no news
+        driver.forget_hosts_not_running(reports)
     fence = attempt_fence(config)
     fence.claim()          # before anything is recovered: from now on an older attempt yields
     exit_when_replaced(fence, REPLACED_CHECK_S)
@@ -180,14 +189,14 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     driver.adopt([resource_id for resource_id, _ in starting])
     rm = components.resource_manager
     for resource_id, spec in starting:
-        rm.main.call(rm.slot_manager.add_starting_worker, resource_id, spec)
+        rm.main.call(rm.slot_manager.add_starting_worker, resource_id, spec, ladder is not None)
     app.kv[APPMASTER_ADDRESS_KEY] = components.address.encode()
     log.info("ApplicationMaster (attempt %d of %d) serving at %s; worker specs: %s",
              components.application_attempt, config.get(options.YARN_APPLICATION_ATTEMPTS),
              components.address, dict(plan.services))
     if plan.host_services:
-        log.info("executors can be asked on %d hosts: %s", len({h for _, h in plan.host_services}),
-                 ", ".join(sorted({h for _, h in plan.host_services})))
+        hosts = driver.worker_hosts()
+        log.info("executors can be asked on %d hosts: %s", len(hosts), ", ".join(sorted(hosts)))
     return components
 
 

@@ -143,7 +143,7 @@ def spark_archive() -> str:
     """Spark's jars as one uncompressed zip on HDFS (spark.yarn.archive), staged once."""
     import fsspec
     import pyspark
-    from yarnflow.client.targets.hadoop_conf import HadoopConf
+    from yarnflow.core.hadoop_conf import HadoopConf
     from yarnflow.client.targets.history import webhdfs_url
     import getpass
     target = f"/user/{getpass.getuser()}/.yarnflow/spark-{pyspark.__version__}-jars.zip"

@@ -30,7 +30,7 @@ class ClusterScratch:
     def __init__(self, name: str) -> None:
         import uuid
         from yarnflow.client.filesystems import filesystem_settings
-        from yarnflow.client.targets.hadoop_conf import HadoopConf
+        from yarnflow.core.hadoop_conf import HadoopConf
         from yarnflow.conf import Configuration
         from yarnflow.core.fs import open_filesystem
         default_fs = HadoopConf.load().default_fs.rstrip("/")

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from yarnflow.conf import Configuration
 from yarnflow.core.fs import FileSystem, FileSystemSettings, open_filesystem
 from yarnflow.client.filesystems import filesystem_settings, use_cluster_filesystem
-from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.core.hadoop_conf import HadoopConf, HadoopConfigError
 
 # Bytes a put reads of a local file at a time.
 COPY_CHUNK = 8 << 20

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs import FileSystemSettings
-from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.core.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.client.targets.kerberos import cluster_user
 
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
-from yarnflow.conf.parsers import (acl as _acl, choice as _choice, collect_size as _collect_size, exception_names as _exception_names,
-                                   jitter as _jitter, multiplier as _multiplier,
-                                   partition_store as _partition_store,
-                                   restart_strategy as _restart_strategy, fraction as _fraction,
-                                   node_label as _node_label, nonneg_int as _nonneg_int,
-                                   pos_float as _pos_float, pos_int as _pos_int, text as _str)
+from yarnflow.conf.parsers import (
+    acl as _acl, choice as _choice, collect_size as _collect_size, exception_names as _exception_names,
+    jitter as _jitter, multiplier as _multiplier, partition_store as _partition_store, fraction as _fraction,
+    restart_strategy as _restart_strategy, node_label as _node_label, nonneg_int as _nonneg_int,
+    pos_float as _pos_float, pos_int as _pos_int, text as _str)
 from yarnflow.core.fs.settings import FileSystemSettings, cluster_settings
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.slot_memory import SlotMemory
@@ -82,6 +81,8 @@ REGISTRATION_MAX_BACKOFF = _option("cluster.registration.max-timeout", parse_dur
                                    "Longest pause between registration attempts.")
 WORKER_START_TIMEOUT = _option("resourcemanager.worker.start-timeout", parse_duration, 120.0,
                                "A requested worker that has not registered this long is released and asked again (slow, not a failure of its spec).")
+NODE_REPORT_INTERVAL = _option("resourcemanager.node-report.interval", parse_duration, 10.0,
+                                "How long a requested worker waits to be placed before YARN's node reports are read, and how often after, to tell a container no live host can hold now (it waits, or idle executors make room) or ever (its requests fail).")
 WORKER_RETRY_INTERVAL = _option("resourcemanager.start-worker-retry-interval", parse_duration, 3.0,
                                 "First pause before replacing a worker that failed to start; doubles per failure in a row, up to 60 s.")
 WORKER_MAX_START_FAILURES = _option("resourcemanager.start-worker-max-failures", _nonneg_int, 5,
@@ -176,8 +177,7 @@ def largest_worker(config: "Configuration") -> ResourceSpec:
     return ResourceSpec(config.get(MAX_WORKER_CPU), config.get(MAX_WORKER_MEMORY))
 
 
-MAX_WORKERS = _option("resourcemanager.max-workers", _pos_int, 64,
-                      "Most TaskExecutors the ResourceManager runs at once.")
+MAX_WORKERS = _option("resourcemanager.max-workers", _pos_int, 64, "Most TaskExecutors the ResourceManager runs at once.")
 
 _section("Execution and data exchange")
 DEFAULT_PARALLELISM = _option("parallelism.default", parse_parallelism, 1,

@@ -238,6 +238,7 @@ class ExecutorDetails:
     host: str = ""
     container_id: str = ""
     node: str = ""
+    waiting: str = ""          # why a STARTING one is not placed yet (fit_check.py)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from yarnflow.core.ids import JobID
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.shared_slot_profile import SlotConcurrency
 from yarnflow.core.user_code import UserCode
 
 if TYPE_CHECKING:    # the operators import pyarrow, which a graph's reader may not need
@@ -294,13 +295,40 @@ class JobGraph:
         return [self._profile_of([v for v in members if (v.parallelism or 1) > i], default)
                 for i in range(width)]
 
+    def shared_slot_profile_now(self, members: list[JobVertex], scheduled: list[JobVertex],
+                                default: ResourceSpec) -> ResourceSpec:
+        """What a shared slot holding ``members`` needs when ``scheduled`` of them start:
+        members that ended before they start (an earlier stage) add nothing, as Flink's
+        fine-grained resource management sizes each slot request. A stage after a
+        3-core stage then asks for the 1-core slots it needs, where a cluster that
+        had room for only two 3-core containers would never place a third (issue 81)."""
+        if not any(v.resources for v in members):
+            return self._profile_of(members, default)
+        return self._profile_of(SlotConcurrency(self).still_needed(members, scheduled),
+                                default)
+
+    def stage_slot_profiles(self, group: str, default: ResourceSpec) -> set[ResourceSpec]:
+        """Every profile the group's shared slots are asked for as their stages start
+        (``shared_slot_profile_now``): a per-job application names its container
+        sizes before it starts."""
+        members = self.slot_sharing_groups()[group]
+        if not any(v.resources for v in members):
+            return set()
+        concurrency = SlotConcurrency(self)
+        profiles = set()
+        for i in range(max(v.parallelism or 1 for v in members)):
+            held = [v for v in members if (v.parallelism or 1) > i]
+            for region in {concurrency.region[v.id] for v in held}:
+                starting = [v for v in held if concurrency.region[v.id] == region]
+                profiles.add(self._profile_of(concurrency.still_needed(held, starting), default))
+        return profiles
+
     def _profile_of(self, members: list[JobVertex], default: ResourceSpec) -> ResourceSpec:
-        """The sum of the members' specs (Flink merges them the same way); vertices
-        without a spec add nothing, and members with no spec at all get ``default``."""
-        specs = [v.resources for v in members if v.resources]
-        total = specs[0] if specs else default
-        for spec in specs[1:]:
-            total = total + spec
+        """What the members need at once: the specs of those that may run at the same
+        time, summed (core/shared_slot_profile.py: a stage that starts only after
+        another has finished adds nothing to it); vertices without a spec add nothing,
+        and members with no spec at all get ``default``."""
+        total = SlotConcurrency(self).profile(members) or default
         if self.spark_overhead_mb and any(v.uses_spark for v in members):
             total = total.with_memory(total.memory_mb + self.spark_overhead_mb)
         return total

@@ -19,10 +19,17 @@ from pathlib import Path
 # mimalloc purges only when the allocating thread calls it: under load its delay let
 # freed pages pile up to the container's limit, and without the delay every batch
 # faults in fresh pages (single-threaded Arrow work took 1.6x as long: a chained task's
-# operators run on one thread). Both must be set before pyarrow loads; an explicit
-# setting in the environment wins.
+# operators run on one thread). jemalloc keeps a freed page in the arena of the thread
+# that freed it, for that arena's next allocation: with its default of 8 arenas (4 per
+# core) and an executor's dozens of threads (tasks, input gates, Flight), pages freed
+# by one thread sat idle while others faulted in new ones, and when the host was busy
+# enough to hold back the purging thread the join of test_spill.py peaked at 657 MB in a
+# 512 MB container (CI, with 4 test workers on 2 cores; 499 MB in one of six local
+# runs under load); two arenas, as for glibc's malloc below, keep reuse close. All of
+# these must be set before pyarrow loads; an explicit setting in the environment wins.
 if sys.platform.startswith("linux"):
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+    os.environ.setdefault("JE_ARROW_MALLOC_CONF", "narenas:2")
 os.environ.setdefault("MIMALLOC_PURGE_DELAY", "0")     # where it is mimalloc after all
 ARROW_DECAY_MS = 100
 

@@ -91,8 +91,11 @@ class JobMaster:
                                                    lambda: self._rm)
         self.slot_pool.is_blocked = self.blocklist.blocklist.is_blocked
         sharing = SlotSharing(self.graph, profiles)
-        self.allocator = SlotSharingSlotAllocator(self.slot_pool, sharing.assignment,
-                                                  self._input_host, sharing)
+        self.allocator = SlotSharingSlotAllocator(
+            self.slot_pool, sharing.assignment, self._input_host, sharing,
+            lambda group, scheduled: graph.shared_slot_profile_now(
+                [graph.vertices[v.job_vertex.id] for v in group.members],
+                [graph.vertices[v.job_vertex.id] for v in scheduled], default_slot))
         self._splits: dict[str, InputSplitAssigner] = {}
         storage = JobStorage.of(config, self.job_id, fence)
         self._stored = StoredResults(storage, self.graph, self.outputs.sinks) if storage else None

@@ -3,7 +3,11 @@ asking for slots, and a driver that starts and stops workers.
 
 Its lifetime is independent of any job. Executors idle past
 ``resourcemanager.taskmanager-timeout`` are stopped; an executor that dies or falls
-silent is unregistered and every JobMaster with slots on it is told why.
+silent is unregistered and every JobMaster with slots on it is told why. A worker the
+cluster has not placed within ``resourcemanager.node-report.interval`` is checked
+against what each live host has free (fit_check.py): it waits for room without being
+asked again, idle executors make room for it, or its requests fail when no host could
+ever hold it.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from yarnflow.appmaster.blocklist import Blocklist
 from yarnflow.appmaster.resourcemanager.delegation_tokens import (
     DelegationTokenManager, TokenDistribution, TokenProvider, renewal_settings)
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
+from yarnflow.appmaster.resourcemanager.capacity_check import CapacityCheck
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
 from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
 from yarnflow.appmaster.resourcemanager.slotmanager import SlotRequest as PendingRequest
@@ -96,6 +101,9 @@ class ResourceManager:
         self.tokens = TokenDistribution()
         self.token_manager = DelegationTokenManager(
             self.main, credentials, token_provider, renewal_settings(config), self._tokens_renewed)
+        # workers YARN has not placed, checked against what each live host has free
+        self.capacity = CapacityCheck(config.get(options.NODE_REPORT_INTERVAL), self.main,
+                                      driver, self.slot_manager, min_workers, self.stop_worker)
 
     def start(self, address: str) -> None:
         """Begin serving; ``address`` is where this ResourceManager's gRPC service is."""
@@ -383,7 +391,8 @@ class ResourceManager:
                     "(heartbeat.timeout): it is presumed dead"))
         start_timeout = self.config.get(options.WORKER_START_TIMEOUT)
         for resource_id, pending in list(self.slot_manager.pending_workers.items()):
-            if now - pending.requested_at > start_timeout:
+            if now - pending.requested_at > start_timeout and \
+                    resource_id not in self.capacity.waits:
                 self.driver.release_worker(resource_id)
                 # slow, not wrong: a host localizing a large environment for the first
                 # time, YARN or Skein answering late; a worker that never comes is ended
@@ -393,6 +402,14 @@ class ResourceManager:
                                         spec_fault=False)
         for resource_id in self.slot_manager.idle_workers(keep=self._min_workers):
             self.stop_worker(resource_id, "idle longer than resourcemanager.taskmanager-timeout")
+        warm = self.slot_manager.warm_spec
+        if warm is not None:
+            for _ in range(self.slot_manager.warm_missing(self._min_workers)):
+                resource_id = self.start_worker(warm)
+                self.slot_manager.add_starting_worker(resource_id, warm, warm=True)
+                log.info("starting a warm %s executor (%s): --min-executors %d", warm.name,
+                         resource_id, self._min_workers)
+        self.capacity.check(now)
 
     def executor_details(self) -> list[ExecutorDetails]:
         """Registered executors, then those still starting; on the main thread."""
@@ -409,7 +426,8 @@ class ResourceManager:
         for resource_id, pending in self.slot_manager.pending_workers.items():
             details.append(ExecutorDetails(
                 resource_id, "STARTING", pending.spec.name, pending.spec.container,
-                pending.spec.slot_profile, pending.spec.num_slots, 0))
+                pending.spec.slot_profile, pending.spec.num_slots, 0,
+                waiting=self.capacity.waits.get(resource_id, "")))
         return details
 
     def overview(self) -> ClusterOverview:

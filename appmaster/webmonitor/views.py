@@ -262,7 +262,7 @@ def taskmanagers(executors: list[ExecutorDetails], cluster: ClusterOverview) -> 
          "node": e.node, "host": e.host, "worker-spec": e.worker_spec,
          "container": _spec(e.container), "slot-profile": _spec(e.slot_profile),
          "slotsNumber": e.slots_total, "freeSlots": e.slots_total - e.slots_used,
-         "slots-used": e.slots_used} for e in executors],
+         "slots-used": e.slots_used, "waiting": e.waiting} for e in executors],
         "pending-slot-requests": cluster.pending_slot_requests}
 
 

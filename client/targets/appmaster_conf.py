@@ -28,7 +28,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.core.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.conf import Configuration, options
 
 ARCHIVE_NAME = "yarnflow-hadoop-conf"

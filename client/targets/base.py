@@ -113,6 +113,11 @@ def planned_worker_specs(graph: JobGraph, config: Configuration) -> dict[Resourc
     specs = plan_worker_specs(graph, default_slot, config.get(options.NUM_TASK_SLOTS),
                               config.get(options.WORKER_OVERHEAD_MEMORY),
                               options.largest_worker(config))
+    overhead = config.get(options.WORKER_OVERHEAD_MEMORY)
+    for group in graph.slot_sharing_groups():
+        # what a later stage's shared slots ask for, when less than the whole (issue 81)
+        for profile in graph.stage_slot_profiles(group, default_slot):
+            specs.setdefault(profile, WorkerSpec(profile, 1, overhead))
     memory = options.slot_memory(config)
     if memory.enabled and any(v.adaptive for v in graph.vertices.values()):
         # the sizes adaptive execution may give a stage's slots: one slot per container,

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 from yarnflow.conf import Configuration, options
 from yarnflow.client.targets.app_store import yarnflow_home
-from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.core.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.client.targets.kerberos import cluster_user
 from yarnflow.core.ids import JobID
 

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from yarnflow.client.targets.hadoop_conf import HadoopConf
+from yarnflow.core.hadoop_conf import HadoopConf
 from yarnflow.client.targets.yarn_errors import YarnError
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import KEYTAB_FILE

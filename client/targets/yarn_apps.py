@@ -195,7 +195,7 @@ def wait_for_log_aggregation(app_id: str, timeout: float) -> None:
     ``timeout``) until the ResourceManager reports aggregation done, then read."""
     import json
     import urllib.request
-    from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+    from yarnflow.core.hadoop_conf import HadoopConf, HadoopConfigError
     try:
         web = HadoopConf.load().get("yarn.resourcemanager.webapp.address")
     except HadoopConfigError:

@@ -21,7 +21,7 @@ from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.client.filesystems import use_cluster_filesystem
 from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.acls import application_acls
-from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.core.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.client.targets.kerberos import KerberosLogin, cluster_user, kerberos_login
 from yarnflow.client.targets.node_python import NodePython
 from yarnflow.client.targets.yarn_errors import YarnError

@@ -6,9 +6,11 @@ network past YARN's liveness timeout, then reconnected while the next attempt ru
 job. Each job's output must be exact, the
 session must go on serving, and nothing may be left.
 
-The job is the issue's: a Parquet source (1 core, 300 MB) over input on HDFS whose
+The job is issue 53's: a Parquet source (1 core, 300 MB) over input on HDFS whose
 blocks are on every host, a slow map (1 core, 600 MB), a BLOCKING aggregate (1 core,
-400 MB), a broadcast join and a Parquet sink."""
+400 MB), a broadcast join and a Parquet sink. Where the ApplicationMaster's host is
+killed (issue 81), the source and map are one 5-core chain per subtask, each a region
+of its own, which the two hosts left cannot run all at once."""
 from __future__ import annotations
 
 import contextlib
@@ -390,26 +392,55 @@ def next_attempt_elsewhere(cluster: DockerCluster, app_id: str, lost: str) -> No
                interval=1.0)
 
 
+# Issue 81's session: three warm executors, and a job whose stage 1 is three regions of
+# 5 cores each (6-core containers: one per 8-vcore host at most) and whose stage 2 (one
+# region, a broadcast joins its subtasks) needs 1 core per slot. On the two hosts left
+# after the ApplicationMaster's dies, at most two stage-1 regions fit at once.
+REGIONS_SESSION = ("--min-executors", "3", "-D", "yarn.application-attempts=2",
+                   "-D", "session.container-sizes=1c-1536m,2c-3072m,4c-6144m,6c-6144m")
+
+
+def regions(input_uri: str, out: str, *more: str) -> list[str]:
+    return [SHAPES, "--", "regions", "--cores", "5", "--input", input_uri, "--out", out, *more]
+
+
+def ran_region_by_region(page: Page, job_id: str) -> None:
+    """Stage 1's three subtasks never ran all at once (a region started after another
+    ended), no slot request timed out, and nothing restarted."""
+    job = page.job(job_id)
+    stage1 = page.subtasks(job, "parquet-source")
+    spans = [(s["start-time"], s["start-time"] + s["duration"]) for s in stage1]
+    assert len(spans) == 3 and all(start > 0 for start, _ in spans), stage1
+    assert any(start >= end for start, _ in spans for _, end in spans), \
+        f"all three stage-1 regions overlapped (room for three): {spans}"
+    history = page.get(f"jobs/{job_id}/exceptions")["exceptionHistory"]["entries"]
+    assert not [e for e in history if "slot.request.timeout" in e["exceptionName"]], history
+
+
 def test_a_sessions_appmaster_host_killed_while_a_jobs_containers_start(hosts):
     """Issue 81: a session kept three warm executors; its job's containers were starting
     when the ApplicationMaster's host died. The next attempt recovers the job and runs
-    it on the two hosts left, region by region where their room is short of a whole
-    stage (a slot that no container could bring would fail the job, not delay it): the
-    output is exact, and the session serves the next job."""
+    it on the two hosts left, whose room is short of a whole stage: stage 1 region by
+    region, stage 2 on slots of its own size (asked at stage 1's, its third slot would
+    never come). The output is exact, no slot request timed out, and the session
+    serves the next job."""
     name = f"amkill-{uuid.uuid4().hex[:6]}"
     input_uri = put_input(hosts)
-    app_id = start_session(hosts, name, "--min-executors", "3",
-                           "-D", "yarn.application-attempts=2")
+    app_id = start_session(hosts, name, *REGIONS_SESSION)
     page = Page(hosts, app_id)
     killed = ""
     try:
         wait_until(lambda: len(registered(page) or {}) >= 3, 300,
                    "the session's three warm executors", interval=1.0)
         out = scratch("session-am-killed")
-        job_id = run_in(hosts, name, *profiles(input_uri, out, "--work", "0.3"))
+        job_id = run_in(hosts, name, *regions(input_uri, out, "--work", "0.5"))
         killed = kill_appmaster_host_while_starting(hosts, app_id, warm=3)
         next_attempt_elsewhere(hosts, app_id, killed)
         finished_exact_then_serves_the_next(hosts, page, name, job_id, out, input_uri, 900)
+        ran_region_by_region(page, job_id)
+    except BaseException:
+        (artifacts_dir() / f"{app_id}.log").write_text(appmaster_log(hosts, app_id))
+        raise
     finally:
         if killed:
             hosts.docker("start", killed)
@@ -419,12 +450,14 @@ def test_a_sessions_appmaster_host_killed_while_a_jobs_containers_start(hosts):
 
 
 def test_a_per_job_appmaster_host_killed_while_its_containers_start(hosts):
-    """The per-job form: the next attempt runs the job again on the hosts left."""
+    """The per-job form: the next attempt runs the job again on the hosts left (5-core
+    containers: one per host beside its other containers), its second stage on the
+    1-core containers the application declared for it."""
     input_uri = put_input(hosts)
     out = scratch("am-killed")
     app_id = submit(hosts, "-t", "yarn-per-job", *FAST, *TIMEOUT_20S,
                     "-D", "yarn.application-attempts=2",
-                    *profiles(input_uri, out, "--work", "0.3"))
+                    *regions(input_uri, out, "--work", "0.3"))
     killed = kill_appmaster_host_while_starting(hosts, app_id, warm=0)
     try:
         next_attempt_elsewhere(hosts, app_id, killed)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from yarnflow.client.targets.hadoop_conf import HadoopConf
+from yarnflow.core.hadoop_conf import HadoopConf
 from yarnflow.client.targets.kerberos import KerberosLogin, kerberos_login
 from yarnflow.client.targets.yarn_client import prepare_config
 from yarnflow.client.targets.yarn_errors import YarnError

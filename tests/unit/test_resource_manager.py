@@ -120,7 +120,8 @@ class FakeJobMasterGateway:
 class Cluster:
     """A ResourceManager and the fakes around it, on one manual main thread."""
 
-    def __init__(self, *overrides: str, token_provider: Any = None) -> None:
+    def __init__(self, *overrides: str, token_provider: Any = None, min_workers: int = 0,
+                 ladder: Any = None) -> None:
         config = Configuration.load(overrides=[
             f"heartbeat.timeout={HEARTBEAT_TIMEOUT}", "heartbeat.interval=10",
             f"resourcemanager.taskmanager-timeout={TM_TIMEOUT}", *overrides])
@@ -132,6 +133,7 @@ class Cluster:
         self.job_master = FakeJobMasterGateway()
         self.rm = ResourceManager(config, self.driver, self._te_gateway,
                                   lambda address, jm_id: self.job_master, main=self.main,
+                                  min_workers=min_workers, ladder=ladder,
                                   token_provider=token_provider,
                                   credentials=ProcessCredentials([]))
         self.rm.token_manager._run_blocking = run_now
@@ -141,11 +143,12 @@ class Cluster:
         return self.executors.setdefault(location.resource_id,
                                          FakeTaskExecutorGateway(location.resource_id, rm_id))
 
-    def register(self, resource_id: str, allocated: str = "", host: str = "host-a") -> str:
-        report = SlotReport((SlotStatus(0, SLOT, allocated, "job-1" if allocated else ""),), 0)
+    def register(self, resource_id: str, allocated: str = "", host: str = "host-a",
+                 slot: R = SLOT) -> str:
+        report = SlotReport((SlotStatus(0, slot, allocated, "job-1" if allocated else ""),), 0)
         return self.main.call(self.rm.register_task_executor, TaskExecutorRegistration(
             TaskExecutorLocation(resource_id, host, f"{resource_id}:1", f"{resource_id}:2"),
-            report, SLOT, "1x1c-1024m"))
+            report, slot, f"1x{slot.label()}"))
 
     def heartbeat(self, resource_id: str, allocated: str = "", version: int = 0) -> None:
         report = SlotReport((SlotStatus(0, SLOT, allocated, "job-1" if allocated else ""),),

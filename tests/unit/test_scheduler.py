@@ -295,6 +295,48 @@ def test_eager_regions_run_one_by_one_on_a_cluster_short_of_a_whole_stage():
         h.close()
 
 
+def _finish(h: Harness, *names: str) -> None:
+    for name in names:
+        for tdd in _current(h, name).values():
+            if h.jm.graph.attempts[tdd.attempt_id].state is not FINISHED:
+                h.report(tdd.attempt_id, RUNNING)
+                h.report(tdd.attempt_id, FINISHED)
+
+
+def test_a_later_stage_asks_for_the_slots_it_needs_not_its_shared_slots_largest():
+    """The issue's job: 3-core source regions, a BLOCKING exchange, then a 1-core stage
+    whose regions are joined by a broadcast into one (it needs its three slots at
+    once). The cluster has room for two 3-core containers. Asked for at the shared
+    slots' size (3 cores, the largest of their members), the third slot of the second
+    stage could never come; asked for what the second stage needs, it is a 1-core slot."""
+    from yarnflow.core.resources import ResourceSpec as R
+    graph = JobGraph("stages", ScheduleMode.EAGER)
+    src = graph.add_vertex(source("source", 3, resources=R(3, "1g")))
+    agg = graph.add_vertex(op("aggregate", 3, resources=R(1, "512m")))
+    names = graph.add_vertex(source("names", 1))
+    sink = graph.add_vertex(JobVertex("sink", UserCode.of(MapOperator(lambda b: b, "sink")), 3,
+                                      num_inputs=2))
+    graph.connect(src, agg, ShipStrategy.HASH, ["x"], PartitionType.BLOCKING)
+    graph.connect(agg, sink, ShipStrategy.FORWARD)
+    graph.connect(names, sink, ShipStrategy.BROADCAST, target_input=1)
+    h = _manual(graph.resolve(1))
+    try:
+        h.start()
+        assert sorted(h.rm.requests.values(), key=str) == [R(3, "1g")] * 3
+        _offer(h, 2, "te")
+        _finish(h, "source")
+        _finish(h, "source")
+        assert len(_current(h, "source")) == 3 and _current(h, "aggregate") == {}
+        # the second stage: two slots from the pool (the 3-core ones stage 1 gave
+        # back), and the third asked for at the second stage's own size
+        assert list(h.rm.requests.values()) == [R(1, "512m")]
+        _offer(h, 1, "small")
+        _finish(h, "aggregate", "names", "sink")
+        assert h.jm.result.result(timeout=0).status is JobStatus.FINISHED
+    finally:
+        h.close()
+
+
 def test_eager_one_pipelined_region_waits_for_all_its_slots():
     """A region joined by PIPELINED exchanges goes whole: with two of its three slots
     nothing is deployed (its tasks exchange data while they run)."""

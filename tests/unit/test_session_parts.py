@@ -15,7 +15,7 @@ from yarnflow.core.details import JobDetails
 from yarnflow.core.status import JobStatus
 from yarnflow.rpc.generated import jobmaster_pb2
 from yarnflow.client.targets.app_store import ApplicationStore
-from yarnflow.client.targets.hadoop_conf import HadoopConf
+from yarnflow.core.hadoop_conf import HadoopConf
 from yarnflow.client.targets.history import webhdfs_url
 from yarnflow.client.targets.session import resolve_session
 from yarnflow.client.targets.yarn_errors import YarnError

@@ -115,3 +115,94 @@ def test_a_gpu_is_refused_in_one_line_that_names_the_way_to_gpu_hosts():
     with pytest.raises(ValueError, match=r"does not ask YARN for GPUs.*node_label='gpu'"):
         R(cpu=1, memory="1g", gpus=1)
     assert R(cpu=1, memory="1g", gpus=0).gpus == 0
+
+
+# --- a shared slot holds what may run at once (issue 81) --------------------------------
+def _vertex(graph, name: str, spec: R | None, parallelism: int = 3, inputs: int = 0):
+    from yarnflow.core.jobgraph import JobVertex
+    from yarnflow.core.user_code import UserCode
+    return graph.add_vertex(JobVertex(name, UserCode.received(b"op"), parallelism,
+                                      resources=spec, slot_sharing_group="default",
+                                      num_inputs=inputs))
+
+
+def _blocking(graph, a, b, ship=None, target_input: int = 0):
+    from yarnflow.core.jobgraph import PartitionType, ShipStrategy
+    graph.connect(a, b, ShipStrategy.HASH if ship is None else ship, ["k"], PartitionType.BLOCKING, target_input)
+
+
+def test_a_stage_after_a_blocking_exchange_adds_nothing_to_the_slot_it_shares():
+    """The issue's job: a 3-core source chain, a BLOCKING hash exchange, a 1-core
+    aggregate. Summed, each shared slot was 4 cores, which fit no host with 3 free;
+    the two stages never run at once, so 3 cores do."""
+    from yarnflow.core.jobgraph import JobGraph, PartitionType, ShipStrategy
+    graph = JobGraph("stages")
+    source = _vertex(graph, "source", R(3, "1300m"))
+    aggregate = _vertex(graph, "aggregate", R(1, "1g"), inputs=1)
+    sink = _vertex(graph, "sink", None, inputs=1)
+    _blocking(graph, source, aggregate)
+    graph.connect(aggregate, sink, ShipStrategy.FORWARD, (), PartitionType.PIPELINED)
+    assert graph.shared_slot_profiles("default", DEFAULT) == [R(3, "1300m")] * 3
+
+
+def test_stages_that_may_run_together_still_add_up():
+    """Two sources read by a join through BLOCKING edges may run at the same time
+    (2 + 2 cores); the join runs after both (1 core): 4. A forward BLOCKING edge
+    between different parallelisms does not make subtask i wait for subtask i's
+    producer, so it orders nothing; and two regions that read each other's results
+    around a cycle run as one."""
+    from yarnflow.core.jobgraph import JobGraph, ShipStrategy
+    graph = JobGraph("join")
+    left, right = _vertex(graph, "left", R(2, "1g")), _vertex(graph, "right", R(2, "2g"))
+    join = _vertex(graph, "join", R(1, "512m"), inputs=2)
+    _blocking(graph, left, join)
+    _blocking(graph, right, join, target_input=1)
+    assert graph.slot_profile("default", DEFAULT) == R(4, "3g")
+
+    narrowing = JobGraph("forward")
+    wide = _vertex(narrowing, "wide", R(2, "1g"), parallelism=4)
+    narrow = _vertex(narrowing, "narrow", R(1, "1g"), parallelism=2, inputs=1)
+    _blocking(narrowing, wide, narrow, ShipStrategy.FORWARD)
+    assert narrowing.slot_profile("default", DEFAULT) == R(3, "2g")
+
+    equal = JobGraph("forward-equal")
+    first = _vertex(equal, "first", R(2, "1g"))
+    _blocking(equal, first, _vertex(equal, "second", R(1, "2g"), inputs=1), ShipStrategy.FORWARD)
+    assert equal.slot_profile("default", DEFAULT) == R(2, "2g"), "each dimension's own largest"
+
+    cycle = JobGraph("cycle")
+    a, b = _vertex(cycle, "a", R(1, "1g"), inputs=1), _vertex(cycle, "b", R(2, "1g"), inputs=1)
+    _blocking(cycle, a, b)
+    _blocking(cycle, b, a)
+    assert cycle.slot_profile("default", DEFAULT) == R(3, "2g")
+
+
+def test_a_per_job_application_gives_a_later_stages_smaller_slot_its_smallest_planned_size():
+    """Per-job mode declares its container sizes up front, one per shared slot profile;
+    a later stage's shared slot asked for less (issue 81) gets the smallest that holds
+    it, since the application has no other."""
+    from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
+    from yarnflow.core.worker_spec import WorkerSpec
+    planned = {R(3, "1g"): WorkerSpec(R(3, "1g"), 1, 256), R(2, "4g"): WorkerSpec(R(2, "4g"), 1, 256)}
+    manager = SlotManager(None, slots_per_worker=4, overhead_mb=256,   # type: ignore[arg-type]
+                          max_workers=10, taskmanager_timeout=30, worker_specs=planned)
+    assert manager.worker_spec_for(R(1, "512m")) == planned[R(3, "1g")]
+    assert manager.worker_spec_for(R(1, "2g")) == planned[R(2, "4g")]
+    assert manager.worker_spec_for(R(3, "1g")) == planned[R(3, "1g")]
+
+
+def test_a_per_job_application_declares_a_container_size_for_each_stages_slots():
+    """The sizes a later stage's shared slots are asked for are declared up front (a
+    per-job application names its containers when it is submitted), with no
+    instances of their own."""
+    from yarnflow.client.targets.base import planned_worker_specs
+    from yarnflow.core.jobgraph import JobGraph, PartitionType, ShipStrategy
+    graph = JobGraph("stages")
+    source = _vertex(graph, "source", R(3, "1300m"))
+    aggregate = _vertex(graph, "aggregate", R(1, "1g"), inputs=1)
+    _blocking(graph, source, aggregate)
+    graph.connect(aggregate, _vertex(graph, "sink", None, inputs=1), ShipStrategy.FORWARD, (),
+                  PartitionType.PIPELINED)
+    assert graph.stage_slot_profiles("default", DEFAULT) == {R(3, "1300m"), R(1, "1g")}
+    specs = planned_worker_specs(graph, Configuration.load())
+    assert {p: s.num_slots for p, s in specs.items()} == {R(3, "1300m"): 1, R(1, "1g"): 1}

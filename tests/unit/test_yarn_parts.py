@@ -16,7 +16,7 @@ from yarnflow.core.worker_spec import WorkerSpec, plan_worker_specs
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.resources import ResourceSpec
-from yarnflow.client.targets.hadoop_conf import HadoopConf, HadoopConfigError
+from yarnflow.core.hadoop_conf import HadoopConf, HadoopConfigError
 from yarnflow.client.targets.yarn import initial_instances, plan_containers
 from yarnflow.rpc.codec import jobgraph_from_proto
 

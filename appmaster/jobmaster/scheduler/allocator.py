@@ -2,7 +2,8 @@
 
 The first subtask of a shared slot to be scheduled requests the physical slot from
 the SlotPool (with the merged location preferences of the subtasks scheduled with
-it); later members ride along. When every member that was assigned has ended, the
+it), sized for the members that may run from then on (``profile_now``: not those of
+an earlier stage, which have ended); later members ride along. When every member that was assigned has ended, the
 physical slot goes back to the pool. A source subtask also prefers the host its
 input's splits are stored on (``input_hosts``), so a container started for it is asked
 there.
@@ -13,6 +14,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from yarnflow.core.resources import ResourceSpec
+
 from yarnflow.core.ids import AllocationID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionJobVertex, ExecutionVertex
 from yarnflow.appmaster.jobmaster.scheduler.preferred_locations import merge, preferred_locations
@@ -21,6 +24,10 @@ from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import (ExecutionSlotSh
 from yarnflow.appmaster.jobmaster.slotpool import (PhysicalSlot, SlotPool, SlotPreferences,
                                                    TaskExecutorLocation)
 from yarnflow.taskexecutor.gateway import TaskExecutorGateway
+
+
+# (shared slot, its members starting now) -> the profile to ask for
+ProfileNow = Callable[[ExecutionSlotSharingGroup, list[ExecutionVertex]], ResourceSpec]
 
 
 @dataclass(eq=False)
@@ -54,9 +61,12 @@ class SlotSharingSlotAllocator:
     def __init__(self, pool: SlotPool,
                  groups: dict[ExecutionVertex, ExecutionSlotSharingGroup],
                  input_hosts: Callable[[ExecutionVertex], str] = lambda _: "",
-                 sharing: SlotSharing | None = None) -> None:
+                 sharing: SlotSharing | None = None,
+                 profile_now: ProfileNow | None = None) -> None:
         """``sharing``: what assigned ``groups``, to assign the subtasks an adaptive
-        vertex gets later."""
+        vertex gets later; ``profile_now(group, scheduled)``: the profile a shared slot
+        is asked for when ``scheduled`` of its members start (default: its own)."""
+        self._profile_now = profile_now
         self._pool = pool
         self._groups = groups
         self._input_hosts = input_hosts
@@ -79,10 +89,11 @@ class SlotSharingSlotAllocator:
                 prefs = merge([preferred_locations(v) for v in members]
                               + [SlotPreferences(hosts=(h,), input_hosts=(h,)) for v in members
                                  if (h := self._input_hosts(v))])
-                group.slot = self._pool.allocate_available(group.profile, prefs, group.exact)
+                profile = group.profile if group.exact or self._profile_now is None \
+                    else self._profile_now(group, members)
+                group.slot = self._pool.allocate_available(profile, prefs, group.exact)
                 if group.slot is None:
-                    group.slot_future = self._pool.request_new_slot(group.profile, prefs,
-                                                                    group.exact)
+                    group.slot_future = self._pool.request_new_slot(profile, prefs, group.exact)
             group.assigned.update(members)
             # one logical slot per shared slot: its members scheduled together share it
             if group.slot is not None:

@@ -2,11 +2,28 @@
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import Protocol
 
 from yarnflow.core.ids import ResourceID
 from yarnflow.core.worker_spec import WorkerSpec
 from yarnflow.core.resources import ResourceSpec
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """One live host as YARN's scheduler sees it: what it has free now and what it has
+    at all (free and used), in the units YARN grants (whole vcores, MB)."""
+    host: str
+    free_vcores: int
+    free_mb: int
+    total_vcores: int
+    total_mb: int
+    labels: frozenset[str] = frozenset()
+
+    def describe(self) -> str:
+        return (f"{self.host}: {self.free_vcores} of {self.total_vcores} vcores and "
+                f"{self.free_mb} of {self.total_mb} MB free")
 
 
 class WorkerEvents(Protocol):
@@ -44,6 +61,12 @@ class ResourceDriver(abc.ABC):
 
     @abc.abstractmethod
     def release_worker(self, resource_id: ResourceID) -> None: ...
+
+    def node_reports(self) -> list[NodeReport] | None:
+        """The live hosts workers may run on, with what each has free; None where the
+        driver cannot tell (``local``; YARN without access to its node reports). It
+        asks the cluster: never call it on a main thread."""
+        return None
 
     def worker_hosts(self) -> set[str]:
         """The hosts workers may be asked on, as far as the driver knows them."""

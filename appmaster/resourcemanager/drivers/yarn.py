@@ -40,10 +40,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 from yarnflow.core.ids import ResourceID
-from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
+from yarnflow.appmaster.resourcemanager.drivers.base import (NodeReport, ResourceDriver,
+                                                             WorkerEvents)
 from yarnflow.core.bounded import CallTimedOut, call_within
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.worker_spec import WorkerSpec
@@ -52,6 +53,11 @@ from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+class NodeReader(Protocol):
+    """Where YARN's node reports come from (drivers/yarn_nodes.py; a fake in tests)."""
+    def read(self) -> list[NodeReport]: ...
 
 _FINISHED_STATES = ["SUCCEEDED", "FAILED", "KILLED"]
 _LIVE_STATES = ["WAITING", "REQUESTED", "RUNNING"]
@@ -117,10 +123,11 @@ class YarnDriver(ResourceDriver):
     def __init__(self, config: Configuration, app: Any, services: dict[str, str],
                  max_container: ResourceSpec,
                  host_services: dict[tuple[str, str], str] | None = None,
-                 clock: Clock = SYSTEM_CLOCK) -> None:
+                 clock: Clock = SYSTEM_CLOCK, nodes: NodeReader | None = None) -> None:
         """``app`` is a ``skein.ApplicationClient``; ``services`` maps worker spec names
         to the Skein services the application declared for them, ``host_services``
-        (worker spec name, host) to the service of that size on that host."""
+        (worker spec name, host) to the service of that size on that host; ``nodes``
+        reads YARN's node reports (drivers/yarn_nodes.py), where they can be read."""
         self._config = config
         self._app = app
         self._services = services
@@ -143,6 +150,8 @@ class YarnDriver(ResourceDriver):
         self._ask_number: dict[ResourceID, int] = {}
         self._lost: dict[str, int] = {}      # lost host -> the ask count when it was lost
         self._provisional: set[ResourceID] = set()   # asked, Skein has not answered yet
+        self._nodes = nodes
+        self._nodes_failing = False     # the last read failed (said once, until one works)
 
     def _skein(self, call: Callable[[], T], what: str) -> T:
         return call_within(call, self._config.get(options.YARN_SKEIN_TIMEOUT), what)
@@ -247,6 +256,32 @@ class YarnDriver(ResourceDriver):
                     container_id, provisional)
         if self._events is not None:
             self._events.on_worker_moved(provisional, container_id)
+
+    def node_reports(self) -> list[NodeReport] | None:
+        """YARN's live nodes but those it lost under this application (a lost host may
+        still be RUNNING in the reports until its NodeManager's expiry)."""
+        if self._nodes is None:
+            return None
+        try:
+            reports = self._nodes.read()
+        except Exception as err:  # noqa: BLE001 - unknown this time; the next read tries again
+            if not self._nodes_failing:
+                log.warning("could not read YARN's node reports (%s): workers are asked for "
+                            "without knowing what each host has free", err)
+            self._nodes_failing = True
+            return None
+        if self._nodes_failing:
+            log.info("YARN's node reports are read again")
+        self._nodes_failing = False
+        lost = self.lost_hosts()
+        return [r for r in reports if r.host not in lost]
+
+    def forget_hosts_not_running(self, reports: list[NodeReport]) -> None:
+        """Hosts the application was planned on that YARN no longer runs (a new attempt
+        after its host died): treated as lost, so no executor is asked there."""
+        running = {r.host for r in reports}
+        for host in sorted({h for _, h in self._host_services} - running):
+            self._host_lost(host, "not a RUNNING node in YARN's node reports")
 
     def worker_hosts(self) -> set[str]:
         lost = self.lost_hosts()

@@ -88,6 +88,7 @@ class PendingWorker:
     reserved: set[AllocationID] = field(default_factory=set)   # allocation ids it will serve
     replaces: str = ""     # the lost executor it replaces, if it was started as a replacement
     host: str = ""         # the host it was asked on ("" anywhere)
+    warm: bool = False     # one of a session's --min-executors, needed by no request
 
 
 class SlotManagerActions(Protocol):
@@ -124,7 +125,9 @@ class SlotManager:
         self._index = SlotIndex(self.workers)
 
     def worker_spec_for(self, profile: ResourceSpec, wanted: int = 0) -> WorkerSpec:
-        """The planned spec (per-job mode knows its job's profiles up front), else the
+        """The planned spec (per-job mode knows its job's profiles up front; a profile
+        it did not plan, a later stage's shared slot asked for only what that stage
+        needs, gets the smallest planned one it fits), else the
         session's smallest container size that fits (raises NoContainerFits), else
         ``taskmanager.numberOfTaskSlots`` slots of the profile, but no more than the
         ``wanted`` the job holds at once: slots nothing would ever use are memory and
@@ -132,6 +135,9 @@ class SlotManager:
         planned = self._worker_specs.get(profile)
         if planned is not None:
             return planned
+        fitting = [s for s in self._worker_specs.values() if profile.fits_in(s.slot_profile)]
+        if fitting:       # a later stage's smaller slot: the smallest planned size holds it
+            return min(fitting, key=lambda s: (s.container.memory_mb, s.container.cpu))
         if self.ladder is not None:
             return self.ladder.spec_for(profile)
         slots = min(self._slots_per_worker, wanted) if wanted > 0 else self._slots_per_worker
@@ -236,12 +242,14 @@ class SlotManager:
                 return lost, spec
         return "", fallback
 
-    def add_starting_worker(self, resource_id: ResourceID, spec: WorkerSpec) -> None:
+    def add_starting_worker(self, resource_id: ResourceID, spec: WorkerSpec,
+                            warm: bool = False) -> None:
         """A worker the driver started without being asked (per-job containers YARN
-        allocates with the application): requests reserve it like one they started."""
+        allocates with the application, a session's warm ones): requests reserve it
+        like one they started."""
         self.started_per_spec[spec.name] = self.started_per_spec.get(spec.name, 0) + 1
         self.pending_workers[resource_id] = PendingWorker(resource_id, spec,
-                                                          self._clock.monotonic())
+                                                          self._clock.monotonic(), warm=warm)
 
     def _find_free_slot(self, profile: ResourceSpec, avoid: tuple[str, int] | None = None,
                         exact: bool = False) -> TaskManagerSlot | None:
@@ -430,14 +438,32 @@ class SlotManager:
             worker.idle_since = self._clock.monotonic()
 
     def idle_workers(self, keep: int = 0) -> list[ResourceID]:
-        """Executors idle past resourcemanager.taskmanager-timeout (beyond ``keep`` warm ones)."""
+        """Executors idle past resourcemanager.taskmanager-timeout (beyond ``keep`` warm
+        ones). A session keeps executors of its smallest container size warm
+        (``warm_spec``): a larger one a job left idle goes, and a warm one takes its
+        place (``warm_missing``), so ``--min-executors`` never holds a host's room in
+        containers sized for a job that ended (issue 81: two idle 6-core executors
+        kept as warm ones left the next job's 1-core containers no room)."""
         now = self._clock.monotonic()
         idle = [w for w in self.workers.values()
                 if w.idle_since is not None and now - w.idle_since >= self._taskmanager_timeout]
         idle.sort(key=lambda w: w.idle_since or 0.0)
+        warm = self.warm_spec
+        if warm is not None:
+            idle.sort(key=lambda w: w.spec != warm)       # warm-sized ones are kept first
         busy_or_young = len(self.workers) - len(idle)
         spare = max(0, keep - busy_or_young)
-        return [w.resource_id for w in idle[spare:]]
+        kept = [w for w in idle[:spare] if warm is None or w.spec == warm]
+        return [w.resource_id for w in idle if w not in kept]
+
+    @property
+    def warm_spec(self) -> WorkerSpec | None:
+        """The size of the executors a session keeps warm: its smallest container."""
+        return self.ladder.specs[0] if self.ladder is not None and self.ladder.specs else None
+
+    def warm_missing(self, keep: int) -> int:
+        """Warm executors to start so that ``keep`` run or start."""
+        return max(0, keep - len(self.workers) - len(self.pending_workers))
 
     def _slot_of(self, allocation_id: AllocationID) -> TaskManagerSlot | None:
         return self._index.slot_of(allocation_id)

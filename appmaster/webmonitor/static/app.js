@@ -105,7 +105,7 @@ function executorsTable(executors) {
   return table(["executor", "state", "YARN container", "node", "host", "container size",
                 "slot profile", "slots used / total", "worker spec"],
     executors.map(e => ({attrs: {"data-executor": e.id}, cells: [
-      e.id, e.state, e["container-id"] || "-", e.node || "-", e.host || "-", spec(e.container),
+      e.id, e.waiting ? `${e.state}: ${e.waiting}` : e.state, e["container-id"] || "-", e.node || "-", e.host || "-", spec(e.container),
       spec(e["slot-profile"]), `${e["slots-used"]} / ${e.slotsNumber}`, e["worker-spec"]]})),
     [7]);
 }

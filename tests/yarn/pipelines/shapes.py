@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("shape", choices=["two-profiles", "lazy", "long", "raise", "huge",
                                           "copy", "narrow-heavy", "two-stage", "four-and-two",
                                           "bad-column", "batch", "labelled",
-                                          "adaptive-stages", "profiles", "collect",
+                                          "adaptive-stages", "profiles", "regions", "collect",
                                           "memory-hog", "spill-join", "spill-aggregate",
                                           "spill-sort"])
     parser.add_argument("--out", default="yarnflow-shapes-out")
@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--mode", default="overwrite", help="the sink's write mode")
     parser.add_argument("--input", help="copy: the Parquet input")
     parser.add_argument("--parallelism", type=int, default=3, help="copy, batch: its parallelism")
+    parser.add_argument("--cores", type=float, default=3.0, help="regions: stage 1's cores")
     parser.add_argument("--work1", type=float, default=0.1, help="two-stage: stage 1's work")
     parser.add_argument("--label", default="highmem", help="labelled: the map's node label")
     parser.add_argument("--rows", type=int, default=2000, help="long: its rows")
@@ -178,6 +179,18 @@ def main() -> None:
             .map(work, name="slow-map").resources(R(1, "600m")).slot_sharing_group("map") \
             .blocking().aggregate(["k"], [("v", "sum"), ("v", "count")]) \
             .resources(R(1, "400m")).slot_sharing_group("aggregate") \
+            .join(p.from_arrow(names, name="names"), on="k", strategy="broadcast") \
+            .write_parquet(args.out, mode)
+    elif args.shape == "regions":        # issue 81's job: each source subtask's chain
+        # (source, slow map, partial aggregate: --cores in all) ends at a BLOCKING
+        # exchange, so it is a pipelined region of its own; the same output as profiles
+        p = yf.Pipeline("regions", parallelism=args.parallelism)
+        work = held(args.work, args.hold) if args.hold else working(args.work)
+        names = pa.table({"k": pa.array(range(97), pa.int64()),
+                          "name": [f"key-{k}" for k in range(97)]})
+        p.read_parquet(args.input, name="parquet-source").resources(R(args.cores, "300m")) \
+            .map(work, name="slow-map").blocking() \
+            .aggregate(["k"], [("v", "sum"), ("v", "count")]).resources(R(1, "400m")) \
             .join(p.from_arrow(names, name="names"), on="k", strategy="broadcast") \
             .write_parquet(args.out, mode)
     elif args.shape == "collect":        # keyed rows sorted, brought back to the client

@@ -1,5 +1,7 @@
-"""What the client reads from the Hadoop configuration ($HADOOP_CONF_DIR): where
-YARN's ResourceManager is and the largest container it grants. Flink asks the
+"""What yarnflow reads from the Hadoop configuration ($HADOOP_CONF_DIR): where YARN's
+ResourceManager is and the largest container it grants (the client), and where its
+node reports are (the ApplicationMaster, from the client's configuration that came
+with the application: client/targets/appmaster_conf.py). Flink asks the
 ResourceManager for the maximum; Skein does not expose that call, and the
 scheduler's own setting in yarn-site.xml is the same number on every cluster we
 target."""
@@ -70,6 +72,11 @@ class HadoopConf:
     @property
     def rm_address(self) -> str:
         return self.get("yarn.resourcemanager.address")
+
+    @property
+    def rm_webapp_address(self) -> str:
+        """host:port of the ResourceManager's web services (its node reports)."""
+        return self.get("yarn.resourcemanager.webapp.address")
 
     @property
     def kerberos(self) -> bool:
