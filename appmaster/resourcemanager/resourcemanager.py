@@ -23,8 +23,7 @@ from yarnflow.appmaster.resourcemanager.delegation_tokens import (
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.capacity_check import CapacityCheck
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
-from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
-from yarnflow.appmaster.resourcemanager.slotmanager import SlotRequest as PendingRequest
+from yarnflow.appmaster.resourcemanager.slotmanager import PendingSlotRequest, SlotManager
 from yarnflow.conf import Configuration, options
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.core.errors import (FencingError, NotRegisteredYet, Refused, UnknownExecutor,
@@ -303,7 +302,7 @@ class ResourceManager:
         if not spec.container.within(largest):
             raise Refused(f"a slot of {request.profile} needs a container of {spec.container}, "
                           f"larger than the largest this cluster gives ({largest})")
-        self.slot_manager.request_slot(PendingRequest(
+        self.slot_manager.request_slot(PendingSlotRequest(
             request.allocation_id, request.job_id, request.job_master_id,
             request.job_master_address, request.profile, request.preferred_hosts,
             request.exact, request.wanted))
@@ -346,7 +345,7 @@ class ResourceManager:
             executor.gateway.shutdown(reason)
             self.driver.release_worker(resource_id)
 
-    def allocate_slot(self, resource_id: ResourceID, slot_index: int, request: PendingRequest) -> None:
+    def allocate_slot(self, resource_id: ResourceID, slot_index: int, request: PendingSlotRequest) -> None:
         executor = self.executors[resource_id]
         allocation = SlotAllocation(slot_index, JobID(request.job_id),
                                     AllocationID(request.allocation_id), request.profile,
@@ -366,14 +365,14 @@ class ResourceManager:
                                   describe_rpc_error(err))
         executor.gateway.request_slot(allocation).add_done_callback(done)
 
-    def _allocate_again(self, resource_id: ResourceID, slot_index: int, request: PendingRequest) -> None:
+    def _allocate_again(self, resource_id: ResourceID, slot_index: int, request: PendingSlotRequest) -> None:
         """The executor had not yet heard it is registered; the slot is still reserved
         for the request unless something changed meanwhile."""
         if resource_id in self.executors and request.assigned == (resource_id, slot_index) \
                 and request.allocation_id in self.slot_manager.requests:
             self.allocate_slot(resource_id, slot_index, request)
 
-    def notify_allocation_failure(self, request: PendingRequest, cause: str) -> None:
+    def notify_allocation_failure(self, request: PendingSlotRequest, cause: str) -> None:
         jm = self.job_masters.get(request.job_id)
         if jm is not None:
             jm.gateway.notify_allocation_failure(request.allocation_id, cause)

@@ -28,7 +28,8 @@ from yarnflow.core.estimates import Estimate, EstimateHint
 from yarnflow.core.memory import OperatorMemory, memory_of
 from yarnflow.core.operators.base import (BatchProcessor, EachBatch, OneInputOperator,
                                           OperatorContext, PlanError, require_columns)
-from yarnflow.core.operators.spill import BUCKETS, MAX_LEVEL, Buckets, retained_bytes
+from yarnflow.core.operators.spill import (MAX_LEVEL, SPILL_FILES_PER_LEVEL, Buckets,
+                                          retained_bytes)
 
 # How a function's partial results merge; mean is carried as a sum and a count.
 MERGE = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "any": "any",
@@ -295,7 +296,7 @@ class _Grouping(BatchProcessor):
         spilled.close()
         # partial results once merged; a one-phase aggregate's buckets hold rows
         raw = not self._aggregation.decomposable
-        for index in range(BUCKETS):
+        for index in range(SPILL_FILES_PER_LEVEL):
             if spilled.size(index) > self._memory.limit and self._level + 1 < MAX_LEVEL:
                 inner = _Grouping(self._ctx, self._aggregation, raw=raw, final=True,
                                   memory=self._memory, level=self._level + 1)

@@ -29,7 +29,8 @@ from yarnflow.core.estimates import Estimate
 from yarnflow.core.memory import OperatorMemory, memory_of
 from yarnflow.core.operators.base import (Operator, OperatorContext, PlanError, concat,
                                           require_columns)
-from yarnflow.core.operators.spill import BUCKETS, MAX_LEVEL, Buckets, retained_bytes
+from yarnflow.core.operators.spill import (MAX_LEVEL, SPILL_FILES_PER_LEVEL, Buckets,
+                                          retained_bytes)
 
 _ROW = "__yarnflow_build_row"      # a full outer join's build row numbers, never emitted
 
@@ -162,7 +163,7 @@ class HashJoinOperator(Operator):
             for batch in ctx.input(probe_input):
                 probe.write(batch)
             probe.close()
-            for index in range(BUCKETS):
+            for index in range(SPILL_FILES_PER_LEVEL):
                 self._grace(ctx, spilled, probe, index, probe_input, memory)
         finally:
             memory.release()
@@ -201,7 +202,7 @@ class HashJoinOperator(Operator):
         cannot be cut: after ``MAX_LEVEL`` cuts it is joined whole)."""
         if build.size(index) > _holdable(memory) and build.level + 1 < MAX_LEVEL:
             inner_build, inner_probe = build.recut(index), probe.recut(index)
-            for inner in range(BUCKETS):
+            for inner in range(SPILL_FILES_PER_LEVEL):
                 self._grace(ctx, inner_build, inner_probe, inner, probe_input, memory)
             return
         rows = list(build.bucket(index))

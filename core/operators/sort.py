@@ -5,7 +5,7 @@ DataSet runs in four operators:
 
 1. ``RangeSampleOperator``, chained to the producer: a reservoir sample of its rows'
    sort keys, each sampled row weighted by the bytes it stands for;
-2. ``RangeBoundariesOperator``, one subtask: ``BUCKETS - 1`` boundaries that cut the
+2. ``RangeBoundariesOperator``, one subtask: ``RANGE_BUCKETS - 1`` boundaries that cut the
    weighted samples into buckets of about equal bytes;
 3. ``RangePartitionOperator``, beside the producer: reads the boundaries, then the
    producer's rows (written whole first: a BLOCKING input), and gives each row its
@@ -39,7 +39,7 @@ from yarnflow.core.operators.spill import SpilledRun, merge_sorted, retained_byt
 # boundaries cut the samples into this many buckets, far more than any sort has
 # subtasks, so the exchange can make ranges of any count from them.
 SAMPLE_ROWS = 2048
-BUCKETS = 1024
+RANGE_BUCKETS = 1024
 FAN_IN = 32         # sorted runs an external sort merges at once
 KEY_TEXT = 60       # characters of a range's first or last key in the job's details
 _WEIGHT = "__yarnflow_weight"        # the bytes a sampled row stands for, never emitted
@@ -123,8 +123,8 @@ class _Sample(BatchProcessor):
 
 class RangeBoundariesOperator(Operator):
     """Every producer's sample in one subtask: sorted, and cut where the bytes the rows
-    stand for reach each ``1/BUCKETS`` of their sum, so each bucket holds about as
-    many bytes. Emits at most ``BUCKETS - 1`` boundary rows of the sort keys (repeats
+    stand for reach each ``1/RANGE_BUCKETS`` of their sum, so each bucket holds about as
+    many bytes. Emits at most ``RANGE_BUCKETS - 1`` boundary rows of the sort keys (repeats
     kept: a value that spans buckets is how a skewed value is seen)."""
 
     def __init__(self, keys: list[tuple[str, str]]) -> None:
@@ -136,7 +136,7 @@ class RangeBoundariesOperator(Operator):
         return pa.schema([inputs[0].field(c) for c in _columns(self.keys)])
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
-        return Estimate(BUCKETS - 1, (BUCKETS - 1) * 64, "the range boundaries")
+        return Estimate(RANGE_BUCKETS - 1, (RANGE_BUCKETS - 1) * 64, "the range boundaries")
 
     def run(self, ctx: OperatorContext) -> None:
         samples = concat(ctx.input(0))
@@ -150,7 +150,7 @@ def boundaries(samples: pa.Table, keys: list[tuple[str, str]]) -> pa.Table:
     ordered = samples.sort_by(keys)
     cumulative = np.cumsum(ordered.column(_WEIGHT).to_numpy(zero_copy_only=False))
     total = float(cumulative[-1]) if len(cumulative) else 0.0
-    cuts = min(BUCKETS - 1, ordered.num_rows)
+    cuts = min(RANGE_BUCKETS - 1, ordered.num_rows)
     if total <= 0 or cuts == 0:
         return ordered.select(_columns(keys)).slice(0, 0)
     targets = total * np.arange(1, cuts + 1) / (cuts + 1)

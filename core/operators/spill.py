@@ -3,7 +3,7 @@ Arrow IPC streams to the task's spill directory and read back a batch at a time.
 
 Two ways out of memory, as Flink's batch operators have them:
 
-- ``Buckets``: rows cut by a hash of their keys into ``BUCKETS`` files (a grace hash
+- ``Buckets``: rows cut by a hash of their keys into ``SPILL_FILES_PER_LEVEL`` files (a grace hash
   join's partitions, a spilling aggregate's), each small enough, or cut again, to be
   handled whole;
 - ``SpilledRun`` + ``merge_sorted``: sorted runs and their k-way merge (an external
@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 from yarnflow.core.hashing import bucket_of, hash_rows
 from yarnflow.core.memory import OperatorMemory
 
-BUCKETS = 32          # files a spilling hash operator cuts its rows into, per level
-MAX_LEVEL = 4         # cut again at most this often: below, the rows share a key
+SPILL_FILES_PER_LEVEL = 32   # files a spilling hash operator cuts its rows into, per level
+MAX_LEVEL = 4                # cut again at most this often: below, the rows share a key
 _BOUND = "__yarnflow_bound"      # marks the bound row in a merge step, never emitted
 
 
@@ -74,7 +74,7 @@ class SpilledRun:
 
 
 class Buckets:
-    """Rows cut into ``BUCKETS`` spill files by their keys' hash at ``level``: rows of
+    """Rows cut into ``SPILL_FILES_PER_LEVEL`` spill files by their keys' hash at ``level``: rows of
     one key (on either side of a join, with the same keys' types) meet in one bucket."""
 
     def __init__(self, memory: OperatorMemory, what: str, keys: Sequence[str], level: int,
@@ -84,7 +84,7 @@ class Buckets:
         self.keys = list(keys)
         self.level = level
         self.schema = schema          # the first rows' (nullable) when not given
-        self.runs: list[SpilledRun | None] = [None] * BUCKETS
+        self.runs: list[SpilledRun | None] = [None] * SPILL_FILES_PER_LEVEL
 
     def write(self, data: pa.Table | pa.RecordBatch) -> None:
         if data.num_rows == 0:
@@ -95,9 +95,9 @@ class Buckets:
             self.schema = pa.schema([f.with_nullable(True) for f in table.schema],
                                     metadata=table.schema.metadata)
         hashes = np.concatenate([hash_rows(b, self.keys) for b in table.to_batches()])
-        targets = bucket_of(hashes, self.level, BUCKETS)
+        targets = bucket_of(hashes, self.level, SPILL_FILES_PER_LEVEL)
         order = np.argsort(targets, kind="stable")
-        counts = np.bincount(targets, minlength=BUCKETS)
+        counts = np.bincount(targets, minlength=SPILL_FILES_PER_LEVEL)
         shuffled = table.take(pa.array(order))
         offset = 0
         for bucket, count in enumerate(counts):
@@ -139,7 +139,7 @@ class Buckets:
         return inner
 
     def delete_all(self) -> None:
-        for index in range(BUCKETS):
+        for index in range(SPILL_FILES_PER_LEVEL):
             self.delete(index)
 
 

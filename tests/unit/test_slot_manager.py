@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from yarnflow.appmaster.resourcemanager.slotmanager import (RequestState, SlotManager,
-                                                            SlotRequest, SlotState)
+from yarnflow.appmaster.resourcemanager.slotmanager import (PendingSlotRequest, RequestState,
+                                                            SlotManager, SlotState)
 from yarnflow.core.clock import ManualClock
 from yarnflow.core.resources import ResourceSpec as R
 from yarnflow.core.status import IllegalStateTransition
@@ -33,16 +33,16 @@ class Actions:
     def stop_worker(self, resource_id: str, reason: str) -> None:
         self.stopped.append(resource_id)
 
-    def allocate_slot(self, resource_id: str, slot_index: int, request: SlotRequest) -> None:
+    def allocate_slot(self, resource_id: str, slot_index: int, request: PendingSlotRequest) -> None:
         self.allocations.append((resource_id, slot_index, request.allocation_id))
 
-    def notify_allocation_failure(self, request: SlotRequest, cause: str) -> None:
+    def notify_allocation_failure(self, request: PendingSlotRequest, cause: str) -> None:
         self.failures.append((request.allocation_id, cause))
 
 
 def request(allocation_id: str, profile: R = SMALL, job: str = "job-1",
-            hosts: tuple[str, ...] = ()) -> SlotRequest:
-    return SlotRequest(allocation_id, job, "jm-1", "jm:1", profile, hosts)
+            hosts: tuple[str, ...] = ()) -> PendingSlotRequest:
+    return PendingSlotRequest(allocation_id, job, "jm-1", "jm:1", profile, hosts)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from yarnflow.core.memory import UNLIMITED, OperatorMemory
 from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregateOperator
 from yarnflow.core.operators.join import HashJoinOperator
 from yarnflow.core.operators.sort import SortOperator
-from yarnflow.core.operators.spill import BUCKETS, Buckets, SpilledRun, merge_sorted
+from yarnflow.core.operators.spill import SPILL_FILES_PER_LEVEL, Buckets, SpilledRun, merge_sorted
 from tests.unit.test_relational import Context
 
 
@@ -57,7 +57,7 @@ def test_a_join_whose_build_side_outgrows_its_memory_spills_and_answers_the_same
     operator.schema([left.schema, right.schema])
     expected, _ = run(operator, left, right)
     spilled, memory = run(operator, left, right, limit=20_000, directory=tmp_path / "s")
-    assert memory.spilled_bytes > 0 and memory.spill_files > BUCKETS   # cut at least twice
+    assert memory.spilled_bytes > 0 and memory.spill_files > SPILL_FILES_PER_LEVEL   # cut at least twice
     assert ordered(spilled) == ordered(expected)
     assert not list((tmp_path / "s").glob("*.arrow"))
 
@@ -134,13 +134,13 @@ def test_a_keys_rows_go_to_one_bucket_and_each_level_cuts_differently(tmp_path):
     first.write(rows)
     first.close()
     seen = {}
-    for index in range(BUCKETS):
+    for index in range(SPILL_FILES_PER_LEVEL):
         for key in pa.Table.from_batches(list(first.bucket(index)), rows.schema).column("k").to_pylist():
             assert seen.setdefault(key, index) == index
     second = Buckets(memory, "b", ["k"], 1)
     second.write(pa.Table.from_batches(list(first.bucket(0)), rows.schema))
     second.close()
-    assert sum(1 for i in range(BUCKETS) if second.size(i)) > BUCKETS // 2
+    assert sum(1 for i in range(SPILL_FILES_PER_LEVEL) if second.size(i)) > SPILL_FILES_PER_LEVEL // 2
 
 
 def test_a_slots_operators_share_its_managed_memory_and_take_it_back_as_they_end(tmp_path):

@@ -57,7 +57,7 @@ _REQUEST_TRANSITIONS = {
 
 
 @dataclass
-class SlotRequest:
+class PendingSlotRequest:
     allocation_id: AllocationID
     job_id: JobID
     job_master_id: JobMasterId
@@ -97,8 +97,8 @@ class SlotManagerActions(Protocol):
         """The new worker's resource id; asked on ``hosts[0]`` where the driver can."""
         ...
     def stop_worker(self, resource_id: ResourceID, reason: str) -> None: ...
-    def allocate_slot(self, resource_id: ResourceID, slot_index: int, request: SlotRequest) -> None: ...
-    def notify_allocation_failure(self, request: SlotRequest, cause: str) -> None: ...
+    def allocate_slot(self, resource_id: ResourceID, slot_index: int, request: PendingSlotRequest) -> None: ...
+    def notify_allocation_failure(self, request: PendingSlotRequest, cause: str) -> None: ...
 
 
 class SlotManager:
@@ -117,7 +117,7 @@ class SlotManager:
         self._taskmanager_timeout = taskmanager_timeout
         self.workers: dict[ResourceID, Worker] = {}
         self.pending_workers: dict[ResourceID, PendingWorker] = {}
-        self.requests: dict[AllocationID, SlotRequest] = {}
+        self.requests: dict[AllocationID, PendingSlotRequest] = {}
         self.started_per_spec: dict[str, int] = {}
         self._worker_specs = dict(worker_specs or {})
         # lost busy executors not yet replaced: (resource id, spec, when it was lost)
@@ -144,7 +144,7 @@ class SlotManager:
         return WorkerSpec(profile, slots, self._overhead_mb)
 
     # --- requests --------------------------------------------------------------------
-    def request_slot(self, request: SlotRequest) -> None:
+    def request_slot(self, request: PendingSlotRequest) -> None:
         if request.allocation_id in self.requests or self._slot_of(request.allocation_id):
             return   # idempotent per AllocationID
         self.requests[request.allocation_id] = request
@@ -155,7 +155,7 @@ class SlotManager:
         if request is not None and request.worker in self.pending_workers:
             self.pending_workers[request.worker].reserved.discard(allocation_id)
 
-    def _try_fulfill(self, request: SlotRequest, avoid: tuple[str, int] | None = None) -> None:
+    def _try_fulfill(self, request: PendingSlotRequest, avoid: tuple[str, int] | None = None) -> None:
         """Serve a waiting request: a free slot (not ``avoid``, the one that was just
         refused), else a place on a starting worker, else a new worker (unless
         resourcemanager.max-workers are running or starting)."""
@@ -186,7 +186,7 @@ class SlotManager:
         request.transition(RequestState.WAITING_FOR_WORKER)
         request.worker = resource_id
 
-    def _assign(self, request: SlotRequest, slot: TaskManagerSlot) -> None:
+    def _assign(self, request: PendingSlotRequest, slot: TaskManagerSlot) -> None:
         slot.transition(SlotState.PENDING)
         slot.assign(request.allocation_id, request.job_id)
         self._touch(slot.resource_id)
@@ -207,7 +207,7 @@ class SlotManager:
                     s for s in worker.slots if s.state is SlotState.FREE)
         return free
 
-    def _free_slot_like_its_worker(self, request: SlotRequest,
+    def _free_slot_like_its_worker(self, request: PendingSlotRequest,
                                    free: dict[WorkerSpec, list[TaskManagerSlot]]
                                    ) -> TaskManagerSlot | None:
         """For a request waiting for a starting worker: a free slot it fits on a running
@@ -220,7 +220,7 @@ class SlotManager:
                 return slot     # still free: a request placed before it may have taken it
         return None
 
-    def _starting_worker_for(self, request: SlotRequest, spec: WorkerSpec) -> PendingWorker | None:
+    def _starting_worker_for(self, request: PendingSlotRequest, spec: WorkerSpec) -> PendingWorker | None:
         """A starting worker with room the request fits: one asked on a host the request
         prefers, else any."""
         blocked = self._blocked()
