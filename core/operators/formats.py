@@ -2,7 +2,7 @@
 JSON (Spark's ``json``: one object per line, as ``read_json`` and most tools read it).
 
 A format opens a writer on an output stream for one attempt's file; the sink and its
-committer (``sinks.py``) do not know which format they write.
+committer (``sinks.py``, ``output_commit.py``) do not know which format they write.
 """
 from __future__ import annotations
 

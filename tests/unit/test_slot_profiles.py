@@ -39,7 +39,7 @@ def test_the_container_plan_never_starts_more_slots_than_the_job_needs():
 
 
 def test_the_job_master_asks_for_each_shared_slot_at_its_own_size(tmp_path):
-    # a JobMaster that starts claims its output: each test its own (leases, sinks.py)
+    # a JobMaster that starts claims its output: each test its own (leases, output_commit.py)
     graph = narrow_heavy_map(str(tmp_path / "out")).job_graph(Configuration.load())
     h = Harness(graph, Configuration.load(), main=ManualMainThread())
     h.start()
