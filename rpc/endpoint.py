@@ -137,6 +137,21 @@ class MainThread:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
+def run_on_thread(call: Callable[[], T], name: str = "blocking-call") -> "Future[T]":
+    """A blocking call (a NameNode's or ResourceManager's HTTP answer) on a daemon thread
+    of its own, its result or error in the future: a component's main thread hands
+    such calls off and takes the answer back with ``main.execute``."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call())
+        except BaseException as err:   # noqa: BLE001 - reported to the main thread, not lost
+            future.set_exception(err)
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
 def schedule_periodic(main: MainThreadExecutor, interval: float,
                       fn: Callable[[], Any]) -> ScheduledTask:
     """``fn`` every ``interval`` seconds on ``main``, each run scheduled when the last

@@ -16,31 +16,16 @@ asked for as before.
 from __future__ import annotations
 
 import logging
-import threading
 from concurrent.futures import Future
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 from yarnflow.appmaster.resourcemanager.drivers.base import NodeReport, ResourceDriver
 from yarnflow.appmaster.resourcemanager.fit_check import Fit, IdleExecutor, check_fit
 from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
 from yarnflow.core.ids import ResourceID
-from yarnflow.rpc.endpoint import MainThreadExecutor
+from yarnflow.rpc.endpoint import MainThreadExecutor, run_on_thread
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-
-
-def on_a_thread(call: Callable[[], T]) -> "Future[T]":
-    """A blocking call (YARN's node reports over HTTP) off the main thread."""
-    future: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(call())
-        except BaseException as err:  # noqa: BLE001 - delivered through the future
-            future.set_exception(err)
-    threading.Thread(target=run, name="node-reports", daemon=True).start()
-    return future
 
 
 class CapacityCheck:
@@ -58,7 +43,8 @@ class CapacityCheck:
         self.waits: dict[ResourceID, str] = {}      # worker waiting for room -> why
         self._checked_at = float("-inf")
         self._reading = False
-        self.run_blocking: Callable[[Callable[[], Any]], "Future[Any]"] = on_a_thread
+        self.run_blocking: Callable[[Callable[[], Any]], "Future[Any]"] = \
+            lambda call: run_on_thread(call, "node-reports")
 
     def check(self, now: float) -> None:
         """From the ResourceManager's periodic checks: read the reports when a worker

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from typing import Callable, Protocol, TypeVar
 from yarnflow.conf import Configuration, options
 from yarnflow.core.fs.tokens import HDFS_KIND, HadoopToken, ProcessCredentials
 from yarnflow.core.messages import TokenStatus
-from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
+from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, run_on_thread
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -96,17 +95,8 @@ def renewal_settings(config: Configuration) -> RenewalSettings:
                            config.get(options.DELEGATION_TOKENS_EXPIRY_WARNING))
 
 
-def run_on_thread(fn: Callable[[], T]) -> "Future[T]":
-    """The default for the blocking call: a daemon thread of its own."""
-    future: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(fn())
-        except BaseException as err:   # noqa: BLE001 - reported to the main thread, not lost
-            future.set_exception(err)
-    threading.Thread(target=run, name="delegation-token-obtain", daemon=True).start()
-    return future
+def _obtain_on_thread(call: Callable[[], T]) -> "Future[T]":
+    return run_on_thread(call, "delegation-token-obtain")
 
 
 class DelegationTokenManager:
@@ -114,7 +104,7 @@ class DelegationTokenManager:
                  provider: TokenProvider | None, settings: RenewalSettings,
                  on_tokens: Callable[[list[HadoopToken]], None],
                  run_blocking: Callable[[Callable[[], tuple[HadoopToken, float]]],
-                                        "Future[tuple[HadoopToken, float]]"] = run_on_thread
+                                        "Future[tuple[HadoopToken, float]]"] = _obtain_on_thread
                  ) -> None:
         self._main = main
         self._credentials = credentials
