@@ -25,8 +25,8 @@ from yarnflow.core.container_ladder import ContainerLadder, parse_container_size
 from yarnflow.appmaster.webmonitor import WebMonitorServer
 from yarnflow.appmaster.resourcemanager.delegation_tokens import (KeytabTokenProvider,
                                                                   obtain_before_start)
-from yarnflow.appmaster.yarn_entrypoint import (keytab_token_provider, serve_web_monitor,
-                                                start_components)
+from yarnflow.appmaster.yarn_application import (keytab_token_provider, serve_web_monitor,
+                                                 start_components)
 from yarnflow.core.fs.tokens import CREDENTIALS
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import CONF_ENV, decode_env

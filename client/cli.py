@@ -215,7 +215,7 @@ def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session
 def logs(app_id: str, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Print the logs of every container of a YARN application (ApplicationMaster and
     TaskExecutors), running or finished."""
-    from yarnflow.client.targets.yarn_apps import application_logs
+    from yarnflow.client.targets.yarn_report import application_logs
     config = load_config(conf_file, dynamic)
     click.echo(application_logs(app_id, config.get(options.YARN_CLIENT_TIMEOUT) * 4))
 

@@ -69,7 +69,7 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
         context.results.append(explained)
         return explained
     from yarnflow.client.display import follow, print_summary
-    from yarnflow.client.targets.base import make_target
+    from yarnflow.client.targets import make_target
     chosen = make_target(name, config)     # a YARN target reads what YARN grants here
     graph = pipeline.job_graph(chosen.config)
     graph.check_outputs(chosen.application_ended)

@@ -179,6 +179,20 @@ class JobEdge:
         """The operator whose output the edge carries, by name."""
         return self.source_operator or self.source.operators[-1]
 
+    @property
+    def pipelined(self) -> bool:
+        return self.partition_type is PartitionType.PIPELINED
+
+    @property
+    def waits_for_every_producer(self) -> bool:
+        """Whether each consumer subtask starts only after the producer subtask in its
+        own shared slot has finished: a BLOCKING edge, all to all, or forward between
+        equal parallelisms (subtask i reads subtask i, and both are in shared slot i)."""
+        if self.partition_type is not PartitionType.BLOCKING:
+            return False
+        return self.distribution is DistributionPattern.ALL_TO_ALL or \
+            self.source.parallelism == self.target.parallelism
+
 
 class JobGraph:
     """The job as the runtime takes it: vertices (operators, or chains of them) and the

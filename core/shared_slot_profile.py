@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterable
 from yarnflow.core.resources import ResourceSpec
 
 if TYPE_CHECKING:
-    from yarnflow.core.jobgraph import JobEdge, JobGraph, JobVertex
+    from yarnflow.core.jobgraph import JobGraph, JobVertex
 
 # more regions than this in one group: the plain sum (enumerating sets grows as 3^(n/3))
 MAX_EXACT = 16
@@ -35,7 +35,6 @@ MAX_EXACT = 16
 
 def pipelined_regions(graph: "JobGraph") -> dict[str, int]:
     """Each job vertex's pipelined region: vertices joined by PIPELINED edges share one."""
-    from yarnflow.core.jobgraph import PartitionType
     parent = {vertex_id: vertex_id for vertex_id in graph.vertices}
 
     def root(vertex_id: str) -> str:
@@ -45,21 +44,11 @@ def pipelined_regions(graph: "JobGraph") -> dict[str, int]:
         return vertex_id
 
     for edge in graph.edges:
-        if edge.partition_type is PartitionType.PIPELINED:
+        if edge.pipelined:
             parent[root(edge.source.id)] = root(edge.target.id)
     numbers: dict[str, int] = {}
     return {vertex_id: numbers.setdefault(root(vertex_id), len(numbers))
             for vertex_id in graph.vertices}
-
-
-def waits_for_every_producer(edge: "JobEdge") -> bool:
-    """Whether each consumer subtask of a BLOCKING edge starts only after the producer
-    subtask in its own shared slot has finished."""
-    from yarnflow.core.jobgraph import DistributionPattern, PartitionType
-    if edge.partition_type is not PartitionType.BLOCKING:
-        return False
-    return edge.distribution is DistributionPattern.ALL_TO_ALL or \
-        edge.source.parallelism == edge.target.parallelism
 
 
 def _reach(graph: "JobGraph", region: dict[str, int]) -> dict[int, set[int]]:
@@ -67,7 +56,7 @@ def _reach(graph: "JobGraph", region: dict[str, int]) -> dict[int, set[int]]:
     after: dict[int, set[int]] = {r: set() for r in region.values()}
     for edge in graph.edges:
         a, b = region[edge.source.id], region[edge.target.id]
-        if a != b and waits_for_every_producer(edge):
+        if a != b and edge.waits_for_every_producer:
             after[a].add(b)
     reach: dict[int, set[int]] = {}
     for start in after:

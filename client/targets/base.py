@@ -9,7 +9,7 @@ from __future__ import annotations
 import abc
 
 from yarnflow.core.ids import JobID
-from yarnflow.conf import ConfigError, Configuration, options
+from yarnflow.conf import Configuration, options
 from yarnflow.core.clock import poll_until
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.jobgraph import JobGraph
@@ -88,22 +88,6 @@ class Target(abc.ABC):
         """Whether YARN says the application ended: a job it ran holds no output any
         more, whatever its lease says. False where this target has no YARN to ask."""
         return False
-
-
-def make_target(name: str, config: Configuration) -> Target:
-    """The target by its name (``execution.target``); YARN targets read the Hadoop
-    configuration here, so a job is checked against what the cluster grants."""
-    if name == "local":
-        from yarnflow.client.targets.local import LocalTarget
-        return LocalTarget(config)
-    if name == "yarn-per-job":
-        from yarnflow.client.targets.yarn import YarnPerJobTarget
-        return YarnPerJobTarget(config)
-    if name == "yarn-session":
-        from yarnflow.client.targets.session import YarnSessionTarget
-        return YarnSessionTarget(config)
-    raise ConfigError(f"execution.target: unknown target {name!r}; use local, yarn-per-job "
-                      "or yarn-session")
 
 
 def planned_worker_specs(graph: JobGraph, config: Configuration) -> dict[ResourceSpec, WorkerSpec]:

@@ -21,6 +21,7 @@ from yarnflow.rpc.channels import ChannelCache
 from yarnflow.rpc.gateways.dispatcher import GrpcDispatcherGateway
 from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.yarn_errors import YarnError
+from yarnflow.client.targets.yarn_report import YarnApplicationReport
 
 T = TypeVar("T")
 
@@ -61,8 +62,7 @@ class DispatcherClient:
         self.close()
 
     def _lookup_address(self) -> str:
-        from yarnflow.client.targets.yarn_apps import YarnApplication
-        with YarnApplication(self.app_id, self.timeout, self.store) as app:
+        with YarnApplicationReport(self.app_id, self.timeout, self.store) as app:
             state = app.status(with_details=False)
             address = app.appmaster_address() if state.state == "RUNNING" else None
         if address is None:

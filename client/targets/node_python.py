@@ -86,7 +86,7 @@ def node_python(config: Configuration) -> NodePython:
 def interpreter_check(python: str, problem: str) -> str:
     """A launch line that fails in one line naming the host, before ``exec`` would
     fail with "No such file". The line goes to the container's log; for the
-    ApplicationMaster the client reads it from there (yarn_apps.launch_failure)."""
+    ApplicationMaster the client reads it from there (yarn_report.launch_failure)."""
     quoted = shlex.quote(python)
     return (f"{quoted} -c '' >/dev/null 2>&1 || {{ printf 'yarnflow: host %s %s\\n' \"$(hostname)\" "
             f"{shlex.quote(problem)} >&2; exit 127; }}")

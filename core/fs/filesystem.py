@@ -16,7 +16,6 @@ import contextlib
 import fnmatch
 import os
 import posixpath
-import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -24,7 +23,6 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from yarnflow.core.fs.settings import FileSystemSettings
 
 
 @dataclass(frozen=True)
@@ -219,35 +217,3 @@ class ObjectStoreFileSystem(FileSystem):
             if entry.type == pafs.FileType.File:
                 self.arrow.move(entry.path, dst_path + entry.path[len(src_path):])
         self.arrow.delete_dir(src_path)
-
-
-_CACHE: dict[tuple[str, FileSystemSettings], FileSystem] = {}
-_CACHE_LOCK = threading.Lock()
-
-
-def open_filesystem(uri: str, settings: FileSystemSettings) -> FileSystem:
-    """The file system holding ``uri`` (a full URI, see ``FileSystemSettings.resolve``);
-    one instance per file system and settings in each process, so its connections
-    are reused."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme or "file"
-    key = (f"{scheme}://{parts.netloc if scheme != 'file' else ''}", settings)
-    with _CACHE_LOCK:
-        fs = _CACHE.get(key)
-        if fs is None:
-            fs = _CACHE[key] = _create(scheme, parts.netloc, settings)
-    return fs
-
-
-def _create(scheme: str, authority: str, settings: FileSystemSettings) -> FileSystem:
-    if scheme == "file":
-        return FileSystem(pafs.LocalFileSystem(), "file")
-    if scheme in ("hdfs", "webhdfs"):
-        from yarnflow.core.fs.webhdfs import WebHdfsFileSystem
-        http = authority if scheme == "webhdfs" else settings.http_address(authority)
-        return WebHdfsFileSystem(http, settings.effective_user, scheme, authority,
-                                 kerberos=settings.kerberos)
-    arrow, _ = pafs.FileSystem.from_uri(f"{scheme}://{authority}/")
-    if scheme in ("s3", "gs", "gcs", "abfs", "az"):
-        return ObjectStoreFileSystem(arrow, scheme)
-    return FileSystem(arrow, scheme, authority)

@@ -11,7 +11,7 @@ import yarnflow.client as yf
 from tests.conftest import FAST, NO_RESTART, wait_until
 from yarnflow.conf import Configuration
 from yarnflow.core.status import ExecutionState, JobStatus
-from yarnflow.client.targets.base import make_target
+from yarnflow.client.targets import make_target
 
 
 def slow(batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -60,7 +60,7 @@ def test_the_web_ui_stays_open_where_everyone_may_view_or_nobody_is_known(kerber
 
 
 def test_yarns_refused_kill_is_one_line_naming_who_and_the_fix():
-    from yarnflow.client.targets.yarn_apps import refused_kill
+    from yarnflow.client.targets.yarn_report import refused_kill
     said = refused_kill("application_1_0001", (
         "org.apache.hadoop.yarn.exceptions.YarnException: java.security.AccessControlException: "
         "User bob cannot perform operation MODIFY_APP on application_1_0001\n"

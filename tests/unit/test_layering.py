@@ -174,3 +174,130 @@ def test_a_runtime_process_imports_neither_the_client_nor_test_only_code():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+# --- no import cycles ---------------------------------------------------------------
+
+def _module_of(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(["yarnflow", *parts])
+
+
+def _exists(root: Path, module: str) -> bool:
+    base = root.joinpath(*module.split(".")[1:])
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The nodes under ``if TYPE_CHECKING:``: they never run, so they make no cycle."""
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return hidden
+
+
+def import_graph(root: Path, folders: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the product modules it imports, at its top or inside a function (a
+    lazy import is still a dependency: it only moves the failure to run time); an
+    ``import`` of ``a.b`` is an edge to ``a.b``, ``from a import x`` to ``a.x`` when that
+    is a module, else to ``a``."""
+    graph: dict[str, set[str]] = {}
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            if "generated" in path.parts or "__pycache__" in path.parts:
+                continue
+            me = _module_of(root, path)
+            tree = ast.parse(path.read_text())
+            hidden = _type_checking_only(tree)
+            edges = graph.setdefault(me, set())
+            for node in ast.walk(tree):
+                if id(node) in hidden:
+                    continue
+                if isinstance(node, ast.Import):
+                    edges.update(a.name for a in node.names
+                                 if a.name.startswith("yarnflow.") and _exists(root, a.name))
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                        and node.module.startswith("yarnflow."):
+                    for alias in node.names:
+                        sub = f"{node.module}.{alias.name}"
+                        edges.add(sub if _exists(root, sub) else node.module)
+            edges.discard(me)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next((c for c in children if c in graph), None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_product_module_imports_itself_round_a_cycle():
+    """A cycle makes import order matter, hides which module is the lower layer, and
+    breaks the first time someone moves a lazy import to the top."""
+    found = cycles(import_graph(ROOT, product()))
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_cycle_check_sees_lazy_imports_and_skips_type_checking(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a.py").write_text("from yarnflow.pkg import b\n")
+    (tmp_path / "pkg" / "b.py").write_text("def f():\n    import yarnflow.pkg.a\n")
+    (tmp_path / "pkg" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom yarnflow.pkg.a import x\n"
+        "if TYPE_CHECKING:\n    from yarnflow.pkg import c_user\n")
+    (tmp_path / "pkg" / "c_user.py").write_text("from yarnflow.pkg.c import y\n")
+    graph = import_graph(tmp_path, ("pkg",))
+    assert cycles(graph) == [["yarnflow.pkg.a", "yarnflow.pkg.b"]]
+
+
+def test_the_executor_and_the_masters_meet_only_through_their_gateways():
+    """A TaskExecutor knows a JobMaster and a ResourceManager only as the calls it may
+    make on them (their ``gateway`` Protocols), and they know it the same way: neither
+    side's implementation can leak into the other's process."""
+    crossing = [(f, m) for folder, other in (("taskexecutor", "yarnflow.appmaster"),
+                                             ("appmaster", "yarnflow.taskexecutor"))
+                for f, m in imports(folder)
+                if m.startswith(other) and not m.endswith(".gateway")]
+    assert not crossing, f"imports across the executor/master line, not of a gateway: {crossing}"
+    assert ("taskexecutor/taskexecutor.py", "yarnflow.appmaster.jobmaster.gateway") \
+        in imports("taskexecutor"), "the check would pass vacuously"

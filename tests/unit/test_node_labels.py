@@ -14,7 +14,7 @@ import pytest
 import yarnflow.client as yf
 from tests.unit.test_slot_manager import Actions, register, request
 from yarnflow.appmaster.resourcemanager.slotmanager import SlotManager
-from yarnflow.appmaster.yarn_entrypoint import load_worker_specs
+from yarnflow.appmaster.yarn_application import load_worker_specs
 from yarnflow.client.targets.node_python import NodePython
 from yarnflow.client.targets.yarn import node_labels_asked, plan_containers
 from yarnflow.client.targets.yarn_client import check_node_labels, container_services

@@ -191,7 +191,7 @@ class _CancelledButRunning:
         self.killed = False
 
     def status(self, with_details: bool = True):
-        from yarnflow.client.targets.yarn_apps import ApplicationStatus
+        from yarnflow.client.targets.yarn_report import ApplicationStatus
         state = "KILLED" if self.killed else "RUNNING"
         return ApplicationStatus("application_1_0001", state, state if self.killed else "UNDEFINED",
                                  "", "")

@@ -350,7 +350,7 @@ def test_an_attempt_failures_validity_interval_skein_cannot_submit_is_refused_in
     ("container_1700000000000_0007_12_000001", 12),
     ("", 1), ("garbage", 1)])
 def test_the_appmaster_reads_its_attempt_from_its_container_id(container_id, attempt):
-    from yarnflow.appmaster.yarn_entrypoint import application_attempt
+    from yarnflow.appmaster.yarn_application import application_attempt
     assert application_attempt(container_id) == attempt
 
 
@@ -394,7 +394,7 @@ def test_a_job_that_ended_in_an_earlier_attempt_is_not_run_again(tmp_path):
 
 # --- locality: a service per container size and worker host ------------------------------
 def test_each_container_size_gets_a_service_strictly_on_each_worker_host(tmp_path):
-    from yarnflow.appmaster.yarn_entrypoint import load_worker_specs
+    from yarnflow.appmaster.yarn_application import load_worker_specs
     from yarnflow.core.contract import SERVICES_ENV, decode_env
     from yarnflow.client.targets.yarn import build_spec
     config = yarn_config()
