@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from yarnflow.client.dataset_settings import DataSetState
 from yarnflow.client.planner.estimates import estimate_hint
 from yarnflow.core.jobgraph import InvalidPipelineError, PartitionType, ShipStrategy
-from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregateOperator
+from yarnflow.core.operators.aggregate import AggregateOperator
+from yarnflow.core.operators.phase import Phase
 from yarnflow.core.operators.join import CrossJoinOperator
 from yarnflow.core.operators.sort import (RangeBoundariesOperator, RangePartitionOperator,
                                           RangeSampleOperator, SortOperator)
@@ -67,13 +68,14 @@ class RelationalOperators(DataSetState):
         columns; with none named, distinct whole rows (Spark's ``distinct()``: the
         input's columns must then be known, see ``map(output_schema=...)``). Each
         producer drops its repeats before the exchange, hash-partitioned on the columns."""
-        return self._two_steps(DistinctOperator(columns, local=True), DistinctOperator(columns),
+        return self._two_steps(DistinctOperator(columns, Phase.LOCAL),
+                               DistinctOperator(columns, Phase.FINAL),
                                name, ShipStrategy.HASH, columns)
 
     def limit(self, n: int, name: str = "limit") -> "DataSet":
         """At most ``n`` rows, whichever come first (Spark's ``limit``): each producer
         sends on its first ``n``, one subtask keeps ``n`` of them."""
-        return self._two_steps(LimitOperator(n), LimitOperator(n), name,
+        return self._two_steps(LimitOperator(n, Phase.LOCAL), LimitOperator(n, Phase.FINAL), name,
                                ShipStrategy.REBALANCE, single=True)
 
     def top(self, n: int, by: str | Sequence[str], descending: bool | Sequence[bool] = False,
@@ -85,7 +87,8 @@ class RelationalOperators(DataSetState):
         columns = [by] if isinstance(by, str) else list(by)
         try:
             keys = sort_keys(columns, descending)
-            return self._two_steps(TopOperator(n, keys), TopOperator(n, keys), name,
+            return self._two_steps(TopOperator(n, keys, Phase.LOCAL),
+                                   TopOperator(n, keys, Phase.FINAL), name,
                                    ShipStrategy.REBALANCE, single=True)
         except ValueError as err:
             raise InvalidPipelineError(name, str(err), "see help(DataSet.top)") from None
@@ -136,12 +139,12 @@ class RelationalOperators(DataSetState):
         row) or ``size`` (output bytes) correct the planner's estimate."""
         keys = [keys] if isinstance(keys, str) else list(keys)
         hint = estimate_hint(name, selectivity, size)
-        final = AggregateOperator(keys, aggregations, final=True, hint=hint)
+        final = AggregateOperator(keys, aggregations, Phase.FINAL, hint=hint)
         if final.aggregation.decomposable:
-            return self._two_steps(LocalAggregateOperator(keys, aggregations), final, name,
+            return self._two_steps(AggregateOperator(keys, aggregations, Phase.LOCAL), final, name,
                                    ShipStrategy.HASH if keys else ShipStrategy.REBALANCE,
                                    keys, single=not keys)
-        whole = AggregateOperator(keys, aggregations, hint=hint)
+        whole = AggregateOperator(keys, aggregations, Phase.WHOLE, hint=hint)
         if keys:
             return self._unary(whole, name, ship=ShipStrategy.HASH, keys=tuple(keys))
         out = self._unary(whole, name, ship=ShipStrategy.REBALANCE)

@@ -12,6 +12,11 @@ pyarrow's joins, sorts and group_by allocate from the process's default pool and
 no pool of their own, so an operator counts the bytes it holds (their Arrow buffers)
 against its limit; the rest of the slot's memory is for the batches in flight and the
 copies those calls make.
+
+One policy serves every operator that holds data (``Held``): what it holds is counted
+one way, and the points at which it must spill or merge are shares of its limit named
+here once (``COPY_SHARE``, ``KEEP_SHARE``, ``READ_SHARE``), so that a sort, a hash
+join and an aggregate cannot drift apart in what "too much" means.
 """
 from __future__ import annotations
 
@@ -21,9 +26,22 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Generic, TypeVar
+
+import pyarrow as pa
 
 UNLIMITED = sys.maxsize
+
+# A step that copies everything an operator holds (sorting a run, building a hash
+# join's table, merging an aggregate's groups) starts while the held bytes are at most
+# 1/COPY_SHARE of its limit: pyarrow's copy takes about as much again.
+COPY_SHARE = 2
+# What an aggregate keeps between merges: past 1/KEEP_SHARE of its limit, the next
+# merge (due once it holds twice what the last left) would pass the copy share at once.
+KEEP_SHARE = 4
+# A merge of sorted runs holds a batch of each run and copies them once: each run's
+# batch is at most 1/(READ_SHARE x runs) of the limit.
+READ_SHARE = 8
 
 
 class OperatorMemory:
@@ -77,8 +95,57 @@ class OperatorMemory:
             shutil.rmtree(self._directory, ignore_errors=True)
 
 
-def memory_of(ctx: Any) -> OperatorMemory:
-    """An operator's memory from its context: a task's share of its slot, or no limit
-    where the context has none (an operator run by a test or by the client)."""
-    share = getattr(ctx, "memory", None)
-    return share() if share is not None else OperatorMemory.fixed(UNLIMITED)
+def retained_bytes(data: pa.Table | pa.RecordBatch) -> int:
+    """The bytes holding ``data`` keeps in memory: whole buffers, where a slice's
+    ``nbytes`` counts only its rows (a slice of a larger batch keeps all of it)."""
+    return int(data.get_total_buffer_size())
+
+
+Data = TypeVar("Data", pa.Table, pa.RecordBatch)
+
+
+class Held(Generic[Data]):
+    """What an operator holds in memory (tables or batches), counted as it is added,
+    and the policy's answers about it against the operator's current limit."""
+
+    def __init__(self, memory: OperatorMemory) -> None:
+        self.memory = memory
+        self.items: list[Data] = []
+        self.bytes = 0
+        self.rows = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def add(self, data: Data) -> None:
+        self.items.append(data)
+        self.bytes += retained_bytes(data)
+        self.rows += data.num_rows
+
+    def take(self) -> list[Data]:
+        """Everything held, let go of: holding starts again from nothing."""
+        items, self.items, self.bytes, self.rows = self.items, [], 0, 0
+        return items
+
+    def over_limit(self) -> bool:
+        """More than the operator's whole share: it must spill now."""
+        return self.bytes > self.memory.limit
+
+    def too_big_to_copy(self) -> bool:
+        """Past ``COPY_SHARE``: a copy of it would not fit beside it."""
+        return not fits_a_copy(self.bytes, self.memory)
+
+    def more_than_kept(self) -> bool:
+        """Past ``KEEP_SHARE``: more than a merge may leave behind."""
+        return self.bytes > self.memory.limit // KEEP_SHARE
+
+
+def fits_a_copy(nbytes: int, memory: OperatorMemory) -> bool:
+    """Whether ``nbytes`` held can be copied within the operator's share (a spilled
+    bucket read back whole, or what is held in memory)."""
+    return nbytes <= memory.limit // COPY_SHARE
+
+
+def run_batch_bytes(memory: OperatorMemory, runs: int) -> int:
+    """The most bytes per batch of a sorted run that a merge of ``runs`` runs reads."""
+    return memory.limit // (READ_SHARE * runs)

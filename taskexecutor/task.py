@@ -26,6 +26,7 @@ from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.deployment import ResultPartitionDescriptor, TaskDeploymentDescriptor
 from yarnflow.core.jobgraph import PartitionType, consumer_key_of
 from yarnflow.core.operators.chain import failed_operator
+from yarnflow.core.operators.context import NoStateInBoundedJobs, StateStore, TimerService
 from yarnflow.core.errors import Refused, TaskCancelled
 from yarnflow.core.failures import ContractError, FailureKind, classify
 from yarnflow.core.tracebacks import UserSources, format_user_frames, register_sources
@@ -438,6 +439,12 @@ class _Context:
 
     def spark(self) -> Any:
         return self._task._services.spark.get()
+
+    def state(self) -> StateStore:
+        raise NoStateInBoundedJobs("state", self.vertex_name)
+
+    def timers(self) -> TimerService:
+        raise NoStateInBoundedJobs("timers", self.vertex_name)
 
     @property
     def cancelled(self) -> bool:

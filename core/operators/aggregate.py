@@ -25,11 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from yarnflow.core.estimates import Estimate, EstimateHint
-from yarnflow.core.memory import OperatorMemory, memory_of
-from yarnflow.core.operators.base import (BatchProcessor, EachBatch, OneInputOperator,
-                                          OperatorContext, PlanError, require_columns)
-from yarnflow.core.operators.spill import (MAX_LEVEL, SPILL_FILES_PER_LEVEL, Buckets,
-                                          retained_bytes)
+from yarnflow.core.memory import Held, OperatorMemory
+from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, PlanError,
+                                          require_columns)
+from yarnflow.core.operators.context import OperatorContext
+from yarnflow.core.operators.phase import Phase
+from yarnflow.core.operators.spill import MAX_LEVEL, SPILL_FILES_PER_LEVEL, Buckets
 
 # How a function's partial results merge; mean is carried as a sum and a count.
 MERGE = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "any": "any",
@@ -106,45 +107,31 @@ class Aggregation:
                             "takes") from None
 
 
-class LocalAggregateOperator(OneInputOperator):
-    """The local (partial) phase, chained to its producer: partial results per group of
-    what this subtask read."""
-
-    def __init__(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]]) -> None:
-        self.aggregation = Aggregation(keys, aggregations)
-        self.settings = LocalAggregation()
-        # False: the aggregate is planned in one phase (ONE_PHASE), this step passes
-        # its rows on as they are
-        self.enabled = True
-
-    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
-        if inputs[0] is None:
-            return None
-        self.aggregation.check(inputs[0])
-        if not self.enabled:
-            return inputs[0]
-        return self.aggregation.partial(inputs[0].empty_table()).schema
-
-    def open(self, ctx: OperatorContext) -> BatchProcessor:
-        if not self.enabled:
-            return EachBatch(ctx.emit)
-        return _Grouping(ctx, self.aggregation, raw=True, settings=self.settings)
-
-
 class AggregateOperator(OneInputOperator):
     """``aggregations``: (column, function) pairs as ``pyarrow.Table.group_by`` takes
     them, e.g. ``[("amount", "sum"), ("amount", "count")]``; outputs are named
-    ``amount_sum``. ``final``: its input is a local step's partial results, else rows.
-    Each key's rows (or partial results) reach one subtask."""
+    ``amount_sum``. ``phase``: a LOCAL step, chained to its producer, gives partial
+    results per group of what its subtask read, adapting as ``settings`` say; the FINAL
+    step merges them; a WHOLE aggregate takes rows and gives the result. Each key's
+    rows (or partial results) reach one subtask of a FINAL or WHOLE step."""
 
     def __init__(self, keys: Sequence[str], aggregations: Sequence[tuple[str, str]],
-                 final: bool = False, hint: EstimateHint | None = None) -> None:
+                 phase: Phase = Phase.WHOLE, hint: EstimateHint | None = None,
+                 settings: LocalAggregation | None = None) -> None:
         self.aggregation = Aggregation(keys, aggregations)
-        self.final = final
+        self.phase = phase
         self.hint = hint
+        self.settings = settings or LocalAggregation()
         # what its input's columns were planned as: an aggregate without keys gives a
         # row even when no input arrives
         self.input_schema: pa.Schema | None = None
+
+    def with_settings(self, settings: LocalAggregation) -> "AggregateOperator":
+        """The same step adapting as ``settings`` say (the planner's, from conf/)."""
+        return AggregateOperator(self.keys, self.aggregations, self.phase, self.hint, settings)
+
+    def in_phase(self, phase: Phase) -> "AggregateOperator":
+        return AggregateOperator(self.keys, self.aggregations, phase, self.hint, self.settings)
 
     @property
     def keys(self) -> list[str]:
@@ -158,51 +145,57 @@ class AggregateOperator(OneInputOperator):
         self.input_schema = inputs[0]
         if inputs[0] is None:
             return None
-        if self.final:
+        if self.phase is Phase.FINAL:
             return self.aggregation.finish(self.aggregation.merge(inputs[0].empty_table())).schema
-        return self.aggregation.check(inputs[0])
+        checked = self.aggregation.check(inputs[0])
+        if self.phase is Phase.LOCAL:
+            return self.aggregation.partial(inputs[0].empty_table()).schema
+        return checked
 
     def estimate(self, inputs: list[Estimate]) -> Estimate:
+        if self.phase is Phase.LOCAL:
+            return super().estimate(inputs)
         if not self.keys:
             return Estimate(1, 64, "one group")
         carried = super().estimate(inputs)
         return self.hint.apply(carried) if self.hint is not None else carried
 
     def open(self, ctx: OperatorContext) -> BatchProcessor:
-        return _Grouping(ctx, self.aggregation, raw=not self.final, final=True,
-                         empty=self.input_schema)
+        if self.phase is Phase.LOCAL:
+            return _Grouping(ctx, self.aggregation, Phase.LOCAL, settings=self.settings)
+        return _Grouping(ctx, self.aggregation, self.phase, empty=self.input_schema)
 
 
-def grouping(ctx: OperatorContext, aggregation: Aggregation, local: bool,
+def grouping(ctx: OperatorContext, aggregation: Aggregation, phase: Phase,
              settings: LocalAggregation) -> BatchProcessor:
-    """A step over rows: ``local``, partial results chained to their producer, adapting
-    as ``settings`` say; else the final results, all its input held."""
-    return _Grouping(ctx, aggregation, raw=True, final=not local, settings=settings)
+    """A step over rows (a distinct's): LOCAL, partial results chained to their
+    producer, adapting as ``settings`` say; else the final results, all its input held
+    (a distinct's FINAL step reads rows too: its partial results are rows)."""
+    return _Grouping(ctx, aggregation, Phase.LOCAL if phase is Phase.LOCAL else Phase.WHOLE,
+                     settings=settings)
 
 
 class _Grouping(BatchProcessor):
-    """Partial results held per group, merged as they grow. A local step (``final``
-    False) emits them at the end, or in pieces once they pass ``FLUSH_ROWS`` or its
+    """Partial results held per group, merged as they grow. A LOCAL step emits them at
+    the end, or in pieces once they pass ``FLUSH_ROWS`` or its
     memory, or batch by batch once its groups prove not to repeat; a final step
     finishes them. A final step whose groups outgrow its memory cuts them into spill
     buckets by their keys and finishes bucket by bucket (a bucket that is still too
     big is cut again, ``level`` counting the cuts)."""
 
-    def __init__(self, ctx: OperatorContext, aggregation: Aggregation, raw: bool,
-                 final: bool = False, settings: LocalAggregation | None = None,
+    def __init__(self, ctx: OperatorContext, aggregation: Aggregation, phase: Phase,
+                 settings: LocalAggregation | None = None,
                  empty: pa.Schema | None = None, memory: OperatorMemory | None = None,
                  level: int = 0) -> None:
         self._ctx = ctx
         self._aggregation = aggregation
-        self._raw = raw                      # its input is rows, not partial results
-        self._final = final
+        self._raw = phase.reads_rows         # its input is rows, not partial results
+        self._final = phase.finishes
         self._settings = settings or LocalAggregation(adaptive=False)
         self._empty = empty
-        self._memory = memory or memory_of(ctx)
+        self._memory = memory or ctx.memory()
         self._level = level
-        self._held: list[pa.Table] = []
-        self._held_rows = 0
-        self._held_bytes = 0
+        self._held: Held[pa.Table] = Held(self._memory)
         self._merge_at = max(2 * ctx.batch_rows, 1)   # held rows that make a merge due
         self._seen = 0
         self._passing = False
@@ -213,8 +206,8 @@ class _Grouping(BatchProcessor):
             return
         table = pa.Table.from_batches([batch])
         if not self._aggregation.decomposable:     # one phase, a function that needs all rows
-            self._hold(table)
-            if self._held_bytes > self._memory.limit:
+            self._held.add(table)
+            if self._held.over_limit():
                 self._spill()
             return
         part = self._aggregation.partial(table) if self._raw else table
@@ -222,49 +215,42 @@ class _Grouping(BatchProcessor):
             self._ctx.emit(part)
             return
         self._seen += batch.num_rows
-        self._hold(part)
-        # half its memory held makes a merge due: the merge's copy and hash table take
-        # about as much again
-        if self._held_rows <= self._merge_at and self._held_bytes <= self._memory.limit // 2:
+        self._held.add(part)
+        # a merge copies what is held into its hash table: due once it would not fit
+        # beside it, or once enough rows came
+        if self._held.rows <= self._merge_at and not self._held.too_big_to_copy():
             return
-        merged = self._aggregation.merge(pa.concat_tables(self._held))
-        self._held, self._held_rows = [merged], merged.num_rows
-        self._held_bytes = retained_bytes(merged)
+        merged = self._aggregation.merge(pa.concat_tables(self._held.take()))
+        self._held.add(merged)
         # Twice what the merge left, before the next: merging all groups again for
         # each batch once they outnumber a batch made a step of millions of groups
         # quadratic (TPC-H Q18 at scale factor 10: 380 s, 5x PySpark's whole run).
         self._merge_at = max(2 * self._ctx.batch_rows, 2 * merged.num_rows, 1)
         settings = self._settings
         if self._final:
-            if self._held_bytes > self._memory.limit // 4:    # it would merge again at once
+            if self._held.more_than_kept():       # it would merge again at once
                 self._spill()
             return
         if settings.adaptive and self._seen >= settings.sampling_rows and \
                 merged.num_rows > settings.distinct_rate * self._seen:
             self._passing = True
             self._flush()
-        elif merged.num_rows > FLUSH_ROWS or self._held_bytes > self._memory.limit // 4:
+        elif merged.num_rows > FLUSH_ROWS or self._held.more_than_kept():
             self._flush()
-
-    def _hold(self, table: pa.Table) -> None:
-        self._held.append(table)
-        self._held_rows += table.num_rows
-        self._held_bytes += retained_bytes(table)
 
     def _spill(self) -> None:
         """What is held, into the spill buckets; holding starts again from nothing."""
         if self._spilled is None:
             self._spilled = Buckets(self._memory, "aggregate", self._aggregation.keys,
                                     self._level)
-        for table in self._held:
+        for table in self._held.take():
             self._spilled.write(table)
-        self._held, self._held_rows, self._held_bytes = [], 0, 0
         self._merge_at = max(2 * self._ctx.batch_rows, 1)
 
     def _flush(self) -> None:
-        if self._held:
-            self._ctx.emit(self._aggregation.merge(pa.concat_tables(self._held)))
-        self._held, self._held_rows, self._held_bytes = [], 0, 0
+        held = self._held.take()
+        if held:
+            self._ctx.emit(self._aggregation.merge(pa.concat_tables(held)))
         self._merge_at = max(2 * self._ctx.batch_rows, 1)
 
     def finish(self) -> None:
@@ -275,8 +261,7 @@ class _Grouping(BatchProcessor):
             self._finish_spilled(self._spilled)
             return
         aggregation = self._aggregation
-        held = pa.concat_tables(self._held) if self._held else None
-        self._held = []
+        held = pa.concat_tables(self._held.take()) if self._held else None
         if held is None:
             if aggregation.keys or self._empty is None:
                 return
@@ -298,7 +283,8 @@ class _Grouping(BatchProcessor):
         raw = not self._aggregation.decomposable
         for index in range(SPILL_FILES_PER_LEVEL):
             if spilled.size(index) > self._memory.limit and self._level + 1 < MAX_LEVEL:
-                inner = _Grouping(self._ctx, self._aggregation, raw=raw, final=True,
+                inner = _Grouping(self._ctx, self._aggregation,
+                                  Phase.WHOLE if raw else Phase.FINAL,
                                   memory=self._memory, level=self._level + 1)
                 for batch in spilled.bucket(index):
                     inner.process(batch)
@@ -313,7 +299,7 @@ class _Grouping(BatchProcessor):
                     self._aggregation.partial(held) if raw else self._aggregation.merge(held)))
 
     def close(self) -> None:
-        self._held = []
+        self._held.take()
         if self._spilled is not None:
             self._spilled.delete_all()
         if self._level == 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import pyarrow as pa
 
@@ -14,33 +14,7 @@ from yarnflow.core.ids import ExecutionAttemptID, JobID
 from yarnflow.core.tracebacks import UserSources
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import FileSystemSettings
-from yarnflow.core.memory import OperatorMemory
-
-
-class OperatorContext(Protocol):
-    """What a running task gives its operator."""
-    subtask_index: int
-    parallelism: int
-    vertex_name: str
-    job_id: JobID
-    attempt_id: ExecutionAttemptID
-    batch_rows: int
-    # a join's build input as adaptive execution decided it at run time (-1: as planned)
-    build_input: int
-
-    def input(self, index: int) -> Iterator[pa.RecordBatch]: ...
-    def emit(self, data: pa.RecordBatch | pa.Table) -> None: ...
-    def next_split(self) -> Any | None: ...
-    def spark(self) -> Any: ...          # the TaskExecutor's SparkSession
-    # a collect sink's rows (an Arrow IPC stream), sent with the FINISHED report
-    def collect_result(self, data: bytes) -> None: ...
-    # a sort's range: its first and last key, shown in the job's details
-    def key_range(self, first: str, last: str) -> None: ...
-    # a share of the slot's managed memory for an operator that holds data, and where
-    # it spills (yarnflow.core.memory.memory_of: unlimited where a context has none)
-    def memory(self) -> "OperatorMemory": ...
-    @property
-    def cancelled(self) -> bool: ...
+from yarnflow.core.operators.context import OperatorContext
 
 
 class OutputCommitter(Protocol):

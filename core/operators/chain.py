@@ -28,9 +28,11 @@ import pyarrow as pa
 from yarnflow.core.errors import TaskCancelled
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.jobgraph import ChainingStrategy
-from yarnflow.core.memory import OperatorMemory, memory_of
+from yarnflow.core.memory import OperatorMemory
 from yarnflow.core.messages import OperatorCounter
-from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, Operator, OperatorContext
+from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, Operator
+from yarnflow.core.operators.context import OperatorContext
+from yarnflow.core.operators.context import StateStore, TimerService
 from yarnflow.core.tracebacks import UserSources
 
 # Set on an exception by the chain: the name of the operator it came out of first.
@@ -97,9 +99,7 @@ class ChainedOperator(Operator):
                                self.parents, self.routes)
 
     def run(self, ctx: OperatorContext) -> None:
-        counting = getattr(ctx, "operator_counters", None)     # a task's context counts
-        counters: list[OperatorCounter] = counting(self.names) if counting is not None \
-            else [OperatorCounter(name) for name in self.names]
+        counters = ctx.operator_counters(self.names)
         processors: dict[int, BatchProcessor] = {}
         failed = False
         try:
@@ -141,11 +141,8 @@ class ChainedOperator(Operator):
             leaving = ctx.emit if not children else None
         else:
             keys = frozenset(key for key, source in self.routes.items() if source == index)
-            emit_to = getattr(ctx, "emit_to", None)
-            if keys and emit_to is not None:
-                leaving = functools.partial(emit_to, keys=keys)
-            elif keys:
-                leaving = ctx.emit          # a context of one output (a test's)
+            if keys:
+                leaving = functools.partial(ctx.emit_to, keys=keys)
 
         def emit(data: Any) -> None:
             rows, size = data.num_rows, data.nbytes
@@ -238,7 +235,19 @@ class _Chained:
         self._task.key_range(first, last)
 
     def memory(self) -> OperatorMemory:
-        return memory_of(self._task)
+        return self._task.memory()
+
+    def emit_to(self, data: pa.RecordBatch | pa.Table, keys: frozenset[str]) -> None:
+        self._task.emit_to(data, keys)
+
+    def operator_counters(self, names: list[str]) -> list[OperatorCounter]:
+        return self._task.operator_counters(names)
+
+    def state(self) -> StateStore:
+        return self._task.state()
+
+    def timers(self) -> TimerService:
+        return self._task.timers()
 
     @property
     def cancelled(self) -> bool:

@@ -14,7 +14,8 @@ import pyarrow as pa
 
 from yarnflow.core.estimates import format_bytes
 from yarnflow.core.failures import NonRecoverableError
-from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, OperatorContext
+from yarnflow.core.operators.base import BatchProcessor, OneInputOperator
+from yarnflow.core.operators.context import OperatorContext
 
 
 class ResultTooLarge(NonRecoverableError):

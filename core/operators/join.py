@@ -26,11 +26,10 @@ import numpy as np
 import pyarrow as pa
 
 from yarnflow.core.estimates import Estimate
-from yarnflow.core.memory import OperatorMemory, memory_of
-from yarnflow.core.operators.base import (Operator, OperatorContext, PlanError, concat,
-                                          require_columns)
-from yarnflow.core.operators.spill import (MAX_LEVEL, SPILL_FILES_PER_LEVEL, Buckets,
-                                          retained_bytes)
+from yarnflow.core.memory import Held, OperatorMemory, fits_a_copy
+from yarnflow.core.operators.base import Operator, PlanError, concat, require_columns
+from yarnflow.core.operators.context import OperatorContext
+from yarnflow.core.operators.spill import MAX_LEVEL, SPILL_FILES_PER_LEVEL, Buckets
 
 _ROW = "__yarnflow_build_row"      # a full outer join's build row numbers, never emitted
 
@@ -150,7 +149,7 @@ class HashJoinOperator(Operator):
         if build_input not in self.join_type.buildable:
             raise ValueError(f"a {self.how} join cannot hold input {build_input} whole")
         probe_input = 1 - build_input
-        memory = memory_of(ctx)
+        memory = ctx.memory()
         try:
             held, spilled = self._read_build(ctx, build_input, memory)
             if spilled is None:
@@ -176,31 +175,28 @@ class HashJoinOperator(Operator):
         """The build side held, or, once it outgrew the operator's memory, cut into spill
         buckets by its keys (a grace hash join: Flink's hybrid hash join spills the same
         way)."""
-        held: list[pa.RecordBatch] = []
-        size = 0
+        held: Held[pa.RecordBatch] = Held(memory)
         spilled: Buckets | None = None
         for batch in ctx.input(build_input):
             if spilled is not None:
                 spilled.write(batch)
                 continue
             if batch.num_rows:
-                held.append(batch)
-                size += retained_bytes(batch)
-            if size > _holdable(memory):
+                held.add(batch)
+            if held.too_big_to_copy():       # the hash table pyarrow builds beside it
                 spilled = Buckets(memory, "join-build", self._keys(build_input), 0)
-                for piece in held:
+                for piece in held.take():
                     spilled.write(piece)
-                held = []
         if spilled is not None:
             spilled.close()
-        return held, spilled
+        return held.take(), spilled
 
     def _grace(self, ctx: OperatorContext, build: Buckets, probe: Buckets, index: int,
                probe_input: int, memory: OperatorMemory) -> None:
         """Bucket ``index`` of both sides joined: held whole when its build side fits,
         else cut again by other bits of the keys' hash (a bucket of rows of one key
         cannot be cut: after ``MAX_LEVEL`` cuts it is joined whole)."""
-        if build.size(index) > _holdable(memory) and build.level + 1 < MAX_LEVEL:
+        if not fits_a_copy(build.size(index), memory) and build.level + 1 < MAX_LEVEL:
             inner_build, inner_probe = build.recut(index), probe.recut(index)
             for inner in range(SPILL_FILES_PER_LEVEL):
                 self._grace(ctx, inner_build, inner_probe, inner, probe_input, memory)
@@ -278,12 +274,6 @@ def _left_first(joined: pa.Table, left: list[str], left_keys: list[str],
         joined = joined.rename_columns(names)
     kept = set(left)
     return joined.select([*left, *(name for name in names if name not in kept)])
-
-
-def _holdable(memory: OperatorMemory) -> int:
-    """The most build-side bytes held whole: pyarrow's join builds its hash table beside
-    them, about as large again."""
-    return memory.limit // 2
 
 
 def probe_chunks(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:

@@ -18,8 +18,10 @@ import pyarrow.compute as pc
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.failures import ContractError
 from yarnflow.core.operators.aggregate import Aggregation, LocalAggregation, grouping
-from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator,
-                                          OperatorContext, PlanError, require_columns)
+from yarnflow.core.operators.phase import Phase
+from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator, PlanError,
+                                          require_columns)
+from yarnflow.core.operators.context import OperatorContext
 
 
 
@@ -149,15 +151,20 @@ def schema_difference(expected: pa.Schema, got: pa.Schema) -> str:
 
 class DistinctOperator(OneInputOperator):
     """The distinct rows of ``columns`` (SQL's ``SELECT DISTINCT``): only those columns,
-    each combination once, a null a value like any other. ``local``: the step before the
-    exchange, which stops deduplicating once it sees that its input hardly repeats
+    each combination once, a null a value like any other. A LOCAL step (before the
+    exchange) stops deduplicating once it sees that its input hardly repeats
     (``settings``, Flink's adaptive local hash aggregation: the final step deduplicates
     what it passes on all the same)."""
 
-    def __init__(self, columns: Sequence[str], local: bool = False) -> None:
+    def __init__(self, columns: Sequence[str], phase: Phase = Phase.WHOLE,
+                 settings: LocalAggregation | None = None) -> None:
         self.columns = list(columns)
-        self.local = local
-        self.settings = LocalAggregation(adaptive=local)
+        self.phase = phase
+        self.settings = settings or LocalAggregation(adaptive=phase is Phase.LOCAL)
+
+    def with_settings(self, settings: LocalAggregation) -> "DistinctOperator":
+        """The same step adapting as ``settings`` say (the planner's, from conf/)."""
+        return DistinctOperator(self.columns, self.phase, settings)
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         if inputs[0] is None or not self.columns:
@@ -166,23 +173,22 @@ class DistinctOperator(OneInputOperator):
         return pa.schema([inputs[0].field(c) for c in self.columns])
 
     def open(self, ctx: OperatorContext) -> BatchProcessor:
-        return _Distinct(ctx, self.columns, self.local, self.settings)
+        return _Distinct(ctx, self.columns, self.phase, self.settings)
 
 
 class _Distinct(BatchProcessor):
     """A grouping without aggregations (``aggregate.py``): its groups are the distinct
     rows. Made with the first batch when the columns are its whole rows."""
 
-    def __init__(self, ctx: OperatorContext, columns: list[str], local: bool,
+    def __init__(self, ctx: OperatorContext, columns: list[str], phase: Phase,
                  settings: LocalAggregation) -> None:
         self._ctx = ctx
-        self._local = local
+        self._phase = phase
         self._settings = settings
         self._grouping = self._grouped(columns) if columns else None
 
     def _grouped(self, columns: list[str]) -> BatchProcessor:
-        return grouping(self._ctx, Aggregation(columns, []), local=self._local,
-                        settings=self._settings)
+        return grouping(self._ctx, Aggregation(columns, []), self._phase, self._settings)
 
     def process(self, batch: pa.RecordBatch) -> None:
         if self._grouping is None:          # distinct() of whole rows
@@ -200,12 +206,14 @@ class _Distinct(BatchProcessor):
 
 class LimitOperator(OneInputOperator):
     """The first ``n`` rows it is given (which ones, without an order before it, is
-    whichever arrive first: Spark's and SQL's ``LIMIT``)."""
+    whichever arrive first: Spark's and SQL's ``LIMIT``). Its LOCAL step and its FINAL
+    step do the same, on a producer's rows and on what the local steps kept."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, phase: Phase = Phase.WHOLE) -> None:
         if n < 0:
             raise ValueError(f"limit({n}): n must be 0 or more")
         self.n = n
+        self.phase = phase
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         return inputs[0]
@@ -237,15 +245,17 @@ class _Limit(BatchProcessor):
 
 class TopOperator(OneInputOperator):
     """The ``n`` first rows in the order of ``keys`` (pyarrow sort keys), emitted in that
-    order; nulls sort last either way, as pyarrow sorts them."""
+    order; nulls sort last either way, as pyarrow sorts them. Its LOCAL step keeps its
+    producer's own top n, its FINAL step the top n of those."""
 
-    def __init__(self, n: int, keys: list[tuple[str, str]]) -> None:
+    def __init__(self, n: int, keys: list[tuple[str, str]], phase: Phase = Phase.WHOLE) -> None:
         if n < 0:
             raise ValueError(f"top({n}): n must be 0 or more")
         if not keys:
             raise ValueError("top needs the columns to order by: top(10, by=['amount'])")
         self.n = n
         self.keys = keys
+        self.phase = phase
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         if inputs[0] is not None:

@@ -14,8 +14,9 @@ import pyarrow as pa
 
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.operators import partitions
-from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, OperatorContext,
-                                          PlanError, require_columns)
+from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, PlanError,
+                                          require_columns)
+from yarnflow.core.operators.context import OperatorContext
 from yarnflow.core.operators.formats import FORMATS, FileFormat, FormatWriter
 from yarnflow.core.operators.output_commit import MODES, DirectoryCommitter
 

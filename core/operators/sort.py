@@ -30,10 +30,11 @@ import pyarrow.compute as pc
 
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.jobgraph import RANGE_COLUMN
-from yarnflow.core.memory import memory_of
-from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator,
-                                          OperatorContext, concat, require_columns)
-from yarnflow.core.operators.spill import SpilledRun, merge_sorted, retained_bytes
+from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator, concat,
+                                          require_columns)
+from yarnflow.core.operators.context import OperatorContext
+from yarnflow.core.memory import Held, run_batch_bytes
+from yarnflow.core.operators.spill import SpilledRun, merge_sorted
 
 # Sampled rows per producer (Spark samples 20 per output partition, 3x over); the
 # boundaries cut the samples into this many buckets, far more than any sort has
@@ -249,15 +250,14 @@ def _in_order(table: pa.Table, order: pa.Array, rows: int) -> Iterator[pa.Table]
 
 class _Sort(BatchProcessor):
     """Its input held and sorted; past the operator's memory, an external merge sort:
-    each time the held rows reach half of it (sorting copies them) they are sorted and
+    each time the held rows pass what it can copy (sorting copies them) they are sorted and
     spilled as a run, and the runs are merged at the end, ``FAN_IN`` at a time."""
 
     def __init__(self, ctx: OperatorContext, keys: list[tuple[str, str]]) -> None:
         self._ctx = ctx
         self._keys = keys
-        self._memory = memory_of(ctx)
-        self._held: list[pa.RecordBatch] = []
-        self._held_bytes = 0
+        self._memory = ctx.memory()
+        self._held: Held[pa.RecordBatch] = Held(self._memory)
         self._runs: list[SpilledRun] = []
         self._first: str | None = None
         self._last = ""
@@ -265,10 +265,8 @@ class _Sort(BatchProcessor):
     def process(self, batch: pa.RecordBatch) -> None:
         if not batch.num_rows:
             return
-        self._held.append(batch)
-        self._held_bytes += retained_bytes(batch)
-        # half its memory held is a run: sorting copies what it holds
-        if self._held_bytes > self._memory.limit // 2:
+        self._held.add(batch)
+        if self._held.too_big_to_copy():        # sorting copies what it holds: a run
             self._spill_held()
 
     def _spill_held(self) -> None:
@@ -285,15 +283,14 @@ class _Sort(BatchProcessor):
         a table of many chunks is concatenated first and then copied again (three times
         its bytes at the peak); taken in pieces from its chunks, ten to twenty times
         slower; concatenated first, then taken in pieces: twice."""
-        table = pa.Table.from_batches(self._held).combine_chunks()
-        self._held, self._held_bytes = [], 0
+        table = pa.Table.from_batches(self._held.take()).combine_chunks()
         return table, pc.sort_indices(table, sort_keys=self._keys)
 
     def _run_batch_rows(self, table: pa.Table) -> int:
         """Rows per batch of a run: a merge holds a batch of each of ``FAN_IN`` runs, and
-        copies them once, in a quarter of its memory."""
+        copies them once (``core/memory.py``'s ``READ_SHARE``)."""
         row_bytes: int = max(1, int(table.nbytes) // max(1, int(table.num_rows)))
-        fits: int = self._memory.limit // (8 * FAN_IN) // row_bytes
+        fits: int = run_batch_bytes(self._memory, FAN_IN) // row_bytes
         return max(1024, min(int(self._ctx.batch_rows), fits))
 
     def finish(self) -> None:
@@ -331,12 +328,11 @@ class _Sort(BatchProcessor):
             self._ctx.emit(table.slice(start, step))
 
     def _report(self) -> None:
-        report = getattr(self._ctx, "key_range", None)    # a task's context reports it
-        if report is not None and self._first is not None:
-            report(self._first, self._last)
+        if self._first is not None:
+            self._ctx.key_range(self._first, self._last)
 
     def close(self) -> None:
-        self._held = []
+        self._held.take()
         for run in self._runs:
             run.delete()
         self._runs = []

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 
 from yarnflow.core.fs import FileSystemSettings, hosts_of_range
 from yarnflow.core.estimates import UNKNOWN, Estimate
-from yarnflow.core.operators.base import Operator, OperatorContext, PlanError, require_columns
+from yarnflow.core.operators.base import Operator, PlanError, require_columns
+from yarnflow.core.operators.context import OperatorContext
 from yarnflow.core.operators import partitions
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 

@@ -11,8 +11,8 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from yarnflow.core.failures import ContractError
-from yarnflow.core.operators.base import (Operator, OperatorContext, check_declared, concat,
-                                          declared_schema)
+from yarnflow.core.operators.base import Operator, check_declared, concat, declared_schema
+from yarnflow.core.operators.context import OperatorContext
 
 log = logging.getLogger(__name__)
 

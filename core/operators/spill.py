@@ -143,12 +143,6 @@ class Buckets:
             self.delete(index)
 
 
-def retained_bytes(data: pa.Table | pa.RecordBatch) -> int:
-    """The bytes holding ``data`` keeps in memory: whole buffers, where a slice's
-    ``nbytes`` counts only its rows (a slice of a larger batch keeps all of it)."""
-    return int(data.get_total_buffer_size())
-
-
 def merge_sorted(runs: Sequence[Iterator[pa.RecordBatch]],
                  keys: list[tuple[str, str]]) -> Iterator[pa.Table]:
     """The rows of sorted ``runs`` in one order, a piece at a time, holding about one

@@ -1,4 +1,4 @@
-"""Record-batch-at-a-time transforms: map, filter, flat_map, select."""
+"""Record-batch-at-a-time transforms: map, filter, flat_map, select, and the identity."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -8,8 +8,9 @@ import pyarrow as pa
 from yarnflow.core.estimates import Estimate, EstimateHint
 from yarnflow.core.failures import ContractError
 from yarnflow.core.operators.base import (BatchProcessor, EachBatch, OneInputOperator,
-                                          OperatorContext, check_declared, declared_schema,
-                                          require_columns, to_batches)
+                                          check_declared, declared_schema, require_columns,
+                                          to_batches)
+from yarnflow.core.operators.context import OperatorContext
 
 
 class _Transform(OneInputOperator):
@@ -98,3 +99,14 @@ class SelectOperator(OneInputOperator):
                                     f"{', '.join(batch.schema.names)})")
             ctx.emit(batch.select(self.columns))
         return EachBatch(pick)
+
+
+class IdentityOperator(OneInputOperator):
+    """Its input as it is: the step a plan left out where the vertex stays for its
+    edges (a local aggregate under ``table.optimizer.agg-phase-strategy: ONE_PHASE``)."""
+
+    def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
+        return inputs[0]
+
+    def open(self, ctx: OperatorContext) -> BatchProcessor:
+        return EachBatch(ctx.emit)

@@ -5,7 +5,9 @@ import heapq
 import itertools
 from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
 
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.appmaster.jobmaster.jobmaster import JobMaster
@@ -19,6 +21,10 @@ from yarnflow.conf import Configuration
 from yarnflow.core.clock import ManualClock
 from yarnflow.core.jobgraph import JobGraph
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.core.ids import ExecutionAttemptID, JobID
+from yarnflow.core.memory import UNLIMITED, OperatorMemory
+from yarnflow.core.messages import OperatorCounter
+from yarnflow.core.operators.context import NoStateInBoundedJobs, StateStore, TimerService
 
 from yarnflow.rpc.codec import as_received
 from yarnflow.rpc.endpoint import ScheduledTask, schedule_periodic
@@ -452,3 +458,66 @@ class TestingWebMonitorSource:
     def configuration(self) -> dict[str, str]:
         from yarnflow.appmaster.webmonitor.source import visible_configuration
         return visible_configuration(self.values)
+
+
+class TestingOperatorContext:
+    """A task's whole OperatorContext for an operator run in a test: inputs by index
+    (lists of batches), the output in ``out`` (and, per set of edges a chain routes to,
+    in ``routed``), a fixed memory budget (unlimited unless ``memory`` is given), the
+    counters, key ranges and collected rows a task would report, and no state or timers,
+    as a bounded job's task."""
+    __test__ = False
+
+    def __init__(self, *inputs: list[pa.RecordBatch], batch_rows: int = 2,
+                 build_input: int = -1, memory: OperatorMemory | None = None,
+                 splits: list[Any] | None = None, vertex_name: str = "task") -> None:
+        self.inputs = inputs
+        self.out: list[pa.RecordBatch] = []
+        self.routed: dict[frozenset[str], list[Any]] = {}
+        self.subtask_index, self.parallelism, self.vertex_name = 0, 1, vertex_name
+        self.job_id, self.attempt_id = JobID("j"), ExecutionAttemptID("a")
+        self.batch_rows, self.build_input = batch_rows, build_input
+        self.budget = memory
+        self.counters: list[OperatorCounter] = []
+        self.key_ranges: list[tuple[str, str]] = []
+        self.collected: bytes | None = None
+        self._splits = list(splits or [])
+        self.cancelled = False
+
+    def input(self, index: int) -> Iterator[pa.RecordBatch]:
+        return iter(self.inputs[index])
+
+    def emit(self, data: pa.RecordBatch | pa.Table) -> None:
+        self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
+
+    def emit_to(self, data: pa.RecordBatch | pa.Table, keys: frozenset[str]) -> None:
+        self.routed.setdefault(keys, []).append(data)
+
+    def next_split(self) -> Any | None:
+        return self._splits.pop(0) if self._splits else None
+
+    def spark(self) -> Any:
+        raise RuntimeError("a unit test's task has no SparkSession: run a Spark operator "
+                           "in tests/integration")
+
+    def collect_result(self, data: bytes) -> None:
+        self.collected = data
+
+    def key_range(self, first: str, last: str) -> None:
+        self.key_ranges.append((first, last))
+
+    def memory(self) -> OperatorMemory:
+        return self.budget if self.budget is not None else OperatorMemory.fixed(UNLIMITED)
+
+    def operator_counters(self, names: list[str]) -> list[OperatorCounter]:
+        self.counters = [OperatorCounter(name) for name in names]
+        return self.counters
+
+    def state(self) -> StateStore:
+        raise NoStateInBoundedJobs("state", self.vertex_name)
+
+    def timers(self) -> TimerService:
+        raise NoStateInBoundedJobs("timers", self.vertex_name)
+
+    def table(self, schema: pa.Schema | None = None) -> pa.Table:
+        return pa.Table.from_batches(self.out, schema=schema)

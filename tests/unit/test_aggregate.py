@@ -13,9 +13,11 @@ import pytest
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.operators import aggregate as aggregating
-from yarnflow.core.operators.aggregate import (AggregateOperator, LocalAggregateOperator,
-                                               LocalAggregation)
-from tests.unit.test_relational import Context, pipeline, rows, shape
+from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregation
+from yarnflow.core.operators.phase import Phase
+from yarnflow.core.operators.transforms import IdentityOperator
+from tests.unit.fakes import TestingOperatorContext as Context
+from tests.unit.test_relational import pipeline, rows, shape
 
 RNG = np.random.default_rng(3)
 N = 3_000
@@ -34,12 +36,11 @@ def two_phase(keys, aggs, data, producers=3, settings=None, chunk=100):
         start = i * len(data) // producers
         share = data.slice(start, (i + 1) * len(data) // producers - start)
         ctx = Context(share.to_batches(max_chunksize=chunk), batch_rows=64)
-        local = LocalAggregateOperator(keys, aggs)
-        local.settings = settings or LocalAggregation()
+        local = AggregateOperator(keys, aggs, Phase.LOCAL, settings=settings or LocalAggregation())
         local.run(ctx)
         partials += ctx.out
-    final = AggregateOperator(keys, aggs, final=True)
-    schema = final.schema([LocalAggregateOperator(keys, aggs).schema([data.schema])])
+    final = AggregateOperator(keys, aggs, Phase.FINAL)
+    schema = final.schema([AggregateOperator(keys, aggs, Phase.LOCAL).schema([data.schema])])
     ctx = Context(partials, batch_rows=64)
     final.run(ctx)
     return ctx.table(schema), len(partials), sum(b.num_rows for b in partials)
@@ -71,10 +72,10 @@ def test_partial_results_merged_give_pyarrows_answer(keys):
 
 def test_an_aggregate_without_keys_gives_one_row_of_an_empty_input():
     empty = DATA.slice(0, 0)
-    for final in (True, False):
-        operator = AggregateOperator([], [("x", "sum"), ("x", "count"), ("x", "mean")], final=final)
-        input_schema = LocalAggregateOperator([], operator.aggregations).schema([empty.schema]) \
-            if final else empty.schema
+    for phase in (Phase.FINAL, Phase.WHOLE):
+        operator = AggregateOperator([], [("x", "sum"), ("x", "count"), ("x", "mean")], phase)
+        input_schema = AggregateOperator([], operator.aggregations, Phase.LOCAL).schema(
+            [empty.schema]) if phase is Phase.FINAL else empty.schema
         schema = operator.schema([input_schema])
         ctx = Context([])
         operator.run(ctx)
@@ -129,7 +130,10 @@ def test_one_phase_configured_passes_rows_to_the_final_step():
         "table.optimizer.agg-phase-strategy=ONE_PHASE", "pipeline.operator-chaining.enabled=false"]))
     local = next(v for v in graph.vertices.values() if v.name == "aggregate-local").operator.value
     final = next(v for v in graph.vertices.values() if v.name == "aggregate").operator.value
-    assert not local.enabled and not final.final
+    assert isinstance(local, IdentityOperator) and final.phase is Phase.WHOLE
+    # the plan's operators are new ones: the pipeline's own are as the user built them
+    own = {v.name: v.operator.value for v in p._vertices}
+    assert own["aggregate-local"].phase is Phase.LOCAL and own["aggregate"].phase is Phase.FINAL
     ctx = Context(ROWS.to_batches(max_chunksize=3))
     local.run(ctx)
     assert sum(b.num_rows for b in ctx.out) == ROWS.num_rows
@@ -151,7 +155,7 @@ def test_a_step_of_many_groups_merges_them_a_logarithmic_number_of_times(monkeyp
     monkeypatch.setattr(aggregating.Aggregation, "merge", counted)
     data = pa.table({"g": pa.array(np.arange(20_000) % 5_000, pa.int64()),
                      "x": pa.array(np.ones(20_000))})
-    final = AggregateOperator(["g"], [("x", "sum")], final=False)
+    final = AggregateOperator(["g"], [("x", "sum")], Phase.WHOLE)
     ctx = Context(data.to_batches(max_chunksize=50), batch_rows=16)
     final.run(ctx)
     assert rows(ctx.table(final.schema([data.schema]))) == rows(one_pass(["g"], [("x", "sum")], data))

@@ -18,6 +18,7 @@ from yarnflow.core.jobgraph import (ChainingStrategy, JobGraph, JobVertex, ShipS
 from yarnflow.core.operators import FilterOperator, MapOperator, SelectOperator, TableSource
 from yarnflow.core.operators.base import BatchProcessor, OneInputOperator
 from yarnflow.core.operators.chain import ChainedOperator, failed_operator
+from tests.unit.fakes import TestingOperatorContext
 from yarnflow.appmaster.webmonitor import views
 from rich.console import Console
 
@@ -25,7 +26,7 @@ from yarnflow.client.display import progress_table, summary_table
 from yarnflow.core.details import JobDetails, SubtaskDetails, VertexDetails
 from yarnflow.core.ids import JobID
 from yarnflow.core.status import JobStatus
-from yarnflow.core.messages import OperatorCounter, OperatorMetrics, TaskMetrics
+from yarnflow.core.messages import OperatorMetrics, TaskMetrics
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.status import ExecutionState
 from yarnflow.rpc.codec import fill_metrics, jobgraph_from_proto, jobgraph_to_proto, metrics_from_proto
@@ -166,25 +167,11 @@ def test_a_producer_with_two_forward_consumers_heads_a_tree_and_a_second_sink_it
                       f"{graph.vertex_running('sink-c').id}.0": "copy"}
 
 
-class Routed:
-    """A task's context of several outputs, by the keys a chain routes to."""
-
-    def __init__(self, batches):
-        self.context = Context(batches)
-        self.routed: dict[frozenset, list] = {}
-
-    def __getattr__(self, name):
-        return getattr(self.context, name)
-
-    def emit_to(self, data, keys):
-        self.routed.setdefault(keys, []).append(data)
-
-
 def test_a_tree_hands_each_batch_to_every_branch_and_each_edge_what_its_operator_emits():
     low = FilterOperator(lambda b: pc.less(b["k"], 5), "low")
     high = FilterOperator(lambda b: pc.greater_equal(b["k"], 5), "high")
     keys = SelectOperator(["k"])
-    ctx = Routed(ROWS.to_batches(max_chunksize=4))
+    ctx = task(ROWS.to_batches(max_chunksize=4))
     ChainedOperator([MapOperator(lambda b: b, "rows"), low, high, keys], ["rows", "low", "high", "keys"],
                     parents=[-1, 0, 0, 2], routes={"a.0": 1, "b.0": 3, "c.1": 3}).run(ctx)
     got = {tuple(sorted(k)): pa.Table.from_batches(v) for k, v in ctx.routed.items()}
@@ -199,24 +186,9 @@ def test_a_tree_hands_each_batch_to_every_branch_and_each_edge_what_its_operator
         ChainedOperator([TableSource(ROWS), low, high], ["rows", "low", "high"], parents=[-1, 2, 0])
 
 
-class Context:
-    """Just enough of a task for an operator's run: one input, a list for its output."""
-
-    def __init__(self, batches):
-        self.batches, self.out = batches, []
-        self.subtask_index, self.parallelism, self.vertex_name = 0, 1, "task"
-        self.job_id, self.attempt_id, self.batch_rows, self.build_input = "j", "a", 4, -1
-        self.cancelled = False
-
-    def input(self, index):
-        return iter(self.batches)
-
-    def emit(self, data):
-        self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
-
-    def operator_counters(self, names):
-        self.counters = [OperatorCounter(name) for name in names]
-        return self.counters
+def task(batches):
+    """A task of one input, 4 rows to a batch."""
+    return TestingOperatorContext(batches, batch_rows=4)
 
 
 def test_a_chain_hands_each_batch_down_the_line_and_gives_what_each_operator_would():
@@ -224,13 +196,13 @@ def test_a_chain_hands_each_batch_down_the_line_and_gives_what_each_operator_wou
     odd = FilterOperator(lambda b: pc.equal(pc.bit_wise_and(b["v"], 1), 1), "odd")
     keys = SelectOperator(["k"])
     batches = ROWS.to_batches(max_chunksize=3)
-    alone = Context(batches)
+    alone = task(batches)
     for operator in (plus, odd, keys):
         alone = (operator.run(alone), alone)[1]
-        alone = Context(alone.out)
-    chained = Context(batches)
+        alone = task(alone.out)
+    chained = task(batches)
     ChainedOperator([plus, odd, keys], ["plus", "odd", "keys"]).run(chained)
-    assert pa.Table.from_batches(chained.out).equals(pa.Table.from_batches(alone.batches))
+    assert pa.Table.from_batches(chained.out).equals(pa.Table.from_batches(alone.inputs[0]))
     assert pa.Table.from_batches(chained.out).column("k").to_pylist() == [0, 2, 4, 6, 8]
     counted = [(c.name, c.records_in, c.records_out) for c in chained.counters]
     assert counted == [("plus", 10, 10), ("odd", 10, 5), ("keys", 5, 5)]
@@ -321,7 +293,7 @@ class Holding(OneInputOperator):
 
 def test_what_an_operator_holds_reaches_the_next_before_that_one_finishes():
     Holding.ended = []
-    out = Context(ROWS.to_batches(max_chunksize=4))
+    out = task(ROWS.to_batches(max_chunksize=4))
     ChainedOperator([MapOperator(lambda b: b, "m"), Holding(), Holding()], ["m", "h1", "h2"]).run(out)
     assert pa.Table.from_batches(out.out).equals(ROWS.combine_chunks())
     assert Holding.ended == ["finish", "finish", "close", "close"]
@@ -335,7 +307,7 @@ def test_a_failure_names_the_chained_operator_that_raised_it_and_every_operator_
     chain = ChainedOperator([MapOperator(lambda b: b, "m"), MapOperator(broken, "lookup"), Holding()],
                             ["m", "lookup", "h"])
     with pytest.raises(ValueError, match="no such currency") as raised:
-        chain.run(Context(ROWS.to_batches()))
+        chain.run(task(ROWS.to_batches()))
     assert failed_operator(raised.value) == "lookup"
     assert Holding.ended == ["close"]
 
@@ -346,7 +318,7 @@ def test_a_cancelled_chain_stops_before_its_next_batch_though_its_last_operator_
     waited for the whole split (bench/failover.py's recover_ms 1.4 -> 5.4 s, issue 81)."""
     Holding.ended = []
     seen: list[int] = []
-    ctx = Context(ROWS.to_batches(max_chunksize=2))
+    ctx = task(ROWS.to_batches(max_chunksize=2))
 
     def work(batch):
         seen.append(batch.num_rows)

@@ -16,24 +16,14 @@ from yarnflow.core.errors import UnknownJob
 from yarnflow.core.ids import JobID
 from yarnflow.core.operators.collect import CollectSink, ResultTooLarge
 from yarnflow.core.status import JobStatus
+from tests.unit.fakes import TestingOperatorContext
 
 ROWS = pa.table({"k": pa.array(range(1000), pa.int64()), "s": [str(i) for i in range(1000)]})
 
 
-class Context:
-    vertex_name = "collect"
-    subtask_index = 0
-
-    def __init__(self) -> None:
-        self.result: bytes | None = None
-
-    def collect_result(self, data: bytes) -> None:
-        self.result = data
-
-
-def run(sink: CollectSink, batches: list[pa.RecordBatch]) -> Context:
-    ctx = Context()
-    processor = sink.open(ctx)      # type: ignore[arg-type]  # the part of a context it uses
+def run(sink: CollectSink, batches: list[pa.RecordBatch]) -> TestingOperatorContext:
+    ctx = TestingOperatorContext(vertex_name="collect")
+    processor = sink.open(ctx)
     try:
         for batch in batches:
             processor.process(batch)
@@ -45,19 +35,19 @@ def run(sink: CollectSink, batches: list[pa.RecordBatch]) -> Context:
 
 def test_a_subtasks_rows_come_back_whole_and_in_order():
     ctx = run(CollectSink(2**20), ROWS.to_batches(max_chunksize=100))
-    assert ctx.result is not None
-    assert table_of((ctx.result,)).equals(ROWS)
+    assert ctx.collected is not None
+    assert table_of((ctx.collected,)).equals(ROWS)
 
 
 def test_subtasks_without_rows_give_the_planned_columns_or_nothing():
     planned = CollectSink(2**20)
     assert planned.schema([ROWS.schema]) == ROWS.schema
-    empty = run(planned, []).result
+    empty = run(planned, []).collected
     assert empty and table_of((empty,)).schema == ROWS.schema
-    assert run(CollectSink(2**20), []).result is None       # columns unknown: nothing
+    assert run(CollectSink(2**20), []).collected is None       # columns unknown: nothing
     # in subtask order, an empty one between
     first, second = ROWS.slice(0, 10), ROWS.slice(10, 5)
-    parts = (run(planned, first.to_batches()).result, b"", run(planned, second.to_batches()).result)
+    parts = (run(planned, first.to_batches()).collected, b"", run(planned, second.to_batches()).collected)
     assert table_of(parts).equals(ROWS.slice(0, 15))
 
 

@@ -114,7 +114,7 @@ def test_csv_and_json_sinks_write_their_format_and_suffix(tmp_path):
     import decimal
     import json
     from yarnflow.core.operators.sinks import FileSink
-    from tests.unit.test_relational import Context
+    from tests.unit.fakes import TestingOperatorContext as Context
     table = pa.table({"k": pa.array([1, None], pa.int64()), "s": ["a,b", None],
                       "d": pa.array([decimal.Decimal("1.50"), None], pa.decimal128(9, 2)),
                       "day": [datetime.date(2024, 1, 2)] * 2, "x": [float("nan"), 2.5]})

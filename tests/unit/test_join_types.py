@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from yarnflow.core.operators.join import CrossJoinOperator, HashJoinOperator, JoinType
+from tests.unit.fakes import TestingOperatorContext
 
 LEFT = pa.table({"k": pa.array([1, 2, 2, None, 5, 7, 7], pa.int64()),
                  "a": pa.array(["p", "q", "r", "s", "t", "u", "v"])})
@@ -15,17 +16,12 @@ RIGHT = pa.table({"k": pa.array([2, 2, 3, None, 7, 9], pa.int64()),
                   "b": pa.array([20.0, 21.0, 30.0, 0.0, 70.0, 90.0])})
 
 
-class Context:
-    def __init__(self, left, right, build_input=-1, batch_rows=4):
-        self.inputs = (left.to_batches(max_chunksize=2), right.to_batches(max_chunksize=3))
-        self.out, self.build_input, self.batch_rows = [], build_input, batch_rows
-        self.subtask_index, self.parallelism, self.vertex_name = 0, 1, "join"
-
-    def input(self, index):
-        return iter(self.inputs[index])
-
-    def emit(self, data):
-        self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
+def task(left, right, build_input=-1, batch_rows=4):
+    """A task joining ``left`` (in batches of 2) and ``right`` (in batches of 3)."""
+    return TestingOperatorContext(left.to_batches(max_chunksize=2),
+                                  right.to_batches(max_chunksize=3),
+                                  build_input=build_input, batch_rows=batch_rows,
+                                  vertex_name="join")
 
 
 def rows(table):
@@ -35,7 +31,7 @@ def rows(table):
 def joined(how, build_input, left=LEFT, right=RIGHT, known=True):
     operator = HashJoinOperator(["k"], ["k"], how, build_input=build_input)
     schema = operator.schema([left.schema, right.schema] if known else [None, None])
-    ctx = Context(left, right, build_input)
+    ctx = task(left, right, build_input)
     operator.run(ctx)
     return pa.Table.from_batches(ctx.out, schema=schema) if ctx.out else schema.empty_table()
 
@@ -58,7 +54,7 @@ def test_a_right_join_on_keys_of_two_names_keeps_the_left_name_where_the_left_ha
     right = RIGHT.rename_columns(["key", "b"])
     operator = HashJoinOperator(["k"], ["key"], "right", build_input=0)
     schema = operator.schema([LEFT.schema, right.schema])
-    ctx = Context(LEFT, right, 0)
+    ctx = task(LEFT, right, 0)
     operator.run(ctx)
     got = pa.Table.from_batches(ctx.out, schema=schema)
     assert got.column_names == ["k", "a", "b"]
@@ -96,7 +92,7 @@ def test_sparks_names_for_each_type():
 
 def test_a_cross_join_pairs_every_row_with_every_row_in_pieces():
     operator = CrossJoinOperator()
-    ctx = Context(LEFT, RIGHT.slice(0, 3), batch_rows=4)
+    ctx = task(LEFT, RIGHT.slice(0, 3), batch_rows=4)
     operator.run(ctx)
     got = pa.Table.from_batches(ctx.out)
     assert got.column_names == ["k", "a", "k_right", "b"]
@@ -105,7 +101,7 @@ def test_a_cross_join_pairs_every_row_with_every_row_in_pieces():
             for left in LEFT.to_pylist() for right in RIGHT.slice(0, 3).to_pylist()]
     assert rows(got) == rows(pa.Table.from_pylist(want))
     assert max(b.num_rows for b in ctx.out) <= 4
-    empty = Context(LEFT, RIGHT.slice(0, 0))
+    empty = task(LEFT, RIGHT.slice(0, 0))
     operator.run(empty)
     assert empty.out == []
 

@@ -15,7 +15,7 @@ from yarnflow.core.operators import partitions
 from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.sinks import FileSink
 from yarnflow.core.operators.sources import ParquetSource
-from tests.unit.test_relational import Context
+from tests.unit.fakes import TestingOperatorContext as Context
 
 ROWS = pa.table({"day": pa.array([1, 1, 2, None, 3] * 4, pa.int64()),
                  "country": ["NL", "a/b=c", "NL", "DE", "NL"] * 4,

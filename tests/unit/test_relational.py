@@ -12,31 +12,14 @@ from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.operators.aggregate import LocalAggregation
 from yarnflow.core.operators.base import PlanError
+from yarnflow.core.operators.phase import Phase
 from yarnflow.core.operators.relational import (DistinctOperator, LimitOperator, TopOperator,
                                                 UnionOperator, sort_keys)
+from tests.unit.fakes import TestingOperatorContext as Context
 from yarnflow.core.failures import ContractError
 
 ROWS = pa.table({"k": pa.array([3, None, 1, 3, 2, None, 1, 3], pa.int64()),
                  "v": pa.array([1.0, 2.0, None, 1.0, 5.0, 2.0, 7.0, 0.5])})
-
-
-class Context:
-    """Just enough of a task: inputs by index, a list for the output."""
-
-    def __init__(self, *inputs, batch_rows=2):
-        self.inputs, self.out = inputs, []
-        self.subtask_index, self.parallelism, self.vertex_name = 0, 1, "task"
-        self.job_id, self.attempt_id, self.batch_rows, self.build_input = "j", "a", batch_rows, -1
-        self.cancelled = False
-
-    def input(self, index):
-        return iter(self.inputs[index])
-
-    def emit(self, data):
-        self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
-
-    def table(self, schema):
-        return pa.Table.from_batches(self.out, schema=schema)
 
 
 def ran(operator, *tables, chunk=3):
@@ -49,10 +32,10 @@ def rows(table):
     return sorted(table.to_pylist(), key=lambda r: [(v is None, v) for v in r.values()])
 
 
-@pytest.mark.parametrize("local", [False, True])
+@pytest.mark.parametrize("phase", [Phase.WHOLE, Phase.LOCAL, Phase.FINAL])
 @pytest.mark.parametrize("columns", [("k",), ("k", "v"), ()])
-def test_distinct_gives_each_combination_once_with_null_a_value(columns, local):
-    got = ran(DistinctOperator(columns, local=local), ROWS)
+def test_distinct_gives_each_combination_once_with_null_a_value(columns, phase):
+    got = ran(DistinctOperator(columns, phase), ROWS)
     names = list(columns) or ROWS.column_names
     assert rows(got) == rows(ROWS.group_by(names).aggregate([]).select(names))
     assert ran(DistinctOperator(columns), ROWS.slice(0, 0)).num_rows == 0
@@ -61,7 +44,7 @@ def test_distinct_gives_each_combination_once_with_null_a_value(columns, local):
 def test_a_local_distinct_whose_input_hardly_repeats_passes_it_on():
     unique = pa.table({"k": pa.array(range(40), pa.int64())})
     ctx = Context(unique.to_batches(max_chunksize=5), batch_rows=2)
-    local = DistinctOperator(["k"], local=True)
+    local = DistinctOperator(["k"], Phase.LOCAL)
     local.settings = LocalAggregation(sampling_rows=4)
     local.run(ctx)
     # it stopped holding rows after the first merge: later batches went on one by one

@@ -12,6 +12,7 @@ import yarnflow.client as yf
 from yarnflow.conf import Configuration
 from yarnflow.core.failures import ContractError
 from yarnflow.core.operators import MapOperator
+from tests.unit.fakes import TestingOperatorContext
 
 ORDERS = pa.table({"id": [1, 2, 3], "customer": [7, 8, 7], "amount": [1.0, 2.0, 3.0]})
 CUSTOMERS = pa.table({"customer": [7, 8], "name": ["a", "b"]})
@@ -133,17 +134,8 @@ def test_a_declared_schema_that_is_not_one_is_refused_at_the_call():
         p.from_arrow(ORDERS).map(lambda b: b, name="m", output_schema=42)
 
 
-class _Context:
-    """Just enough of a task for one operator's run."""
-
-    def __init__(self, batches):
-        self.batches, self.out = batches, []
-
-    def input(self, index):
-        return iter(self.batches)
-
-    def emit(self, data):
-        self.out.append(data)
+def task(batches):
+    return TestingOperatorContext(batches)
 
 
 def test_a_function_that_returns_other_columns_than_declared_breaks_its_contract():
@@ -152,9 +144,9 @@ def test_a_function_that_returns_other_columns_than_declared_breaks_its_contract
     with pytest.raises(ContractError, match=r"map function 'm' returned columns \(id: int64, "
                        r"customer: int64, amount: double\) other than its output_schema "
                        r"\(id: int64\)"):
-        MapOperator(lambda b: b, "m", output_schema=declared).run(_Context([batch]))
+        MapOperator(lambda b: b, "m", output_schema=declared).run(task([batch]))
     with pytest.raises(ContractError, match="must return a pyarrow RecordBatch or Table, got dict"):
-        MapOperator(lambda b: {"id": 1}, "m").run(_Context([batch]))
-    ok = _Context([batch])
+        MapOperator(lambda b: {"id": 1}, "m").run(task([batch]))
+    ok = task([batch])
     MapOperator(lambda b: b.select(["id"]), "m", output_schema=declared).run(ok)
     assert ok.out[0].num_rows == 3

@@ -15,7 +15,8 @@ from yarnflow.core.operators.relational import sort_keys
 from yarnflow.core.operators.sort import (RangeBoundariesOperator, RangePartitionOperator,
                                           RangeSampleOperator, SortOperator, bucket_span)
 from yarnflow.taskexecutor.network.partitioner import Partitioner
-from tests.unit.test_relational import Context, pipeline, shape
+from tests.unit.fakes import TestingOperatorContext as Context
+from tests.unit.test_relational import pipeline, shape
 
 
 def table(keys, seed=0):

@@ -8,22 +8,12 @@ import pyarrow as pa
 import pytest
 
 from yarnflow.core.memory import UNLIMITED, OperatorMemory
-from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregateOperator
+from yarnflow.core.operators.aggregate import AggregateOperator
 from yarnflow.core.operators.join import HashJoinOperator
 from yarnflow.core.operators.sort import SortOperator
 from yarnflow.core.operators.spill import SPILL_FILES_PER_LEVEL, Buckets, SpilledRun, merge_sorted
-from tests.unit.test_relational import Context
-
-
-class Budgeted(Context):
-    """A task's context with a fixed memory budget and its own spill directory."""
-
-    def __init__(self, *inputs, limit, directory, batch_rows=500):
-        super().__init__(*inputs, batch_rows=batch_rows)
-        self.budget = OperatorMemory.fixed(limit, directory)
-
-    def memory(self):
-        return self.budget
+from yarnflow.core.operators.phase import Phase
+from tests.unit.fakes import TestingOperatorContext
 
 
 def data(rows: int, keys: int, seed: int = 0) -> pa.Table:
@@ -35,8 +25,8 @@ def data(rows: int, keys: int, seed: int = 0) -> pa.Table:
 
 
 def run(operator, *tables, limit=UNLIMITED, directory=None, chunk=700):
-    ctx = Budgeted(*[t.to_batches(max_chunksize=chunk) for t in tables], limit=limit,
-                   directory=directory)
+    ctx = TestingOperatorContext(*[t.to_batches(max_chunksize=chunk) for t in tables],
+                                 batch_rows=500, memory=OperatorMemory.fixed(limit, directory))
     operator.run(ctx)
     out = pa.Table.from_batches(ctx.out) if ctx.out else None
     return out, ctx.budget
@@ -78,11 +68,11 @@ def test_an_aggregate_whose_groups_outgrow_its_memory_spills_and_answers_the_sam
 
 def test_a_local_step_emits_its_groups_early_instead_of_growing(tmp_path):
     rows = data(20000, 8000, seed=4)
-    local = LocalAggregateOperator(["k"], [("v", "sum")])
+    local = AggregateOperator(["k"], [("v", "sum")], Phase.LOCAL)
     local.schema([rows.schema])
     partial, memory = run(local, rows, limit=30_000, directory=tmp_path / "s")
     assert memory.spilled_bytes == 0                   # partial results need no disk
-    final = AggregateOperator(["k"], [("v", "sum")], final=True)
+    final = AggregateOperator(["k"], [("v", "sum")], Phase.FINAL)
     final.schema([partial.schema])
     merged, _ = run(final, partial)
     expected = rows.group_by("k").aggregate([("v", "sum")])
