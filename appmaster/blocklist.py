@@ -13,7 +13,7 @@ import logging
 from collections import deque
 from typing import Iterable
 
-from yarnflow.conf import Configuration, options
+from yarnflow.appmaster.jobmaster.settings import BlockerSettings
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.clock import Clock
 
@@ -66,17 +66,12 @@ class FailureBlocker:
     ``execution.batch.speculative.block-slow-node-after``), whose block lasts
     ``…block-slow-node-duration``."""
 
-    def __init__(self, config: Configuration, clock: Clock, slow: bool = False) -> None:
-        if slow:
-            self._timeout = config.get(options.SPECULATIVE_BLOCK_SLOW_NODE_DURATION)
-            self.enabled = self._timeout > 0
-            self._threshold = config.get(options.SPECULATIVE_BLOCK_SLOW_NODE_AFTER)
-        else:
-            self._timeout = config.get(options.BLOCKLIST_ITEM_TIMEOUT)
-            self.enabled = config.get(options.BLOCKLIST_ENABLED)
-            self._threshold = config.get(options.BLOCKLIST_TASK_FAILURES)
+    def __init__(self, settings: BlockerSettings, clock: Clock, slow: bool = False) -> None:
+        self._timeout = settings.timeout
+        self.enabled = settings.enabled
+        self._threshold = settings.threshold
         self._what = "slow subtasks" if slow else "task failures"
-        self._window = config.get(options.BLOCKLIST_FAILURE_WINDOW)
+        self._window = settings.window
         self._clock = clock
         self._failures: dict[str, deque[float]] = {}
 

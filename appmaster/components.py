@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import grpc
 
+from yarnflow.appmaster.settings import ApplicationMasterSettings
 from yarnflow.core.clock import poll_until
 from yarnflow.core.ids import JobID, JobMasterId, ResourceManagerId
 from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence
@@ -82,14 +83,16 @@ class ApplicationMasterComponents:
             # a session's (local or on YARN) warm executors are paid for already: a larger
             # idle one may serve an adaptively sized slot, and it starts only ladder sizes
             config = config.copy().set(options.ADAPTIVE_SLOT_MEMORY_EXACT, False)
+        # raw, only to hand on: to each JobMaster with its job's own options, to the local
+        # driver's executors, to the web UI's configuration page
         self.config = config
+        self.settings = settings = ApplicationMasterSettings.of(config)
         self.application_attempt = application_attempt
         self.fence = fence
         self.tls = tls
-        self.channels = ChannelCache(tls, fault_injector(config.get(options.TEST_RPC_FAULTS),
-                                                         config.get(options.TEST_RPC_FAULTS_SEED)))
+        self.channels = ChannelCache(tls, fault_injector(settings.rpc_faults, settings.rpc_faults_seed))
         self.driver = driver
-        self._timeout = config.get(options.RPC_ASK_TIMEOUT)
+        self._timeout = settings.rpc_timeout
         self.resource_manager = ResourceManager(
             config, driver, self._rm_te_gateway, self._rm_jm_gateway, min_workers,
             worker_specs=worker_specs, ladder=ladder, token_provider=token_provider)
@@ -141,7 +144,7 @@ class ApplicationMasterComponents:
             channel, rm_id, jm.job_id, jm_id, self.address, self._timeout))
         self.jobs[jm.job_id] = jm
         self._remember(self.plans, jm.job_id,
-                       plan_vertices(received, options.default_slot_profile(self.config)))
+                       plan_vertices(received, self.settings.default_slot))
         jm.add_termination_listener(lambda result: self._release(jm, result))
         jm.start()
         return JobClient(jm)
@@ -163,8 +166,8 @@ class ApplicationMasterComponents:
                             "failed (%s); asking again", job_id, errors[-1])
                 return None
         rm_id = poll_until(attempt, self._timeout,
-                           self.config.get(options.REGISTRATION_INITIAL_BACKOFF),
-                           max_interval=self.config.get(options.REGISTRATION_MAX_BACKOFF))
+                           self.settings.registration_initial_backoff,
+                           max_interval=self.settings.registration_max_backoff)
         if rm_id is None:
             raise RuntimeError(f"job {job_id}: its JobMaster could not register with the "
                                f"ResourceManager within {self._timeout:g} s "
@@ -179,7 +182,7 @@ class ApplicationMasterComponents:
     def _remember(self, store: "OrderedDict[str, Any]", job_id: JobID, value: Any) -> None:
         with self._memory_lock:
             store[job_id] = value
-            while len(store) > self.config.get(options.JOBSTORE_MAX_CAPACITY):
+            while len(store) > self.settings.jobstore_max_capacity:
                 store.popitem(last=False)
 
     def plan(self, job_id: JobID) -> list[dict[str, Any]] | None:
@@ -212,7 +215,7 @@ class ApplicationMasterComponents:
             if not jm.result.done():
                 try:
                     jm.cancel()
-                    jm.result.result(timeout=self.config.get(options.JOB_CANCEL_TIMEOUT))
+                    jm.result.result(timeout=self.settings.job_cancel_timeout)
                 except Exception:  # noqa: BLE001 - whatever it was, the JobMaster goes now
                     log.warning("job %s did not cancel cleanly", jm.job_id)
             jm.shutdown()

@@ -21,12 +21,13 @@ from urllib.parse import urlsplit
 from yarnflow.appmaster.attempt_fence import AttemptFence, exit_when_replaced
 from yarnflow.appmaster.components import ApplicationMasterComponents
 from yarnflow.appmaster.dispatcher import Dispatcher
-from yarnflow.appmaster.jobmaster.job_events import partition_store_dir
+from yarnflow.appmaster.jobmaster.settings import StorageSettings
+from yarnflow.appmaster.settings import YarnApplicationSettings
 from yarnflow.appmaster.resourcemanager.delegation_tokens import KeytabTokenProvider
 from yarnflow.appmaster.resourcemanager.drivers.yarn import YarnDriver
 from yarnflow.appmaster.resourcemanager.drivers.yarn_nodes import node_reports_from_conf
 from yarnflow.appmaster.webmonitor import ApplicationMasterSource, WebMonitorServer
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.container_ladder import ContainerLadder
 from yarnflow.core.contract import (APPMASTER_ADDRESS_KEY, KEYTAB_FILE, SERVICES_ENV,
                                     WEB_PAGE_ROUTE, decode_env)
@@ -59,13 +60,12 @@ def application_attempt(container_id: str | None = None) -> int:
         return 1
 
 
-def attempt_fence(config: Configuration) -> AttemptFence:
+def attempt_fence(storage: StorageSettings) -> AttemptFence:
     """This attempt's claim on the application, beside the jobs' stored results:
     ``<execution.batch.partition-store.dir>/.attempts/<application id>/``."""
-    settings = options.filesystem_settings(config)
-    root = settings.resolve(partition_store_dir(config)).rstrip("/")
-    directory = f"{root}/.attempts/{os.environ.get('SKEIN_APPLICATION_ID', 'unknown')}"
-    return AttemptFence(open_filesystem(directory, settings), directory, application_attempt())
+    directory = f"{storage.root}/.attempts/{os.environ.get('SKEIN_APPLICATION_ID', 'unknown')}"
+    return AttemptFence(open_filesystem(directory, storage.filesystem), directory,
+                        application_attempt())
 
 
 def configure_logging() -> Path:
@@ -117,21 +117,21 @@ def diagnostics_of(result: JobDetails) -> str:
     return text[:DIAGNOSTICS_LIMIT]
 
 
-def keytab_token_provider(config: Configuration) -> KeytabTokenProvider | None:
+def keytab_token_provider(settings: YarnApplicationSettings) -> KeytabTokenProvider | None:
     """With the keytab the client shipped (a Kerberos cluster and
     security.kerberos.login.keytab), what obtains new HDFS delegation tokens."""
     if not Path(KEYTAB_FILE).is_file():
         return None
-    settings = options.filesystem_settings(config)
-    authority = urlsplit(settings.default_fs).netloc
+    filesystem = settings.storage.filesystem
+    authority = urlsplit(filesystem.default_fs).netloc
     log.info("a keytab for %s came with the application: it obtains new HDFS delegation "
-             "tokens before the current ones end", config.get(options.KERBEROS_PRINCIPAL))
-    return KeytabTokenProvider(settings.http_address(authority),
-                               config.get(options.KERBEROS_PRINCIPAL), str(Path(KEYTAB_FILE).resolve()),
-                               config.get(options.YARN_CLIENT_TIMEOUT))
+             "tokens before the current ones end", settings.kerberos_principal)
+    return KeytabTokenProvider(filesystem.http_address(authority), settings.kerberos_principal,
+                               str(Path(KEYTAB_FILE).resolve()), settings.yarn_client_timeout)
 
 
-def start_components(config: Configuration, app: Any, ladder: ContainerLadder | None = None,
+def start_components(config: Configuration, settings: YarnApplicationSettings, app: Any,
+                     ladder: ContainerLadder | None = None,
                      min_workers: int = 0,
                      register_more: Callable[[ApplicationMasterComponents, Any], None] | None = None,
                      token_provider: KeytabTokenProvider | None = None
@@ -141,17 +141,16 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     key-value store; containers Skein starts with the application are adopted."""
     plan = load_worker_specs(decode_env(SERVICES_ENV))
     worker_specs, starting = plan.specs, plan.starting
-    max_container = options.largest_worker(config)
+    max_container = settings.largest_worker
     keytab = Path(KEYTAB_FILE)
-    nodes = node_reports_from_conf(config.get(options.YARN_CLIENT_TIMEOUT),
-                                   config.get(options.KERBEROS_PRINCIPAL),
+    nodes = node_reports_from_conf(settings.yarn_client_timeout, settings.kerberos_principal,
                                    str(keytab.resolve()) if keytab.is_file() else "")
     driver = YarnDriver(config, app, plan.services, max_container, plan.host_services,
                         nodes=nodes)
     reports = driver.node_reports()
     if reports:             # none at all is a ResourceManager that just started: no news
         driver.forget_hosts_not_running(reports)
-    fence = attempt_fence(config)
+    fence = attempt_fence(settings.storage)
     fence.claim()          # before anything is recovered: from now on an older attempt yields
     exit_when_replaced(fence, REPLACED_CHECK_S)
     tls = read_skein_container_credentials(".")
@@ -168,7 +167,7 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
         rm.main.call(rm.slot_manager.add_starting_worker, resource_id, spec, ladder is not None)
     app.kv[APPMASTER_ADDRESS_KEY] = components.address.encode()
     log.info("ApplicationMaster (attempt %d of %d) serving at %s; worker specs: %s",
-             components.application_attempt, config.get(options.YARN_APPLICATION_ATTEMPTS),
+             components.application_attempt, settings.application_attempts,
              components.address, dict(plan.services))
     if plan.host_services:
         hosts = driver.worker_hosts()
@@ -176,14 +175,15 @@ def start_components(config: Configuration, app: Any, ladder: ContainerLadder | 
     return components
 
 
-def serve_web_monitor(config: Configuration, components: ApplicationMasterComponents,
-                      dispatcher: Dispatcher, app: Any, mode: str) -> WebMonitorServer:
+def serve_web_monitor(config: Configuration, settings: YarnApplicationSettings,
+                      components: ApplicationMasterComponents, dispatcher: Dispatcher, app: Any,
+                      mode: str) -> WebMonitorServer:
     """The web UI and REST API, on this host's loopback by default, added to Skein's web
     UI as a page: YARN's tracking URL leads there through the ResourceManager's proxy.
     A page Skein cannot add is logged, not fatal: the job runs without it."""
     source = ApplicationMasterSource(components, dispatcher, mode,
                                      os.environ.get("SKEIN_APPLICATION_ID", ""),
-                                     config.get(options.SESSION_HISTORY_DIR))
+                                     settings.history_dir)
     server = WebMonitorServer.serve(source, config)
     try:
         app.ui.add_page(WEB_PAGE_ROUTE, server.url.rstrip("/"), link_name="yarnflow")

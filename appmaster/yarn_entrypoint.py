@@ -42,8 +42,9 @@ from yarnflow.appmaster.yarn_application import (DIAGNOSTICS_LIMIT, FINAL_STATUS
                                                  application_attempt, configure_logging,
                                                  diagnostics_of, keytab_token_provider,
                                                  serve_web_monitor, start_components)
+from yarnflow.appmaster.settings import YarnApplicationSettings
 from yarnflow.appmaster.yarn_session import run_session
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.contract import CONF_ENV, JOB_ENV, JOB_ID_KEY, decode_env
 from yarnflow.core.fs.tokens import CREDENTIALS
 from yarnflow.core.history import archived_job, open_archive
@@ -77,11 +78,12 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     follows and cancels it as it would a session's job, and the Dispatcher archives it
     where the client's summary, ``status`` and ``history`` read it after we are gone."""
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
+    settings = YarnApplicationSettings.of(config)
     job_bytes = Path(args.job).read_bytes() if args.job else decode_env(JOB_ENV)
     graph = jobgraph_as_received(job_bytes)
-    provider = keytab_token_provider(config)
+    provider = keytab_token_provider(settings)
     obtain_before_start(provider, CREDENTIALS)
-    history = config.get(options.SESSION_HISTORY_DIR)
+    history = settings.history_dir
     ended = ended_in_an_earlier_attempt(history, graph.job_id)
     if ended is not None:
         return ended
@@ -91,14 +93,14 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
         dispatcher = Dispatcher(components, None, open_archive(history, JOB_DETAILS) if history else None)
         add_dispatcher_service(server, dispatcher, lambda reason: dispatcher.cancel_all())
         dispatchers.append(dispatcher)
-    components = start_components(config, app, register_more=serve_dispatcher,
+    components = start_components(config, settings, app, register_more=serve_dispatcher,
                                   token_provider=provider)
     dispatcher = dispatchers[0]
     # The job first, then its page: a page served before the submission (and linked
     # from YARN's tracking URL) would show an application without its job.
     job_id = dispatcher.submit(graph)
     app.kv[JOB_ID_KEY] = job_id.encode()
-    web = serve_web_monitor(config, components, dispatcher, app, "yarn-per-job")
+    web = serve_web_monitor(config, settings, components, dispatcher, app, "yarn-per-job")
 
     def on_sigterm(*_: object) -> None:   # `yarn application -kill`, or YARN stopping us
         log.warning("SIGTERM: cancelling job %s", job_id)
@@ -109,11 +111,11 @@ def run(args: argparse.Namespace, app: Any) -> tuple[str, str]:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)   # Skein stops us after unregistering
     log.info("job %s ended %s%s", job_id, details.status.value,
              f": {details.failure}" if details.failure else "")
-    wait = config.get(options.COLLECT_RESULT_TIMEOUT)
+    wait = settings.collect_result_timeout
     if not dispatcher.wait_fetched(job_id, wait):
         log.warning("the client did not fetch job %s's collected result within %g s "
                     "(pipeline.collect.result-timeout): it is dropped", job_id, wait)
-    dispatcher.close(config.get(options.JOB_CANCEL_TIMEOUT))    # the archive is written
+    dispatcher.close(settings.job_cancel_timeout)    # the archive is written
     web.stop()
     components.stop()
     dispatcher.stop()

@@ -25,31 +25,32 @@ from yarnflow.core.container_ladder import ContainerLadder, parse_container_size
 from yarnflow.appmaster.webmonitor import WebMonitorServer
 from yarnflow.appmaster.resourcemanager.delegation_tokens import (KeytabTokenProvider,
                                                                   obtain_before_start)
+from yarnflow.appmaster.settings import YarnApplicationSettings
 from yarnflow.appmaster.yarn_application import (keytab_token_provider, serve_web_monitor,
                                                  start_components)
 from yarnflow.core.fs.tokens import CREDENTIALS
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.contract import CONF_ENV, decode_env
 
 log = logging.getLogger("yarnflow.appmaster.session")
 
 
 class Session:
-    def __init__(self, config: Configuration, app: Any,
+    def __init__(self, config: Configuration, settings: YarnApplicationSettings, app: Any,
                  token_provider: KeytabTokenProvider | None = None) -> None:
-        self.config = config
-        self.ladder = ContainerLadder(parse_container_sizes(config.get(options.SESSION_CONTAINER_SIZES)),
-                                      config.get(options.WORKER_OVERHEAD_MEMORY))
-        self.history_dir = config.get(options.SESSION_HISTORY_DIR)
+        self.settings = settings
+        self.ladder = ContainerLadder(parse_container_sizes(settings.session_container_sizes),
+                                      settings.worker_overhead_mb)
+        self.history_dir = settings.history_dir
         self._stopped = threading.Event()
         self.reason = ""
         self.dispatcher: Dispatcher | None = None
         self.job_graphs: JobGraphStore | None = None
         self.components: Any = None
         components = start_components(
-            config, app, self.ladder, config.get(options.SESSION_MIN_EXECUTORS),
+            config, settings, app, self.ladder, settings.session_min_executors,
             register_more=self._register_dispatcher, token_provider=token_provider)
-        self.web: WebMonitorServer = serve_web_monitor(config, components, self._dispatcher(),
+        self.web: WebMonitorServer = serve_web_monitor(config, settings, components, self._dispatcher(),
                                                        app, "yarn-session")
 
     def _dispatcher(self) -> Dispatcher:
@@ -99,7 +100,7 @@ class Session:
         self._stopped.wait()
         log.info("stopping the session: %s", self.reason)
         dispatcher = self._dispatcher()
-        dispatcher.close(self.config.get(options.JOB_CANCEL_TIMEOUT))
+        dispatcher.close(self.settings.job_cancel_timeout)
         running, finished = dispatcher.counts()
         self.web.stop()
         self.components.stop()
@@ -112,9 +113,10 @@ class Session:
 
 def run_session(app: Any) -> tuple[str, str]:
     config = Configuration.from_json(decode_env(CONF_ENV).decode())
-    provider = keytab_token_provider(config)
+    settings = YarnApplicationSettings.of(config)
+    provider = keytab_token_provider(settings)
     obtain_before_start(provider, CREDENTIALS)   # before the history directory is read
-    session = Session(config, app, provider)
+    session = Session(config, settings, app, provider)
     session.recover()
     signal.signal(signal.SIGTERM, lambda *_: session.stop("SIGTERM from YARN"))
     return session.serve()

@@ -62,10 +62,11 @@ from yarnflow.conf.logs import grpc_core_logs_to_stderr  # noqa: E402
 
 grpc_core_logs_to_stderr()     # this process's stderr is its log
 
-from yarnflow.conf import Configuration, options  # noqa: E402
+from yarnflow.conf import Configuration  # noqa: E402
 from yarnflow.core.resources import ResourceSpec  # noqa: E402
 from yarnflow.rpc.security import TlsCredentials  # noqa: E402
 from yarnflow.taskexecutor.runner import TaskExecutorRunner, configure_logging  # noqa: E402
+from yarnflow.taskexecutor.settings import TaskExecutorSettings  # noqa: E402
 
 
 # Batches from the network are not 64-byte aligned; Acero would warn once per batch.
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         config = Configuration.from_file(args.conf)
         tls = TlsCredentials.read(args.tls_dir)
     configure_logging(args.log_file)
+    settings = TaskExecutorSettings.of(config)   # read once, where the executor starts
     log_stream = open(args.log_file, "a") if args.log_file else None
     # `kill -USR1 <pid>` writes every thread's stack to the log, like jstack.
     faulthandler.register(signal.SIGUSR1, file=log_stream or sys.stderr, all_threads=True)
@@ -116,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             container.resource_id, container.memory_mb, container.vcores, args.slots,
             args.slot_cpu, args.slot_memory,
             f", node label {args.slot_node_label}" if args.slot_node_label else "")
-        args.rm_address = find_appmaster(config.get(options.REGISTRATION_TIMEOUT))
+        args.rm_address = find_appmaster(settings.registration_timeout)
     limit_compute_threads(args.slots, args.slot_cpu)
     return_freed_arrow_memory()
-    te = TaskExecutorRunner(args.resource_id, args.rm_address, tls, config, args.slots,
+    te = TaskExecutorRunner(args.resource_id, args.rm_address, tls, settings, args.slots,
                       ResourceSpec(args.slot_cpu, args.slot_memory,
                                    node_label=args.slot_node_label), args.worker_spec,
                       Path(args.workdir), args.host)

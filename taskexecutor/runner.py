@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from yarnflow.core.ids import JobID, JobMasterId, ResourceID
-from yarnflow.conf import Configuration, options
+from yarnflow.taskexecutor.settings import TaskExecutorSettings
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.messages import TaskExecutorLocation
 from yarnflow.core.resources import ResourceSpec
@@ -59,36 +59,33 @@ class _Partitions:
 
 class TaskExecutorRunner:
     def __init__(self, resource_id: ResourceID, rm_address: str, tls: TlsCredentials,
-                 config: Configuration, num_slots: int, slot_profile: ResourceSpec,
+                 settings: TaskExecutorSettings, num_slots: int, slot_profile: ResourceSpec,
                  worker_spec: str, workdir: Path, host: str = "127.0.0.1") -> None:
         self.resource_id = resource_id
         self.host = host
         self.workdir = workdir
         self._tls = tls
-        self._timeout = config.get(options.RPC_ASK_TIMEOUT)
-        self._overhead_mb = config.get(options.WORKER_OVERHEAD_MEMORY)
+        self._timeout = settings.rpc_timeout
+        self._overhead_mb = settings.overhead_mb
         self._channels = ChannelCache(tls, fault_injector(
-            config.get(options.TEST_RPC_FAULTS), config.get(options.TEST_RPC_FAULTS_SEED),
-            resource_id))
+            settings.rpc_faults, settings.rpc_faults_seed, resource_id))
         self.stopped = threading.Event()
         self.stopped_cleanly = threading.Event()
         partitions = ResultPartitionManager()
         self._partitions = _Partitions(partitions, workdir / "partitions")
-        self.data_server = DataServer(partitions, tls, host,
-                                      config.get(options.PARTITION_REQUEST_TIMEOUT))
+        self.data_server = DataServer(partitions, tls, host, settings.partition_request_timeout)
         self._services = TaskServices(
             resource_id, self.data_server.address, partitions, DataClients(tls), self._timeout,
-            config.get(options.PARTITION_REQUEST_TIMEOUT), config.get(options.BUFFERS_PER_CHANNEL),
-            config.get(options.BATCH_ROWS), workdir / "partitions",
-            SparkSessionHolder(config, num_slots, slot_profile, str(workdir / "spark")),
-            MemoryManager(slot_profile.memory_mb, config.get(options.MANAGED_MEMORY_FRACTION)),
-            options.filesystem_settings(config), config.get(options.NON_RECOVERABLE_EXCEPTIONS),
-            slowdown_of(config.get(options.TEST_SLOW_HOSTS), host),
-            host in config.get(options.TEST_FAILING_HOSTS).replace(" ", "").split(","))
-        self._shared_parts = SharedParts(options.filesystem_settings(config))
+            settings.partition_request_timeout, settings.buffers_per_channel,
+            settings.batch_rows, workdir / "partitions",
+            SparkSessionHolder(settings.spark, num_slots, slot_profile, str(workdir / "spark")),
+            MemoryManager(slot_profile.memory_mb, settings.managed_memory_fraction),
+            settings.filesystem, settings.non_recoverable_exceptions,
+            slowdown_of(settings.slow_hosts, host), host in settings.failing_hosts)
+        self._shared_parts = SharedParts(settings.filesystem)
         self.main = MainThread(f"taskexecutor-{resource_id}")
         self.endpoint = TaskExecutor(
-            resource_id, config, TaskSlotTable(num_slots, slot_profile), worker_spec,
+            resource_id, settings, TaskSlotTable(num_slots, slot_profile), worker_spec,
             GrpcResourceManagerExecutorGateway(self._channels.get(rm_address), self._timeout),
             self._job_master, self._new_task, self._partitions, self.main,
             on_fatal=self.stop_async)

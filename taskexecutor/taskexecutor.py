@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol
 from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerExecutorGateway
-from yarnflow.conf import Configuration, options
+from yarnflow.taskexecutor.settings import TaskExecutorSettings
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.errors import FencingError, NotRegisteredYet, Refused
 from yarnflow.core.fs.tokens import CREDENTIALS, HadoopToken
@@ -87,7 +87,7 @@ class _Attempt:
 
 
 class TaskExecutor:
-    def __init__(self, resource_id: ResourceID, config: Configuration, slots: TaskSlotTable,
+    def __init__(self, resource_id: ResourceID, settings: TaskExecutorSettings, slots: TaskSlotTable,
                  worker_spec: str, resource_manager: ResourceManagerExecutorGateway,
                  job_master_gateway: Callable[[str, JobMasterId], JobMasterGateway],
                  new_task: TaskFactory, partitions: PartitionHolder,
@@ -96,7 +96,7 @@ class TaskExecutor:
         ``on_fatal(reason)`` stops the process (registration timed out, the
         ResourceManager said shut down)."""
         self.resource_id = resource_id
-        self.config = config
+        self.settings = settings
         self.slots = slots
         # free_slot calls waiting for a task still leaving the slot (allocation id ->)
         self._freeing: dict[str, "Future[None]"] = {}
@@ -153,8 +153,8 @@ class TaskExecutor:
             return
         self._set_registration(Registration.REGISTERING)
         self._attempt = _Attempt(
-            self._clock.monotonic() + self.config.get(options.REGISTRATION_TIMEOUT),
-            self.config.get(options.REGISTRATION_INITIAL_BACKOFF))
+            self._clock.monotonic() + self.settings.registration_timeout,
+            self.settings.registration_initial_backoff)
         self._try_register(self._attempt)
 
     def _try_register(self, attempt: _Attempt) -> None:
@@ -182,7 +182,7 @@ class TaskExecutor:
                  attempt.last_error, attempt.backoff)
         self.main.schedule(attempt.backoff, self._try_register, attempt)
         attempt.backoff = min(attempt.backoff * 2,
-                              self.config.get(options.REGISTRATION_MAX_BACKOFF))
+                              self.settings.registration_max_backoff)
 
     def _registered(self, resource_manager_id: ResourceManagerId) -> None:
         self._set_registration(Registration.REGISTERED)
@@ -192,8 +192,8 @@ class TaskExecutor:
         log.info("registered with ResourceManager %s", resource_manager_id)
         if self._heartbeats is None:
             self._heartbeats = self.main.schedule_periodic(
-                self.config.get(options.HEARTBEAT_INTERVAL), self._send_heartbeats)
-        interval = self.config.get(options.PROGRESS_INTERVAL)
+                self.settings.heartbeat_interval, self._send_heartbeats)
+        interval = self.settings.progress_interval
         if self._progress_reports is None and interval > 0:
             self._progress_reports = self.main.schedule_periodic(interval, self._send_progress)
 
@@ -204,7 +204,7 @@ class TaskExecutor:
 
     # --- heartbeats ------------------------------------------------------------------
     def _send_heartbeats(self) -> None:
-        timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
+        timeout = self.settings.heartbeat_timeout
         now = self._clock.monotonic()
         if self.registration is Registration.REGISTERED:
             self._rm.heartbeat_from_task_executor(
@@ -407,7 +407,7 @@ class TaskExecutor:
         native call or a sleep) and holds its slot forever, so the executor exits and
         its ResourceManager and JobMasters treat it as lost."""
         task.cancel()
-        self.main.schedule(self.config.get(options.TASK_CANCEL_TIMEOUT), self._cancel_overdue, task)
+        self.main.schedule(self.settings.task_cancel_timeout, self._cancel_overdue, task)
 
     def _cancel_overdue(self, task: RunningTask) -> None:
         if self.slots.find_task(task.attempt_id) is task and \

@@ -24,12 +24,12 @@ import logging
 from concurrent import futures
 from typing import TYPE_CHECKING
 
+from yarnflow.appmaster.settings import DispatcherSettings
 from yarnflow.appmaster.attempt_fence import AttemptReplaced
 from yarnflow.core.ids import JobID
 from yarnflow.core.history import JobArchive
 from yarnflow.core.clock import Deadline
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
-from yarnflow.conf import options
 from yarnflow.core.details import JobDetails, JobResult, SessionOverview
 from yarnflow.core.errors import EndpointStopped, JobRejected, Refused, UnknownJob
 from yarnflow.core.jobgraph import JobGraph
@@ -51,6 +51,7 @@ class Dispatcher:
         """``job_graphs``: where a session keeps the jobs it accepted until they are
         archived, for the next ApplicationMaster attempt (``recover``)."""
         self._components = components
+        self._settings = DispatcherSettings.of(components.config)    # read once, here
         self._ladder = ladder
         self._archive = archive
         self._job_graphs = job_graphs
@@ -107,7 +108,7 @@ class Dispatcher:
         """The job is acknowledged once its graph is durable; if it cannot be, the job
         (already running) is cancelled and its submission rejected."""
         assert self._job_graphs is not None
-        timeout = self._components.config.get(options.JOB_GRAPH_STORE_WRITE_TIMEOUT)
+        timeout = self._settings.job_graph_store_write_timeout
         try:
             kept.result(timeout=timeout)
             return
@@ -146,8 +147,7 @@ class Dispatcher:
     def _check_fits(self, graph: JobGraph) -> None:
         if self._ladder is None:
             return
-        config = self._components.config
-        default_slot = options.default_slot_profile(config)
+        default_slot = self._settings.default_slot
         for group in graph.slot_sharing_groups():
             try:
                 self._ladder.spec_for(graph.slot_profile(group, default_slot))
@@ -166,7 +166,7 @@ class Dispatcher:
 
     def _archive_result(self, result: JobResult) -> None:
         details = result.details
-        capacity = self._components.config.get(options.JOBSTORE_MAX_CAPACITY)
+        capacity = self._settings.jobstore_max_capacity
         self._running.pop(result.job_id, None)
         self._finished[result.job_id] = details
         self._ended += 1
@@ -184,7 +184,7 @@ class Dispatcher:
             del self._collected[job_id]
             self._fetched.pop(job_id, None)
         if result.collected:
-            timeout = self._components.config.get(options.COLLECT_RESULT_TIMEOUT)
+            timeout = self._settings.collect_result_timeout
             self._collected[result.job_id] = (result.collected, now + timeout)
             self._fetched.setdefault(result.job_id, futures.Future())
 
@@ -196,7 +196,7 @@ class Dispatcher:
         running = self.main.call(self._running.get, job_id)
         if running is not None:
             try:
-                running.wait(self._components.config.get(options.RPC_ASK_TIMEOUT))
+                running.wait(self._settings.rpc_timeout)
             except futures.TimeoutError:
                 pass      # it has not ended: answered below
 
@@ -271,7 +271,7 @@ class Dispatcher:
         pending = self.main.call(self._recovering.get, job_id)
         if pending is None:
             return
-        timeout = self._components.config.get(options.RPC_ASK_TIMEOUT)
+        timeout = self._settings.rpc_timeout
         try:
             pending.result(timeout)
         except futures.TimeoutError:
@@ -327,7 +327,7 @@ class Dispatcher:
         ``jobstore.max-capacity`` of them in memory, as if this attempt had run them)."""
         if self._job_graphs is None or self._archive is None:
             return
-        capacity = self._components.config.get(options.JOBSTORE_MAX_CAPACITY)
+        capacity = self._settings.jobstore_max_capacity
         recalled = []
         for job_id in self._job_graphs.ended_job_ids():
             try:

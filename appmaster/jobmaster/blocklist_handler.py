@@ -10,10 +10,10 @@ import logging
 from concurrent.futures import Future
 from typing import Callable
 
+from yarnflow.appmaster.jobmaster.settings import BlockerSettings
 from yarnflow.appmaster.blocklist import Blocklist, FailureBlocker
 from yarnflow.appmaster.jobmaster.slotpool import SlotPool
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
-from yarnflow.conf import Configuration
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.rpc.endpoint import MainThreadExecutor
 
@@ -23,11 +23,12 @@ log = logging.getLogger(__name__)
 class JobMasterBlocklistHandler:
     """Main thread only."""
 
-    def __init__(self, config: Configuration, main: MainThreadExecutor, slot_pool: SlotPool,
+    def __init__(self, failures: BlockerSettings, slow: BlockerSettings, main: MainThreadExecutor,
+                 slot_pool: SlotPool,
                  resource_manager: Callable[[], ResourceManagerGateway | None]) -> None:
         self.blocklist = Blocklist(main.clock)
-        self._blocker = FailureBlocker(config, main.clock)
-        self._slow = FailureBlocker(config, main.clock, slow=True)
+        self._blocker = FailureBlocker(failures, main.clock)
+        self._slow = FailureBlocker(slow, main.clock, slow=True)
         self._main = main
         self._slot_pool = slot_pool
         self._rm = resource_manager

@@ -22,20 +22,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
-import posixpath
-import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any
 
+from yarnflow.appmaster.jobmaster.settings import StorageSettings
 from yarnflow.appmaster.attempt_fence import NO_FENCE, AttemptFence
 from yarnflow.core.ids import JobID
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          ExecutionVertex)
 from yarnflow.appmaster.jobmaster.failover.regions import (PipelinedRegion, pipelined_regions,
                                                            vertex_regions)
-from yarnflow.conf import Configuration, options
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.core.fs import FileSystem, open_filesystem
 from yarnflow.core.messages import OperatorMetrics, TaskMetrics
@@ -73,19 +70,6 @@ class FinishedSubtask:
             if metrics else None)
 
 
-def partition_store_dir(config: Configuration) -> str:
-    """``execution.batch.partition-store.dir``, else ``partitions`` beside the job
-    history (on the cluster's file system on YARN), else under the temp directory."""
-    configured = config.get(options.PARTITION_STORE_DIR)
-    if configured:
-        return configured
-    history = config.get(options.SESSION_HISTORY_DIR)
-    if history:
-        return f"{posixpath.dirname(history.rstrip('/'))}/partitions"
-    return os.path.join(config.get(options.TMP_DIRS) or tempfile.gettempdir(),
-                        "yarnflow-partitions")
-
-
 class JobStorage:
     """The job's directory on the cluster file system: its stored results and, with job
     recovery on, its event log."""
@@ -100,17 +84,14 @@ class JobStorage:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="job-events")
 
     @staticmethod
-    def of(config: Configuration, job_id: JobID,
+    def of(storage: StorageSettings, job_id: JobID,
            fence: AttemptFence = NO_FENCE) -> "JobStorage | None":
         """None when BLOCKING results stay on the producers' disks."""
-        recovery = config.get(options.JOB_RECOVERY_ENABLED)
-        store = config.get(options.PARTITION_STORE) or ("dfs" if recovery else "local")
-        if store != "dfs":
+        if storage.store != "dfs":
             return None
-        settings = options.filesystem_settings(config)
-        root = settings.resolve(partition_store_dir(config))
-        return JobStorage(open_filesystem(root, settings), f"{root.rstrip('/')}/{job_id}",
-                          recovery, fence)
+        root = storage.root
+        return JobStorage(open_filesystem(root, storage.filesystem), f"{root}/{job_id}",
+                          storage.recovery, fence)
 
     def prepare(self) -> None:
         """The job's directory, for its owner's eyes only: results are the job's data."""

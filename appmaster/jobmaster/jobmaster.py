@@ -14,6 +14,7 @@ import uuid
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
+from yarnflow.appmaster.jobmaster.settings import JobMasterSettings
 from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex, Execution
 from yarnflow.appmaster.jobmaster.blocklist_handler import JobMasterBlocklistHandler
@@ -29,7 +30,7 @@ from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import SlotSharing
 from yarnflow.appmaster.jobmaster.slotpool import SlotPool, TaskExecutorLocation
 from yarnflow.appmaster.jobmaster.splits import Assigned, InputSplitAssigner, Locality, source_split_assigners
 from yarnflow.appmaster.resourcemanager.gateway import ResourceManagerGateway
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.details import JobDetails, JobResult
 from yarnflow.core.errors import EndpointStopped, Refused
 from yarnflow.core.jobgraph import JobGraph
@@ -61,7 +62,7 @@ class JobMaster:
         self.application_attempt = application_attempt
         self.job_master_id = job_master_id or JobMasterId(uuid.uuid4().hex)
         self.address = address
-        self.config = config
+        self.settings = settings = JobMasterSettings.of(config)   # read once, per job
         self.main: MainThreadExecutor = main or MainThread(f"jobmaster-{self.job_id[:8]}")
         self._clock = self.main.clock
         self.result: Future[JobResult] = Future()
@@ -74,21 +75,21 @@ class JobMaster:
         self._lease_renewal: ScheduledTask | None = None
 
         self.graph = ExecutionGraph(graph, self._clock,
-                                    config.get(options.ADAPTIVE_MAX_PARALLELISM))
+                                    settings.adaptive.parallelism.max_parallelism)
         # the YARN application this ApplicationMaster runs as (Skein's; "" locally)
         self.outputs = JobOutputs(graph, admitted, fence,
-                                  config.get(options.COLLECT_MAX_RESULT_SIZE),
-                                  config.get(options.HEARTBEAT_TIMEOUT),
+                                  settings.collect_max_result_size,
+                                  settings.heartbeat_timeout,
                                   os.environ.get("SKEIN_APPLICATION_ID", ""))
-        default_slot = options.default_slot_profile(config)
+        default_slot = settings.default_slot
         profiles = {name: graph.shared_slot_profiles(name, default_slot)
                     for name in graph.slot_sharing_groups()}
-        self.slot_pool = SlotPool(self.main, self.job_id, config.get(options.SLOT_IDLE_TIMEOUT),
-                                  config.get(options.SLOT_REQUEST_TIMEOUT),
+        self.slot_pool = SlotPool(self.main, self.job_id, settings.slot_idle_timeout,
+                                  settings.slot_request_timeout,
                                   lambda slot, cause: self.scheduler.slot_lost(slot, cause))
         self.slot_pool.wanted = slots_needed(graph, default_slot)
-        self.blocklist = JobMasterBlocklistHandler(config, self.main, self.slot_pool,
-                                                   lambda: self._rm)
+        self.blocklist = JobMasterBlocklistHandler(settings.failure_blocker, settings.slow_blocker,
+                                                   self.main, self.slot_pool, lambda: self._rm)
         self.slot_pool.is_blocked = self.blocklist.blocklist.is_blocked
         sharing = SlotSharing(self.graph, profiles)
         self.allocator = SlotSharingSlotAllocator(
@@ -97,10 +98,10 @@ class JobMaster:
                 [graph.vertices[v.job_vertex.id] for v in group.members],
                 [graph.vertices[v.job_vertex.id] for v in scheduled], default_slot))
         self._splits: dict[str, InputSplitAssigner] = {}
-        storage = JobStorage.of(config, self.job_id, fence)
+        storage = JobStorage.of(settings.storage, self.job_id, fence)
         self._stored = StoredResults(storage, self.graph, self.outputs.sinks) if storage else None
         self.scheduler: SchedulerNG = scheduler_factory(
-            self.graph, config, self.main, self.slot_pool, self.allocator, self.outputs,
+            self.graph, settings, self.main, self.slot_pool, self.allocator, self.outputs,
             self._splits, JobMasterAddress(self.job_master_id, address),
             on_subtask_finished=self._stored.subtask_finished if self._stored else lambda v: None,
             on_ended=self._terminate, task_slow=self.blocklist.task_slow)
@@ -121,7 +122,7 @@ class JobMaster:
 
     def _start(self) -> None:
         splits, failure = source_split_assigners(self.graph.vertices_topologically(),
-                                                 self.config, self._clock.monotonic)
+                                                 self.settings.splits, self._clock.monotonic)
         self._splits.update(splits)
         if failure is None and self._stored is not None:
             failure = self._stored.take_over()
@@ -130,8 +131,8 @@ class JobMaster:
         if failure is not None:
             self.scheduler.fail_before_start(failure)
             return
-        timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
-        interval = min(timeout / 2, self.config.get(options.HEARTBEAT_INTERVAL))
+        timeout = self.settings.heartbeat_timeout
+        interval = min(timeout / 2, self.settings.heartbeat_interval)
         self._heartbeat_check = self.main.schedule_periodic(interval, self._check_heartbeats)
         # three renewals may fail or come late before another job takes the lease as lapsed
         self._lease_renewal = self.main.schedule_periodic(timeout / 4, self.outputs.renew_leases)
@@ -164,7 +165,7 @@ class JobMaster:
         try:
             return self.main.call(fn)
         except EndpointStopped:
-            return self.result.result(timeout=self.config.get(options.RPC_ASK_TIMEOUT))
+            return self.result.result(timeout=self.settings.rpc_timeout)
 
     # --- reports from TaskExecutors ----------------------------------------------------
     def update_task_execution_state(self, report: TaskExecutionState) -> bool:
@@ -288,7 +289,7 @@ class JobMaster:
         self.slot_pool.fail_allocation(allocation_id, cause)
 
     def _check_heartbeats(self) -> None:
-        timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
+        timeout = self.settings.heartbeat_timeout
         now = self._clock.monotonic()
         for resource_id, last in list(self._last_heartbeat.items()):
             if now - last > timeout and not self.scheduler.depends_on(resource_id):
@@ -317,7 +318,7 @@ class JobMaster:
             self._rm.disconnect_job_master(f"job {self.graph.status.value}")
         result = JobResult(self.job_id, self.graph.status, self.graph.failure,
                            self.graph.failure_detail, self._details(), self.outputs.collected)
-        when_all_done(self.main, freed, self.config.get(options.RPC_ASK_TIMEOUT),
+        when_all_done(self.main, freed, self.settings.rpc_timeout,
                       lambda: self._publish(result))
 
     def _publish(self, result: JobResult) -> None:

@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable
 
 import cloudpickle
 
+from yarnflow.appmaster.jobmaster.settings import SplitSettings
 from yarnflow.appmaster.jobmaster.user_code import for_readers, load_source
 from yarnflow.core.clock import SYSTEM_CLOCK
-from yarnflow.conf import Configuration, options
 from yarnflow.core.messages import AskAgain
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ def spread_over_hosts(split_hosts: list[tuple[str, ...]], parallelism: int) -> l
     return plan
 
 
-def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Configuration,
+def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], settings: SplitSettings,
                            clock: Callable[[], float]) -> tuple[dict[str, InputSplitAssigner], str | None]:
     """An assigner per source vertex, from the splits its operator lists (Flink's
     InputFormat.createInputSplits on the master), and None or the failure of the first
@@ -266,9 +266,9 @@ def source_split_assigners(vertices: Iterable["ExecutionJobVertex"], config: Con
         try:
             operator = load_source(ejv.operator)
             assigners[ejv.id] = InputSplitAssigner(
-                operator.create_input_splits(ejv.parallelism, config.get(options.SOURCE_SPLIT_SIZE)),
-                config.get(options.SOURCE_LOCALITY_WAIT), clock=clock, parallelism=ejv.parallelism,
-                fair_share_wait=config.get(options.SOURCE_FAIR_SHARE_WAIT))
+                operator.create_input_splits(ejv.parallelism, settings.split_size),
+                settings.locality_wait, clock=clock, parallelism=ejv.parallelism,
+                fair_share_wait=settings.fair_share_wait)
             readers = operator.for_readers()
             if readers is not operator:      # the splits carry the data
                 ejv.operator = for_readers(ejv.operator, readers)

@@ -24,10 +24,9 @@ import enum
 import logging
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Callable, Protocol, TypeVar
 
-from yarnflow.conf import Configuration, options
+from yarnflow.appmaster.resourcemanager.settings import RenewalSettings
 from yarnflow.core.fs.tokens import HDFS_KIND, HadoopToken, ProcessCredentials
 from yarnflow.core.messages import TokenStatus
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, run_on_thread
@@ -80,19 +79,6 @@ _ALLOWED = {
 
 class IllegalRenewalTransition(RuntimeError):
     pass
-
-
-@dataclass(frozen=True)
-class RenewalSettings:
-    time_ratio: float = 0.75
-    retry_backoff_s: float = 3600.0
-    expiry_warning_s: float = 86400.0
-
-
-def renewal_settings(config: Configuration) -> RenewalSettings:
-    return RenewalSettings(config.get(options.DELEGATION_TOKENS_RENEWAL_TIME_RATIO),
-                           config.get(options.DELEGATION_TOKENS_RENEWAL_RETRY_BACKOFF),
-                           config.get(options.DELEGATION_TOKENS_EXPIRY_WARNING))
 
 
 def _obtain_on_thread(call: Callable[[], T]) -> "Future[T]":

@@ -17,14 +17,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from yarnflow.appmaster.resourcemanager.settings import ResourceManagerSettings
 from yarnflow.appmaster.blocklist import Blocklist
 from yarnflow.appmaster.resourcemanager.delegation_tokens import (
-    DelegationTokenManager, TokenDistribution, TokenProvider, renewal_settings)
+    DelegationTokenManager, TokenDistribution, TokenProvider)
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
 from yarnflow.appmaster.resourcemanager.capacity_check import CapacityCheck
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver
 from yarnflow.appmaster.resourcemanager.slotmanager import PendingSlotRequest, SlotManager
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.container_ladder import ContainerLadder, NoContainerFits
 from yarnflow.core.errors import (FencingError, NotRegisteredYet, Refused, UnknownExecutor,
                                   UnknownJob)
@@ -76,7 +77,7 @@ class ResourceManager:
                  main: MainThreadExecutor | None = None,
                  token_provider: TokenProvider | None = None,
                  credentials: ProcessCredentials = CREDENTIALS) -> None:
-        self.config = config
+        self.settings = settings = ResourceManagerSettings.of(config)   # read once, here
         self.driver = driver
         self.resource_manager_id = ResourceManagerId(uuid.uuid4().hex)
         self.main: MainThreadExecutor = main or MainThread("resourcemanager")
@@ -87,8 +88,8 @@ class ResourceManager:
         # every job's blocked hosts, for the whole cluster (yarnflow.appmaster.blocklist)
         self.blocklist = Blocklist(self._clock)
         self.slot_manager = SlotManager(
-            self, config.get(options.NUM_TASK_SLOTS), config.get(options.WORKER_OVERHEAD_MEMORY),
-            config.get(options.MAX_WORKERS), config.get(options.TASKMANAGER_TIMEOUT),
+            self, settings.num_task_slots, settings.worker_overhead_mb,
+            settings.max_workers, settings.taskmanager_timeout,
             worker_specs, ladder, clock=self._clock, blocklist=self.blocklist)
         self.executors: dict[ResourceID, RegisteredExecutor] = {}
         self.job_masters: dict[JobID, RegisteredJobMaster] = {}
@@ -99,17 +100,16 @@ class ResourceManager:
         # renewed delegation tokens, and which executor holds which (delegation_tokens.py)
         self.tokens = TokenDistribution()
         self.token_manager = DelegationTokenManager(
-            self.main, credentials, token_provider, renewal_settings(config), self._tokens_renewed)
+            self.main, credentials, token_provider, settings.renewal, self._tokens_renewed)
         # workers YARN has not placed, checked against what each live host has free
-        self.capacity = CapacityCheck(config.get(options.NODE_REPORT_INTERVAL), self.main,
+        self.capacity = CapacityCheck(settings.node_report_interval, self.main,
                                       driver, self.slot_manager, min_workers, self.stop_worker)
 
     def start(self, address: str) -> None:
         """Begin serving; ``address`` is where this ResourceManager's gRPC service is."""
         self.address = address
         self.driver.start(self, address)
-        interval = min(self.config.get(options.HEARTBEAT_INTERVAL),
-                       self.config.get(options.TASKMANAGER_TIMEOUT) / 4, 1.0)
+        interval = min(self.settings.heartbeat_interval, self.settings.taskmanager_timeout / 4, 1.0)
         self._checks = self.main.schedule_periodic(max(0.05, interval), self._periodic_checks)
         self.main.execute(self.token_manager.start)
 
@@ -241,12 +241,12 @@ class ResourceManager:
             # driver passes lost hosts by) without counting toward the limit
             log.warning("worker %s did not start (%s); asking again", resource_id, cause)
             self.slot_manager.worker_start_failed(resource_id, cause, give_up=False)
-            self.main.schedule(self.config.get(options.WORKER_RETRY_INTERVAL),
+            self.main.schedule(self.settings.worker_retry_interval,
                                self.slot_manager.match_waiting_requests)
             return
         if resource_id in self.slot_manager.pending_workers:
             self._start_failures += 1
-            give_up = self._start_failures > self.config.get(options.WORKER_MAX_START_FAILURES)
+            give_up = self._start_failures > self.settings.worker_max_start_failures
             log.warning("worker %s failed to start (%s); %d failed starts in a row", resource_id,
                         cause, self._start_failures)
             self.slot_manager.worker_start_failed(
@@ -254,7 +254,7 @@ class ResourceManager:
                 f"({self._start_failures} failures in a row, more than "
                 "resourcemanager.start-worker-max-failures)", give_up)
             # back off exponentially while starts keep failing (a bad node, a full queue)
-            delay = min(self.config.get(options.WORKER_RETRY_INTERVAL)
+            delay = min(self.settings.worker_retry_interval
                         * 2 ** (self._start_failures - 1), 60.0)
             self.main.schedule(delay, self.slot_manager.match_waiting_requests)
             return
@@ -380,7 +380,7 @@ class ResourceManager:
     # --- periodic --------------------------------------------------------------------
     def _periodic_checks(self) -> None:
         now = self._clock.monotonic()
-        timeout = self.config.get(options.HEARTBEAT_TIMEOUT)
+        timeout = self.settings.heartbeat_timeout
         for resource_id, executor in list(self.executors.items()):
             if now - executor.last_heartbeat > timeout:
                 self._stopped.add(resource_id)
@@ -388,7 +388,7 @@ class ResourceManager:
                 self.close_task_executor(resource_id, (
                     f"TaskExecutor {resource_id} sent no heartbeat for {timeout:g} s "
                     "(heartbeat.timeout): it is presumed dead"))
-        start_timeout = self.config.get(options.WORKER_START_TIMEOUT)
+        start_timeout = self.settings.worker_start_timeout
         for resource_id, pending in list(self.slot_manager.pending_workers.items()):
             if now - pending.requested_at > start_timeout and \
                     resource_id not in self.capacity.waits:

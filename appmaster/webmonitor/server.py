@@ -23,12 +23,13 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from yarnflow.appmaster.settings import WebMonitorSettings
 from yarnflow.core.ids import JobID
 from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.appmaster.webmonitor import views
 from yarnflow.appmaster.webmonitor.metrics import metrics_registry
 from yarnflow.appmaster.webmonitor.source import WebMonitorSource
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.errors import UnknownJob
 
 log = logging.getLogger(__name__)
@@ -76,8 +77,9 @@ class WebMonitorServer:
     @classmethod
     def serve(cls, source: WebMonitorSource, config: Configuration) -> "WebMonitorServer":
         """Started on ``rest.bind-address``/``rest.bind-port``, as the AM and local runs do."""
-        return cls(source, config.get(options.REST_BIND_ADDRESS), config.get(options.REST_BIND_PORT),
-                   config.get(options.WEB_REFRESH_INTERVAL)).start()
+        settings = WebMonitorSettings.of(config)
+        return cls(source, settings.bind_address, settings.bind_port,
+                   settings.refresh_interval).start()
 
     @property
     def url(self) -> str:

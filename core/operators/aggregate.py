@@ -43,10 +43,14 @@ FLUSH_ROWS = 1_000_000
 @dataclass(frozen=True)
 class LocalAggregation:
     """How local steps adapt (``table.exec.local-hash-agg.adaptive.*``); the planner
-    sets it from the configuration on every local aggregate and local distinct."""
-    adaptive: bool = True
-    sampling_rows: int = 500_000
-    distinct_rate: float = 0.5
+    sets it from the configuration on every local aggregate and local distinct (a step
+    it did not set, one run by a test, does not adapt)."""
+    adaptive: bool
+    sampling_rows: int
+    distinct_rate: float
+
+
+NOT_ADAPTIVE = LocalAggregation(adaptive=False, sampling_rows=0, distinct_rate=1.0)
 
 
 class Aggregation:
@@ -121,7 +125,7 @@ class AggregateOperator(OneInputOperator):
         self.aggregation = Aggregation(keys, aggregations)
         self.phase = phase
         self.hint = hint
-        self.settings = settings or LocalAggregation()
+        self.settings = settings or NOT_ADAPTIVE
         # what its input's columns were planned as: an aggregate without keys gives a
         # row even when no input arrives
         self.input_schema: pa.Schema | None = None
@@ -191,7 +195,7 @@ class _Grouping(BatchProcessor):
         self._aggregation = aggregation
         self._raw = phase.reads_rows         # its input is rows, not partial results
         self._final = phase.finishes
-        self._settings = settings or LocalAggregation(adaptive=False)
+        self._settings = settings or NOT_ADAPTIVE
         self._empty = empty
         self._memory = memory or ctx.memory()
         self._level = level
@@ -242,7 +246,7 @@ class _Grouping(BatchProcessor):
         """What is held, into the spill buckets; holding starts again from nothing."""
         if self._spilled is None:
             self._spilled = Buckets(self._memory, "aggregate", self._aggregation.keys,
-                                    self._level)
+                                    self._level, self._ctx.batch_rows)
         for table in self._held.take():
             self._spilled.write(table)
         self._merge_at = max(2 * self._ctx.batch_rows, 1)

@@ -12,7 +12,7 @@ import pyarrow.csv as pacsv
 from yarnflow.core.estimates import Estimate, format_bytes
 from yarnflow.core.fs import hosts_of_range
 from yarnflow.core.operators.base import PlanError, require_columns
-from yarnflow.core.operators.sources import DEFAULT_SPLIT_BYTES, SPLITS_PER_SUBTASK, FileSource
+from yarnflow.core.operators.sources import SPLITS_PER_SUBTASK, FileSource
 
 # Text read of a CSV input to learn its rows and Arrow bytes per byte.
 CSV_SAMPLE_BYTES = 1 << 20
@@ -141,7 +141,7 @@ class CsvSource(FileSource):
         return tuple(table.column_names), table.schema
 
     def create_input_splits(self, parallelism: int,
-                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
+                            max_split_bytes: int) -> list[Any]:
         files = self.files()
         names, schema = self._columns(*files[0])
         blocks: dict[str, list[Any]] = {}

@@ -158,7 +158,7 @@ class HashJoinOperator(Operator):
                     build = build.empty_table()
                 self._join_all(ctx, build, ctx.input(probe_input), probe_input)
                 return
-            probe = Buckets(memory, "join-probe", self._keys(probe_input), 0)
+            probe = Buckets(memory, "join-probe", self._keys(probe_input), 0, ctx.batch_rows)
             for batch in ctx.input(probe_input):
                 probe.write(batch)
             probe.close()
@@ -184,7 +184,8 @@ class HashJoinOperator(Operator):
             if batch.num_rows:
                 held.add(batch)
             if held.too_big_to_copy():       # the hash table pyarrow builds beside it
-                spilled = Buckets(memory, "join-build", self._keys(build_input), 0)
+                spilled = Buckets(memory, "join-build", self._keys(build_input), 0,
+                                  ctx.batch_rows)
                 for piece in held.take():
                     spilled.write(piece)
         if spilled is not None:

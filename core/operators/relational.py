@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from yarnflow.core.estimates import Estimate
 from yarnflow.core.failures import ContractError
-from yarnflow.core.operators.aggregate import Aggregation, LocalAggregation, grouping
+from yarnflow.core.operators.aggregate import NOT_ADAPTIVE, Aggregation, LocalAggregation, grouping
 from yarnflow.core.operators.phase import Phase
 from yarnflow.core.operators.base import (BatchProcessor, OneInputOperator, Operator, PlanError,
                                           require_columns)
@@ -160,7 +160,7 @@ class DistinctOperator(OneInputOperator):
                  settings: LocalAggregation | None = None) -> None:
         self.columns = list(columns)
         self.phase = phase
-        self.settings = settings or LocalAggregation(adaptive=phase is Phase.LOCAL)
+        self.settings = settings or NOT_ADAPTIVE
 
     def with_settings(self, settings: LocalAggregation) -> "DistinctOperator":
         """The same step adapting as ``settings`` say (the planner's, from conf/)."""

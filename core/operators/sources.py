@@ -20,9 +20,6 @@ from yarnflow.core.operators import partitions
 from yarnflow.core.operators.files import BoundPaths, DataPathError, unreachable
 
 
-# A split's largest size unless ``pipeline.source.split-size`` says otherwise (Spark's
-# spark.sql.files.maxPartitionBytes).
-DEFAULT_SPLIT_BYTES = 128 << 20
 # Splits per subtask a source aims for, so that subtasks asking for the next split as
 # they go end up with even shares.
 SPLITS_PER_SUBTASK = 4
@@ -34,7 +31,7 @@ class Source(Operator):
     num_inputs = 0
 
     def create_input_splits(self, parallelism: int,
-                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
+                            max_split_bytes: int) -> list[Any]:
         raise NotImplementedError
 
     def read_split(self, split: Any, batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -229,7 +226,7 @@ class ParquetSource(FileSource):
         return pa.schema([whole.field(c) for c in self.columns])
 
     def create_input_splits(self, parallelism: int,
-                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
+                            max_split_bytes: int) -> list[Any]:
         files = self.files()
         partitioning = self.partitioning()
         values: dict[str, tuple[Any, ...]] = self.__dict__["_partitions"]
@@ -405,7 +402,7 @@ class TableSource(Source):
         self.table = table
 
     def create_input_splits(self, parallelism: int,
-                            max_split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[Any]:
+                            max_split_bytes: int) -> list[Any]:
         assert self.table is not None, "splits are made from the table, by the JobMaster"
         rows = self.table.num_rows
         pieces = max(parallelism, 1) * SPLITS_PER_SUBTASK

@@ -42,7 +42,9 @@ class SpilledRun:
         self._sink: pa.OSFile | None = pa.OSFile(str(self.path), "wb")
         self._writer: pa.ipc.RecordBatchStreamWriter | None = pa.ipc.new_stream(self._sink, schema)
 
-    def write(self, data: pa.Table | pa.RecordBatch, rows_per_batch: int = 65536) -> None:
+    def write(self, data: pa.Table | pa.RecordBatch, rows_per_batch: int) -> None:
+        """``rows_per_batch``: the most rows of one batch in the file, and so what a
+        reader holds at once (the operator's ``batch_rows``)."""
         if self._writer is None:
             raise RuntimeError(f"spill file {self.path.name} is closed")
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
@@ -78,8 +80,10 @@ class Buckets:
     one key (on either side of a join, with the same keys' types) meet in one bucket."""
 
     def __init__(self, memory: OperatorMemory, what: str, keys: Sequence[str], level: int,
-                 schema: pa.Schema | None = None) -> None:
+                 batch_rows: int, schema: pa.Schema | None = None) -> None:
+        """``batch_rows``: the most rows of a batch in its files (the operator's)."""
         self._memory = memory
+        self.batch_rows = batch_rows
         self._what = what
         self.keys = list(keys)
         self.level = level
@@ -106,7 +110,7 @@ class Buckets:
                 if run is None:
                     run = self.runs[bucket] = SpilledRun(
                         self._memory, f"{self._what}-l{self.level}-b{bucket}", self.schema)
-                run.write(shuffled.slice(offset, int(count)))
+                run.write(shuffled.slice(offset, int(count)), self.batch_rows)
             offset += int(count)
 
     def close(self) -> None:
@@ -131,7 +135,8 @@ class Buckets:
     def recut(self, index: int) -> "Buckets":
         """Bucket ``index`` cut again by the next level's bits of the hash (it was too
         big to hold); the bucket's own file goes."""
-        inner = Buckets(self._memory, self._what, self.keys, self.level + 1, self.schema)
+        inner = Buckets(self._memory, self._what, self.keys, self.level + 1, self.batch_rows,
+                        self.schema)
         for batch in self.bucket(index):
             inner.write(batch)
         inner.close()

@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from yarnflow.core.clock import SYSTEM_CLOCK
-from yarnflow.conf import Configuration, options
+from yarnflow.taskexecutor.settings import SparkSettings
 from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
@@ -38,9 +38,9 @@ def _jvm_exited_on_start(err: BaseException) -> bool:
 
 
 class SparkSessionHolder:
-    def __init__(self, config: Configuration, num_slots: int, slot_profile: ResourceSpec,
+    def __init__(self, settings: SparkSettings, num_slots: int, slot_profile: ResourceSpec,
                  scratch_dir: str) -> None:
-        self._config = config
+        self._settings = settings
         self._num_slots = num_slots
         self._slot_profile = slot_profile
         self._scratch_dir = scratch_dir
@@ -49,10 +49,10 @@ class SparkSessionHolder:
         self.sessions_created = 0
 
     def settings(self) -> dict[str, str]:
-        overhead = self._config.get(options.SPARK_JVM_OVERHEAD)
+        overhead = self._settings.jvm_overhead_mb
         slot_memory = max(self._slot_profile.memory_mb - overhead, 128)
         heap_mb = max(256, int(self._num_slots * slot_memory
-                               * self._config.get(options.SPARK_HEAP_FRACTION)))
+                               * self._settings.heap_fraction))
         cores = max(1, math.ceil(self._num_slots * self._slot_profile.cpu - 1e-9))
         settings = {
             "spark.master": f"local[{cores}]",
@@ -64,7 +64,7 @@ class SparkSessionHolder:
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             "spark.sql.session.timeZone": "UTC",
         }
-        jvm_options = self._config.get(options.SPARK_JVM_OPTIONS).strip()
+        jvm_options = self._settings.jvm_options
         if jvm_options:
             settings["spark.driver.extraJavaOptions"] = jvm_options
         return settings

@@ -13,7 +13,7 @@ import pytest
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 from yarnflow.core.operators import aggregate as aggregating
-from yarnflow.core.operators.aggregate import AggregateOperator, LocalAggregation
+from yarnflow.core.operators.aggregate import NOT_ADAPTIVE, AggregateOperator, LocalAggregation
 from yarnflow.core.operators.phase import Phase
 from yarnflow.core.operators.transforms import IdentityOperator
 from tests.unit.fakes import TestingOperatorContext as Context
@@ -26,6 +26,8 @@ DATA = pa.table({
     "h": pa.array([f"h{i % 3}" for i in range(N)]),
     "x": pa.array([None if i % 7 == 0 else float(RNG.random()) for i in range(N)]),
     "n": pa.array(RNG.integers(-50, 50, N), pa.int32())})
+# the defaults of table.exec.local-hash-agg.adaptive.*
+ADAPTIVE = LocalAggregation(adaptive=True, sampling_rows=500_000, distinct_rate=0.5)
 AGGS = [("x", "sum"), ("x", "mean"), ("x", "count"), ("n", "min"), ("n", "max"), ("n", "sum"),
         ("x", "max")]
 
@@ -36,7 +38,7 @@ def two_phase(keys, aggs, data, producers=3, settings=None, chunk=100):
         start = i * len(data) // producers
         share = data.slice(start, (i + 1) * len(data) // producers - start)
         ctx = Context(share.to_batches(max_chunksize=chunk), batch_rows=64)
-        local = AggregateOperator(keys, aggs, Phase.LOCAL, settings=settings or LocalAggregation())
+        local = AggregateOperator(keys, aggs, Phase.LOCAL, settings=settings or ADAPTIVE)
         local.run(ctx)
         partials += ctx.out
     final = AggregateOperator(keys, aggs, Phase.FINAL)
@@ -99,11 +101,11 @@ def test_a_mean_is_a_float64_of_decimals_too():
 def test_a_local_step_that_does_not_reduce_passes_on_and_one_that_grows_flushes(monkeypatch):
     unique = pa.table({"g": pa.array(range(2_000), pa.int64()), "x": pa.array([1.0] * 2_000)})
     got, batches, crossed = two_phase(["g"], [("x", "sum")], unique, producers=1,
-                                      settings=LocalAggregation(sampling_rows=300))
+                                      settings=LocalAggregation(adaptive=True, sampling_rows=300, distinct_rate=0.5))
     assert got.num_rows == 2_000 and batches > 5, "it stopped holding and passed batches on"
     monkeypatch.setattr(aggregating, "FLUSH_ROWS", 500)
     got, batches, _ = two_phase(["g"], [("x", "sum")], pa.concat_tables([unique, unique]),
-                                producers=1, settings=LocalAggregation(adaptive=False))
+                                producers=1, settings=NOT_ADAPTIVE)
     assert batches >= 4 and got.column("x_sum").to_pylist() == [2.0] * 2_000
 
 

@@ -9,6 +9,7 @@ import pytest
 from tests.unit.fakes import RUNNING, Harness, ManualMainThread
 from tests.unit.test_resource_manager import SLOT, Cluster
 from tests.unit.test_scheduler import chain
+from yarnflow.appmaster.jobmaster.settings import BlockerSettings
 from yarnflow.appmaster.blocklist import Blocklist, FailureBlocker
 from yarnflow.conf import Configuration
 from yarnflow.core.blocklist import BlockedNode
@@ -21,7 +22,7 @@ ON = ["cluster.resource-blocklist.enabled=true", "cluster.resource-blocklist.tas
 
 
 def blocker(clock: ManualClock, *extra: str) -> FailureBlocker:
-    return FailureBlocker(Configuration.load(overrides=[*ON, *extra]), clock)
+    return FailureBlocker(BlockerSettings.failures(Configuration.load(overrides=[*ON, *extra])), clock)
 
 
 def test_failures_within_the_window_block_a_host_for_the_timeout():

@@ -7,6 +7,7 @@ import pytest
 
 from tests.unit.fakes import FINISHED, RUNNING, Harness, ManualMainThread
 from tests.unit.test_scheduler import chain, diamond, op, source
+from yarnflow.appmaster.jobmaster.settings import RestartSettings
 from yarnflow.appmaster.jobmaster.executiongraph import (ExecutionGraph, ExecutionState,
                                                          JobStatus)
 from yarnflow.appmaster.jobmaster.failover import (ExponentialDelayRestart, FailureRateRestart,
@@ -71,7 +72,7 @@ def test_exponential_delay_grows_caps_varies_and_resets_after_a_quiet_spell():
 
 
 def test_the_default_strategy_gives_up_on_code_that_always_raises_within_about_a_minute():
-    strategy = restart_strategy(Configuration.load(), random=lambda: 1.0)   # longest jitter
+    strategy = restart_strategy(RestartSettings.of(Configuration.load()), random=lambda: 1.0)   # longest jitter
     waited, now = 0.0, 0.0
     while True:
         strategy.notify_failure(now)
@@ -84,8 +85,8 @@ def test_the_default_strategy_gives_up_on_code_that_always_raises_within_about_a
 
 
 def test_configuration_names_the_strategies_as_flink_does():
-    assert isinstance(restart_strategy(Configuration.load(
-        overrides=["restart-strategy.type=fixeddelay"])), FixedDelayRestart)
+    assert isinstance(restart_strategy(RestartSettings.of(Configuration.load(
+        overrides=["restart-strategy.type=fixeddelay"]))), FixedDelayRestart)
     with pytest.raises(ValueError, match="not one of none, fixed-delay"):
         Configuration.load(overrides=["restart-strategy.type=sometimes"])
 

@@ -10,10 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from yarnflow.conf import options
 from yarnflow.core.fs import (Block, FileSystemSettings, LocalPathRefused, hosts_of_range,
                               open_filesystem)
 from yarnflow.core.operators.files import DataPathError
 from yarnflow.core.operators.sinks import DirectoryCommitter
+
+SPLIT_SIZE = options.SOURCE_SPLIT_SIZE.default      # pipeline.source.split-size
 
 CLUSTER = FileSystemSettings(default_fs="hdfs://nn:9000", user="ana")
 
@@ -252,7 +255,7 @@ def test_parquet_splits_pack_consecutive_row_groups_into_a_few_per_subtask(tmp_p
                    row_group_size=1000, compression="none")            # 40 row groups
     source = ParquetSource(str(tmp_path))
     source = source.bound(FileSystemSettings())
-    splits = source.create_input_splits(parallelism=2)                  # ~8 splits
+    splits = source.create_input_splits(2, SPLIT_SIZE)                  # ~8 splits
     groups = [g for split in splits for g in split.row_groups]
     assert groups == list(range(40)), "every row group exactly once, in order"
     assert 7 <= len(splits) <= 9
@@ -266,7 +269,7 @@ def test_a_one_row_group_parquet_file_is_cut_into_row_ranges_read_once_each(tmp_
     from yarnflow.core.operators.sources import ParquetSource
     pq.write_table(pa.table({"x": list(range(10_001))}), tmp_path / "one.parquet")
     source = ParquetSource(str(tmp_path)).bound(FileSystemSettings())
-    splits = source.create_input_splits(parallelism=4)
+    splits = source.create_input_splits(4, SPLIT_SIZE)
     assert [s.rows for s in splits] == [(0, 2501), (2501, 2501), (5002, 2501), (7503, 2498)]
     values = [v for s in splits for b in source.read_split(s, 1000)
               for v in b.column(0).to_pylist()]
@@ -290,7 +293,7 @@ def test_csv_input_is_cut_into_equal_byte_ranges_that_yield_every_line_once(tmp_
         pacsv.write_csv(csv_rows(i * 100_000, count), tmp_path / f"part-{i}.csv")
     total = sum(f.stat().st_size for f in tmp_path.iterdir())
     source = CsvSource(str(tmp_path)).bound(FileSystemSettings())
-    splits = source.create_input_splits(parallelism=4)
+    splits = source.create_input_splits(4, SPLIT_SIZE)
     assert len(splits) == 16
     sizes = [sum(s.length for s in split.segments) for split in splits]
     assert sum(sizes) == total and max(sizes) - min(sizes) <= 1, sizes
@@ -316,7 +319,7 @@ def test_csv_whose_values_may_hold_newlines_is_read_a_whole_file_a_split(tmp_pat
     pacsv.write_csv(csv_rows(0, 30_000), tmp_path / "a.csv")
     source = CsvSource(str(tmp_path), parse_options=pacsv.ParseOptions(
         newlines_in_values=True)).bound(FileSystemSettings())
-    splits = source.create_input_splits(parallelism=4)
+    splits = source.create_input_splits(4, SPLIT_SIZE)
     assert [[(s.start, s.length) for s in split.segments] for split in splits] == [[(0, None)]]
     assert sum(b.num_rows for b in source.read_split(splits[0], 1000)) == 30_000
 

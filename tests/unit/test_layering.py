@@ -301,3 +301,52 @@ def test_the_executor_and_the_masters_meet_only_through_their_gateways():
     assert not crossing, f"imports across the executor/master line, not of a gateway: {crossing}"
     assert ("taskexecutor/taskexecutor.py", "yarnflow.appmaster.jobmaster.gateway") \
         in imports("taskexecutor"), "the check would pass vacuously"
+
+
+# --- the runtime reads its configuration once, into typed settings ---------------------
+
+# Where a runtime module may read an option outside a settings module, and why.
+READS_OUTSIDE_SETTINGS = {
+    "appmaster/webmonitor/source.py": "the configuration page shows every option's value",
+}
+
+
+def configuration_reads(root: Path, folders: tuple[str, ...]) -> list[str]:
+    """Every ``<something>.get(...)`` on a configuration and every ``options.<helper>(...)``
+    call in ``folders``, outside their ``settings.py`` modules."""
+    found = []
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*.py")):
+            where = str(path.relative_to(root))
+            if path.name == "settings.py" or where in READS_OUTSIDE_SETTINGS:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                    continue
+                owner = ast.unparse(node.func.value)
+                reads_option = node.func.attr == "get" and "config" in owner.lower()
+                helper = owner == "options" and node.func.attr.islower()
+                if reads_option or helper:
+                    found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_runtime_components_read_options_only_where_they_start():
+    """Flink's JobMasterConfiguration and TaskManagerConfiguration: each component
+    parses its options once, into frozen settings, where it starts (its ``settings.py``);
+    the code below takes the settings it needs, so a periodic check reads a field and
+    no option is parsed twice or copied with another default."""
+    found = configuration_reads(ROOT, ("appmaster", "taskexecutor"))
+    assert not found, "options read outside a settings module:\n" + "\n".join(found)
+
+
+def test_the_settings_check_sees_a_read_and_a_helper(tmp_path):
+    (tmp_path / "te").mkdir()
+    (tmp_path / "te" / "loop.py").write_text(
+        "def tick(self):\n    return self.config.get(options.HEARTBEAT_TIMEOUT)\n"
+        "def fs(config):\n    return options.filesystem_settings(config)\n"
+        "def fine(d):\n    return d.get('x'), options.BATCH_ROWS\n")
+    (tmp_path / "te" / "settings.py").write_text("X = config.get(options.BATCH_ROWS)\n")
+    assert configuration_reads(tmp_path, ("te",)) == [
+        "te/loop.py:2: self.config.get(options.HEARTBEAT_TIMEOUT)",
+        "te/loop.py:4: options.filesystem_settings(config)"]

@@ -10,12 +10,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from yarnflow.conf import options
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.operators import partitions
 from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.sinks import FileSink
 from yarnflow.core.operators.sources import ParquetSource
 from tests.unit.fakes import TestingOperatorContext as Context
+
+SPLIT_SIZE = options.SOURCE_SPLIT_SIZE.default      # pipeline.source.split-size
 
 ROWS = pa.table({"day": pa.array([1, 1, 2, None, 3] * 4, pa.int64()),
                  "country": ["NL", "a/b=c", "NL", "DE", "NL"] * 4,
@@ -57,7 +60,7 @@ def write(tmp_path, job, mode="errorifexists", subtasks=2):
 def read(tmp_path, keep=None, columns=None):
     source = ParquetSource(str(tmp_path / "out"), columns, keep).bound(FileSystemSettings())
     schema = source.schema([])
-    batches = [b for split in source.create_input_splits(2)
+    batches = [b for split in source.create_input_splits(2, SPLIT_SIZE)
                for b in source.read_split(split, 100)]
     return pa.Table.from_batches(batches, schema=schema)
 

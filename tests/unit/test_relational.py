@@ -45,7 +45,7 @@ def test_a_local_distinct_whose_input_hardly_repeats_passes_it_on():
     unique = pa.table({"k": pa.array(range(40), pa.int64())})
     ctx = Context(unique.to_batches(max_chunksize=5), batch_rows=2)
     local = DistinctOperator(["k"], Phase.LOCAL)
-    local.settings = LocalAggregation(sampling_rows=4)
+    local = local.with_settings(LocalAggregation(adaptive=True, sampling_rows=4, distinct_rate=0.5))
     local.run(ctx)
     # it stopped holding rows after the first merge: later batches went on one by one
     assert len(ctx.out) > 2 and sorted(ctx.table(unique.schema)["k"].to_pylist()) == list(range(40))

@@ -10,6 +10,7 @@ import pytest
 
 from tests.unit.fakes import RUNNING, Harness, ManualMainThread
 from tests.unit.test_scheduler import op, source
+from yarnflow.appmaster.jobmaster.settings import SlowTaskSettings
 from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
 from yarnflow.conf import Configuration
 from yarnflow.core.details import SpeculationOutcome
@@ -269,7 +270,7 @@ def stage(records: list[int | None], finished: list[bool], clock: ManualClock):
 
 
 def detector(*extra: str) -> SlowTaskDetector:
-    return SlowTaskDetector(Configuration.load(overrides=[*SPECULATION, *extra]))
+    return SlowTaskDetector(SlowTaskSettings.of(Configuration.load(overrides=[*SPECULATION, *extra])))
 
 
 def test_by_rate_a_straggler_is_slow_as_soon_as_its_peers_are_done_and_a_big_subtask_is_not():

@@ -120,14 +120,14 @@ def test_the_merge_holds_equal_keys_together_and_ends_with_every_row(tmp_path):
 def test_a_keys_rows_go_to_one_bucket_and_each_level_cuts_differently(tmp_path):
     memory = OperatorMemory.fixed(UNLIMITED, tmp_path)
     rows = data(40000, 20000)
-    first = Buckets(memory, "b", ["k"], 0)
+    first = Buckets(memory, "b", ["k"], 0, 1000)
     first.write(rows)
     first.close()
     seen = {}
     for index in range(SPILL_FILES_PER_LEVEL):
         for key in pa.Table.from_batches(list(first.bucket(index)), rows.schema).column("k").to_pylist():
             assert seen.setdefault(key, index) == index
-    second = Buckets(memory, "b", ["k"], 1)
+    second = Buckets(memory, "b", ["k"], 1, 1000)
     second.write(pa.Table.from_batches(list(first.bucket(0)), rows.schema))
     second.close()
     assert sum(1 for i in range(SPILL_FILES_PER_LEVEL) if second.size(i)) > SPILL_FILES_PER_LEVEL // 2
@@ -146,7 +146,7 @@ def test_a_slots_operators_share_its_managed_memory_and_take_it_back_as_they_end
     second.release()                                   # once only
     assert first.limit == 128 * 2**20 and manager.holders("slot-a") == 1
     run_ = SpilledRun(first, "r", pa.schema([("x", pa.int64())]))
-    run_.write(pa.table({"x": [1, 2, 3]}))
+    run_.write(pa.table({"x": [1, 2, 3]}), 1000)
     run_.close()
     assert seen == [(run_.nbytes, 1)] and run_.path.parent == tmp_path / "a"
 
@@ -181,8 +181,8 @@ def test_batches_told_apart_by_metadata_or_nullability_spill_into_one_file(tmp_p
     tagged = pa.table({"x": [1, 2]}).replace_schema_metadata({"origin": "parquet"})
     plain = pa.table({"x": pa.array([3, None])})
     run_ = SpilledRun(memory, "r", tagged.schema)
-    run_.write(tagged)
-    run_.write(plain)
+    run_.write(tagged, 1000)
+    run_.write(plain, 1000)
     assert pa.Table.from_batches(list(run_.read())).column("x").to_pylist() == [1, 2, 3, None]
 
 

@@ -11,6 +11,7 @@ from yarnflow.core.deployment import TaskDeploymentDescriptor, TaskInformation
 from yarnflow.core.errors import FencingError, NotRegisteredYet, Refused
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.core.resources import ResourceSpec
+from yarnflow.taskexecutor.settings import TaskExecutorSettings
 from yarnflow.taskexecutor.slot import TaskSlotTable
 from yarnflow.taskexecutor.taskexecutor import Registration, TaskExecutor
 from tests.unit.fakes import (FakeJobMasterGateway, FakeResourceManagerForExecutor, FakeTask,
@@ -63,7 +64,8 @@ class Setup:
             self.tasks.append(FakeTask(tdd, jm, on_done))
             return self.tasks[-1]
         self.te = TaskExecutor(
-            "te-1", Configuration.load(overrides=[f"{k}={v}" for k, v in overrides.items()]),
+            "te-1", TaskExecutorSettings.of(
+                Configuration.load(overrides=[f"{k}={v}" for k, v in overrides.items()])),
             TaskSlotTable(2, SLOT), "1c-1024m", self.rm, lambda address, jm_id: self.jm,
             new_task, self.partitions, self.main, self.fatal.append)
         self.main.call(self.te.start, LOCATION)

@@ -75,9 +75,10 @@ def test_a_spark_jvm_that_exits_on_start_is_started_again_at_most_twice(monkeypa
     from pyspark.errors import PySparkRuntimeError
 
     from yarnflow.conf import Configuration
+    from yarnflow.taskexecutor.settings import SparkSettings
     from yarnflow.taskexecutor.spark import session
     monkeypatch.setattr(session, "_RETRY_PAUSE_S", 0.0)
-    holder = session.SparkSessionHolder(Configuration.load(), 1, ResourceSpec(1, 1024), "/nowhere")
+    holder = session.SparkSessionHolder(SparkSettings.of(Configuration.load()), 1, ResourceSpec(1, 1024), "/nowhere")
     builder = _Builder(failures)
     if started:
         assert holder._start(builder) == "session"
@@ -90,9 +91,10 @@ def test_a_spark_jvm_that_exits_on_start_is_started_again_at_most_twice(monkeypa
 def test_a_spark_error_other_than_a_jvm_start_is_not_retried(monkeypatch):
     pytest.importorskip("pyspark")
     from yarnflow.conf import Configuration
+    from yarnflow.taskexecutor.settings import SparkSettings
     from yarnflow.taskexecutor.spark import session
     monkeypatch.setattr(session, "_RETRY_PAUSE_S", 0.0)
-    holder = session.SparkSessionHolder(Configuration.load(), 1, ResourceSpec(1, 1024), "/nowhere")
+    holder = session.SparkSessionHolder(SparkSettings.of(Configuration.load()), 1, ResourceSpec(1, 1024), "/nowhere")
     builder = _Builder(1, condition=None)
     with pytest.raises(RuntimeError, match="no such table"):
         holder._start(builder)
@@ -102,11 +104,13 @@ def test_a_spark_error_other_than_a_jvm_start_is_not_retried(monkeypatch):
 def test_the_spark_jvm_gets_the_configured_java_options_and_none_by_default(monkeypatch):
     from yarnflow.conf import Configuration
     from yarnflow.conf.configuration import ENV_CONF_DIR
+    from yarnflow.taskexecutor.settings import SparkSettings
     from yarnflow.taskexecutor.spark import session
     monkeypatch.delenv(ENV_CONF_DIR)      # the suite's own file sets them
-    plain = session.SparkSessionHolder(Configuration.load(), 1, ResourceSpec(1, 1024), "/nowhere")
+    plain = session.SparkSessionHolder(SparkSettings.of(Configuration.load()), 1, ResourceSpec(1, 1024), "/nowhere")
     assert "spark.driver.extraJavaOptions" not in plain.settings()
     tuned = session.SparkSessionHolder(
-        Configuration.load(overrides=["taskmanager.spark.jvm-options=-XX:+UseSerialGC -Xss2m"]),
+        SparkSettings.of(Configuration.load(
+            overrides=["taskmanager.spark.jvm-options=-XX:+UseSerialGC -Xss2m"])),
         1, ResourceSpec(1, 1024), "/nowhere")
     assert tuned.settings()["spark.driver.extraJavaOptions"] == "-XX:+UseSerialGC -Xss2m"

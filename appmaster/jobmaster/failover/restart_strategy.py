@@ -10,7 +10,7 @@ import random as _random
 from collections import deque
 from typing import Callable, Protocol
 
-from yarnflow.conf import Configuration, options
+from yarnflow.appmaster.jobmaster.settings import RestartSettings
 
 
 class RestartStrategy(Protocol):
@@ -121,19 +121,15 @@ class ExponentialDelayRestart:
                 "(restart-strategy.exponential-delay.attempts-before-reset-backoff)")
 
 
-def restart_strategy(config: Configuration,
+def restart_strategy(settings: RestartSettings,
                      random: Callable[[], float] = _random.random) -> RestartStrategy:
-    kind = config.get(options.RESTART_STRATEGY)
-    if kind == "none":
+    if settings.kind == "none":
         return NoRestart()
-    if kind == "fixed-delay":
-        return FixedDelayRestart(config.get(options.FIXED_DELAY_ATTEMPTS),
-                                 config.get(options.FIXED_DELAY_DELAY))
-    if kind == "failure-rate":
-        return FailureRateRestart(config.get(options.FAILURE_RATE_MAX),
-                                  config.get(options.FAILURE_RATE_INTERVAL),
-                                  config.get(options.FAILURE_RATE_DELAY))
+    if settings.kind == "fixed-delay":
+        return FixedDelayRestart(settings.fixed_attempts, settings.fixed_delay)
+    if settings.kind == "failure-rate":
+        return FailureRateRestart(settings.rate_max_failures, settings.rate_interval,
+                                  settings.rate_delay)
     return ExponentialDelayRestart(
-        config.get(options.EXP_INITIAL_BACKOFF), config.get(options.EXP_MAX_BACKOFF),
-        config.get(options.EXP_MULTIPLIER), config.get(options.EXP_RESET_THRESHOLD),
-        config.get(options.EXP_JITTER), config.get(options.EXP_ATTEMPTS), random)
+        settings.exp_initial_backoff, settings.exp_max_backoff, settings.exp_multiplier,
+        settings.exp_reset_threshold, settings.exp_jitter, settings.exp_attempts, random)

@@ -9,18 +9,18 @@ from concurrent.futures import Future
 from typing import Callable
 
 from yarnflow.appmaster.jobmaster.executiongraph import Execution, ExecutionState
-from yarnflow.conf import Configuration, options
 from yarnflow.rpc.endpoint import MainThreadExecutor
 
 log = logging.getLogger(__name__)
 
 
 class ExecutionCanceller:
-    def __init__(self, main: MainThreadExecutor, config: Configuration,
+    def __init__(self, main: MainThreadExecutor, timeout: float,
                  canceled: Callable[[Execution], None]) -> None:
-        """``canceled(execution)``: a CANCELING attempt is to count as CANCELED."""
+        """``timeout``: task.cancellation.timeout; ``canceled(execution)``: a CANCELING
+        attempt is to count as CANCELED."""
         self._main = main
-        self._timeout = config.get(options.TASK_CANCEL_TIMEOUT)
+        self._timeout = timeout
         self._canceled = canceled
 
     def send(self, execution: Execution, timed: bool = False) -> None:

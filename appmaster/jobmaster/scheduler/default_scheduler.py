@@ -23,6 +23,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
+from yarnflow.appmaster.jobmaster.settings import JobMasterSettings
 from yarnflow.core.ids import ExecutionAttemptID, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import (
     Execution, ExecutionGraph, ExecutionState, ExecutionVertex, JobStatus)
@@ -41,7 +42,6 @@ from yarnflow.appmaster.jobmaster.scheduler.scheduling_strategy import Schedulin
 from yarnflow.appmaster.jobmaster.scheduler.speculation import SpeculativeExecutions
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
 from yarnflow.appmaster.jobmaster.splits import InputSplitAssigner
-from yarnflow.conf import Configuration, options
 from yarnflow.core.details import ExceptionEntry, SpeculativeAttempt
 from yarnflow.core.errors import EndpointStopped
 from yarnflow.core.messages import TaskExecutionState
@@ -66,7 +66,7 @@ class PendingRestart:
 
 
 class DefaultScheduler:
-    def __init__(self, graph: ExecutionGraph, config: Configuration, main: MainThreadExecutor,
+    def __init__(self, graph: ExecutionGraph, settings: JobMasterSettings, main: MainThreadExecutor,
                  slot_pool: SlotPool, allocator: SlotSharingSlotAllocator, outputs: JobOutputs,
                  splits: Mapping[str, InputSplitAssigner], job_master: JobMasterAddress,
                  on_subtask_finished: Callable[[ExecutionVertex], None],
@@ -77,7 +77,7 @@ class DefaultScheduler:
         log), ``on_ended`` once the job is globally terminal (its outputs committed or
         discarded), ``task_slow(host, why)`` of each subtask found slow (the blocklist)."""
         self.graph = graph
-        self.config = config
+        self.settings = settings
         self.main = main
         self._clock = main.clock
         self._slot_pool = slot_pool
@@ -86,16 +86,17 @@ class DefaultScheduler:
         self._splits = splits
         self._on_subtask_finished = on_subtask_finished
         self._on_ended = on_ended
-        self._deployer = ExecutionDeployer(main, job_master, DeploymentParts.of(config, graph.job_id),
-                                           self._task_failed, config.get(options.BATCH_ROWS))
-        self.adaptive = adaptive.AdaptiveVertexInitializer.of(config, graph, allocator.add_subtasks)
+        self._deployer = ExecutionDeployer(main, job_master, DeploymentParts.of(settings.storage, graph.job_id),
+                                           self._task_failed, settings.batch_rows)
+        self.adaptive = adaptive.AdaptiveVertexInitializer.of(settings.adaptive, settings.default_slot,
+                                                              graph, allocator.add_subtasks)
         self._strategy = SchedulingStrategy(main, graph, allocator,
                                             lambda vertex: self._deployer.deploy(vertex.current),
                                             self._fail_vertex, self.adaptive.initialize)
-        self._restart_strategy = restart_strategy(config)
-        self._failover = failover_strategy(config.get(options.FAILOVER_STRATEGY), graph)
-        self._canceller = ExecutionCanceller(main, config, self._on_canceled)
-        self.speculation = SpeculativeExecutions(config, main, graph, slot_pool, allocator.group_of,
+        self._restart_strategy = restart_strategy(settings.restart)
+        self._failover = failover_strategy(settings.failover_strategy, graph)
+        self._canceller = ExecutionCanceller(main, settings.task_cancel_timeout, self._on_canceled)
+        self.speculation = SpeculativeExecutions(settings.speculation, main, graph, slot_pool, allocator.group_of,
                                                  self._deployer.deploy, task_slow)
         self._restart: PendingRestart | None = None
         self._lost_executors: set[str] = set()
@@ -299,8 +300,7 @@ class DefaultScheduler:
             self._record_exceptions([execution], cause)
             self._fail_job(cause, detail)
         elif upstream:
-            grace = min(self.config.get(options.UPSTREAM_FAILURE_GRACE),
-                        self.config.get(options.HEARTBEAT_INTERVAL))
+            grace = min(self.settings.upstream_failure_grace, self.settings.heartbeat_interval)
             self._awaiting_cause[execution] = where
             self.main.schedule(grace, self._upstream_failure_unexplained, execution)
         else:
@@ -426,7 +426,7 @@ class DefaultScheduler:
             if self._restart.timer is not None:
                 self._restart.timer.cancel()
             self._restart = None
-        self.main.schedule(self.config.get(options.JOB_CANCEL_TIMEOUT), self._force_cancelled)
+        self.main.schedule(self.settings.job_cancel_timeout, self._force_cancelled)
         for execution in list(self.graph.all_executions()):
             self._cancel_attempt(execution, (ExecutionState.CREATED, ExecutionState.SCHEDULED))
         self._check_termination()

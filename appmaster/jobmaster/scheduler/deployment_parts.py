@@ -23,8 +23,7 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterable
 
-from yarnflow.appmaster.jobmaster.job_events import partition_store_dir
-from yarnflow.conf import Configuration, options
+from yarnflow.appmaster.jobmaster.settings import StorageSettings
 from yarnflow.core.deployment import SharedPart, TaskDeploymentDescriptor
 from yarnflow.core.fs import FileSystem, FileSystemSettings, open_filesystem
 from yarnflow.core.ids import JobID, ResourceID
@@ -50,12 +49,10 @@ class DeploymentParts:
         self._writer: ThreadPoolExecutor | None = None
 
     @staticmethod
-    def of(config: Configuration, job_id: JobID) -> "DeploymentParts":
+    def of(storage: StorageSettings, job_id: JobID) -> "DeploymentParts":
         """Offloading beside the partition store (on the cluster file system on YARN)."""
-        settings = options.filesystem_settings(config)
-        root = settings.resolve(partition_store_dir(config)).rstrip("/")
-        return DeploymentParts(config.get(options.BLOB_OFFLOAD_MINSIZE),
-                               f"{root}/deployment-parts/{job_id}", settings)
+        return DeploymentParts(storage.offload_min_size,
+                               f"{storage.root}/deployment-parts/{job_id}", storage.filesystem)
 
     def prepare(self, resource_id: ResourceID, descriptor: TaskDeploymentDescriptor,
                 everything: bool = False

@@ -27,13 +27,13 @@ import statistics
 from concurrent.futures import Future
 from typing import Callable, Iterator
 
+from yarnflow.appmaster.jobmaster.settings import SlowTaskSettings, SpeculationSettings
 from yarnflow.appmaster.jobmaster.executiongraph import (Execution, ExecutionGraph,
                                                          ExecutionJobVertex, ExecutionState,
                                                          ExecutionVertex, JobStatus)
 from yarnflow.appmaster.jobmaster.scheduler.allocator import LogicalSlot
 from yarnflow.appmaster.jobmaster.scheduler.slot_sharing import ExecutionSlotSharingGroup
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool, SlotPreferences
-from yarnflow.conf import Configuration, options
 from yarnflow.core.details import SpeculationOutcome, SpeculativeAttempt
 from yarnflow.core.jobgraph import PartitionType, ScheduleMode
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
@@ -60,10 +60,10 @@ class SlowTaskDetector:
     straggler is seen as soon as its stage's others are done, not half a stage later,
     and a subtask that is only given more data (skew) is not taken for a slow one."""
 
-    def __init__(self, config: Configuration) -> None:
-        self._ratio = config.get(options.SLOW_TASK_BASELINE_RATIO)
-        self._multiplier = config.get(options.SLOW_TASK_BASELINE_MULTIPLIER)
-        self._lower_bound = config.get(options.SLOW_TASK_BASELINE_LOWER_BOUND)
+    def __init__(self, settings: SlowTaskSettings) -> None:
+        self._ratio = settings.ratio
+        self._multiplier = settings.multiplier
+        self._lower_bound = settings.lower_bound
 
     def slow_subtasks(self, ejv: ExecutionJobVertex, now: float
                       ) -> Iterator[tuple[ExecutionVertex, str]]:
@@ -124,21 +124,21 @@ def _ran(execution: Execution, until: float) -> float:
 
 
 class SpeculativeExecutions:
-    def __init__(self, config: Configuration, main: MainThreadExecutor, graph: ExecutionGraph,
+    def __init__(self, settings: SpeculationSettings, main: MainThreadExecutor, graph: ExecutionGraph,
                  slot_pool: SlotPool, group_of: Callable[[ExecutionVertex], ExecutionSlotSharingGroup],
                  deploy: Callable[[Execution], None],
                  task_slow: Callable[[str, str], "Future[object] | None"]) -> None:
         """``deploy`` an attempt that holds its slot; ``task_slow(host, why)``: tell the
         blocklist, done once it has settled (None: nothing to wait for)."""
-        self.enabled = config.get(options.SPECULATIVE_ENABLED) and \
+        self.enabled = settings.enabled and \
             graph.schedule_mode is ScheduleMode.LAZY_FROM_SOURCES
-        if config.get(options.SPECULATIVE_ENABLED) and not self.enabled:
+        if settings.enabled and not self.enabled:
             log.warning("job %s runs EAGER: execution.batch.speculative.enabled has no effect "
                         "(a batch job's consumers must be deployed once their inputs are done: "
                         "Pipeline(schedule_mode='LAZY_FROM_SOURCES'))", graph.job_id[:8])
-        self._max = config.get(options.SPECULATIVE_MAX_CONCURRENT)
-        self._interval = config.get(options.SLOW_TASK_CHECK_INTERVAL)
-        self._detector = SlowTaskDetector(config)
+        self._max = settings.max_concurrent
+        self._interval = settings.check_interval
+        self._detector = SlowTaskDetector(settings.detector)
         # the stages that may run twice, found once: the check runs every second
         self._stages = [ejv for ejv in graph.vertices_topologically() if speculatable(ejv)]
         self._main = main

@@ -10,10 +10,11 @@ import threading
 import uuid
 from pathlib import Path
 
+from yarnflow.appmaster.resourcemanager.settings import LocalDriverSettings
 from yarnflow.core.ids import ResourceID
 from yarnflow.appmaster.resourcemanager.drivers.base import ResourceDriver, WorkerEvents
 from yarnflow.core.worker_spec import WorkerSpec
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ class LocalDriver(ResourceDriver):
 
     def __init__(self, config: Configuration, workdir: Path, tls_dir: Path,
                  log_dir: Path | None = None) -> None:
-        self._config = config
+        self._config = config       # raw, only to write for the executors it starts
+        self._settings = LocalDriverSettings.of(config)
         self._workdir = workdir
         self._log_dir = log_dir or workdir
         self._tls_dir = tls_dir
@@ -55,7 +57,7 @@ class LocalDriver(ResourceDriver):
     def request_worker(self, spec: WorkerSpec, hosts: tuple[str, ...] = (),
                        avoid: frozenset[str] = frozenset()) -> ResourceID:
         resource_id = ResourceID(f"local-te-{uuid.uuid4().hex[:8]}")
-        python = self._config.get(options.LOCAL_PYTHON) or sys.executable
+        python = self._settings.python or sys.executable
         log_file = self._log_file(resource_id)
         command = [python, "-m", "yarnflow.taskexecutor",
                    "--resource-id", resource_id, "--rm-address", self._rm_address,
@@ -103,7 +105,7 @@ class LocalDriver(ResourceDriver):
         return proc.pid if proc else None
 
     def max_worker_resources(self) -> ResourceSpec:
-        return options.largest_worker(self._config)
+        return self._settings.largest_worker
 
     def stop(self) -> None:
         with self._lock:

@@ -42,13 +42,14 @@ import re
 import threading
 from typing import Any, Callable, Protocol, TypeVar
 
+from yarnflow.appmaster.resourcemanager.settings import YarnDriverSettings
 from yarnflow.core.ids import ResourceID
 from yarnflow.appmaster.resourcemanager.drivers.base import (NodeReport, ResourceDriver,
                                                              WorkerEvents)
 from yarnflow.core.bounded import CallTimedOut, call_within
 from yarnflow.core.clock import SYSTEM_CLOCK, Clock
 from yarnflow.core.worker_spec import WorkerSpec
-from yarnflow.conf import Configuration, options
+from yarnflow.conf import Configuration
 from yarnflow.core.resources import ResourceSpec
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ class YarnDriver(ResourceDriver):
         to the Skein services the application declared for them, ``host_services``
         (worker spec name, host) to the service of that size on that host; ``nodes``
         reads YARN's node reports (drivers/yarn_nodes.py), where they can be read."""
-        self._config = config
+        self._settings = YarnDriverSettings.of(config)     # read once, here
         self._app = app
         self._services = services
         self._host_services = dict(host_services or {})
@@ -154,7 +155,7 @@ class YarnDriver(ResourceDriver):
         self._nodes_failing = False     # the last read failed (said once, until one works)
 
     def _skein(self, call: Callable[[], T], what: str) -> T:
-        return call_within(call, self._config.get(options.YARN_SKEIN_TIMEOUT), what)
+        return call_within(call, self._settings.skein_timeout, what)
 
     @staticmethod
     def _not_taken(err: Exception) -> tuple[str, bool]:
@@ -309,7 +310,7 @@ class YarnDriver(ResourceDriver):
     def _ask_anywhere_when_overdue(self) -> None:
         """Withdraw host requests YARN has not placed within yarn.locality.wait, and
         those on a host YARN lost, and ask for the same size anywhere."""
-        wait = SKEIN_IDLE_HEARTBEAT_S + self._config.get(options.YARN_LOCALITY_WAIT)
+        wait = SKEIN_IDLE_HEARTBEAT_S + self._settings.locality_wait
         now = self._clock.monotonic()
         lost = self.lost_hosts()
         with self._lock:
@@ -435,6 +436,6 @@ class YarnDriver(ResourceDriver):
             log.info("could not look for lost hosts that came back: %s", err)
 
     def _watch_containers(self) -> None:
-        interval = self._config.get(options.YARN_CONTAINER_POLL_INTERVAL)
+        interval = self._settings.container_poll_interval
         while not self._stop.wait(interval):
             self.poll_once()

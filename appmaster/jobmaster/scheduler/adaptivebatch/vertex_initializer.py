@@ -8,6 +8,7 @@ import dataclasses
 import logging
 from typing import Callable
 
+from yarnflow.appmaster.jobmaster.settings import AdaptiveSettings
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionJobVertex
 from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.decider import (
     AutoParallelism, InputBytes, ParallelismDecision, decide)
@@ -15,25 +16,12 @@ from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.join_decider import (S
                                                                                decide_join)
 from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.slot_sizing import (bytes_read,
                                                                               sized_profile)
-from yarnflow.conf import Configuration, options
 from yarnflow.core.estimates import format_bytes
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.slot_memory import SlotMemory
 from yarnflow.core.jobgraph import DistributionPattern, ShipStrategy
 
 log = logging.getLogger(__name__)
-
-
-def auto_parallelism(config: Configuration) -> AutoParallelism:
-    return AutoParallelism(config.get(options.ADAPTIVE_MIN_PARALLELISM),
-                           config.get(options.ADAPTIVE_MAX_PARALLELISM),
-                           config.get(options.ADAPTIVE_AVG_DATA_VOLUME))
-
-
-def skew_settings(config: Configuration) -> SkewSettings:
-    return SkewSettings(config.get(options.SKEWED_JOIN_STRATEGY) == "auto",
-                        config.get(options.SKEWED_JOIN_FACTOR),
-                        config.get(options.SKEWED_JOIN_THRESHOLD))
 
 
 def measured_inputs(ejv: ExecutionJobVertex) -> list[InputBytes]:
@@ -65,10 +53,10 @@ class AdaptiveVertexInitializer:
         self._add_subtasks = add_subtasks
 
     @classmethod
-    def of(cls, config: Configuration, graph: ExecutionGraph,
+    def of(cls, settings: AdaptiveSettings, default_slot: ResourceSpec, graph: ExecutionGraph,
            add_subtasks: Callable[[ExecutionJobVertex], None]) -> "AdaptiveVertexInitializer":
-        return cls(graph, auto_parallelism(config), add_subtasks, skew_settings(config),
-                   options.slot_memory(config), options.default_slot_profile(config))
+        return cls(graph, settings.parallelism, add_subtasks, settings.skew,
+                   settings.slot_memory, default_slot)
 
     def initialize(self, ejv: ExecutionJobVertex) -> None:
         if ejv.initialized:
