@@ -133,9 +133,13 @@ def _run_script(pipeline: str, script_args: tuple[str, ...], context: ExecutionC
 @click.option("--json", "as_json", is_flag=True,
               help="Print the plan as JSON (vertices, inputs, estimates, shared slots, "
                    "executors, joins) instead of a table.")
+@click.option("--passes", is_flag=True,
+              help="Also print the plan after each of the planner's passes (bind, "
+                   "local-steps, schemas, estimates, join-strategies, parallelism, "
+                   "exchanges, pipeline-breakers, adaptive, validate, chaining).")
 @config_options
 def explain(pipeline: str, script_args: tuple[str, ...], parallelism: int | None,
-            as_json: bool, dynamic: tuple[str, ...], conf_file: str | None) -> None:
+            as_json: bool, passes: bool, dynamic: tuple[str, ...], conf_file: str | None) -> None:
     """Print the plan PIPELINE would run with — vertices, parallelism, slot profiles,
     ship strategies, estimated rows and bytes, and why each join got its strategy —
     without running it. SCRIPT_ARGS go to the script's sys.argv."""
@@ -143,7 +147,8 @@ def explain(pipeline: str, script_args: tuple[str, ...], parallelism: int | None
     if parallelism is not None:
         config.set(options.DEFAULT_PARALLELISM, parallelism)
     console = table_console()
-    context = ExecutionContext(config, "explain", False, console, explain_json=as_json)
+    context = ExecutionContext(config, "explain", False, console, explain_json=as_json,
+                               explain_passes=passes)
     _run_script(pipeline, script_args, context, False)
 
 

@@ -32,6 +32,7 @@ class ExecutionContext:
     results: list[Any] = field(default_factory=list)
     show_subtasks: bool = False     # print every subtask's metrics after the summary
     explain_json: bool = False      # ``explain --json``: the plan as JSON, not a table
+    explain_passes: bool = False    # ``explain --passes``: the plan after each pass too
 
 
 _CONTEXT: ExecutionContext | None = None
@@ -59,7 +60,12 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     name = target or (context.target if _CONTEXT else config.get(options.TARGET))
     if name == "explain":
         from yarnflow.client.explain import ExplainResult, plan_json, plan_renderable
-        graph = pipeline.job_graph(config)
+        from yarnflow.client.planner.compiler import describe
+
+        def show_pass(name: str, planning: Any) -> None:
+            context.console.print("\n".join(describe(name, planning)), markup=False,
+                                  highlight=False, soft_wrap=True)
+        graph = pipeline.job_graph(config, show_pass if context.explain_passes else None)
         if context.explain_json:
             context.console.print(json.dumps(plan_json(graph, config), indent=2), markup=False,
                                   highlight=False, soft_wrap=True)

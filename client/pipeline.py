@@ -12,60 +12,27 @@ parallelism mismatch is an error.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from yarnflow.conf import Configuration, options
-from yarnflow.conf.job_level import job_level
-from yarnflow.core.fs import LocalPathRefused
-from yarnflow.client.filesystems import filesystem_settings
-from yarnflow.core.chaining import chain_operators
-from yarnflow.core.jobgraph import (AdaptiveJoin, InvalidPipelineError, JobGraph,
-                                    JobVertex, PartitionType, ScheduleMode, ShipStrategy, path_error)
-from yarnflow.client.planner import JoinStrategy, check_schemas, estimate_vertices, plan_join
-from yarnflow.client.planner.joins import break_pipelined_cycles
-from yarnflow.client.planner.adaptive import mark_adaptive
-from yarnflow.client.planner.aggregates import configure_local_steps
-from yarnflow.client.planner.estimates import estimate_hint
-from yarnflow.core.estimates import UNKNOWN
-from yarnflow.core.units import parse_parallelism
-from yarnflow.core.tracebacks import sources_of
-from yarnflow.core.user_code import UserCode
-from yarnflow.core.operators import (CsvSource, FilterOperator,
-                                     FlatMapOperator, HashJoinOperator, MapOperator,
-                                     ParquetSource, SelectOperator, TableSource)
-from yarnflow.core.operators.relational import DistinctOperator
 from yarnflow.client.dataset_settings import Exchanges, OperatorSettings
 from yarnflow.client.operator_args import function_name, key_list, operator
 from yarnflow.client.outputs import OutputOperators
+from yarnflow.client.planner.compiler import Planning, compile_plan
+from yarnflow.client.planner.estimates import estimate_hint
+from yarnflow.client.planner.joins import JoinStrategy
+from yarnflow.client.planner.logical import JoinInput, LogicalEdge, LogicalJoin, LogicalPlan
 from yarnflow.client.relational import RelationalOperators
-from yarnflow.core.operators.files import DataPathError
+from yarnflow.conf import Configuration
+from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, JobVertex, PartitionType,
+                                    ScheduleMode, ShipStrategy)
+from yarnflow.core.operators import (CsvSource, FilterOperator, FlatMapOperator,
+                                     HashJoinOperator, MapOperator, ParquetSource,
+                                     SelectOperator, TableSource)
 from yarnflow.core.operators.spark import SparkOperator
-
-
-@dataclass
-class _PendingJoin:
-    """A join whose ship strategies the planner chooses when the JobGraph is built,
-    from the estimates of both inputs."""
-    vertex: JobVertex
-    left: "DataSet"
-    right: "DataSet"
-    left_keys: list[str]
-    right_keys: list[str]
-    strategy: JoinStrategy
-
-
-@dataclass
-class _PendingEdge:
-    source: JobVertex
-    target: JobVertex
-    ship: ShipStrategy | None
-    keys: tuple[str, ...]
-    partition_type: PartitionType | None
-    target_input: int
+from yarnflow.core.units import parse_parallelism
+from yarnflow.core.user_code import UserCode
 
 
 class Pipeline:
@@ -101,8 +68,8 @@ class Pipeline:
         self.exchange: PartitionType | None = None if exchange is None else \
             PartitionType.BLOCKING if exchange == "blocking" else PartitionType.PIPELINED
         self._vertices: list[JobVertex] = []
-        self._edges: list[_PendingEdge] = []
-        self._joins: list[_PendingJoin] = []
+        self._edges: list[LogicalEdge] = []
+        self._joins: list[LogicalJoin] = []
         self._names: dict[str, int] = {}
         # a step the planner added for an operator (a local aggregate): the operator's
         # name, which the user knows, for its errors
@@ -160,148 +127,31 @@ class Pipeline:
 
     def _connect(self, upstream: "DataSet", target: JobVertex, target_input: int = 0,
                  ship: ShipStrategy | None = None, keys: Sequence[str] = ()) -> None:
-        self._edges.append(_PendingEdge(
+        self._edges.append(LogicalEdge(
             upstream.vertex, target, ship if ship is not None else upstream._ship,
             tuple(keys) or upstream._keys, upstream._partition_type, target_input))
 
     # --- the JobGraph ----------------------------------------------------------------
-    def job_graph(self, config: Configuration | None = None) -> JobGraph:
-        """The JobGraph, planned and validated against ``config``.
+    def logical_plan(self) -> LogicalPlan:
+        """What the pipeline recorded, nothing decided (``client/planner/logical.py``)."""
+        return LogicalPlan(self.name, self.parallelism, self.schedule_mode, self.exchange,
+                           tuple(self._vertices), tuple(self._edges), tuple(self._joins),
+                           dict(self._step_of))
 
-        Planning works on copies of the pipeline's vertices and operators: the user's
-        pipeline is never changed, so it can be planned again with another
+    def job_graph(self, config: Configuration | None = None,
+                  after_pass: Callable[[str, Planning], None] | None = None) -> JobGraph:
+        """The JobGraph, planned and validated against ``config`` by the planner's passes
+        (``client/planner/compiler.py``; ``after_pass(name, planning)`` sees each).
+
+        Planning works on copies of the pipeline's vertices and new operators: the
+        user's pipeline is never changed, so it can be planned again with another
         configuration (another default parallelism, another file system)."""
-        config = config or Configuration.load()
-        default_parallelism = self.parallelism or config.get(options.DEFAULT_PARALLELISM)
-        graph = JobGraph(self.name, self.schedule_mode)
-        graph.spark_overhead_mb = config.get(options.SPARK_JVM_OVERHEAD)
-        graph.job_configuration = job_level(config)
-        settings = filesystem_settings(config)
-        own: dict[str, JobVertex] = {}
-        for vertex in self._vertices:
-            try:
-                operator = vertex.operator.value.bound(settings)
-                if hasattr(operator, "files"):
-                    operator.files()          # a missing input is refused here, by name
-            except (DataPathError, LocalPathRefused) as err:
-                raise path_error(vertex.name, err) from None
-            function = getattr(operator, "fn", None)
-            if function is not None:                 # the user's, which may fail on a host
-                operator.sources = sources_of([function])
-            committer = getattr(operator, "committer", None) if vertex.committer else None
-            own[vertex.id] = dataclasses.replace(
-                vertex, operator=UserCode.of(operator),
-                committer=UserCode.of(committer) if committer is not None else None)
-        configure_local_steps([(own[e.source.id], own[e.target.id]) for e in self._edges], config)
-        unset = {v.id for v in own.values() if v.parallelism is None}   # before the planner
-        adaptive = config.get(options.ADAPTIVE_ENABLED)
-        exchange = self.exchange if self.exchange is not None else \
-            PartitionType.BLOCKING if adaptive else PartitionType.PIPELINED
-        order = [own[v.id] for v in self._producers_first()]
-        schemas = check_schemas(order, lambda v: [own[u.id] for u in self._inputs_of(v)],
-                                lambda v: [(own[e.source.id], e.keys) for e in self._edges
-                                           if e.target.id == v.id],
-                                lambda v: self._step_of.get(v.id, v.name))
-        estimates = estimate_vertices(order, lambda v: [own[u.id] for u in self._inputs_of(v)])
-        for vertex in own.values():
-            vertex.estimate = estimates[vertex.id]
-            vertex.schema = schemas[vertex.id]
-            graph.add_vertex(vertex)
-        edges = [dataclasses.replace(e, source=own[e.source.id], target=own[e.target.id],
-                                     keys=_whole_row_keys(e, own, schemas))
-                 for e in self._edges]
-        for join in self._joins:
-            at_run_time = adaptive and join.vertex.id in unset and all(
-                (side._partition_type or exchange) is PartitionType.BLOCKING
-                for side in (join.left, join.right))
-            edges += self._plan_join(join, graph, own, config.get(options.BROADCAST_THRESHOLD),
-                                     at_run_time)
-        for vertex in own.values():      # producers before their consumers
-            if vertex.parallelism is None:   # a collect sink keeps its producer's subtasks
-                vertex.parallelism = own[self._inputs_of(vertex)[0].id].parallelism \
-                    if vertex.collect else default_parallelism
-        for edge in edges:
-            ship = edge.ship
-            if ship is None:
-                ship = ShipStrategy.FORWARD if edge.source.parallelism == edge.target.parallelism \
-                    else ShipStrategy.REBALANCE
-            partition_type = edge.partition_type or (
-                PartitionType.PIPELINED if ship is ShipStrategy.FORWARD else exchange)
-            graph.connect(edge.source, edge.target, ship, edge.keys, partition_type,
-                          edge.target_input)
-        break_pipelined_cycles(graph)
-        if adaptive and mark_adaptive(graph, unset):
-            graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES   # decided once inputs are written
-        graph.resolve(default_parallelism)
-        graph.validate(options.largest_worker(config), options.default_slot_profile(config))
-        return chain_operators(graph) if config.get(options.OPERATOR_CHAINING) else graph
+        return compile_plan(self.logical_plan(), config or Configuration.load(), after_pass)
 
     def _drop(self, vertex: JobVertex) -> None:
         """Take a vertex that has no consumer out again (a collect sink once it ran)."""
         self._vertices.remove(vertex)
         self._edges = [e for e in self._edges if e.target.id != vertex.id]
-
-    def _inputs_of(self, vertex: JobVertex) -> list[JobVertex]:
-        """The pipeline's (not a plan's) inputs of a vertex, matched by id."""
-        for join in self._joins:
-            if join.vertex.id == vertex.id:
-                return [join.left.vertex, join.right.vertex]
-        edges = sorted((e for e in self._edges if e.target.id == vertex.id),
-                       key=lambda e: e.target_input)
-        return [e.source for e in edges]
-
-    def _producers_first(self) -> list[JobVertex]:
-        order: list[JobVertex] = []
-        placed: set[str] = set()
-
-        def place(vertex: JobVertex, path: tuple[str, ...]) -> None:
-            if vertex.id in placed or vertex.id in path:   # a cycle: validate() names it
-                return
-            for upstream in self._inputs_of(vertex):
-                place(upstream, path + (vertex.id,))
-            placed.add(vertex.id)
-            order.append(vertex)
-        for vertex in self._vertices:
-            place(vertex, ())
-        return order
-
-    def _plan_join(self, join: _PendingJoin, graph: JobGraph, own: dict[str, JobVertex],
-                   threshold: int, at_run_time: bool = False) -> list[_PendingEdge]:
-        """The join's two input edges, as its plan says: the broadcast side BROADCAST and
-        the other side FORWARD at its own parallelism, or both HASH on the keys.
-        ``at_run_time`` (adaptive execution): both HASH and BLOCKING, the strategy left to
-        what the inputs measure once written."""
-        sides = (join.left, join.right)
-        inputs = (own[join.left.vertex.id], own[join.right.vertex.id])
-        vertex = own[join.vertex.id]
-        keys = (tuple(join.left_keys), tuple(join.right_keys))
-        operator = vertex.operator.value
-        assert isinstance(operator, HashJoinOperator), operator
-        try:
-            plan = plan_join(join.strategy, inputs[0].estimate or UNKNOWN,
-                             inputs[1].estimate or UNKNOWN, threshold,
-                             (inputs[0].name, inputs[1].name), operator.join_type,
-                             at_run_time=at_run_time)
-        except ValueError as err:
-            raise InvalidPipelineError(vertex.name, str(err), "join it with strategy='auto' "
-                                       "or 'hash'") from None
-        plan = dataclasses.replace(plan, join_type=operator.how)
-        graph.join_plans[vertex.id] = plan
-        operator.build_input = plan.build_input
-        if at_run_time and plan.strategy is not JoinStrategy.BROADCAST:
-            vertex.join = AdaptiveJoin(
-                buildable=plan.buildable, splittable=operator.join_type.splittable,
-                broadcast_threshold=threshold if plan.strategy is JoinStrategy.AUTO else 0)
-        if plan.broadcast_input is None:
-            return [_PendingEdge(inputs[i], vertex, ShipStrategy.HASH, keys[i],
-                                 side._partition_type, i) for i, side in enumerate(sides)]
-        kept = 1 - plan.broadcast_input
-        if vertex.parallelism is None:
-            vertex.parallelism = inputs[kept].parallelism or self.parallelism
-        return [_PendingEdge(inputs[i], vertex,
-                             ShipStrategy.BROADCAST if i == plan.broadcast_input else side._ship,
-                             () if i == plan.broadcast_input else side._keys,
-                             side._partition_type, i) for i, side in enumerate(sides)]
 
     def execute(self, target: str | None = None, config: Configuration | None = None) -> Any:
         """Run the pipeline as one job and return its ``yf.JobHandle``.
@@ -336,6 +186,9 @@ class DataSet(OperatorSettings, Exchanges, RelationalOperators, OutputOperators)
         self._single = False      # one subtask after a limit or top: what follows too
 
     # --- transformations -------------------------------------------------------------
+    def _as_join_input(self) -> JoinInput:
+        return JoinInput(self.vertex, self._ship, self._keys, self._partition_type)
+
     def _derived(self, vertex: JobVertex, ship: ShipStrategy | None = None,
                  keys: tuple[str, ...] = (),
                  partition_type: PartitionType | None = None) -> "DataSet":
@@ -467,24 +320,6 @@ class DataSet(OperatorSettings, Exchanges, RelationalOperators, OutputOperators)
             raise InvalidPipelineError(name, str(err), "use one of Spark's join types "
                                        "(how='left', 'left_anti', ...)") from None
         vertex = self.pipeline._add_vertex(name, operator, 2)
-        self.pipeline._joins.append(_PendingJoin(vertex, self, other, left_keys, right_keys,
-                                                 JoinStrategy.parse(strategy)))
+        self.pipeline._joins.append(LogicalJoin(vertex, self._as_join_input(), other._as_join_input(),
+                                                left_keys, right_keys, JoinStrategy.parse(strategy)))
         return DataSet(self.pipeline, vertex)
-
-
-def _whole_row_keys(edge: _PendingEdge, own: dict[str, JobVertex],
-                    schemas: dict[str, pa.Schema | None]) -> tuple[str, ...]:
-    """An edge's hash keys; for a distinct of whole rows (``distinct()``), its input's
-    columns, which the client must know to partition on them."""
-    target = own[edge.target.id].operator.value
-    if edge.keys or edge.ship is not ShipStrategy.HASH or \
-            not isinstance(target, DistinctOperator) or target.columns:
-        return edge.keys
-    schema = schemas.get(edge.source.id)
-    if schema is None:
-        raise InvalidPipelineError(edge.target.name, "distinct() of whole rows needs its input's "
-                                   "columns, which are unknown here (an operator before it "
-                                   "returns columns it did not declare)",
-                                   "name the columns, distinct('a', 'b'), or declare what the "
-                                   "map returns: map(fn, output_schema=pa.schema([...]))")
-    return tuple(schema.names)

@@ -19,7 +19,7 @@ from yarnflow.client.targets.appmaster_conf import appmaster_conf
 from yarnflow.conf import Configuration, options
 from yarnflow.core.contract import (CONF_ENV, JOB_ENV, JOB_ENV_LIMIT, SERVICES_ENV, encode,
                                     web_page_url)
-from yarnflow.core.chaining import head_operator
+from yarnflow.client.planner.chaining import head_operator
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, ScheduleMode
 from yarnflow.core.operators.sources import FileSource
 from yarnflow.core.resources import ResourceSpec

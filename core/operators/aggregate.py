@@ -145,8 +145,13 @@ class AggregateOperator(OneInputOperator):
     def aggregations(self) -> list[tuple[str, str]]:
         return self.aggregation.aggregations
 
+    def planned(self, inputs: list[pa.Schema | None]) -> "AggregateOperator":
+        planned = AggregateOperator(self.keys, self.aggregations, self.phase, self.hint,
+                                    self.settings)
+        planned.input_schema = inputs[0]
+        return planned
+
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
-        self.input_schema = inputs[0]
         if inputs[0] is None:
             return None
         if self.phase is Phase.FINAL:

@@ -94,6 +94,13 @@ class Operator:
         checking stops there, so no correct pipeline is ever refused."""
         return None
 
+    def planned(self, inputs: list[pa.Schema | None]) -> "Operator":
+        """The operator as the plan knows its inputs' columns (the schemas pass): itself,
+        or a copy that keeps them for a subtask that gets no rows (an outer join's
+        empty side, an aggregate without keys, a collect sink). ``schema`` only
+        answers; it keeps nothing."""
+        return self
+
     def run(self, ctx: OperatorContext) -> None:
         raise NotImplementedError
 

@@ -36,10 +36,14 @@ class CollectSink(OneInputOperator):
         self.columns: pa.Schema | None = None    # its input's, where the plan knows them
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
-        """Its input's; kept (on the JobGraph's copy) so that a subtask without rows
-        still tells the client the result's columns."""
-        self.columns = inputs[0]
         return inputs[0]
+
+    def planned(self, inputs: list[pa.Schema | None]) -> "CollectSink":
+        """Its input's columns kept (on the plan's copy) so that a subtask without rows
+        still tells the client the result's columns."""
+        planned = CollectSink(self.limit)
+        planned.columns = inputs[0]
+        return planned
 
     def open(self, ctx: OperatorContext) -> BatchProcessor:
         return _Collecting(ctx, self.limit, self.columns)

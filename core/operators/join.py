@@ -19,6 +19,8 @@ one bucket.
 """
 from __future__ import annotations
 
+import copy
+
 import enum
 from typing import Iterable, Iterator
 
@@ -116,11 +118,21 @@ class HashJoinOperator(Operator):
         width = sum((e.bytes or 0) / e.rows for e in (left, right) if e.rows)
         return Estimate(rows, int(rows * width), "the larger input's rows, both inputs' width")
 
+    def planned(self, inputs: list[pa.Schema | None]) -> "HashJoinOperator":
+        planned = copy.copy(self)
+        planned.input_schemas = (inputs[0], inputs[1])
+        return planned
+
+    def building(self, build_input: int) -> "HashJoinOperator":
+        """The same join holding input ``build_input`` whole (the join strategies pass)."""
+        built = copy.copy(self)
+        built.build_input = build_input
+        return built
+
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         """Each known side's keys checked; with both sides known, pyarrow's join of two
         empty tables gives the output columns (and refuses keys of unjoinable types)."""
         left, right = inputs
-        self.input_schemas = (left, right)
         if left is not None:
             require_columns(left, self.left_keys, "the left input")
         if right is not None:

@@ -72,6 +72,24 @@ def test_explain_prints_the_plan_with_estimates_and_the_join_decision(main_run):
     assert "HASH(CurrencyId) <- instruments" in text and "join: HASH join, inner — no side within" in text
 
 
+def test_explain_passes_shows_what_each_planner_pass_decided(main_run):
+    """`yarnflow explain --passes` (issue 82): the plan after each pass, in order; the
+    join's strategy appears at the join-strategies pass, not before."""
+    _, data, _ = main_run
+    proc = yarnflow("explain", "--passes", "examples/skewed_join.py", "--", "--data", str(data))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    passes = [line[len("after "):-1] for line in proc.stdout.splitlines()
+              if line.startswith("after ")]
+    assert passes == ["bind", "local-steps", "schemas", "estimates", "join-strategies",
+                      "parallelism", "exchanges", "pipeline-breakers", "adaptive", "validate",
+                      "chaining"]
+    blocks = proc.stdout.split("after ")
+    assert "join=broadcast" not in blocks[passes.index("estimates") + 1]
+    assert "join=broadcast build=1" in blocks[passes.index("join-strategies") + 1]
+    assert "currency-code -> join: BROADCAST" in blocks[passes.index("exchanges") + 1]
+    assert "join: BROADCAST join, inner" in " ".join(proc.stdout.split())   # then the plan
+
+
 def test_explain_json_is_the_plan_as_data(main_run):
     """`yarnflow explain --json` (issue 15): the same plan, parseable; the summary of
     the run names the join's inputs apart."""

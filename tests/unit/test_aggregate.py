@@ -80,7 +80,10 @@ def test_an_aggregate_without_keys_gives_one_row_of_an_empty_input():
             [empty.schema]) if phase is Phase.FINAL else empty.schema
         schema = operator.schema([input_schema])
         ctx = Context([])
-        operator.run(ctx)
+        unplanned = Context([])
+        operator.run(unplanned)
+        assert unplanned.out == [], "schema() keeps nothing: only the plan's copy knows"
+        operator.planned([input_schema]).run(ctx)
         assert ctx.table(schema).to_pylist() == [{"x_sum": None, "x_count": 0, "x_mean": None}]
     keyed = AggregateOperator(["g"], [("x", "sum")])
     keyed.schema([empty.schema])

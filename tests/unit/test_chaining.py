@@ -13,7 +13,7 @@ import yarnflow.client as yf
 from yarnflow.client.explain import plan_json
 from yarnflow.conf import Configuration
 from yarnflow.core.errors import TaskCancelled
-from yarnflow.core.chaining import chain_operators, chains, why_not_chained
+from yarnflow.client.planner.chaining import chain_operators, chains, why_not_chained
 from yarnflow.core.jobgraph import (ChainingStrategy, JobGraph, JobVertex, ShipStrategy)
 from yarnflow.core.operators import FilterOperator, MapOperator, SelectOperator, TableSource
 from yarnflow.core.operators.base import BatchProcessor, OneInputOperator

@@ -40,7 +40,7 @@ def test_a_subtasks_rows_come_back_whole_and_in_order():
 
 
 def test_subtasks_without_rows_give_the_planned_columns_or_nothing():
-    planned = CollectSink(2**20)
+    planned = CollectSink(2**20).planned([ROWS.schema])
     assert planned.schema([ROWS.schema]) == ROWS.schema
     empty = run(planned, []).collected
     assert empty and table_of((empty,)).schema == ROWS.schema

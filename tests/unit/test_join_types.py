@@ -30,9 +30,10 @@ def rows(table):
 
 def joined(how, build_input, left=LEFT, right=RIGHT, known=True):
     operator = HashJoinOperator(["k"], ["k"], how, build_input=build_input)
-    schema = operator.schema([left.schema, right.schema] if known else [None, None])
+    inputs = [left.schema, right.schema] if known else [None, None]
+    schema = operator.schema(inputs)
     ctx = task(left, right, build_input)
-    operator.run(ctx)
+    operator.planned(inputs).run(ctx)
     return pa.Table.from_batches(ctx.out, schema=schema) if ctx.out else schema.empty_table()
 
 

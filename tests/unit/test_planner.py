@@ -7,7 +7,7 @@ import pytest
 
 import yarnflow.client as yf
 from yarnflow.conf import Configuration
-from yarnflow.core.chaining import head_operator
+from yarnflow.client.planner.chaining import head_operator
 from yarnflow.core.jobgraph import ShipStrategy
 from yarnflow.client.planner import Estimate, JoinStrategy, plan_join
 from yarnflow.core.operators.join import JoinType
