@@ -13,7 +13,6 @@ import pyarrow.fs as pafs
 
 from yarnflow.core.fs.filesystem import FileSystem, ObjectStoreFileSystem
 from yarnflow.core.fs.settings import FileSystemSettings
-from yarnflow.core.fs.webhdfs import WebHdfsFileSystem
 
 _CACHE: dict[tuple[str, FileSystemSettings], FileSystem] = {}
 _CACHE_LOCK = threading.Lock()
@@ -37,6 +36,9 @@ def _create(scheme: str, authority: str, settings: FileSystemSettings) -> FileSy
     if scheme == "file":
         return FileSystem(pafs.LocalFileSystem(), "file")
     if scheme in ("hdfs", "webhdfs"):
+        # imported on first use: fsspec's WebHDFS and requests cost every process that
+        # never opens HDFS (a local run's client and executors) 65 ms at start
+        from yarnflow.core.fs.webhdfs import WebHdfsFileSystem
         http = authority if scheme == "webhdfs" else settings.http_address(authority)
         return WebHdfsFileSystem(http, settings.effective_user, scheme, authority,
                                  kerberos=settings.kerberos)
