@@ -286,8 +286,9 @@ def describe(name: str, plan: Planning) -> list[str]:
         parts = [f"  {vertex.name}: {operator}" + (f" ({phase.value})" if phase else "")]
         if vertex.parallelism is not None:
             parts.append(f"p={vertex.parallelism}")
-        if plan.schemas.get(vertex.id) is not None:
-            parts.append("columns=" + ",".join(plan.schemas[vertex.id].names))  # type: ignore[union-attr]
+        schema = plan.schemas.get(vertex.id)
+        if schema is not None:
+            parts.append("columns=" + ",".join(schema.names))
         estimate = plan.estimates.get(vertex.id)
         if estimate is not None and estimate.rows is not None:
             parts.append(f"rows~{estimate.rows}")
