@@ -306,7 +306,9 @@ class JobGraph:
         narrower vertex does not make every slot of the group larger."""
         members = self.slot_sharing_groups()[group]
         width = max(v.parallelism or 1 for v in members)
-        return [self._profile_of([v for v in members if (v.parallelism or 1) > i], default)
+        concurrency = SlotConcurrency(self) if any(v.resources for v in members) else None
+        return [self._profile_of([v for v in members if (v.parallelism or 1) > i], default,
+                                 concurrency)
                 for i in range(width)]
 
     def shared_slot_profile_now(self, members: list[JobVertex], scheduled: list[JobVertex],
@@ -318,8 +320,9 @@ class JobGraph:
         had room for only two 3-core containers would never place a third (issue 81)."""
         if not any(v.resources for v in members):
             return self._profile_of(members, default)
-        return self._profile_of(SlotConcurrency(self).still_needed(members, scheduled),
-                                default)
+        concurrency = SlotConcurrency(self)
+        return self._profile_of(concurrency.still_needed(members, scheduled), default,
+                                concurrency)
 
     def stage_slot_profiles(self, group: str, default: ResourceSpec) -> set[ResourceSpec]:
         """Every profile the group's shared slots are asked for as their stages start
@@ -334,15 +337,20 @@ class JobGraph:
             held = [v for v in members if (v.parallelism or 1) > i]
             for region in {concurrency.region[v.id] for v in held}:
                 starting = [v for v in held if concurrency.region[v.id] == region]
-                profiles.add(self._profile_of(concurrency.still_needed(held, starting), default))
+                profiles.add(self._profile_of(concurrency.still_needed(held, starting), default,
+                                              concurrency))
         return profiles
 
-    def _profile_of(self, members: list[JobVertex], default: ResourceSpec) -> ResourceSpec:
+    def _profile_of(self, members: list[JobVertex], default: ResourceSpec,
+                    concurrency: SlotConcurrency | None = None) -> ResourceSpec:
         """What the members need at once: the specs of those that may run at the same
         time, summed (core/shared_slot_profile.py: a stage that starts only after
         another has finished adds nothing to it); vertices without a spec add nothing,
-        and members with no spec at all get ``default``."""
-        total = SlotConcurrency(self).profile(members) or default
+        and members with no spec at all get ``default``. ``concurrency``: the graph's
+        regions, when the caller has them (they are the same for every slot)."""
+        total = default
+        if any(v.resources for v in members):
+            total = (concurrency or SlotConcurrency(self)).profile(members) or default
         if self.spark_overhead_mb and any(v.uses_spark for v in members):
             total = total.with_memory(total.memory_mb + self.spark_overhead_mb)
         return total

@@ -16,9 +16,9 @@ from yarnflow.core.resources import ResourceSpec
 class RenewalSettings:
     """``security.delegation.tokens.renewal.*``: when the ApplicationMaster obtains new
     HDFS delegation tokens."""
-    time_ratio: float = 0.75
-    retry_backoff_s: float = 3600.0
-    expiry_warning_s: float = 86400.0
+    time_ratio: float
+    retry_backoff_s: float
+    expiry_warning_s: float
 
     @classmethod
     def of(cls, config: Configuration) -> "RenewalSettings":
@@ -32,7 +32,6 @@ class ResourceManagerSettings:
     num_task_slots: int
     worker_overhead_mb: int
     max_workers: int
-    largest_worker: ResourceSpec
     taskmanager_timeout: float
     heartbeat_interval: float
     heartbeat_timeout: float
@@ -48,7 +47,6 @@ class ResourceManagerSettings:
             num_task_slots=config.get(options.NUM_TASK_SLOTS),
             worker_overhead_mb=config.get(options.WORKER_OVERHEAD_MEMORY),
             max_workers=config.get(options.MAX_WORKERS),
-            largest_worker=options.largest_worker(config),
             taskmanager_timeout=config.get(options.TASKMANAGER_TIMEOUT),
             heartbeat_interval=config.get(options.HEARTBEAT_INTERVAL),
             heartbeat_timeout=config.get(options.HEARTBEAT_TIMEOUT),

@@ -29,12 +29,6 @@ class YarnApplication(YarnApplicationReport):
         if self._dispatcher is not None:
             self._dispatcher.close()
 
-    def __enter__(self) -> "YarnApplication":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def status(self, with_details: bool = True) -> ApplicationStatus:
         """YARN's report, with the job's details: live from the Dispatcher while the
         application runs, archived once it ended."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import subprocess
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from yarnflow.client.targets.app_store import ApplicationStore
 from yarnflow.client.targets.yarn_client import bounded, skein_client
@@ -53,7 +53,7 @@ class YarnApplicationReport:
     def close(self) -> None:
         """Nothing to close: Skein's client is shared (yarn_client.skein_client)."""
 
-    def __enter__(self) -> "YarnApplicationReport":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
