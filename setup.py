@@ -78,6 +78,8 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
         ],
         extras_require={
             "spark": ["pyspark>=4.0"],
+            # read_kafka / write_kafka (librdkafka wheels)
+            "kafka": ["confluent-kafka>=2.4"],
             # venv-pack: the client's environment, shipped to the nodes (targets/environments.py)
             "yarn": ["skein>=0.8.2", "venv-pack>=0.2"],
             # SPNEGO to WebHDFS on a Kerberos cluster (core/fs/webhdfs.py); gssapi builds
@@ -90,7 +92,7 @@ if __name__ == "__main__":   # pip runs this file as __main__; tests import pack
             "test": ["pytest>=8", "pytest-timeout>=2.2", "pytest-xdist>=3.5", "grpcio-tools>=1.85.1", "skein>=0.8.2",
                      "venv-pack>=0.2",
                      "mypy>=2.4,<2.5", "ruff>=0.17,<0.18",
-                     "pyspark>=4.0",
+                     "pyspark>=4.0", "confluent-kafka>=2.4",
                      # TPC-H's tables, and DuckDB's answers to check the queries against
                      "tpchgen-cli>=2.0", "duckdb>=1.1",
                      # the documentation's build, with warnings as errors (tests/unit/test_docs.py)

@@ -12,10 +12,13 @@ from typing import Mapping
 
 from yarnflow.conf.configuration import Configuration
 
-JOB_LEVEL_PREFIXES = ("execution.batch.adaptive.", "table.optimizer.")
+JOB_LEVEL_PREFIXES = ("execution.batch.adaptive.", "table.optimizer.",
+                      "execution.checkpointing.", "state.checkpoints.")
 # single options of a job's own: rows per batch its sources emit (the JobMaster sends it
 # with each deployment, so a session's executors use the job's)
-JOB_LEVEL_KEYS = frozenset({"pipeline.batch-rows", "pipeline.collect.max-result-size"})
+JOB_LEVEL_KEYS = frozenset({"pipeline.batch-rows", "pipeline.collect.max-result-size",
+                            "execution.runtime-mode", "execution.buffer-timeout",
+                            "pipeline.max-parallelism"})
 # A session's warm executors are paid for, so it lets a larger one serve a sized slot;
 # a job asking for exact sizes there would wait for containers the session never starts.
 APPLICATION_ONLY = frozenset({"execution.batch.adaptive.slot-memory.exact"})

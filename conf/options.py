@@ -5,8 +5,7 @@ flags only override them. Durations are seconds, memory sizes megabytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from yarnflow.conf.parsers import (
     acl as _acl, choice as _choice, collect_size as _collect_size, exception_names as _exception_names,
@@ -19,43 +18,11 @@ from yarnflow.core.slot_memory import SlotMemory
 from yarnflow.core.units import (parse_bool, parse_bytes, parse_duration, parse_memory_mb,
                                  parse_parallelism)
 
+from yarnflow.conf.option import REGISTRY as REGISTRY, RENAMED as RENAMED, Option as Option
+from yarnflow.conf.option import option as _option, section as _section
+
 if TYPE_CHECKING:
     from yarnflow.conf.configuration import Configuration
-
-T = TypeVar("T")
-
-REGISTRY: dict[str, "Option[Any]"] = {}
-# options that were renamed: a configuration that still names the old key is told the new
-RENAMED = {"yarn.appmaster.memory": "jobmanager.memory.process.size"}
-
-
-_SECTION = [""]
-
-
-@dataclass(frozen=True)
-class Option(Generic[T]):
-    key: str
-    parse: Callable[[object], T]
-    default: T
-    doc: str
-    section: str = ""    # the heading it is listed under in the configuration reference
-
-    def __post_init__(self) -> None:
-        REGISTRY[self.key] = self
-
-    @property
-    def test_only(self) -> bool:
-        """Options the tests inject faults with: never part of a user's configuration."""
-        return self.key.startswith("test.")
-
-
-def _section(title: str) -> None:     # the options declared next are under it in the reference
-    _SECTION[0] = title
-
-
-def _option(key: str, parse: Callable[[object], T], default: T, doc: str) -> Option[T]:
-    return Option(key, parse, default, doc, _SECTION[0])
-
 
 _section("Timeouts and heartbeats")   # FLIP-6 failure detection
 HEARTBEAT_INTERVAL = _option("heartbeat.interval", parse_duration, 10.0,
@@ -498,3 +465,19 @@ SESSION_START_TIMEOUT = _option("session.start-timeout", parse_duration, 180.0,
                                 "How long `yarnflow session start` waits for the session's Dispatcher to answer.")
 YARN_APPLICATION_ID = _option("yarn.application.id", _str, "",
                               "The session (application id or name) `-t yarn-session` submits to; empty: the only running one.")
+
+
+# declared in their own module, listed here so every option is reached through this one
+from yarnflow.conf.streaming_options import (  # noqa: E402
+    BUFFER_TIMEOUT as BUFFER_TIMEOUT,
+    CHECKPOINT_INTERVAL as CHECKPOINT_INTERVAL,
+    CHECKPOINT_MAX_CONCURRENT as CHECKPOINT_MAX_CONCURRENT,
+    CHECKPOINT_MIN_PAUSE as CHECKPOINT_MIN_PAUSE,
+    CHECKPOINT_TIMEOUT as CHECKPOINT_TIMEOUT,
+    CHECKPOINT_TOLERABLE_FAILURES as CHECKPOINT_TOLERABLE_FAILURES,
+    CHECKPOINTS_DIR as CHECKPOINTS_DIR,
+    CHECKPOINTS_RETAINED as CHECKPOINTS_RETAINED,
+    MAX_PARALLELISM as MAX_PARALLELISM,
+    RUNTIME_MODE as RUNTIME_MODE,
+)
+

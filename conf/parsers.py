@@ -130,3 +130,11 @@ def partition_store(value: object) -> str:
     if text not in ("", "local", "dfs"):
         raise ValueError(f"{value!r} is not a partition store: local or dfs")
     return text
+
+
+def max_parallelism(value: object) -> int:
+    """``pipeline.max-parallelism``: -1 (derived from the parallelism) or 1..32768."""
+    number = int(str(value).strip())
+    if number != -1 and not 0 < number <= 1 << 15:
+        raise ValueError(f"must be -1 or within 1..32768, got {value!r}")
+    return number

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
@@ -190,6 +190,33 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The checkout's wheel, built once per run (what `pip install .` installs)."""
     from tests.packaging import build_wheel
     return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Kafka broker (KRaft) on loopback for this test process, as ``host:port``:
+    ``docker-hadoop/kafka/broker`` starts it (its jars fetched once from Maven Central),
+    waits until it is ready, and stops it when the process ends, however it ends.
+    ``YARNFLOW_TEST_KAFKA`` names one that is up instead."""
+    given = os.environ.get("YARNFLOW_TEST_KAFKA")
+    if given:
+        yield given
+        return
+    import subprocess
+    import sys
+    state = tmp_path_factory.mktemp("kafka")
+    script = ROOT / "docker-hadoop" / "kafka" / "broker"
+    started = subprocess.run([sys.executable, str(script), "up", "--dir", str(state),
+                              "--stop-with", str(os.getpid())],
+                             capture_output=True, text=True, timeout=900)
+    if started.returncode != 0:
+        pytest.fail(f"the test Kafka broker did not start: {started.stderr.strip()[-2000:]}")
+    address = started.stdout.strip().rsplit("=", 1)[-1]
+    try:
+        yield address
+    finally:
+        subprocess.run([sys.executable, str(script), "down", "--dir", str(state)],
+                       capture_output=True, timeout=120)
 
 
 @pytest.fixture

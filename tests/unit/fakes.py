@@ -521,3 +521,46 @@ class TestingOperatorContext:
 
     def table(self, schema: pa.Schema | None = None) -> pa.Table:
         return pa.Table.from_batches(self.out, schema=schema)
+
+
+class TestingCheckpointTasks:
+    """The running job as a CheckpointCoordinator sees it (``CheckpointTasks``): a plan
+    of attempts to trigger and to wait for, set by the test (None: not every task is
+    running), and every message the coordinator sent, in order."""
+    __test__ = False
+
+    def __init__(self, sources: list[str], others: list[str] | None = None,
+                 finished: tuple[Any, ...] = ()) -> None:
+        from yarnflow.appmaster.jobmaster.checkpoint.pending import TaskRef
+        self.running = True
+        self.sources = [ExecutionAttemptID(s) for s in sources]
+        every = list(sources) + list(others or [])
+        self.refs = {ExecutionAttemptID(a): TaskRef(f"v-{a}", f"vertex-{a}", 0, 1, 128)
+                     for a in every}
+        self.finished = finished
+        self.triggered: list[tuple[str, Any]] = []
+        self.completed: list[tuple[str, int]] = []
+        self.aborted: list[tuple[str, int]] = []
+        self.failures: list[str] = []
+        self.terminated: list[Any] = []
+
+    def checkpoint_plan(self) -> Any:
+        from yarnflow.appmaster.jobmaster.checkpoint.coordinator import CheckpointPlan
+        if not self.running:
+            return None
+        return CheckpointPlan(tuple(self.sources), dict(self.refs), self.finished)
+
+    def trigger(self, attempt: ExecutionAttemptID, barrier: Any) -> None:
+        self.triggered.append((attempt, barrier))
+
+    def notify_complete(self, attempt: ExecutionAttemptID, checkpoint_id: int) -> None:
+        self.completed.append((attempt, checkpoint_id))
+
+    def notify_aborted(self, attempt: ExecutionAttemptID, checkpoint_id: int) -> None:
+        self.aborted.append((attempt, checkpoint_id))
+
+    def fail_job(self, reason: str) -> None:
+        self.failures.append(reason)
+
+    def terminate(self, checkpoint: Any) -> None:
+        self.terminated.append(checkpoint)
