@@ -29,6 +29,10 @@ _EXPORTS = {
     "JobStatus": "yarnflow.core.status",
     "JobHandle": "yarnflow.client.targets.base",
     "NonRecoverableError": "yarnflow.core.failures",
+    "tumbling": "yarnflow.client.streaming",
+    "sliding": "yarnflow.client.streaming",
+    "session": "yarnflow.client.streaming",
+    "TimeBuckets": "yarnflow.core.streaming.file_sink",
 }
 
 __all__ = list(_EXPORTS)
@@ -42,6 +46,8 @@ if TYPE_CHECKING:
     from yarnflow.client.pipeline import DataSet, Pipeline
     from yarnflow.core.failures import NonRecoverableError
     from yarnflow.core.resources import ResourceSpec
+    from yarnflow.client.streaming import session, sliding, tumbling
+    from yarnflow.core.streaming.file_sink import TimeBuckets
 
 
 def __getattr__(name: str) -> Any:

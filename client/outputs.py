@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
+from yarnflow.core.streaming.file_sink import TimeBuckets
 from yarnflow.core.operators.sinks import FileSink
 from yarnflow.core.user_code import UserCode
 
@@ -56,8 +57,12 @@ class OutputOperators:
     def _write(self, path: str, mode: str, name: str, file_format: str,
                partition_by: Sequence[str]) -> "DataSet":
         try:
-            columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+            given = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+            buckets = [c for c in given if isinstance(c, TimeBuckets)]
+            columns = [c for c in given if not isinstance(c, TimeBuckets)]
             sink = FileSink(str(path), mode, file_format, columns)
+            if buckets:       # dt=.../hour=... directories: for an unbounded input
+                sink.time_buckets = buckets[0]
         except ValueError as err:
             raise InvalidPipelineError(name, str(err), "use mode='errorifexists', "
                                        "'overwrite' or 'append'") from None

@@ -24,12 +24,14 @@ from yarnflow.client.planner.estimates import estimate_hint
 from yarnflow.client.planner.joins import JoinStrategy
 from yarnflow.client.planner.logical import JoinInput, LogicalEdge, LogicalJoin, LogicalPlan
 from yarnflow.client.relational import RelationalOperators
+from yarnflow.client.streaming import StreamingOperators
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import (InvalidPipelineError, JobGraph, JobVertex, PartitionType,
                                     ScheduleMode, ShipStrategy)
 from yarnflow.core.operators import (CsvSource, FilterOperator, FlatMapOperator,
                                      HashJoinOperator, MapOperator, ParquetSource,
                                      SelectOperator, TableSource)
+from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.spark import SparkOperator
 from yarnflow.core.units import parse_parallelism
 from yarnflow.core.user_code import UserCode
@@ -114,6 +116,44 @@ class Pipeline:
         tests); data of hundreds of MB belongs on the cluster's file system."""
         return self._source(TableSource(table), name or "arrow-source")
 
+    def read_kafka(self, topics: str | Sequence[str], bootstrap_servers: str, *,
+                   schema: pa.Schema | None = None, value_format: str = "json",
+                   starting_offsets: Any = "earliest", stopping_offsets: str | None = None,
+                   properties: dict[str, Any] | None = None, group_id: str = "",
+                   deserialization_errors: str | None = None, name: str | None = None,
+                   uid: str = "") -> "DataSet":
+        """Records of Kafka ``topics`` (a streaming source: the job runs until it is
+        stopped or cancelled, unless ``stopping_offsets='latest'`` ends it at the log's
+        end as it was at the start).
+
+        Args:
+            topics: one topic or several.
+            bootstrap_servers: ``host:port,...`` of the brokers.
+            schema: the values' columns (``value_format='json'``: one JSON object per
+                record); ``'raw'`` gives one binary column ``value``.
+            starting_offsets: ``'earliest'``, ``'latest'``, ``'committed'`` (the
+                consumer group's) or ``{partition: offset}``; a restore from a
+                checkpoint starts where it left off, whatever this says.
+            properties: librdkafka's consumer properties, e.g. ``security.protocol``,
+                ``sasl.mechanism``, ``sasl.username``, ``ssl.ca.location``.
+            group_id: the consumer group its offsets are committed to when a checkpoint
+                completes (monitoring only); default ``yarnflow-<job id>``.
+            deserialization_errors: ``'fail'`` (the job fails naming the partition and
+                offset) or ``'skip'`` (counted); default ``source.deserialization.errors``.
+        """
+        from yarnflow.conf import options
+        from yarnflow.core.streaming.kafka_source import KafkaSource
+        errors = deserialization_errors or Configuration.load().get(
+            options.SOURCE_DESERIALIZATION_ERRORS)
+        try:
+            source = KafkaSource(topics, bootstrap_servers, schema, value_format,
+                                 starting_offsets, stopping_offsets, properties, group_id,
+                                 Configuration.load().get(options.PARTITION_DISCOVERY_INTERVAL),
+                                 errors, uid)
+        except PlanError as err:
+            raise InvalidPipelineError(name or "kafka-source", err.problem, err.fix) from None
+        return self._source(source, name or "kafka-source")
+
     def _source(self, operator: Any, name: str) -> "DataSet":
         return DataSet(self, self._add_vertex(name, operator, 0))
 
@@ -172,7 +212,8 @@ class Pipeline:
         return execute_pipeline(self, target, config)
 
 
-class DataSet(OperatorSettings, Exchanges, RelationalOperators, OutputOperators):
+class DataSet(OperatorSettings, Exchanges, RelationalOperators, OutputOperators,
+              StreamingOperators):
     """The output of one operator; transformations return new DataSets."""
 
     def __init__(self, pipeline: Pipeline, vertex: JobVertex,

@@ -37,3 +37,9 @@ CHECKPOINTS_RETAINED = _option(
 MAX_PARALLELISM = _option(
     "pipeline.max-parallelism", _max_parallelism, -1,
     "Key groups of keyed state: the highest parallelism a keyed operator can ever be restored at; -1: 1.5 × parallelism rounded up to a power of two, at least 128.")
+PARTITION_DISCOVERY_INTERVAL = _option(
+    "source.kafka.partition-discovery.interval", parse_duration, 300.0,
+    "How often a Kafka source subtask looks for partitions added to its topics (Flink's partition.discovery.interval.ms); new ones are read from their start.")
+SOURCE_DESERIALIZATION_ERRORS = _option(
+    "source.deserialization.errors", _choice("fail", "skip"), "fail",
+    "A record a source cannot parse: fail the job naming its partition and offset, or skip and count it.")

@@ -95,6 +95,7 @@ class ResultPartitionDescriptor:
     ship: ShipStrategy
     keys: tuple[str, ...] = ()
     store: str = ""      # BLOCKING on the cluster file system: the result's directory
+    key_groups: int = 0  # a streaming HASH exchange: route by key group (max parallelism)
 
 
 @dataclass(slots=True, eq=False)
@@ -135,6 +136,9 @@ class TaskInformation:
     # rows per batch its job's sources emit (pipeline.batch-rows, a job-level option: a
     # session's executors serve jobs that set their own); 0: the executor's
     batch_rows: int = 0
+    # an unbounded job's task (a stream task), and its keyed state's key groups
+    streaming: bool = False
+    max_parallelism: int = 0
     # its wire form, made by the JobMaster once for all the vertex's deployments
     part: SharedPart | None = field(default=None, repr=False)
 
@@ -149,6 +153,8 @@ class TaskDeploymentDescriptor:
     inputs: tuple[InputGateDescriptor, ...] = ()
     # the shared parts this deployment carries because its executor was not sent them yet
     carried: tuple[SharedPart, ...] = ()
+    # what the subtask restores from a completed checkpoint (``core/streaming/restore.py``)
+    restore: bytes = b""
 
     def shared_parts(self) -> list[SharedPart]:
         """The parts it names by key: its TaskInformation's and its ALL_TO_ALL inputs'."""

@@ -299,10 +299,13 @@ def task_information_to_bytes(info: TaskInformation) -> bytes:
         message.build_input = info.build_input
     if info.batch_rows > 0:
         message.batch_rows = info.batch_rows
+    if info.streaming:
+        message.streaming = True
+        message.max_parallelism = info.max_parallelism
     for p in info.produced:
         message.produced.add(result_id=p.result_id, num_subpartitions=p.num_subpartitions,
                              partition_type=p.partition_type.value, ship=p.ship.value,
-                             keys=p.keys, store=p.store)
+                             keys=p.keys, store=p.store, key_groups=p.key_groups)
     data: bytes = message.SerializeToString()
     return data
 
@@ -323,7 +326,7 @@ def tdd_to_bytes(tdd: TaskDeploymentDescriptor) -> bytes:
     parts = [taskexecutor_pb2.TaskDeploymentDescriptor(
         subtask_index=tdd.subtask_index, attempt_number=tdd.attempt_number,
         attempt_id=tdd.attempt_id, allocation_id=tdd.allocation_id,
-        task_information_key=info.part.key).SerializeToString()]
+        task_information_key=info.part.key, restore=tdd.restore).SerializeToString()]
     for g in tdd.inputs:
         if g.wire is None:
             message = taskexecutor_pb2.TaskDeploymentDescriptor()
@@ -361,9 +364,11 @@ def tdd_from_proto(m: Any, shared: Callable[[str], bytes]) -> TaskDeploymentDesc
         v.parallelism, UserCode.received(v.operator),
         tuple(ResultPartitionDescriptor(p.result_id, p.num_subpartitions,
                                         PartitionType(p.partition_type), ShipStrategy(p.ship),
-                                        tuple(p.keys), p.store) for p in v.produced),
+                                        tuple(p.keys), p.store, p.key_groups)
+              for p in v.produced),
         build_input=v.build_input if v.HasField("build_input") else -1,
-        batch_rows=v.batch_rows if v.HasField("batch_rows") else 0)
+        batch_rows=v.batch_rows if v.HasField("batch_rows") else 0,
+        streaming=v.streaming, max_parallelism=v.max_parallelism)
     return TaskDeploymentDescriptor(
         info, m.subtask_index, m.attempt_number, m.attempt_id, m.allocation_id,
         tuple(InputGateDescriptor(
@@ -371,7 +376,7 @@ def tdd_from_proto(m: Any, shared: Callable[[str], bytes]) -> TaskDeploymentDesc
             SharedPart(g.shuffle_descriptors_key, shared(g.shuffle_descriptors_key))
             if g.shuffle_descriptors_key else SharedPart("", g.shuffle_descriptors),
             tuple(g.consumed_partitions), PartitionType(g.partition_type))
-              for g in m.inputs))
+              for g in m.inputs), restore=m.restore)
 
 
 _JOB_STATUS_TO_WIRE: dict[JobStatus, int] = {

@@ -12,6 +12,7 @@ from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.fs.tokens import HadoopToken
 from yarnflow.core.messages import SlotAllocation
+from yarnflow.core.streaming.events import CheckpointBarrier
 
 
 class TaskExecutorGateway(Protocol):
@@ -34,3 +35,14 @@ class TaskExecutorGateway(Protocol):
 
     def free_slot(self, allocation_id: AllocationID, cause: str) -> "Future[Any]": ...
     def release_job_partitions(self, job_id: JobID) -> "Future[Any]": ...
+
+    # --- from a streaming job's CheckpointCoordinator -------------------------------------
+    def trigger_checkpoint(self, attempt_id: ExecutionAttemptID,
+                           barrier: CheckpointBarrier) -> "Future[Any]":
+        """Start a checkpoint at a source task (or one whose inputs all ended)."""
+        ...
+
+    def notify_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                          completed: bool) -> "Future[Any]":
+        """The checkpoint completed (commit what it covers) or was aborted."""
+        ...

@@ -65,6 +65,23 @@ class JobMasterOutbox:
             lambda jm: jm.notify_partition_data_available(attempt_id, result_id), None,
             acknowledged))
 
+    def acknowledge_checkpoint(self, address: str, job_master_id: JobMasterId,
+                               attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                               snapshot: bytes, acknowledged: "Future[None]") -> None:
+        """A lost acknowledgement would expire the checkpoint: it is sent until taken."""
+        self._add(("ack", attempt_id, str(checkpoint_id)), _Message(
+            job_master_id, address,
+            lambda jm: jm.acknowledge_checkpoint(attempt_id, checkpoint_id, snapshot), None,
+            acknowledged))
+
+    def decline_checkpoint(self, address: str, job_master_id: JobMasterId,
+                           attempt_id: ExecutionAttemptID, checkpoint_id: int, reason: str,
+                           acknowledged: "Future[None]") -> None:
+        self._add(("decline", attempt_id, str(checkpoint_id)), _Message(
+            job_master_id, address,
+            lambda jm: jm.decline_checkpoint(attempt_id, checkpoint_id, reason), None,
+            acknowledged))
+
     def _add(self, key: tuple[str, ...], message: _Message) -> None:
         replaced = self._pending.get(key)
         if replaced is not None:
@@ -155,6 +172,16 @@ class TaskJobMasterGateway:
     def request_next_input_split(self, vertex_id: str, attempt_id: ExecutionAttemptID,
                                  request: int) -> "Future[SplitAnswer]":
         return self._direct.request_next_input_split(vertex_id, attempt_id, request)
+
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                               snapshot: bytes) -> "Future[None]":
+        return self._through_outbox(self._outbox.acknowledge_checkpoint, attempt_id,
+                                    checkpoint_id, snapshot)
+
+    def decline_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                           reason: str) -> "Future[None]":
+        return self._through_outbox(self._outbox.decline_checkpoint, attempt_id,
+                                    checkpoint_id, reason)
 
     def _through_outbox(self, add: Callable[..., None], *args: object) -> "Future[None]":
         acknowledged: Future[None] = Future()

@@ -33,6 +33,7 @@ from yarnflow.taskexecutor.shared_parts import SharedParts
 from yarnflow.taskexecutor.straggler import slowdown_of
 from yarnflow.taskexecutor.slot import TaskSlotTable
 from yarnflow.taskexecutor.spark.session import SparkSessionHolder
+from yarnflow.taskexecutor.streaming.stream_task import StreamTask
 from yarnflow.taskexecutor.task import Task, TaskServices
 from yarnflow.taskexecutor.taskexecutor import TaskExecutor
 
@@ -96,6 +97,8 @@ class TaskExecutorRunner:
 
     def _new_task(self, tdd: TaskDeploymentDescriptor, job_master: TaskJobMasterGateway,
                   on_done: Callable[[Any], None]) -> Task:
+        if tdd.info.streaming:
+            return StreamTask(tdd, self._services, job_master, on_done)
         return Task(tdd, self._services, job_master, on_done)
 
     def start(self) -> None:

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from yarnflow.rpc.codec import resource_spec_from_proto, shared_parts_from_proto, tdd_from_proto
 from yarnflow.core.fs.tokens import read_token_bytes
 from yarnflow.core.messages import SlotAllocation
+from yarnflow.core.streaming.events import CheckpointBarrier, CheckpointKind
 from yarnflow.rpc.errors import errors_as_status
 from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
 from yarnflow.taskexecutor.shared_parts import SharedParts
@@ -70,4 +71,18 @@ class TaskExecutorService(taskexecutor_pb2_grpc.TaskExecutorServicer):
     @errors_as_status
     def Shutdown(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         self._call(self._te.shutdown_requested, request.resource_manager_id, request.reason)
+        return _OK
+
+    @errors_as_status
+    def TriggerCheckpoint(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        barrier = CheckpointBarrier(request.checkpoint_id, request.timestamp_ms,
+                                    CheckpointKind(request.kind), request.location)
+        self._call(self._te.trigger_checkpoint, request.job_master_id, request.attempt_id,
+                   barrier)
+        return _OK
+
+    @errors_as_status
+    def NotifyCheckpoint(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self._call(self._te.notify_checkpoint, request.job_master_id, request.attempt_id,
+                   request.checkpoint_id, request.completed)
         return _OK

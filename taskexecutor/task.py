@@ -175,7 +175,7 @@ class Task:
                 self._transition(TaskState.RUNNING)
             self._report(TaskState.RUNNING)
             try:
-                operator.run(_Context(self))
+                self._invoke(operator)
             finally:     # its operators' spill files, whichever way it ended
                 shutil.rmtree(self.spill_directory, ignore_errors=True)
             if self._cancel.is_set():
@@ -231,6 +231,16 @@ class Task:
                 self._services.partitions.release(partition.partition_id)
         self._on_done(self)
 
+    def _invoke(self, operator: Any) -> None:
+        """Run the operator to its end (a stream task runs its loop instead)."""
+        operator.run(_Context(self))
+
+    def trigger_checkpoint(self, barrier: Any) -> None:
+        """Only a stream task takes part in checkpoints."""
+
+    def notify_checkpoint(self, checkpoint_id: int, completed: bool) -> None:
+        """Only a stream task takes part in checkpoints."""
+
     def _create_partition(self, desc: ResultPartitionDescriptor) -> ResultPartition:
         pid = partition_id(desc.result_id, self.tdd.subtask_index, self.tdd.attempt_number)
         result_id = desc.result_id
@@ -248,7 +258,7 @@ class Task:
             pid, self.job_id, desc.result_id, desc.partition_type,
             desc.ship, desc.keys, desc.num_subpartitions,
             self.tdd.subtask_index, self._services.buffers_per_channel,
-            self._services.spill_dir / self.job_id, first_data, stored)
+            self._services.spill_dir / self.job_id, first_data, stored, desc.key_groups)
 
     def _load_operator(self) -> Any:
         """The operator, unpickled, one task at a time: the tasks of an executor start

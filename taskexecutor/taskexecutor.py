@@ -13,7 +13,7 @@ import logging
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Callable
 
 from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobID, JobMasterId, ResourceID, ResourceManagerId
 from yarnflow.appmaster.jobmaster.gateway import JobMasterGateway
@@ -26,6 +26,8 @@ from yarnflow.core.messages import (SlotAllocation, SlotOffer, SlotReport, SlotS
                                     TaskExecutionState, TaskExecutorLocation,
                                     TaskExecutorRegistration)
 from yarnflow.core.status import check_transition
+from yarnflow.core.streaming.events import CheckpointBarrier
+from yarnflow.taskexecutor.running_task import PartitionHolder, RunningTask, TaskFactory
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, describe_rpc_error
 from yarnflow.taskexecutor.progress import ProgressReports
 from yarnflow.taskexecutor.job_master_outbox import JobMasterOutbox, TaskJobMasterGateway
@@ -34,32 +36,6 @@ from yarnflow.taskexecutor.slot import SlotStateError, TaskSlotTable
 log = logging.getLogger(__name__)
 # how many ended attempts an executor remembers, to run none of them again
 _REMEMBERED_ATTEMPTS = 10_000
-
-
-class RunningTask(Protocol):
-    """What the executor needs of a task: ``taskexecutor.task.Task``, or a test's fake."""
-    attempt_id: ExecutionAttemptID
-    allocation_id: AllocationID
-    job_id: JobID
-    name: str
-
-    def start(self) -> None: ...
-    def cancel(self) -> None: ...
-
-    def current_state(self) -> TaskExecutionState:
-        """Its state as a report, for the heartbeats that reconcile it with the JobMaster."""
-        ...
-
-
-# (descriptor, its JobMaster, on_done) -> a task not yet started
-TaskFactory = Callable[[TaskDeploymentDescriptor, TaskJobMasterGateway,
-                        Callable[[Any], None]], RunningTask]
-
-
-class PartitionHolder(Protocol):
-    def holds_blocking_partitions(self) -> bool: ...
-    def jobs_with_blocking_partitions(self) -> set[str]: ...
-    def release_job(self, job_id: JobID) -> None: ...
 
 
 class Registration(enum.Enum):
@@ -392,14 +368,35 @@ class TaskExecutor:
     def cancel_task(self, job_master_id: JobMasterId, attempt_id: ExecutionAttemptID) -> bool:
         """Whether the attempt is known here: False (it never arrived, or ended and was
         reported long ago) lets the JobMaster count it cancelled at once."""
-        task = self.slots.find_task(attempt_id)
+        task = self._fenced_task(job_master_id, attempt_id)
         if task is None:
             return self._outbox.holds(attempt_id)   # its final report is on its way
+        self._cancel(task)
+        return True
+
+    def trigger_checkpoint(self, job_master_id: JobMasterId, attempt_id: ExecutionAttemptID,
+                           barrier: CheckpointBarrier) -> None:
+        """A checkpoint starts at this attempt (a stream task's source); one gone is
+        answered all the same: the checkpoint expires without it."""
+        task = self._fenced_task(job_master_id, attempt_id)
+        if task is not None:
+            task.trigger_checkpoint(barrier)
+
+    def notify_checkpoint(self, job_master_id: JobMasterId, attempt_id: ExecutionAttemptID,
+                          checkpoint_id: int, completed: bool) -> None:
+        task = self._fenced_task(job_master_id, attempt_id)
+        if task is not None:
+            task.notify_checkpoint(checkpoint_id, completed)
+
+    def _fenced_task(self, job_master_id: JobMasterId,
+                     attempt_id: ExecutionAttemptID) -> RunningTask | None:
+        task: RunningTask | None = self.slots.find_task(attempt_id)
+        if task is None:
+            return None
         slot = self.slots.by_allocation(task.allocation_id)
         if slot is not None and slot.job_master_id != job_master_id:
             raise FencingError("stale JobMasterId")
-        self._cancel(task)
-        return True
+        return task
 
     def _cancel(self, task: RunningTask) -> None:
         """Cancel, and watch (Flink's TaskCancelerWatchDog): a task still in its slot

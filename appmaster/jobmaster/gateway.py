@@ -50,3 +50,13 @@ class JobMasterGateway(Protocol):
         """``request`` numbers the attempt's requests: a retry repeats the number and
         gets the same answer."""
         ...
+
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                               snapshot: bytes) -> "Future[None]":
+        """The attempt's snapshot of the checkpoint is written (``snapshot``: what each
+        operator wrote, ``core/streaming/snapshots.py``)."""
+        ...
+
+    def decline_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                           reason: str) -> "Future[None]":
+        ...

@@ -14,6 +14,7 @@ import uuid
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
+from yarnflow.appmaster.jobmaster.checkpoint.job_checkpoints import JobCheckpoints
 from yarnflow.appmaster.jobmaster.settings import JobMasterSettings
 from yarnflow.core.ids import AllocationID, ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionVertex, Execution
@@ -105,6 +106,10 @@ class JobMaster:
             self._splits, JobMasterAddress(self.job_master_id, address),
             on_subtask_finished=self._stored.subtask_finished if self._stored else lambda v: None,
             on_ended=self._terminate, task_slow=self.blocklist.task_slow)
+        # an unbounded job's second duty (seed 003): its checkpoints
+        self.checkpoints = JobCheckpoints(self.graph, settings.streaming,
+                                          settings.storage.filesystem, self.main,
+                                          self.scheduler) if settings.streaming.enabled else None
 
     def _input_host(self, vertex: ExecutionVertex) -> str:
         """Where a source subtask's share of the splits is stored, for its first attempt
@@ -121,13 +126,17 @@ class JobMaster:
         self.main.call(self._start, timeout=None)
 
     def _start(self) -> None:
-        splits, failure = source_split_assigners(self.graph.vertices_topologically(),
-                                                 self.settings.splits, self._clock.monotonic)
+        # a streaming job's sources find their own splits (Kafka partitions, new files)
+        splits, failure = ({}, None) if self.checkpoints is not None else \
+            source_split_assigners(self.graph.vertices_topologically(), self.settings.splits,
+                                   self._clock.monotonic)
         self._splits.update(splits)
         if failure is None and self._stored is not None:
             failure = self._stored.take_over()
         if failure is None:
             failure = self.outputs.setup()
+        if failure is None and self.checkpoints is not None:
+            failure = self.checkpoints.start()
         if failure is not None:
             self.scheduler.fail_before_start(failure)
             return
@@ -137,6 +146,8 @@ class JobMaster:
         # three renewals may fail or come late before another job takes the lease as lapsed
         self._lease_renewal = self.main.schedule_periodic(timeout / 4, self.outputs.renew_leases)
         self.scheduler.start()
+        if self.checkpoints is not None:
+            self.checkpoints.run()
 
     def connect_resource_manager(self, rm: ResourceManagerGateway) -> None:
         def connect() -> None:
@@ -218,6 +229,16 @@ class JobMaster:
 
 
     # --- executors -------------------------------------------------------------------
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                               snapshot: bytes) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.acknowledge(attempt_id, checkpoint_id, snapshot)
+
+    def decline_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                           reason: str) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.decline(attempt_id, checkpoint_id, reason)
+
     def offer_slots(self, location: TaskExecutorLocation, offers: list[SlotOffer]) -> list[str]:
         if self.scheduler.is_lost(location.resource_id):
             return []      # declared lost (a freeze outlasted heartbeat.timeout): not again
@@ -304,6 +325,8 @@ class JobMaster:
     # --- the end ---------------------------------------------------------------------
     def _terminate(self) -> None:
         """The scheduler says the job is globally terminal: let go of everything."""
+        if self.checkpoints is not None:
+            self.checkpoints.stop()
         discarded = self.scheduler.stop()
         for timer in (self._heartbeat_check, self._lease_renewal):
             if timer is not None:

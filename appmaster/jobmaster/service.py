@@ -99,3 +99,17 @@ class JobMasterService(jobmaster_pb2_grpc.JobMasterServicer):
         jm = self._jm(request.job_master_id)
         jm.main.execute(jm.notify_allocation_failure, request.allocation_id, request.cause)
         return common_pb2.Ack(ok=True)
+
+    @errors_as_status
+    def AcknowledgeCheckpoint(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        jm = self._jm(request.job_master_id)
+        jm.main.execute(jm.acknowledge_checkpoint, request.attempt_id, request.checkpoint_id,
+                        bytes(request.snapshot))
+        return common_pb2.Ack(ok=True)
+
+    @errors_as_status
+    def DeclineCheckpoint(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        jm = self._jm(request.job_master_id)
+        jm.main.execute(jm.decline_checkpoint, request.attempt_id, request.checkpoint_id,
+                        request.reason)
+        return common_pb2.Ack(ok=True)

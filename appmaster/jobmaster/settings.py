@@ -14,6 +14,7 @@ import posixpath
 import tempfile
 from dataclasses import dataclass
 
+from yarnflow.appmaster.jobmaster.checkpoint.coordinator import CheckpointSettings
 from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.decider import AutoParallelism
 from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.join_decider import SkewSettings
 from yarnflow.conf import Configuration, options
@@ -169,6 +170,33 @@ class AdaptiveSettings:
                    options.slot_memory(config))
 
 
+def checkpoint_settings(config: Configuration) -> CheckpointSettings:
+    """``execution.checkpointing.*``; the directory as a full URI on the cluster's file
+    system (the client fills in the default on YARN; locally ~/.yarnflow/checkpoints)."""
+    directory = config.get(options.CHECKPOINTS_DIR) or \
+        os.path.join(os.path.expanduser("~"), ".yarnflow", "checkpoints")
+    return CheckpointSettings(
+        config.get(options.CHECKPOINT_INTERVAL), config.get(options.CHECKPOINT_TIMEOUT),
+        config.get(options.CHECKPOINT_MIN_PAUSE), config.get(options.CHECKPOINT_MAX_CONCURRENT),
+        config.get(options.CHECKPOINT_TOLERABLE_FAILURES),
+        options.filesystem_settings(config).resolve(directory).rstrip("/"),
+        config.get(options.CHECKPOINTS_RETAINED))
+
+
+@dataclass(frozen=True)
+class StreamingSettings:
+    """An unbounded job's: whether it is one (the client resolved ``automatic``), its
+    key groups (-1: derived from its parallelism), and its checkpoints."""
+    enabled: bool
+    max_parallelism: int
+    checkpoints: CheckpointSettings
+
+    @classmethod
+    def of(cls, config: Configuration) -> "StreamingSettings":
+        return cls(config.get(options.RUNTIME_MODE) == "streaming",
+                   config.get(options.MAX_PARALLELISM), checkpoint_settings(config))
+
+
 @dataclass(frozen=True)
 class JobMasterSettings:
     heartbeat_interval: float
@@ -190,6 +218,7 @@ class JobMasterSettings:
     splits: SplitSettings
     storage: StorageSettings
     adaptive: AdaptiveSettings
+    streaming: StreamingSettings
 
     @classmethod
     def of(cls, config: Configuration) -> "JobMasterSettings":
@@ -213,4 +242,5 @@ class JobMasterSettings:
             slow_blocker=BlockerSettings.slow(config),
             splits=SplitSettings.of(config),
             storage=StorageSettings.of(config),
-            adaptive=AdaptiveSettings.of(config))
+            adaptive=AdaptiveSettings.of(config),
+            streaming=StreamingSettings.of(config))

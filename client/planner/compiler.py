@@ -40,6 +40,7 @@ from yarnflow.client.planner.joins import JoinPlan, JoinStrategy, break_pipeline
 from yarnflow.client.planner.logical import LogicalEdge, LogicalJoin, LogicalPlan
 from yarnflow.client.planner.schemas import check_schemas
 from yarnflow.conf import Configuration, options
+from yarnflow.client.planner.streaming import finish_graph, runtime_mode, streaming_operator
 from yarnflow.conf.job_level import job_level
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import LocalPathRefused
@@ -67,6 +68,7 @@ class Planning:
     join_plans: dict[str, JoinPlan] = field(default_factory=dict)
     edges: list[LogicalEdge] = field(default_factory=list)      # between copies, as decided
     graph: JobGraph | None = None
+    streaming: bool = False              # an unbounded job (client/planner/streaming.py)
 
     def own(self, vertex: JobVertex) -> JobVertex:
         """The plan's copy of a node of the logical plan."""
@@ -107,6 +109,24 @@ def bind(plan: Planning) -> None:
             vertex, operator=UserCode.of(operator),
             committer=UserCode.of(committer) if committer is not None else None)
     plan.unset = frozenset(v.id for v in plan.nodes.values() if v.parallelism is None)
+
+
+def streaming(plan: Planning) -> None:
+    plan.streaming = runtime_mode(plan.logical, plan.config)
+    if not plan.streaming:
+        for vertex in plan.nodes.values():
+            if getattr(vertex.operator.value, "time_buckets", None) is not None:
+                raise InvalidPipelineError(vertex.name, "time buckets (dt=/hour= directories) "
+                                           "are for an unbounded input's sink",
+                                           "partition a bounded output by its columns")
+        return
+    checkpoints = plan.config.get(options.CHECKPOINT_INTERVAL) > 0
+    settings = filesystem_settings(plan.config)
+    for vertex in plan.nodes.values():
+        operator = streaming_operator(vertex.name, vertex.operator.value, checkpoints, settings)
+        if operator is not vertex.operator.value:
+            plan.replace_operator(vertex, operator)
+        vertex.committer = None          # a streaming sink commits at checkpoints itself
 
 
 def local_steps(plan: Planning) -> None:
@@ -232,11 +252,14 @@ def _whole_row_keys(plan: Planning, edge: LogicalEdge) -> tuple[str, ...]:
 
 
 def pipeline_breakers(plan: Planning) -> None:
+    if plan.streaming:
+        finish_graph(plan.job_graph, plan.config)
+        return
     break_pipelined_cycles(plan.job_graph)
 
 
 def adaptive(plan: Planning) -> None:
-    if plan.adaptive and mark_adaptive(plan.job_graph, plan.unset):
+    if plan.adaptive and not plan.streaming and mark_adaptive(plan.job_graph, plan.unset):
         plan.job_graph.schedule_mode = ScheduleMode.LAZY_FROM_SOURCES   # decided once written
 
 
@@ -252,7 +275,7 @@ def chaining(plan: Planning) -> None:
 
 
 PASSES: list[tuple[str, Pass]] = [
-    ("bind", bind), ("local-steps", local_steps), ("schemas", schemas),
+    ("bind", bind), ("streaming", streaming), ("local-steps", local_steps), ("schemas", schemas),
     ("estimates", estimates), ("join-strategies", join_strategies),
     ("parallelism", parallelism), ("exchanges", exchanges),
     ("pipeline-breakers", pipeline_breakers), ("adaptive", adaptive),

@@ -31,6 +31,9 @@ class FileSink(OneInputOperator):
     directory, or with ``partition_by`` one per partition it received rows of, in
     Hive-style directories without those columns; the JobMaster commits the finished
     attempts' files (see DirectoryCommitter)."""
+    # dt=.../hour=... directories from a time column: only an unbounded job's sink
+    # makes them (core/streaming/file_sink.py)
+    time_buckets: Any = None
 
     def __init__(self, path: str, mode: str = "errorifexists", file_format: str = "parquet",
                  partition_by: Sequence[str] = ()) -> None:

@@ -36,6 +36,7 @@ class CheckpointBarrier:
     checkpoint_id: int
     timestamp_ms: int                       # when the coordinator triggered it
     kind: CheckpointKind = CheckpointKind.CHECKPOINT
+    location: str = ""                      # the directory its tasks write into
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ METADATA_KEY = b"yarnflow.event"
 def encode(event: Event) -> bytes:
     body: dict[str, object]
     if isinstance(event, CheckpointBarrier):
-        body = {"barrier": [event.checkpoint_id, event.timestamp_ms, event.kind.value]}
+        body = {"barrier": [event.checkpoint_id, event.timestamp_ms, event.kind.value,
+                            event.location]}
     elif isinstance(event, Watermark):
         body = {"watermark": event.timestamp}
     elif isinstance(event, WatermarkStatus):
@@ -82,8 +84,9 @@ def encode(event: Event) -> bytes:
 def decode(data: bytes) -> Event:
     body = json.loads(data)
     if "barrier" in body:
-        checkpoint_id, timestamp, kind = body["barrier"]
-        return CheckpointBarrier(int(checkpoint_id), int(timestamp), CheckpointKind(kind))
+        checkpoint_id, timestamp, kind, location = body["barrier"]
+        return CheckpointBarrier(int(checkpoint_id), int(timestamp), CheckpointKind(kind),
+                                 str(location))
     if "watermark" in body:
         return Watermark(int(body["watermark"]))
     if "idle" in body:

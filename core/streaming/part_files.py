@@ -39,6 +39,10 @@ class IllegalPartFileTransition(RuntimeError):
     pass
 
 
+# a file rolled by size or age between barriers: pending on the next checkpoint taken
+NEXT_CHECKPOINT = 1 << 62
+
+
 @dataclass(frozen=True)
 class PartFile:
     bucket: str                  # the partition directory under the sink's path ("" none)
@@ -128,9 +132,9 @@ class Buckets:
         part = self.open[bucket]
         self.open[bucket] = replace(part, rows=part.rows + rows, nbytes=part.nbytes + nbytes)
 
-    def roll(self, bucket: str, checkpoint_id: int) -> PartFile:
-        """Close ``bucket``'s in-progress file: pending on the next checkpoint to come
-        (``checkpoint_id``, the one its barrier will carry or carries)."""
+    def roll(self, bucket: str, checkpoint_id: int = NEXT_CHECKPOINT) -> PartFile:
+        """Close ``bucket``'s in-progress file: pending on ``checkpoint_id`` (at its
+        barrier), or on whichever checkpoint is taken next (rolled by size or age)."""
         part = self.open.pop(bucket).to(PartFileState.PENDING, checkpoint_id=checkpoint_id)
         self.pending.append(part)
         return part
@@ -141,6 +145,8 @@ class Buckets:
         if self.open:
             raise IllegalPartFileTransition(
                 f"a snapshot with files still open ({sorted(self.open)}): roll them first")
+        self.pending = [replace(p, checkpoint_id=checkpoint_id)
+                        if p.checkpoint_id == NEXT_CHECKPOINT else p for p in self.pending]
         return {"run_id": self.run_id, "counter": self.counter,
                 "pending": [[p.bucket, p.name, p.rows, p.checkpoint_id] for p in self.pending
                             if p.checkpoint_id <= checkpoint_id]}

@@ -82,3 +82,15 @@ class GrpcJobMasterGateway:
             job_master_id=self._jm_id, vertex_id=vertex_id, attempt_id=attempt_id,
             request=request),
             self._timeout), answer)
+
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                               snapshot: bytes) -> "Future[None]":
+        return then(call_future(self._stub.AcknowledgeCheckpoint, jobmaster_pb2.CheckpointAck(
+            job_master_id=self._jm_id, attempt_id=attempt_id, checkpoint_id=checkpoint_id,
+            snapshot=snapshot), self._timeout), lambda _: None)
+
+    def decline_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                           reason: str) -> "Future[None]":
+        return then(call_future(self._stub.DeclineCheckpoint, jobmaster_pb2.CheckpointDecline(
+            job_master_id=self._jm_id, attempt_id=attempt_id, checkpoint_id=checkpoint_id,
+            reason=reason), self._timeout), lambda _: None)

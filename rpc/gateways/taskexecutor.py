@@ -12,6 +12,7 @@ from yarnflow.core.fs.tokens import HadoopToken, token_bytes
 from yarnflow.core.messages import SlotAllocation
 from yarnflow.rpc.codec import fill_resource_spec, tdd_to_bytes
 from yarnflow.rpc.gateways.calls import call_future, then
+from yarnflow.core.streaming.events import CheckpointBarrier
 from yarnflow.rpc.generated import common_pb2, taskexecutor_pb2, taskexecutor_pb2_grpc
 
 
@@ -67,3 +68,16 @@ class GrpcTaskExecutorGateway:
     def release_job_partitions(self, job_id: JobID) -> "Future[Any]":
         return call_future(self._stub.ReleaseJobPartitions, taskexecutor_pb2.ReleasePartitionsMessage(
             job_master_id=self._jm_id, job_id=job_id), self._timeout)
+
+    def trigger_checkpoint(self, attempt_id: ExecutionAttemptID,
+                           barrier: CheckpointBarrier) -> "Future[Any]":
+        return call_future(self._stub.TriggerCheckpoint, taskexecutor_pb2.CheckpointTrigger(
+            job_master_id=self._jm_id, attempt_id=attempt_id,
+            checkpoint_id=barrier.checkpoint_id, timestamp_ms=barrier.timestamp_ms,
+            kind=barrier.kind.value, location=barrier.location), self._timeout)
+
+    def notify_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
+                          completed: bool) -> "Future[Any]":
+        return call_future(self._stub.NotifyCheckpoint, taskexecutor_pb2.CheckpointNotification(
+            job_master_id=self._jm_id, attempt_id=attempt_id, checkpoint_id=checkpoint_id,
+            completed=completed), self._timeout)

@@ -271,3 +271,27 @@ class ExceptionEntry(_message.Message):
     host: str
     cause: str
     def __init__(self, timestamp: _Optional[float] = ..., task: _Optional[str] = ..., attempt: _Optional[int] = ..., resource_id: _Optional[str] = ..., host: _Optional[str] = ..., cause: _Optional[str] = ...) -> None: ...
+
+class CheckpointAck(_message.Message):
+    __slots__ = ("job_master_id", "attempt_id", "checkpoint_id", "snapshot")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    attempt_id: str
+    checkpoint_id: int
+    snapshot: bytes
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., snapshot: _Optional[bytes] = ...) -> None: ...
+
+class CheckpointDecline(_message.Message):
+    __slots__ = ("job_master_id", "attempt_id", "checkpoint_id", "reason")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    attempt_id: str
+    checkpoint_id: int
+    reason: str
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...

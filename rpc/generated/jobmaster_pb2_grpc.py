@@ -75,6 +75,16 @@ class JobMasterStub:
                 request_serializer=jobmaster__pb2.AllocationFailure.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.AcknowledgeCheckpoint = channel.unary_unary(
+                '/yarnflow.JobMaster/AcknowledgeCheckpoint',
+                request_serializer=jobmaster__pb2.CheckpointAck.SerializeToString,
+                response_deserializer=common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.DeclineCheckpoint = channel.unary_unary(
+                '/yarnflow.JobMaster/DeclineCheckpoint',
+                request_serializer=jobmaster__pb2.CheckpointDecline.SerializeToString,
+                response_deserializer=common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class JobMasterServicer:
@@ -128,6 +138,18 @@ class JobMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AcknowledgeCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeclineCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +191,16 @@ def add_JobMasterServicer_to_server(servicer, server):
             'NotifyAllocationFailure': grpc.unary_unary_rpc_method_handler(
                     servicer.NotifyAllocationFailure,
                     request_deserializer=jobmaster__pb2.AllocationFailure.FromString,
+                    response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'AcknowledgeCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcknowledgeCheckpoint,
+                    request_deserializer=jobmaster__pb2.CheckpointAck.FromString,
+                    response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'DeclineCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeclineCheckpoint,
+                    request_deserializer=jobmaster__pb2.CheckpointDecline.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
             ),
     }
@@ -387,6 +419,60 @@ class JobMaster:
             target,
             '/yarnflow.JobMaster/NotifyAllocationFailure',
             jobmaster__pb2.AllocationFailure.SerializeToString,
+            common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcknowledgeCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.JobMaster/AcknowledgeCheckpoint',
+            jobmaster__pb2.CheckpointAck.SerializeToString,
+            common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeclineCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.JobMaster/DeclineCheckpoint',
+            jobmaster__pb2.CheckpointDecline.SerializeToString,
             common__pb2.Ack.FromString,
             options,
             channel_credentials,

@@ -26,7 +26,7 @@ from . import common_pb2 as common__pb2
 from . import jobgraph_pb2 as jobgraph__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12taskexecutor.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\x1a\x0ejobgraph.proto\"\xc8\x01\n\x12RequestSlotMessage\x12\x1b\n\x13resource_manager_id\x18\x01 \x01(\t\x12\x12\n\nslot_index\x18\x02 \x01(\x05\x12\x0e\n\x06job_id\x18\x03 \x01(\t\x12\x15\n\rallocation_id\x18\x04 \x01(\t\x12\'\n\x07profile\x18\x05 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x1a\n\x12job_master_address\x18\x06 \x01(\t\x12\x15\n\rjob_master_id\x18\x07 \x01(\t\"J\n\x13SlotAllocationReply\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x16\n\x0ereport_version\x18\x03 \x01(\x03\"\xc3\x01\n\x19ResultPartitionDescriptor\x12\x11\n\tresult_id\x18\x01 \x01(\t\x12\x19\n\x11num_subpartitions\x18\x03 \x01(\x05\x12/\n\x0epartition_type\x18\x04 \x01(\x0e\x32\x17.yarnflow.PartitionType\x12$\n\x04ship\x18\x05 \x01(\x0e\x32\x16.yarnflow.ShipStrategy\x12\x0c\n\x04keys\x18\x06 \x03(\t\x12\r\n\x05store\x18\x07 \x01(\tJ\x04\x08\x02\x10\x03\"\x9e\x01\n\x12ShuffleDescriptors\x12\x11\n\tresult_id\x18\x01 \x01(\t\x12\x16\n\x0e\x64\x61ta_addresses\x18\x02 \x03(\t\x12\x18\n\x10producer_attempt\x18\x05 \x03(\x05\x12\x1f\n\x17producer_location_delta\x18\x06 \x03(\x11\x12\x16\n\x0e\x63onsumer_reads\x18\x07 \x03(\x05J\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05\":\n\nSharedPart\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x11\n\toffloaded\x18\x03 \x01(\t\"\xbc\x01\n\x13InputGateDescriptor\x12\x13\n\x0binput_index\x18\x01 \x01(\x05\x12\x1b\n\x13shuffle_descriptors\x18\x02 \x01(\x0c\x12\x1b\n\x13\x63onsumed_partitions\x18\x03 \x03(\x05\x12/\n\x0epartition_type\x18\x05 \x01(\x0e\x32\x17.yarnflow.PartitionType\x12\x1f\n\x17shuffle_descriptors_key\x18\x06 \x01(\tJ\x04\x08\x04\x10\x05\"\x82\x04\n\x18TaskDeploymentDescriptor\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x15\n\rjob_master_id\x18\x02 \x01(\t\x12\x1a\n\x12job_master_address\x18\x03 \x01(\t\x12\x11\n\tvertex_id\x18\x04 \x01(\t\x12\x13\n\x0bvertex_name\x18\x05 \x01(\t\x12\x15\n\rsubtask_index\x18\x06 \x01(\x05\x12\x13\n\x0bparallelism\x18\x07 \x01(\x05\x12\x16\n\x0e\x61ttempt_number\x18\x08 \x01(\x05\x12\x12\n\nattempt_id\x18\t \x01(\t\x12\x15\n\rallocation_id\x18\n \x01(\t\x12\x10\n\x08operator\x18\x0b \x01(\x0c\x12\x35\n\x08produced\x18\x0c \x03(\x0b\x32#.yarnflow.ResultPartitionDescriptor\x12-\n\x06inputs\x18\r \x03(\x0b\x32\x1d.yarnflow.InputGateDescriptor\x12\x1c\n\x14task_information_key\x18\x0e \x01(\t\x12$\n\x06shared\x18\x0f \x03(\x0b\x32\x14.yarnflow.SharedPart\x12\x18\n\x0b\x62uild_input\x18\x10 \x01(\x05H\x00\x88\x01\x01\x12\x17\n\nbatch_rows\x18\x11 \x01(\x05H\x01\x88\x01\x01\x42\x0e\n\x0c_build_inputB\r\n\x0b_batch_rows\">\n\x11\x43\x61ncelTaskMessage\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\"#\n\x12\x43\x61ncelTaskResponse\x12\r\n\x05known\x18\x01 \x01(\x08\"N\n\x0f\x46reeSlotMessage\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x15\n\rallocation_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\">\n\x0fShutdownMessage\x12\x1b\n\x13resource_manager_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"K\n\x17\x44\x65legationTokensMessage\x12\x1b\n\x13resource_manager_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63redentials\x18\x02 \x01(\x0c\"A\n\x18ReleasePartitionsMessage\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t2\xe7\x03\n\x0cTaskExecutor\x12J\n\x0bRequestSlot\x12\x1c.yarnflow.RequestSlotMessage\x1a\x1d.yarnflow.SlotAllocationReply\x12?\n\nSubmitTask\x12\".yarnflow.TaskDeploymentDescriptor\x1a\r.yarnflow.Ack\x12G\n\nCancelTask\x12\x1b.yarnflow.CancelTaskMessage\x1a\x1c.yarnflow.CancelTaskResponse\x12\x34\n\x08\x46reeSlot\x12\x19.yarnflow.FreeSlotMessage\x1a\r.yarnflow.Ack\x12I\n\x14ReleaseJobPartitions\x12\".yarnflow.ReleasePartitionsMessage\x1a\r.yarnflow.Ack\x12\x34\n\x08Shutdown\x12\x19.yarnflow.ShutdownMessage\x1a\r.yarnflow.Ack\x12J\n\x16UpdateDelegationTokens\x12!.yarnflow.DelegationTokensMessage\x1a\r.yarnflow.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12taskexecutor.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\x1a\x0ejobgraph.proto\"\xc8\x01\n\x12RequestSlotMessage\x12\x1b\n\x13resource_manager_id\x18\x01 \x01(\t\x12\x12\n\nslot_index\x18\x02 \x01(\x05\x12\x0e\n\x06job_id\x18\x03 \x01(\t\x12\x15\n\rallocation_id\x18\x04 \x01(\t\x12\'\n\x07profile\x18\x05 \x01(\x0b\x32\x16.yarnflow.ResourceSpec\x12\x1a\n\x12job_master_address\x18\x06 \x01(\t\x12\x15\n\rjob_master_id\x18\x07 \x01(\t\"J\n\x13SlotAllocationReply\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x16\n\x0ereport_version\x18\x03 \x01(\x03\"\xd7\x01\n\x19ResultPartitionDescriptor\x12\x11\n\tresult_id\x18\x01 \x01(\t\x12\x19\n\x11num_subpartitions\x18\x03 \x01(\x05\x12/\n\x0epartition_type\x18\x04 \x01(\x0e\x32\x17.yarnflow.PartitionType\x12$\n\x04ship\x18\x05 \x01(\x0e\x32\x16.yarnflow.ShipStrategy\x12\x0c\n\x04keys\x18\x06 \x03(\t\x12\r\n\x05store\x18\x07 \x01(\t\x12\x12\n\nkey_groups\x18\x08 \x01(\x05J\x04\x08\x02\x10\x03\"\x9e\x01\n\x12ShuffleDescriptors\x12\x11\n\tresult_id\x18\x01 \x01(\t\x12\x16\n\x0e\x64\x61ta_addresses\x18\x02 \x03(\t\x12\x18\n\x10producer_attempt\x18\x05 \x03(\x05\x12\x1f\n\x17producer_location_delta\x18\x06 \x03(\x11\x12\x16\n\x0e\x63onsumer_reads\x18\x07 \x03(\x05J\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05\":\n\nSharedPart\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x11\n\toffloaded\x18\x03 \x01(\t\"\xbc\x01\n\x13InputGateDescriptor\x12\x13\n\x0binput_index\x18\x01 \x01(\x05\x12\x1b\n\x13shuffle_descriptors\x18\x02 \x01(\x0c\x12\x1b\n\x13\x63onsumed_partitions\x18\x03 \x03(\x05\x12/\n\x0epartition_type\x18\x05 \x01(\x0e\x32\x17.yarnflow.PartitionType\x12\x1f\n\x17shuffle_descriptors_key\x18\x06 \x01(\tJ\x04\x08\x04\x10\x05\"\xbf\x04\n\x18TaskDeploymentDescriptor\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x15\n\rjob_master_id\x18\x02 \x01(\t\x12\x1a\n\x12job_master_address\x18\x03 \x01(\t\x12\x11\n\tvertex_id\x18\x04 \x01(\t\x12\x13\n\x0bvertex_name\x18\x05 \x01(\t\x12\x15\n\rsubtask_index\x18\x06 \x01(\x05\x12\x13\n\x0bparallelism\x18\x07 \x01(\x05\x12\x16\n\x0e\x61ttempt_number\x18\x08 \x01(\x05\x12\x12\n\nattempt_id\x18\t \x01(\t\x12\x15\n\rallocation_id\x18\n \x01(\t\x12\x10\n\x08operator\x18\x0b \x01(\x0c\x12\x35\n\x08produced\x18\x0c \x03(\x0b\x32#.yarnflow.ResultPartitionDescriptor\x12-\n\x06inputs\x18\r \x03(\x0b\x32\x1d.yarnflow.InputGateDescriptor\x12\x1c\n\x14task_information_key\x18\x0e \x01(\t\x12$\n\x06shared\x18\x0f \x03(\x0b\x32\x14.yarnflow.SharedPart\x12\x18\n\x0b\x62uild_input\x18\x10 \x01(\x05H\x00\x88\x01\x01\x12\x17\n\nbatch_rows\x18\x11 \x01(\x05H\x01\x88\x01\x01\x12\x11\n\tstreaming\x18\x12 \x01(\x08\x12\x17\n\x0fmax_parallelism\x18\x13 \x01(\x05\x12\x0f\n\x07restore\x18\x14 \x01(\x0c\x42\x0e\n\x0c_build_inputB\r\n\x0b_batch_rows\"\x8b\x01\n\x11\x43heckpointTrigger\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x04 \x01(\x03\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x10\n\x08location\x18\x06 \x01(\t\"m\n\x16\x43heckpointNotification\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x03 \x01(\x03\x12\x11\n\tcompleted\x18\x04 \x01(\x08\">\n\x11\x43\x61ncelTaskMessage\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x12\n\nattempt_id\x18\x02 \x01(\t\"#\n\x12\x43\x61ncelTaskResponse\x12\r\n\x05known\x18\x01 \x01(\x08\"N\n\x0f\x46reeSlotMessage\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x15\n\rallocation_id\x18\x02 \x01(\t\x12\r\n\x05\x63\x61use\x18\x03 \x01(\t\">\n\x0fShutdownMessage\x12\x1b\n\x13resource_manager_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"K\n\x17\x44\x65legationTokensMessage\x12\x1b\n\x13resource_manager_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63redentials\x18\x02 \x01(\x0c\"A\n\x18ReleasePartitionsMessage\x12\x15\n\rjob_master_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t2\xed\x04\n\x0cTaskExecutor\x12J\n\x0bRequestSlot\x12\x1c.yarnflow.RequestSlotMessage\x1a\x1d.yarnflow.SlotAllocationReply\x12?\n\nSubmitTask\x12\".yarnflow.TaskDeploymentDescriptor\x1a\r.yarnflow.Ack\x12G\n\nCancelTask\x12\x1b.yarnflow.CancelTaskMessage\x1a\x1c.yarnflow.CancelTaskResponse\x12\x34\n\x08\x46reeSlot\x12\x19.yarnflow.FreeSlotMessage\x1a\r.yarnflow.Ack\x12I\n\x14ReleaseJobPartitions\x12\".yarnflow.ReleasePartitionsMessage\x1a\r.yarnflow.Ack\x12\x34\n\x08Shutdown\x12\x19.yarnflow.ShutdownMessage\x1a\r.yarnflow.Ack\x12J\n\x16UpdateDelegationTokens\x12!.yarnflow.DelegationTokensMessage\x1a\r.yarnflow.Ack\x12?\n\x11TriggerCheckpoint\x12\x1b.yarnflow.CheckpointTrigger\x1a\r.yarnflow.Ack\x12\x43\n\x10NotifyCheckpoint\x12 .yarnflow.CheckpointNotification\x1a\r.yarnflow.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,27 +38,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SLOTALLOCATIONREPLY']._serialized_start=265
   _globals['_SLOTALLOCATIONREPLY']._serialized_end=339
   _globals['_RESULTPARTITIONDESCRIPTOR']._serialized_start=342
-  _globals['_RESULTPARTITIONDESCRIPTOR']._serialized_end=537
-  _globals['_SHUFFLEDESCRIPTORS']._serialized_start=540
-  _globals['_SHUFFLEDESCRIPTORS']._serialized_end=698
-  _globals['_SHAREDPART']._serialized_start=700
-  _globals['_SHAREDPART']._serialized_end=758
-  _globals['_INPUTGATEDESCRIPTOR']._serialized_start=761
-  _globals['_INPUTGATEDESCRIPTOR']._serialized_end=949
-  _globals['_TASKDEPLOYMENTDESCRIPTOR']._serialized_start=952
-  _globals['_TASKDEPLOYMENTDESCRIPTOR']._serialized_end=1466
-  _globals['_CANCELTASKMESSAGE']._serialized_start=1468
-  _globals['_CANCELTASKMESSAGE']._serialized_end=1530
-  _globals['_CANCELTASKRESPONSE']._serialized_start=1532
-  _globals['_CANCELTASKRESPONSE']._serialized_end=1567
-  _globals['_FREESLOTMESSAGE']._serialized_start=1569
-  _globals['_FREESLOTMESSAGE']._serialized_end=1647
-  _globals['_SHUTDOWNMESSAGE']._serialized_start=1649
-  _globals['_SHUTDOWNMESSAGE']._serialized_end=1711
-  _globals['_DELEGATIONTOKENSMESSAGE']._serialized_start=1713
-  _globals['_DELEGATIONTOKENSMESSAGE']._serialized_end=1788
-  _globals['_RELEASEPARTITIONSMESSAGE']._serialized_start=1790
-  _globals['_RELEASEPARTITIONSMESSAGE']._serialized_end=1855
-  _globals['_TASKEXECUTOR']._serialized_start=1858
-  _globals['_TASKEXECUTOR']._serialized_end=2345
+  _globals['_RESULTPARTITIONDESCRIPTOR']._serialized_end=557
+  _globals['_SHUFFLEDESCRIPTORS']._serialized_start=560
+  _globals['_SHUFFLEDESCRIPTORS']._serialized_end=718
+  _globals['_SHAREDPART']._serialized_start=720
+  _globals['_SHAREDPART']._serialized_end=778
+  _globals['_INPUTGATEDESCRIPTOR']._serialized_start=781
+  _globals['_INPUTGATEDESCRIPTOR']._serialized_end=969
+  _globals['_TASKDEPLOYMENTDESCRIPTOR']._serialized_start=972
+  _globals['_TASKDEPLOYMENTDESCRIPTOR']._serialized_end=1547
+  _globals['_CHECKPOINTTRIGGER']._serialized_start=1550
+  _globals['_CHECKPOINTTRIGGER']._serialized_end=1689
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_start=1691
+  _globals['_CHECKPOINTNOTIFICATION']._serialized_end=1800
+  _globals['_CANCELTASKMESSAGE']._serialized_start=1802
+  _globals['_CANCELTASKMESSAGE']._serialized_end=1864
+  _globals['_CANCELTASKRESPONSE']._serialized_start=1866
+  _globals['_CANCELTASKRESPONSE']._serialized_end=1901
+  _globals['_FREESLOTMESSAGE']._serialized_start=1903
+  _globals['_FREESLOTMESSAGE']._serialized_end=1981
+  _globals['_SHUTDOWNMESSAGE']._serialized_start=1983
+  _globals['_SHUTDOWNMESSAGE']._serialized_end=2045
+  _globals['_DELEGATIONTOKENSMESSAGE']._serialized_start=2047
+  _globals['_DELEGATIONTOKENSMESSAGE']._serialized_end=2122
+  _globals['_RELEASEPARTITIONSMESSAGE']._serialized_start=2124
+  _globals['_RELEASEPARTITIONSMESSAGE']._serialized_end=2189
+  _globals['_TASKEXECUTOR']._serialized_start=2192
+  _globals['_TASKEXECUTOR']._serialized_end=2813
 # @@protoc_insertion_point(module_scope)

@@ -37,20 +37,22 @@ class SlotAllocationReply(_message.Message):
     def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ..., report_version: _Optional[int] = ...) -> None: ...
 
 class ResultPartitionDescriptor(_message.Message):
-    __slots__ = ("result_id", "num_subpartitions", "partition_type", "ship", "keys", "store")
+    __slots__ = ("result_id", "num_subpartitions", "partition_type", "ship", "keys", "store", "key_groups")
     RESULT_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_SUBPARTITIONS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_TYPE_FIELD_NUMBER: _ClassVar[int]
     SHIP_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
+    KEY_GROUPS_FIELD_NUMBER: _ClassVar[int]
     result_id: str
     num_subpartitions: int
     partition_type: _jobgraph_pb2.PartitionType
     ship: _jobgraph_pb2.ShipStrategy
     keys: _containers.RepeatedScalarFieldContainer[str]
     store: str
-    def __init__(self, result_id: _Optional[str] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., store: _Optional[str] = ...) -> None: ...
+    key_groups: int
+    def __init__(self, result_id: _Optional[str] = ..., num_subpartitions: _Optional[int] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., ship: _Optional[_Union[_jobgraph_pb2.ShipStrategy, str]] = ..., keys: _Optional[_Iterable[str]] = ..., store: _Optional[str] = ..., key_groups: _Optional[int] = ...) -> None: ...
 
 class ShuffleDescriptors(_message.Message):
     __slots__ = ("result_id", "data_addresses", "producer_attempt", "producer_location_delta", "consumer_reads")
@@ -91,7 +93,7 @@ class InputGateDescriptor(_message.Message):
     def __init__(self, input_index: _Optional[int] = ..., shuffle_descriptors: _Optional[bytes] = ..., consumed_partitions: _Optional[_Iterable[int]] = ..., partition_type: _Optional[_Union[_jobgraph_pb2.PartitionType, str]] = ..., shuffle_descriptors_key: _Optional[str] = ...) -> None: ...
 
 class TaskDeploymentDescriptor(_message.Message):
-    __slots__ = ("job_id", "job_master_id", "job_master_address", "vertex_id", "vertex_name", "subtask_index", "parallelism", "attempt_number", "attempt_id", "allocation_id", "operator", "produced", "inputs", "task_information_key", "shared", "build_input", "batch_rows")
+    __slots__ = ("job_id", "job_master_id", "job_master_address", "vertex_id", "vertex_name", "subtask_index", "parallelism", "attempt_number", "attempt_id", "allocation_id", "operator", "produced", "inputs", "task_information_key", "shared", "build_input", "batch_rows", "streaming", "max_parallelism", "restore")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_MASTER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +111,9 @@ class TaskDeploymentDescriptor(_message.Message):
     SHARED_FIELD_NUMBER: _ClassVar[int]
     BUILD_INPUT_FIELD_NUMBER: _ClassVar[int]
     BATCH_ROWS_FIELD_NUMBER: _ClassVar[int]
+    STREAMING_FIELD_NUMBER: _ClassVar[int]
+    MAX_PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     job_master_id: str
     job_master_address: str
@@ -126,7 +131,38 @@ class TaskDeploymentDescriptor(_message.Message):
     shared: _containers.RepeatedCompositeFieldContainer[SharedPart]
     build_input: int
     batch_rows: int
-    def __init__(self, job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., job_master_address: _Optional[str] = ..., vertex_id: _Optional[str] = ..., vertex_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., parallelism: _Optional[int] = ..., attempt_number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., operator: _Optional[bytes] = ..., produced: _Optional[_Iterable[_Union[ResultPartitionDescriptor, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[InputGateDescriptor, _Mapping]]] = ..., task_information_key: _Optional[str] = ..., shared: _Optional[_Iterable[_Union[SharedPart, _Mapping]]] = ..., build_input: _Optional[int] = ..., batch_rows: _Optional[int] = ...) -> None: ...
+    streaming: bool
+    max_parallelism: int
+    restore: bytes
+    def __init__(self, job_id: _Optional[str] = ..., job_master_id: _Optional[str] = ..., job_master_address: _Optional[str] = ..., vertex_id: _Optional[str] = ..., vertex_name: _Optional[str] = ..., subtask_index: _Optional[int] = ..., parallelism: _Optional[int] = ..., attempt_number: _Optional[int] = ..., attempt_id: _Optional[str] = ..., allocation_id: _Optional[str] = ..., operator: _Optional[bytes] = ..., produced: _Optional[_Iterable[_Union[ResultPartitionDescriptor, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[InputGateDescriptor, _Mapping]]] = ..., task_information_key: _Optional[str] = ..., shared: _Optional[_Iterable[_Union[SharedPart, _Mapping]]] = ..., build_input: _Optional[int] = ..., batch_rows: _Optional[int] = ..., streaming: _Optional[bool] = ..., max_parallelism: _Optional[int] = ..., restore: _Optional[bytes] = ...) -> None: ...
+
+class CheckpointTrigger(_message.Message):
+    __slots__ = ("job_master_id", "attempt_id", "checkpoint_id", "timestamp_ms", "kind", "location")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    attempt_id: str
+    checkpoint_id: int
+    timestamp_ms: int
+    kind: str
+    location: str
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., kind: _Optional[str] = ..., location: _Optional[str] = ...) -> None: ...
+
+class CheckpointNotification(_message.Message):
+    __slots__ = ("job_master_id", "attempt_id", "checkpoint_id", "completed")
+    JOB_MASTER_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    job_master_id: str
+    attempt_id: str
+    checkpoint_id: int
+    completed: bool
+    def __init__(self, job_master_id: _Optional[str] = ..., attempt_id: _Optional[str] = ..., checkpoint_id: _Optional[int] = ..., completed: _Optional[bool] = ...) -> None: ...
 
 class CancelTaskMessage(_message.Message):
     __slots__ = ("job_master_id", "attempt_id")

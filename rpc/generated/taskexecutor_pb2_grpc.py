@@ -70,6 +70,16 @@ class TaskExecutorStub:
                 request_serializer=taskexecutor__pb2.DelegationTokensMessage.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.TriggerCheckpoint = channel.unary_unary(
+                '/yarnflow.TaskExecutor/TriggerCheckpoint',
+                request_serializer=taskexecutor__pb2.CheckpointTrigger.SerializeToString,
+                response_deserializer=common__pb2.Ack.FromString,
+                _registered_method=True)
+        self.NotifyCheckpoint = channel.unary_unary(
+                '/yarnflow.TaskExecutor/NotifyCheckpoint',
+                request_serializer=taskexecutor__pb2.CheckpointNotification.SerializeToString,
+                response_deserializer=common__pb2.Ack.FromString,
+                _registered_method=True)
 
 
 class TaskExecutorServicer:
@@ -117,6 +127,18 @@ class TaskExecutorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TriggerCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NotifyCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskExecutorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -153,6 +175,16 @@ def add_TaskExecutorServicer_to_server(servicer, server):
             'UpdateDelegationTokens': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateDelegationTokens,
                     request_deserializer=taskexecutor__pb2.DelegationTokensMessage.FromString,
+                    response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'TriggerCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerCheckpoint,
+                    request_deserializer=taskexecutor__pb2.CheckpointTrigger.FromString,
+                    response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'NotifyCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.NotifyCheckpoint,
+                    request_deserializer=taskexecutor__pb2.CheckpointNotification.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
             ),
     }
@@ -344,6 +376,60 @@ class TaskExecutor:
             target,
             '/yarnflow.TaskExecutor/UpdateDelegationTokens',
             taskexecutor__pb2.DelegationTokensMessage.SerializeToString,
+            common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.TaskExecutor/TriggerCheckpoint',
+            taskexecutor__pb2.CheckpointTrigger.SerializeToString,
+            common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NotifyCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.TaskExecutor/NotifyCheckpoint',
+            taskexecutor__pb2.CheckpointNotification.SerializeToString,
             common__pb2.Ack.FromString,
             options,
             channel_credentials,

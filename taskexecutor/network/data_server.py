@@ -13,7 +13,9 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.flight as flight
 
+from yarnflow.core.streaming.events import Event, decode, encode
 from yarnflow.rpc.security import CLUSTER_NAME, TlsCredentials
+from yarnflow.taskexecutor.network.partition import PipelinedSubpartition
 from yarnflow.taskexecutor.network.partition_manager import ResultPartitionManager
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,26 @@ class DataServer(flight.FlightServerBase):  # type: ignore[misc]  # pyarrow is u
             return flight.GeneratorStream(EMPTY_SCHEMA, iter(()))
         return flight.GeneratorStream(first.schema, itertools.chain([first], batches))
 
+    def do_exchange(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
+                    reader: flight.MetadataRecordBatchReader,
+                    writer: flight.MetadataRecordBatchWriter) -> None:
+        """A streaming job's channel: its batches, and its events (barriers, watermarks)
+        as metadata-only messages in their place between them."""
+        partition_id, _, index = descriptor.command.decode().rpartition("|")
+        partition = self._manager.get(partition_id, self._timeout, context.is_cancelled)
+        sub = partition.subpartitions[int(index)]
+        if not isinstance(sub, PipelinedSubpartition):
+            raise flight.FlightServerError(f"{partition_id} is not a pipelined result")
+        schema: pa.Schema | None = None
+        for item in sub.read_items(context.is_cancelled):
+            if isinstance(item, pa.RecordBatch):
+                if schema is None:
+                    schema = item.schema
+                    writer.begin(schema)
+                writer.write_batch(item)
+            else:
+                writer.write_metadata(pa.py_buffer(encode(item)))
+
 
 class DataClients:
     """One Flight client per remote TaskExecutor."""
@@ -71,6 +93,25 @@ class DataClients:
                 return
             if chunk.data is not None:
                 yield chunk.data
+
+    def read_items(self, address: str, partition_id: str,
+                   subpartition: int) -> Iterator[pa.RecordBatch | Event]:
+        """A streaming channel from its producer's executor: batches and events in order."""
+        descriptor = flight.FlightDescriptor.for_command(f"{partition_id}|{subpartition}".encode())
+        writer, reader = self.get(address).do_exchange(descriptor)
+        writer.done_writing()
+        try:
+            while True:
+                try:
+                    chunk = reader.read_chunk()
+                except StopIteration:
+                    return
+                if chunk.data is not None:
+                    yield chunk.data
+                elif chunk.app_metadata is not None:
+                    yield decode(chunk.app_metadata.to_pybytes())
+        finally:
+            writer.close()
 
     def close(self) -> None:
         for client in self._clients.values():

@@ -20,6 +20,7 @@ import pyarrow as pa
 from yarnflow.core.errors import TaskCancelled
 from yarnflow.core.ids import JobID
 from yarnflow.core.jobgraph import PartitionType, ShipStrategy
+from yarnflow.core.streaming.events import Event
 from yarnflow.taskexecutor.network.partitioner import Partitioner
 
 
@@ -31,8 +32,13 @@ _END = object()
 
 
 class PipelinedSubpartition:
+    """Batches and, in a streaming job, the events between them (barriers, watermarks),
+    in the order they were added. Only batches count against the capacity: an event
+    waits its turn behind the batches before it, never for room."""
+
     def __init__(self, capacity: int) -> None:
-        self._queue: deque[pa.RecordBatch] = deque()
+        self._queue: deque[pa.RecordBatch | Event] = deque()
+        self._batches = 0
         self._capacity = capacity
         self._cond = threading.Condition()
         self._finished = False
@@ -43,14 +49,21 @@ class PipelinedSubpartition:
 
     def add(self, batch: pa.RecordBatch, cancelled: Callable[[], bool]) -> None:
         with self._cond:
-            while len(self._queue) >= self._capacity and not self._released:
+            while self._batches >= self._capacity and not self._released:
                 if cancelled():
                     raise TaskCancelled()
                 self._cond.wait(0.2)
             if self._released:
                 return
             self._queue.append(batch)
+            self._batches += 1
             self._cond.notify_all()
+
+    def add_event(self, event: Event) -> None:
+        with self._cond:
+            if not self._released:
+                self._queue.append(event)
+                self._cond.notify_all()
 
     def finish(self) -> None:
         with self._cond:
@@ -67,6 +80,13 @@ class PipelinedSubpartition:
                 self._cond.wait(0.2)
 
     def read(self, cancelled: Callable[[], bool] = lambda: False) -> Iterator[pa.RecordBatch]:
+        for item in self.read_items(cancelled):
+            if isinstance(item, pa.RecordBatch):
+                yield item
+
+    def read_items(self, cancelled: Callable[[], bool] = lambda: False
+                   ) -> Iterator[pa.RecordBatch | Event]:
+        """Batches and events in order (a streaming consumer's read)."""
         with self._cond:
             self.reader_attached = True
         while True:
@@ -77,6 +97,8 @@ class PipelinedSubpartition:
                     self._cond.wait(0.2)
                 if self._queue:
                     batch = self._queue.popleft()
+                    if isinstance(batch, pa.RecordBatch):
+                        self._batches -= 1
                     self._cond.notify_all()
                 elif self._aborted or not self._finished:
                     raise RuntimeError("the partition was released before it was fully read "
@@ -92,6 +114,7 @@ class PipelinedSubpartition:
             self._released = True
             self._aborted = bool(self._queue) or not self._finished
             self._queue.clear()
+            self._batches = 0
             self._cond.notify_all()
 
 
@@ -161,14 +184,15 @@ class ResultPartition:
                  partition_type: PartitionType, ship: ShipStrategy, keys: tuple[str, ...],
                  num_subpartitions: int, subtask_index: int, capacity: int, spill_dir: Path,
                  on_first_data: Callable[[], None],
-                 stored: "list[Subpartition] | None" = None) -> None:
+                 stored: "list[Subpartition] | None" = None, key_groups: int = 0) -> None:
         """``stored``: the subpartitions when the result goes to the cluster file system
         (``partition_store.StoredSubpartition``), instead of this executor's memory or disk."""
         self.partition_id = partition_id
         self.job_id = job_id
         self.result_id = result_id
         self.partition_type = partition_type
-        self.partitioner = Partitioner(ship, keys, num_subpartitions, start=subtask_index)
+        self.partitioner = Partitioner(ship, keys, num_subpartitions, start=subtask_index,
+                                       key_groups=key_groups)
         # Arrow bytes written to each subpartition: a finished producer reports them, and
         # adaptive execution sizes its consumers from them
         self.subpartition_bytes = [0] * num_subpartitions
@@ -201,6 +225,14 @@ class ResultPartition:
         if not self._has_data:
             self._has_data = True
             self._on_first_data()
+
+    def broadcast_event(self, event: Event) -> None:
+        """An event to every consumer, after the batches emitted before it."""
+        for sub in self.subpartitions:
+            if not isinstance(sub, PipelinedSubpartition):
+                raise RuntimeError(f"{self.partition_id}: a streaming job's events need "
+                                   "PIPELINED exchanges")
+            sub.add_event(event)
 
     def finish(self) -> None:
         """The end of every subpartition's stream; an empty partition says it is

@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from yarnflow.core.hashing import hash_rows
 from yarnflow.core.jobgraph import RANGE_COLUMN, ShipStrategy
+from yarnflow.core.streaming.key_groups import key_groups_of_hashes
 
 # rebalance() slices a batch no finer than this: a smaller slice costs more in per-batch
 # overhead than the balance it buys
@@ -15,7 +16,11 @@ MIN_SLICE_ROWS = 256
 
 class Partitioner:
     def __init__(self, ship: ShipStrategy, keys: tuple[str, ...], num_subpartitions: int,
-                 start: int = 0) -> None:
+                 start: int = 0, key_groups: int = 0) -> None:
+        """``key_groups``: a streaming job's HASH exchange routes each row to the
+        consumer owning its key group (``core/streaming/key_groups.py``), so keyed state
+        can move whole key groups later; 0: hash modulo the consumers."""
+        self.key_groups = key_groups
         self.ship = ship
         self.keys = keys
         self.n = num_subpartitions
@@ -35,7 +40,11 @@ class Partitioner:
             target = self._next
             self._next = (self._next + 1) % self.n
             return [(target, batch)]
-        targets = (hash_rows(batch, self.keys) % np.uint64(self.n)).astype(np.int64)
+        hashes = hash_rows(batch, self.keys)
+        if self.key_groups:
+            targets = key_groups_of_hashes(hashes, self.key_groups) * self.n // self.key_groups
+        else:
+            targets = (hashes % np.uint64(self.n)).astype(np.int64)
         return self._to(batch, targets)
 
     def _ranges(self, batch: pa.RecordBatch) -> list[tuple[int, pa.RecordBatch]]:

@@ -224,6 +224,12 @@ class TestingScheduler:
     def partition_has_data(self, attempt_id: str, result_id: str) -> None:
         self.calls.append(("partition_has_data", attempt_id, result_id))
 
+    def set_checkpoint_hooks(self, hooks: Any) -> None:
+        self.calls.append(("checkpoint_hooks",))
+
+    def fail_over(self, cause: str) -> None:
+        self.calls.append(("fail_over", cause))
+
     def executor_lost(self, resource_id: str, reason: str) -> None:
         self.lost.add(resource_id)
         self.calls.append(("executor_lost", resource_id, reason))

@@ -13,8 +13,8 @@ from yarnflow.appmaster.jobmaster.checkpoint.coordinator import (
     CheckpointCoordinator, CheckpointSettings, TriggerRefused)
 from yarnflow.appmaster.jobmaster.checkpoint.failure_manager import CheckpointFailureReason
 from yarnflow.appmaster.jobmaster.checkpoint.pending import (
-    IllegalCheckpointTransition, OperatorSubtaskState, PendingCheckpoint, PendingState,
-    SubtaskCheckpointMetrics)
+    IllegalCheckpointTransition, PendingCheckpoint, PendingState)
+from yarnflow.core.streaming.snapshots import OperatorSubtaskState, SubtaskCheckpointMetrics
 from yarnflow.appmaster.jobmaster.checkpoint.store import (
     CheckpointFormatError, CompletedCheckpointStore, read_checkpoint)
 from yarnflow.core.fs import FileSystemSettings

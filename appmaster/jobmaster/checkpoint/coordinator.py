@@ -25,8 +25,8 @@ from typing import Any, Callable, Protocol
 
 from yarnflow.appmaster.jobmaster.checkpoint.failure_manager import (
     CheckpointFailureManager, CheckpointFailureReason)
-from yarnflow.appmaster.jobmaster.checkpoint.pending import (
-    OperatorSubtaskState, PendingCheckpoint, PendingState, SubtaskCheckpointMetrics, TaskRef)
+from yarnflow.appmaster.jobmaster.checkpoint.pending import PendingCheckpoint, PendingState, TaskRef
+from yarnflow.core.streaming.snapshots import OperatorSubtaskState, SubtaskCheckpointMetrics
 from yarnflow.appmaster.jobmaster.checkpoint.stats import CheckpointRecord, CheckpointStatsTracker
 from yarnflow.appmaster.jobmaster.checkpoint.store import (
     CompletedCheckpoint, CompletedCheckpointStore, OperatorState)
@@ -188,7 +188,7 @@ class CheckpointCoordinator:
                                               total=len(plan.to_wait_for), location=location))
         self._timeouts[checkpoint_id] = self._main.schedule(
             self.settings.timeout, self._expire, checkpoint_id)
-        barrier = CheckpointBarrier(checkpoint_id, int(now_ms), kind)
+        barrier = CheckpointBarrier(checkpoint_id, int(now_ms), kind, location)
         log.info("triggering %s %d of job %s (%d tasks to trigger, %d to acknowledge)",
                  kind.value, checkpoint_id, self.job_id, len(plan.to_trigger),
                  len(plan.to_wait_for))
@@ -223,6 +223,20 @@ class CheckpointCoordinator:
         log.warning("checkpoint %d of job %s declined by %s: %s", checkpoint_id, self.job_id,
                     attempt[:8], reason)
         self._abort(pending, CheckpointFailureReason.DECLINED, detail=reason)
+
+    def task_finished(self, attempt: ExecutionAttemptID) -> None:
+        """A task ended while checkpoints waited for it: nothing of it is left to
+        snapshot (its output is in its consumers' state), so it counts as finished in
+        each of them (FLIP-147)."""
+        for checkpoint_id in sorted(self._pending):
+            pending = self._pending[checkpoint_id]
+            ref = pending.waiting.pop(attempt, None) if pending.state is PendingState.PENDING \
+                else None
+            if ref is None:
+                continue
+            pending.finished = pending.finished + (ref,)
+            if pending.fully_acknowledged:
+                self._finalize(pending)
 
     def task_failed(self) -> None:
         """A task failed: what is pending cannot complete (the job restarts)."""

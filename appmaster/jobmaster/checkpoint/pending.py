@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from yarnflow.core.ids import ExecutionAttemptID
 from yarnflow.core.streaming.events import CheckpointKind
+from yarnflow.core.streaming.snapshots import OperatorSubtaskState, SubtaskCheckpointMetrics
 
 
 class PendingState(enum.Enum):
@@ -36,25 +37,6 @@ class TaskRef:
     subtask_index: int
     parallelism: int
     max_parallelism: int
-
-
-@dataclass(frozen=True)
-class OperatorSubtaskState:
-    """What one subtask's operator acknowledged: files it wrote into the checkpoint's
-    directory (relative to it) and small state inline (a source's offsets)."""
-    files: tuple[str, ...] = ()
-    inline: bytes = b""
-    size: int = 0
-
-
-@dataclass(frozen=True)
-class SubtaskCheckpointMetrics:
-    """Flink's per-subtask checkpoint figures, in milliseconds and bytes."""
-    sync_ms: float = 0.0
-    async_ms: float = 0.0
-    alignment_ms: float = 0.0
-    start_delay_ms: float = 0.0
-    size: int = 0
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from yarnflow.appmaster.jobmaster.checkpoint.pending import SubtaskCheckpointMetrics
+from yarnflow.core.streaming.snapshots import SubtaskCheckpointMetrics
 
 HISTORY_SIZE = 10     # Flink's web.checkpoints.history default
 

@@ -18,7 +18,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from yarnflow.appmaster.jobmaster.checkpoint.pending import OperatorSubtaskState
+from yarnflow.core.streaming.snapshots import OperatorSubtaskState
 from yarnflow.core.fs import FileSystem
 from yarnflow.core.streaming.events import CheckpointKind
 

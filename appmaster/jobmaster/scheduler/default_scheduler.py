@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import logging
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from yarnflow.appmaster.jobmaster.settings import JobMasterSettings
@@ -37,7 +36,9 @@ from yarnflow.appmaster.jobmaster.scheduler.deployment import invalidate_descrip
 from yarnflow.appmaster.jobmaster.scheduler.deployment_parts import DeploymentParts
 from yarnflow.appmaster.jobmaster.scheduler.lost_results import (lost_results_still_needed,
                                                                  partition_available)
-from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import JobMasterAddress
+from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import (
+    NO_CHECKPOINTS, CheckpointHooks, JobMasterAddress)
+from yarnflow.appmaster.jobmaster.scheduler.pending_restart import PendingRestart
 from yarnflow.appmaster.jobmaster.scheduler.scheduling_strategy import SchedulingStrategy
 from yarnflow.appmaster.jobmaster.scheduler.speculation import SpeculativeExecutions
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot, SlotPool
@@ -46,7 +47,7 @@ from yarnflow.core.details import ExceptionEntry, SpeculativeAttempt
 from yarnflow.core.errors import EndpointStopped
 from yarnflow.core.messages import TaskExecutionState
 from yarnflow.core.tracebacks import noted
-from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask
+from yarnflow.rpc.endpoint import MainThreadExecutor
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +55,6 @@ _DEPLOYED = frozenset({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, Ex
 
 # Failures a job's details keep (Flink's web.exception-history-size).
 EXCEPTION_HISTORY_SIZE = 16
-
-
-@dataclass(eq=False)
-class PendingRestart:
-    """Subtasks being stopped for a restart; they restart when all have stopped and
-    ``due`` (the restart strategy's pause) has passed."""
-    vertices: set[ExecutionVertex] = field(default_factory=set)
-    due: float = 0.0
-    timer: ScheduledTask | None = None
 
 
 class DefaultScheduler:
@@ -105,6 +97,15 @@ class DefaultScheduler:
         self._awaiting_cause: dict[Execution, str] = {}
         self.restarts = 0
         self.exceptions: list[ExceptionEntry] = []
+        self._checkpoints: CheckpointHooks = NO_CHECKPOINTS
+
+    def set_checkpoint_hooks(self, hooks: CheckpointHooks) -> None:
+        self._checkpoints = self._deployer.checkpoints = hooks
+
+    def fail_over(self, cause: str) -> None:
+        """Restart every subtask (too many failed checkpoints), as restarts allow."""
+        if self.graph.status is JobStatus.RUNNING:
+            self._handle_failure([], cause, also=list(self.graph.all_execution_vertices()))
 
     @property
     def speculations(self) -> list[SpeculativeAttempt]:
@@ -187,6 +188,7 @@ class DefaultScheduler:
         for partition in execution.vertex.produced_partitions():
             partition.finished = True
             self._strategy.on_partition_consumable(partition.result)
+        self._checkpoints.task_finished(execution.attempt_id)
         self._on_subtask_finished(execution.vertex)
         self._check_termination()
 
@@ -339,6 +341,7 @@ class DefaultScheduler:
         the job when the restart strategy allows no more."""
         now = self._clock.monotonic()
         self._record_exceptions(failed, cause)
+        self._checkpoints.task_failed()
         vertices = self._failover.tasks_to_restart(
             [e.vertex for e in failed] + list(also), functools.partial(partition_available, lost=self._lost_executors))
         # Failures while a restart is pending join it and count once (FLIP-364): a lost

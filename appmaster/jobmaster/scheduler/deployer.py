@@ -13,7 +13,8 @@ from yarnflow.appmaster.jobmaster.executiongraph import Execution, ExecutionStat
 from yarnflow.appmaster.jobmaster.scheduler.deployment import (build_descriptor,
                                                                invalidate_descriptors)
 from yarnflow.appmaster.jobmaster.scheduler.deployment_parts import DeploymentParts
-from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import JobMasterAddress
+from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import (NO_CHECKPOINTS, CheckpointHooks,
+                                                                  JobMasterAddress)
 from yarnflow.core.deployment import TaskDeploymentDescriptor
 from yarnflow.core.errors import MissingSharedParts, Refused
 from yarnflow.rpc.endpoint import MainThreadExecutor, describe_rpc_error
@@ -33,6 +34,8 @@ class ExecutionDeployer:
     def __init__(self, main: MainThreadExecutor, job_master: JobMasterAddress,
                  parts: DeploymentParts, failed: DeploymentFailed, batch_rows: int = 0) -> None:
         self.main = main
+        # an unbounded job's key groups and what each attempt restores (its scheduler's)
+        self.checkpoints: CheckpointHooks = NO_CHECKPOINTS
         self._batch_rows = batch_rows      # the job's pipeline.batch-rows
         self._job_master = job_master
         self.parts = parts
@@ -47,7 +50,9 @@ class ExecutionDeployer:
                 invalidate_descriptors(result)
         try:
             descriptor = build_descriptor(execution, self._job_master.job_master_id,
-                                          self._job_master.address, self._batch_rows)
+                                          self._job_master.address, self._batch_rows,
+                                          self.checkpoints.max_parallelism,
+                                          self.checkpoints.restore_for(execution))
         except Exception as err:  # noqa: BLE001 - a deployment that cannot be built fails the job, named
             self._failed(execution, f"could not build the deployment of {vertex}: {err}",
                          recoverable=False)

@@ -14,7 +14,7 @@ from yarnflow.appmaster.jobmaster.executiongraph import (ConsumedPartitionGroup,
 from yarnflow.core.deployment import (ConsumerRead, InputGateDescriptor, ResultPartitionDescriptor,
                                      SharedPart, ShuffleDescriptors, TaskDeploymentDescriptor,
                                      TaskInformation, stored_address)
-from yarnflow.core.jobgraph import DistributionPattern
+from yarnflow.core.jobgraph import DistributionPattern, ShipStrategy
 from yarnflow.rpc.codec import shuffle_descriptors_to_bytes, task_information_to_bytes
 
 
@@ -76,8 +76,10 @@ def invalidate_descriptors(result: IntermediateResult) -> None:
 
 
 def task_information(vertex: ExecutionJobVertex, job_master_id: JobMasterId,
-                     job_master_address: str, batch_rows: int = 0) -> TaskInformation:
-    """The vertex's TaskInformation, built once per JobMaster and shared by its subtasks."""
+                     job_master_address: str, batch_rows: int = 0,
+                     max_parallelism: int = 0) -> TaskInformation:
+    """The vertex's TaskInformation, built once per JobMaster and shared by its subtasks.
+    ``max_parallelism`` > 0: an unbounded job's, whose HASH exchanges go by key group."""
     info = vertex.task_information
     if info is None or info.job_master_id != job_master_id:
         info = vertex.task_information = TaskInformation(
@@ -85,9 +87,12 @@ def task_information(vertex: ExecutionJobVertex, job_master_id: JobMasterId,
             vertex.parallelism, vertex.operator,
             tuple(ResultPartitionDescriptor(result.id, result.num_subpartitions,
                                             result.partition_type, result.ship,
-                                            tuple(result.keys), result.store)
+                                            tuple(result.keys), result.store,
+                                            max_parallelism if result.ship is ShipStrategy.HASH
+                                            else 0)
                   for result in vertex.produced),
-            build_input=getattr(vertex.decision, "build_input", -1), batch_rows=batch_rows)
+            build_input=getattr(vertex.decision, "build_input", -1), batch_rows=batch_rows,
+            streaming=max_parallelism > 0, max_parallelism=max_parallelism)
         info.part = SharedPart.of(task_information_to_bytes(info))
     return info
 
@@ -108,10 +113,13 @@ def input_gate(input_index: int, group: ConsumedPartitionGroup) -> InputGateDesc
 
 
 def build_descriptor(execution: Execution, job_master_id: JobMasterId,
-                     job_master_address: str, batch_rows: int = 0) -> TaskDeploymentDescriptor:
+                     job_master_address: str, batch_rows: int = 0, max_parallelism: int = 0,
+                     restore: bytes = b"") -> TaskDeploymentDescriptor:
     vertex = execution.vertex
     return TaskDeploymentDescriptor(
-        task_information(vertex.job_vertex, job_master_id, job_master_address, batch_rows),
+        task_information(vertex.job_vertex, job_master_id, job_master_address, batch_rows,
+                         max_parallelism),
         vertex.subtask_index, execution.attempt_number, execution.attempt_id,
         execution.slot.allocation_id if execution.slot else AllocationID(""),
-        tuple(input_gate(i, group) for i, group in enumerate(vertex.consumed)))
+        tuple(input_gate(i, group) for i, group in enumerate(vertex.consumed)),
+        restore=restore)

@@ -5,12 +5,36 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from yarnflow.core.ids import ExecutionAttemptID, JobMasterId, ResourceID
 from yarnflow.appmaster.jobmaster.slotpool import PhysicalSlot
 from yarnflow.core.details import ExceptionEntry, SpeculativeAttempt
 from yarnflow.core.messages import TaskExecutionState
+
+
+class CheckpointHooks(Protocol):
+    """What a streaming job's scheduler tells its CheckpointCoordinator, and asks it."""
+    max_parallelism: int
+
+    def task_finished(self, attempt: ExecutionAttemptID) -> None: ...
+    def task_failed(self) -> None: ...
+    def restore_for(self, execution: Any) -> bytes:
+        """What an attempt about to be deployed restores (b"": nothing)."""
+
+
+class _NoCheckpoints:
+    """A batch job's: nothing to tell, nothing to restore."""
+    max_parallelism = 0
+
+    def task_finished(self, attempt: ExecutionAttemptID) -> None: ...
+    def task_failed(self) -> None: ...
+
+    def restore_for(self, execution: Any) -> bytes:
+        return b""
+
+
+NO_CHECKPOINTS: CheckpointHooks = _NoCheckpoints()
 
 
 class SchedulerNG(Protocol):
@@ -33,6 +57,10 @@ class SchedulerNG(Protocol):
     def slot_lost(self, slot: PhysicalSlot, cause: str) -> None: ...
     def is_lost(self, resource_id: ResourceID) -> bool: ...
     def depends_on(self, resource_id: ResourceID) -> bool: ...
+    def set_checkpoint_hooks(self, hooks: CheckpointHooks) -> None:
+        """A streaming job: deployments restore state, finished and failed tasks are told."""
+    def fail_over(self, cause: str) -> None:
+        """Restart every subtask, as the restart strategy allows."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,179 @@
+"""Unbounded pipelines on the local target against a real Kafka broker (issue 83):
+Kafka → watermarks → keyed tumbling windows → Parquet in hourly directories, with
+checkpoints, executors killed at random moments, and the committed output compared
+with what pyarrow computes from the records put into the topic."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import yarnflow.client as yf
+from tests.conftest import FAST, executor_logs, wait_until
+from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
+from yarnflow.client.targets.local import LocalCluster
+from yarnflow.conf import Configuration
+from yarnflow.core.jobgraph import InvalidPipelineError
+
+SCHEMA = pa.schema([("user", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
+START_MS = 1_767_225_600_000            # 2026-01-01 00:00 UTC
+WINDOW = "10 s"
+RESTART_FAST = ["restart-strategy.exponential-delay.initial-backoff=0.5 s",
+                "restart-strategy.exponential-delay.jitter-factor=0"]
+
+
+def records(count: int, users: int, seed: int) -> pa.Table:
+    """Events 40 ms apart, shuffled within 600 ms (out of order, never late)."""
+    rng = random.Random(seed)
+    ts = [START_MS + i * 40 + rng.randrange(0, 600) for i in range(count)]
+    return pa.table({"user": [f"user-{rng.randrange(users)}" for _ in range(count)],
+                     "ts": ts, "amount": [rng.randrange(100) for _ in range(count)]},
+                    schema=SCHEMA)
+
+
+def produce(broker: str, table: pa.Table, partitions: int) -> str:
+    topic = f"events-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": broker, "linger.ms": 5})
+    for i, row in enumerate(table.to_pylist()):
+        producer.produce(topic, json.dumps(row).encode(), partition=i % partitions)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    return topic
+
+
+def oracle(table: pa.Table) -> pa.Table:
+    """Each user's count and sum per 10 s window, by pyarrow."""
+    window_start = pc.multiply(pc.divide(table["ts"], 10_000), 10_000)   # integer division
+    keyed = table.append_column("window_start", window_start)
+    return keyed.group_by(["user", "window_start"]).aggregate(
+        [("amount", "count"), ("amount", "sum")]).sort_by([("user", "ascending"),
+                                                          ("window_start", "ascending")])
+
+
+def committed(out: Path) -> pa.Table:
+    """The committed output (hidden in-progress files are not part of it)."""
+    table = ds.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    table = table.select(["user", "window_start", "amount_count", "amount_sum"])
+    starts = pc.cast(table["window_start"], pa.int64())
+    table = table.set_column(1, "window_start", starts)
+    return table.sort_by([("user", "ascending"), ("window_start", "ascending")])
+
+
+def slow_map(progress: Path, pause: float):
+    def work(batch: pa.RecordBatch) -> pa.RecordBatch:
+        time.sleep(pause)
+        with open(progress, "a") as f:
+            f.write(f"{batch.num_rows}\n")
+        return batch
+    return work
+
+
+def rows_through(progress: Path) -> int:
+    try:
+        return sum(int(line) for line in progress.read_text().split())
+    except FileNotFoundError:
+        return 0
+
+
+def window_job(broker: str, topic: str, out: Path, progress: Path | None = None,
+               pause: float = 0.0, parallelism: int = 2) -> yf.Pipeline:
+    p = yf.Pipeline("kafka-windows", parallelism=parallelism)
+    events = p.read_kafka(topic, broker, schema=SCHEMA, stopping_offsets="latest") \
+        .assign_watermarks("ts", "2 s")
+    if progress is not None:
+        events = events.map(slow_map(progress, pause), name="work")
+    events.window("user", yf.tumbling(WINDOW), [("amount", "count"), ("amount", "sum")]) \
+        .map(lambda b: b.append_column("hour_of", pc.cast(b["window_start"], pa.timestamp(
+            "ms", tz="UTC"))), name="stamp") \
+        .write_parquet(str(out), partition_by=[yf.TimeBuckets("hour_of")])
+    return p
+
+
+def streaming_config(tmp_path: Path, *extra: str) -> Configuration:
+    return Configuration.load(overrides=FAST + RESTART_FAST + [
+        "execution.checkpointing.interval=1 s", f"state.checkpoints.dir={tmp_path / 'chk'}",
+        "pipeline.batch-rows=1000", *extra])
+
+
+def assert_exact(out: Path, want: pa.Table) -> None:
+    got = committed(out)
+    keys = list(zip(got["user"].to_pylist(), got["window_start"].to_pylist()))
+    assert len(keys) == len(set(keys)), "a window was written twice"
+    assert got.num_rows == want.num_rows, f"{got.num_rows} windows, not {want.num_rows}"
+    assert got["amount_count"].to_pylist() == want["amount_count"].to_pylist()
+    assert got["amount_sum"].to_pylist() == want["amount_sum"].to_pylist()
+
+
+def test_kafka_windows_to_parquet_are_exact(kafka_broker: str, tmp_path: Path) -> None:
+    table = records(20_000, 23, seed=1)
+    topic = produce(kafka_broker, table, partitions=3)
+    out = tmp_path / "out"
+    config = streaming_config(tmp_path)
+    with LocalCluster(config) as cluster:
+        result = cluster.submit(window_job(kafka_broker, topic, out).job_graph(config)).wait(120)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    assert_exact(out, oracle(table))
+    hours = sorted(p.name for p in (out / "dt=2026-01-01").iterdir())
+    assert hours == ["hour=00"], hours      # 800 s of events, in hourly directories
+
+
+def test_three_executors_killed_at_random_moments_and_the_output_is_exact(
+        kafka_broker: str, tmp_path: Path) -> None:
+    table = records(60_000, 31, seed=2)
+    topic = produce(kafka_broker, table, partitions=4)
+    out, progress = tmp_path / "out", tmp_path / "progress"
+    config = streaming_config(tmp_path)
+    rng = random.Random(3)
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(window_job(kafka_broker, topic, out, progress, pause=0.25)
+                                .job_graph(config))
+        for kill in range(3):
+            threshold = rows_through(progress) + rng.randrange(4_000, 9_000)
+            ended = client.result_future
+            wait_until(lambda: rows_through(progress) >= threshold or ended.done(), 120,
+                       f"{threshold} rows through the map before kill {kill + 1}")
+            if ended.done():
+                break
+            running = [s.resource_id for v in client.details().vertices for s in v.subtasks
+                       if s.resource_id and s.state.name == "RUNNING"]
+            if not running:
+                break
+            pid = cluster.driver.pid_of(rng.choice(running))
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+        result = client.wait(240)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+        assert result.details.restarts >= 1
+    assert_exact(out, oracle(table))
+
+
+def test_a_file_sink_without_checkpoints_is_refused_in_one_line(kafka_broker: str,
+                                                                  tmp_path: Path) -> None:
+    config = Configuration.load(overrides=FAST)
+    with pytest.raises(InvalidPipelineError, match="execution.checkpointing.interval"):
+        window_job(kafka_broker, "any", tmp_path / "out").job_graph(config)
+
+
+def test_an_aggregate_on_an_unbounded_input_is_refused_naming_the_alternative(
+        kafka_broker: str) -> None:
+    p = yf.Pipeline("bad")
+    p.read_kafka("t", kafka_broker, schema=SCHEMA).aggregate(["user"], [("amount", "sum")]) \
+        .write_parquet("/tmp/never")
+    with pytest.raises(InvalidPipelineError, match=r"AggregateOperator cannot run on an "
+                                                   r"unbounded input.*window"):
+        p.job_graph(Configuration.load(overrides=["execution.checkpointing.interval=1 s"]))
