@@ -67,6 +67,10 @@ class JobClient:
     def cancel(self) -> None:
         self.job_master.cancel()
 
+    def savepoint(self, directory: str = "", terminate: bool = False) -> "Future[str]":
+        """A savepoint (with ``terminate``: then the job stops); its location."""
+        return self.job_master.trigger_savepoint(directory, terminate)
+
 
 class ApplicationMasterComponents:
     def __init__(self, config: Configuration, driver: ResourceDriver, tls: TlsCredentials,

@@ -15,8 +15,9 @@ import click
 from rich.console import Console
 
 from yarnflow.core.ids import JobID
-from yarnflow.client.display import (blocked_table, speculation_table, exceptions_table, progress_table,
-                                     print_decisions, subtask_table, summary_table)
+from yarnflow.client.display import (blocked_table, checkpoints_line, speculation_table,
+                                     exceptions_table, progress_table, print_decisions,
+                                     subtask_table, summary_table)
 
 from yarnflow.conf import ConfigError, options
 from yarnflow.client.context import ExecutionContext, JobFailedError, set_context
@@ -58,11 +59,17 @@ def main() -> None:
 @click.option("--ui", is_flag=True,
               help="On local: serve the web UI and REST API while the job runs and print "
                    "its URL (local.web-ui). A YARN application always serves its own.")
+@click.option("-s", "--from-savepoint", "savepoint", default=None, metavar="DIR",
+              help="Start a streaming job from this savepoint (or retained checkpoint), at "
+                   "the same parallelism (execution.savepoint.path).")
+@click.option("--allow-non-restored-state", is_flag=True, default=False,
+              help="With --from-savepoint: drop state of operators the job no longer has "
+                   "(execution.savepoint.ignore-unclaimed-state).")
 @click.option("-v", "--verbose", is_flag=True, help="Log the runtime's components to stderr.")
 def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         parallelism: int | None, dynamic: tuple[str, ...], conf_file: str | None,
         progress: bool | None, attach: bool | None, subtasks: bool, session: str | None,
-        ui: bool, verbose: bool) -> None:
+        ui: bool, savepoint: str | None, allow_non_restored_state: bool, verbose: bool) -> None:
     """Run PIPELINE (a Python script that builds a Pipeline and calls execute()) like
     `flink run`. On `local` the exit status is the job's; on YARN the client returns
     once the application is accepted, printing its id (unless --attach); on a
@@ -83,6 +90,10 @@ def run(pipeline: str, script_args: tuple[str, ...], target: str | None,
         config.set(options.YARN_APPLICATION_ID, session)
     if ui:
         config.set(options.LOCAL_WEB_UI, True)
+    if savepoint is not None:
+        config.set(options.SAVEPOINT_PATH, savepoint)
+    if allow_non_restored_state:
+        config.set(options.SAVEPOINT_IGNORE_UNCLAIMED, True)
     context = ExecutionContext(config, config.get(options.TARGET),
                                sys.stdout.isatty() if progress is None else progress, console,
                                show_subtasks=subtasks)
@@ -180,6 +191,9 @@ def status(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, subtask
     if st.details is not None:
         console.print(progress_table(st.details))
         console.print(summary_table(st.details))
+        if st.details.checkpoints:
+            console.print(checkpoints_line(st.details), markup=False, highlight=False,
+                          soft_wrap=True)
         print_decisions(st.details, console)
         if subtasks:
             console.print(subtask_table(st.details))
@@ -211,6 +225,51 @@ def cancel(app_id: str, dynamic: tuple[str, ...], conf_file: str | None, session
     with YarnApplication(app_id, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
         st = app.cancel()
     Console().print(f"{st.app_id}: {st.state} (final status {st.final_status})", highlight=False)
+
+
+@main.command()
+@click.argument("app_id", metavar="APP_ID|JOB_ID")
+@click.argument("directory", required=False, default="")
+@session_option
+@config_options
+@user_errors
+def savepoint(app_id: str, directory: str, dynamic: tuple[str, ...], conf_file: str | None,
+              session: str) -> None:
+    """Take a savepoint of a running streaming job into DIRECTORY (default:
+    state.savepoints.dir) and print where it is; the job runs on. `yarnflow run
+    --from-savepoint` starts a job from it."""
+    config = load_config(conf_file, dynamic)
+    location = _savepoint(app_id, directory, False, session, config)
+    Console().print(f"savepoint of {app_id}: {location}", highlight=False, soft_wrap=True)
+
+
+@main.command()
+@click.argument("app_id", metavar="APP_ID|JOB_ID")
+@click.option("--savepoint", "directory", default="", metavar="DIR",
+              help="Where the final savepoint goes (default: state.savepoints.dir).")
+@session_option
+@config_options
+@user_errors
+def stop(app_id: str, directory: str, dynamic: tuple[str, ...], conf_file: str | None,
+         session: str) -> None:
+    """Stop a streaming job gracefully: a final savepoint, whose output is committed
+    (Flink's `stop`), then the job ends. `cancel` ends it at once instead."""
+    config = load_config(conf_file, dynamic)
+    location = _savepoint(app_id, directory, True, session, config)
+    Console().print(f"{app_id} stopped with savepoint {location}", highlight=False,
+                    soft_wrap=True)
+
+
+def _savepoint(ref: str, directory: str, terminate: bool, session: str,
+               config: Any) -> str:
+    """A savepoint of a per-job application's job, or of a session's job by its id."""
+    timeout = config.get(options.CHECKPOINT_TIMEOUT) + config.get(options.YARN_CLIENT_TIMEOUT)
+    if _is_application(ref):
+        from yarnflow.client.targets.yarn_apps import YarnApplication
+        with YarnApplication(ref, config.get(options.YARN_CLIENT_TIMEOUT)) as app:
+            return app.savepoint(directory, terminate, timeout)
+    from yarnflow.client.session_cli import session_savepoint
+    return session_savepoint(JobID(ref), directory, terminate, session, config, timeout)
 
 
 @main.command()

@@ -79,6 +79,8 @@ def execute_pipeline(pipeline: Any, target: str | None, config: Configuration | 
     chosen = make_target(name, config)     # a YARN target reads what YARN grants here
     graph = pipeline.job_graph(chosen.config)
     graph.check_outputs(chosen.application_ended)
+    from yarnflow.client.planner.streaming import check_streaming_submission
+    check_streaming_submission(graph, chosen.config)
     handle = chosen.submit(graph)
     handle.collecting = collect
     context.results.append(handle)

@@ -237,8 +237,32 @@ def print_decisions(details: JobDetails, console: Console) -> None:
                           soft_wrap=True)
 
 
+def checkpoints_line(details: JobDetails) -> str:
+    """A streaming job's checkpoints in a line: counts, and the latest completed and
+    failed one ("" for a batch job)."""
+    stats = details.checkpoints
+    if not stats:
+        return ""
+    counts, latest = stats["counts"], stats["latest"]
+    parts = [f"checkpoints: {counts['completed']} completed, {counts['failed']} failed, "
+             f"{counts['in_progress']} in progress"]
+    done = latest.get("completed")
+    if done:
+        parts.append(f"latest {done['id']} ({done['end_to_end_duration']} ms, "
+                     f"{done['state_size']} bytes) at {done['external_path']}")
+    failed = latest.get("failed")
+    if failed:
+        parts.append(f"last failure ({failed['id']}): {failed['failure_message']}")
+    restored = latest.get("restored")
+    if restored:
+        parts.append(f"restored from {restored['external_path']}")
+    return "; ".join(parts)
+
+
 def print_summary(details: JobDetails, console: Console, subtasks: bool = False) -> None:
     console.print(summary_table(details))
+    if details.checkpoints:
+        console.print(checkpoints_line(details), markup=False, highlight=False, soft_wrap=True)
     for vertex in details.vertices:
         if len(vertex.inputs) > 1:
             console.print(per_input(vertex), highlight=False, soft_wrap=True)

@@ -12,6 +12,7 @@ parallelism mismatch is an error.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Sequence
 
 import pyarrow as pa
@@ -79,16 +80,49 @@ class Pipeline:
 
     # --- sources ---------------------------------------------------------------------
     def read_parquet(self, path: str | list[str], columns: list[str] | None = None,
-                     name: str | None = None, partition_filter: Any = None) -> "DataSet":
+                     name: str | None = None, partition_filter: Any = None, *,
+                     watch: str | float | None = None, uid: str = "") -> "DataSet":
         """Parquet files: a file, a directory's files (in Hive-style partition
         directories too, ``day=2024-01-01/``, whose values become columns), a glob,
         or a list of these. ``partition_filter`` (a pyarrow expression over partition
         columns, ``pc.field("day") >= "2024-01-01"``, or a function of a dict of them)
-        reads only the partitions it selects."""
+        reads only the partitions it selects.
+
+        With ``watch`` (``"10 s"``), a streaming source: the directory is listed that
+        often and each new file read once (Flink's ``monitorContinuously``); the files
+        read are checkpointed state."""
+        if watch is not None:
+            return self._watched(path, "parquet", watch, None, name or "parquet-source", uid,
+                                 columns)
         return self._source(ParquetSource(path, columns, partition_filter), name or "parquet-source")
 
-    def read_csv(self, path: str | list[str], name: str | None = None,
-                 **read_options: Any) -> "DataSet":
+    def read_json(self, path: str, schema: pa.Schema, *, watch: str | float,
+                  name: str | None = None, uid: str = "") -> "DataSet":
+        """Newline-delimited JSON files of ``schema`` appearing in a directory, read as
+        a streaming source (``watch``: how often the directory is listed)."""
+        return self._watched(path, "json", watch, schema, name or "json-source", uid, None)
+
+    def _watched(self, path: Any, file_format: str, watch: str | float,
+                 schema: pa.Schema | None, name: str, uid: str,
+                 columns: list[str] | None) -> "DataSet":
+        from yarnflow.core.streaming.file_source import WatchedDirectorySource
+        from yarnflow.core.units import parse_duration
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidPipelineError(name, "a watched source is one directory",
+                                       "name the directory new files appear in")
+        try:
+            source = WatchedDirectorySource(str(path), file_format, parse_duration(watch),
+                                            schema, uid)
+        except (PlanError, ValueError) as err:
+            problem, fix = (err.problem, err.fix) if isinstance(err, PlanError) else \
+                (str(err), "give watch as a duration, e.g. '10 s'")
+            raise InvalidPipelineError(name, problem, fix) from None
+        out = self._source(source, name)
+        return out.select(*columns) if columns else out
+
+    def read_csv(self, path: str | list[str], name: str | None = None, *,
+                 watch: str | float | None = None, schema: pa.Schema | None = None,
+                 uid: str = "", **read_options: Any) -> "DataSet":
         """CSV files: a file, a directory's files, a glob, or a list of these, cut into
         equal byte ranges at line ends. Column names and types are inferred once, from
         the first file's first megabyte, and hold for every range.
@@ -108,6 +142,8 @@ class Pipeline:
             p.read_csv("events/", parse_options=pacsv.ParseOptions(delimiter=";"))
             ```
         """
+        if watch is not None:     # a streaming source; ``schema`` types every file alike
+            return self._watched(path, "csv", watch, schema, name or "csv-source", uid, None)
         return self._source(CsvSource(path, **read_options), name or "csv-source")
 
     def from_arrow(self, table: pa.Table, name: str | None = None) -> "DataSet":

@@ -107,7 +107,8 @@ def list_jobs(session: str, dynamic: tuple[str, ...], conf_file: str | None) -> 
     Console().print(jobs_table(jobs, f"jobs of session {app_id}"))
 
 
-def _session_of(job_id: JobID, session: str, config: Configuration, store: Any) -> str:
+def session_of(job_id: JobID, session: str, config: Configuration, store: Any) -> str:
+    """The session application that runs ``job_id`` (``session`` when named)."""
     from yarnflow.client.targets.session import resolve_session
     return (None if session else store.app_of_job(job_id)) or \
         resolve_session(session, config.get(options.YARN_CLIENT_TIMEOUT), store)
@@ -150,12 +151,22 @@ def cancel_session_job(job_id: JobID, session: str, config: Configuration) -> No
     from yarnflow.client.targets.app_store import ApplicationStore
     from yarnflow.client.targets.dispatcher_client import DispatcherClient
     store = ApplicationStore()
-    app_id = _session_of(job_id, session, config, store)
+    app_id = session_of(job_id, session, config, store)
     with DispatcherClient(app_id, config.get(options.YARN_CLIENT_TIMEOUT), store) as client:
         client.cancel(job_id)
         details = client.details(job_id)
     Console().print(f"cancelling job {job_id} in session {app_id} ({details.status.value})",
                     highlight=False)
+
+
+def session_savepoint(job_id: JobID, directory: str, terminate: bool, session: str,
+                      config: Configuration, timeout: float) -> str:
+    from yarnflow.client.targets.app_store import ApplicationStore
+    from yarnflow.client.targets.dispatcher_client import DispatcherClient
+    store = ApplicationStore()
+    app_id = session_of(job_id, session, config, store)
+    with DispatcherClient(app_id, config.get(options.YARN_CLIENT_TIMEOUT), store) as client:
+        return client.savepoint(job_id, directory, terminate, timeout)
 
 
 @click.command("history")

@@ -13,7 +13,8 @@ from typing import Mapping
 from yarnflow.conf.configuration import Configuration
 
 JOB_LEVEL_PREFIXES = ("execution.batch.adaptive.", "table.optimizer.",
-                      "execution.checkpointing.", "state.checkpoints.")
+                      "execution.checkpointing.", "state.checkpoints.", "state.savepoints.",
+                      "execution.savepoint.")
 # single options of a job's own: rows per batch its sources emit (the JobMaster sends it
 # with each deployment, so a session's executors use the job's)
 JOB_LEVEL_KEYS = frozenset({"pipeline.batch-rows", "pipeline.collect.max-result-size",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from yarnflow.conf.option import option as _option, section as _section
 from yarnflow.conf.parsers import (choice as _choice, max_parallelism as _max_parallelism,
                                    nonneg_int as _nonneg_int, pos_int as _pos_int, text as _str)
-from yarnflow.core.units import parse_duration
+from yarnflow.core.units import parse_bool, parse_duration
 
 _section("Streaming and checkpoints")   # unbounded pipelines; Flink's names
 RUNTIME_MODE = _option(
@@ -43,3 +43,19 @@ PARTITION_DISCOVERY_INTERVAL = _option(
 SOURCE_DESERIALIZATION_ERRORS = _option(
     "source.deserialization.errors", _choice("fail", "skip"), "fail",
     "A record a source cannot parse: fail the job naming its partition and offset, or skip and count it.")
+
+
+def checkpoints_directory(configured: str) -> str:
+    """``state.checkpoints.dir`` as given, else this machine's ~/.yarnflow/checkpoints (a
+    YARN target fills in the user's directory on the cluster before that)."""
+    import os
+    return configured or os.path.join(os.path.expanduser("~"), ".yarnflow", "checkpoints")
+SAVEPOINTS_DIR = _option(
+    "state.savepoints.dir", _str, "",
+    "Where `yarnflow savepoint` and `yarnflow stop` write a savepoint when the command names no directory.")
+SAVEPOINT_PATH = _option(
+    "execution.savepoint.path", _str, "",
+    "A savepoint (or retained checkpoint) the job starts from (`yarnflow run --from-savepoint`).")
+SAVEPOINT_IGNORE_UNCLAIMED = _option(
+    "execution.savepoint.ignore-unclaimed-state", parse_bool, False,
+    "Start from a savepoint that has state for operators the job no longer has (`--allow-non-restored-state`); that state is dropped.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from yarnflow.core.blocklist import BlockedNode
 from yarnflow.core.ids import AllocationID, JobID, ResourceID
@@ -188,6 +189,9 @@ class JobDetails:
     # the application's own, one line each, while the job is live (e.g. its delegation
     # tokens end soon and cannot be renewed)
     warnings: list[str] = field(default_factory=list)
+    # a streaming job's checkpoints, in the shape of Flink's /jobs/:id/checkpoints
+    # (counts, latest completed, failed and restored, history); empty for a batch job
+    checkpoints: dict[str, Any] = field(default_factory=dict)
 
     def vertex_running(self, operator: str) -> VertexDetails:
         """The vertex that runs the operator named so, alone or in a chain."""

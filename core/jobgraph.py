@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from yarnflow.core.ids import JobID
 from yarnflow.core.estimates import Estimate
+from yarnflow.core.failures import ContractError
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.shared_slot_profile import SlotConcurrency
 from yarnflow.core.user_code import UserCode
@@ -361,6 +362,12 @@ class JobGraph:
         answer), the leases of jobs whose applications ended are released: the job
         then clears what they left instead of waiting for their leases to lapse."""
         for vertex in self.vertices.values():
+            try:
+                vertex.operator.value.check_submittable()
+            except ContractError as err:
+                problem, _, fix = str(err).partition(". Fix: ")
+                raise InvalidPipelineError(vertex.name, problem, fix or "correct the source") \
+                    from None
             if vertex.committer is not None:
                 committer = vertex.committer.value
                 try:

@@ -169,6 +169,12 @@ class TaskMetrics:
     # what its operators spilled to local disk past their share of the slot's memory
     spilled_bytes: int = 0
     spill_files: int = 0
+    # a stream task's event time (ms; None: no watermark yet), its source's records not
+    # read yet (Kafka's lag; None: unknown), and its operators' counters (late records
+    # dropped, records skipped, files committed)
+    watermark: int | None = None
+    lag: int | None = None
+    counters: dict[str, int] = field(default_factory=dict)
 
 
 def records_from(metrics: TaskMetrics, input_index: int) -> int:

@@ -3,6 +3,8 @@ from protobuf. The model (``yarnflow.core``) knows nothing of protobuf; this mod
 one place both meet, so the client and the ApplicationMaster cannot disagree on it."""
 from __future__ import annotations
 
+import json
+
 import itertools
 import zlib
 from typing import TYPE_CHECKING, Any, Callable
@@ -211,6 +213,11 @@ def fill_metrics(metrics: TaskMetrics, message: Any) -> None:
                               finished=op.finished)
     message.key_range[:] = metrics.key_range
     message.spilled_bytes, message.spill_files = metrics.spilled_bytes, metrics.spill_files
+    if metrics.watermark is not None:
+        message.watermark = metrics.watermark
+    if metrics.lag is not None:
+        message.lag = metrics.lag
+    message.counters.update(metrics.counters)
 
 
 def metrics_from_proto(m: Any) -> TaskMetrics:
@@ -219,7 +226,9 @@ def metrics_from_proto(m: Any) -> TaskMetrics:
                        tuple(tuple(p.subpartition_bytes) for p in m.produced_bytes),
                        tuple(OperatorMetrics(o.name, o.records_in, o.records_out, o.bytes_in,
                                              o.bytes_out, o.finished) for o in m.operators),
-                       tuple(m.key_range), m.spilled_bytes, m.spill_files)
+                       tuple(m.key_range), m.spilled_bytes, m.spill_files,
+                       m.watermark if m.HasField("watermark") else None,
+                       m.lag if m.HasField("lag") else None, dict(m.counters))
 
 
 def fill_blocked_node(node: BlockedNode, message: Any) -> None:
@@ -397,6 +406,8 @@ def job_details_to_proto(details: JobDetails) -> jobmaster_pb2.JobDetails:
     for node in details.blocked_hosts:
         fill_blocked_node(node, message.blocked_hosts.add())
     message.warnings.extend(details.warnings)
+    if details.checkpoints:
+        message.checkpoints = json.dumps(details.checkpoints)
     for a in details.speculations:
         message.speculations.add(task=a.task, attempt=a.attempt, original_attempt=a.original_attempt,
                                  original_host=a.original_host, started=a.started, reason=a.reason,
@@ -445,7 +456,7 @@ def job_details_from_proto(message: Any) -> JobDetails:
         [SpeculativeAttempt(a.task, a.attempt, a.original_attempt, a.original_host, a.started,
                             a.reason, a.host, SpeculationOutcome(a.outcome), a.note)
          for a in message.speculations],
-        list(message.warnings))
+        list(message.warnings), json.loads(message.checkpoints) if message.checkpoints else {})
 
 
 def session_overview_to_proto(overview: SessionOverview) -> dispatcher_pb2.SessionOverview:

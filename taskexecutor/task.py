@@ -185,7 +185,7 @@ class Task:
             # (LAZY_FROM_SOURCES), and a chain's outputs may all feed one consumer
             for partition in self._partitions:
                 partition.finish()
-            for partition in self._partitions:
+            for partition in self._partitions if self._drain_outputs() else ():
                 partition.wait_consumed(self.is_cancelled)
             self.metrics.produced_bytes = tuple(tuple(p.subpartition_bytes)
                                                 for p in self._partitions)
@@ -234,6 +234,11 @@ class Task:
     def _invoke(self, operator: Any) -> None:
         """Run the operator to its end (a stream task runs its loop instead)."""
         operator.run(_Context(self))
+
+    def _drain_outputs(self) -> bool:
+        """Whether the task waits, once done, until its consumers read its outputs to
+        the end (not a stream task stopped with a savepoint: its consumers stop too)."""
+        return True
 
     def trigger_checkpoint(self, barrier: Any) -> None:
         """Only a stream task takes part in checkpoints."""

@@ -389,6 +389,17 @@ class Dispatcher:
             raise UnknownJob(f"no job {job_id} in this session; `yarnflow list` shows its jobs")
         client.cancel()
 
+    def savepoint(self, job_id: JobID, directory: str, terminate: bool) -> str:
+        """A savepoint of a running job (then, with ``terminate``, it stops); waits for
+        it, as long as a checkpoint may take."""
+        self._recovery_of(job_id)
+        client = self.main.call(self._running.get, job_id)
+        if client is None:
+            raise UnknownJob(f"no running job {job_id} in this session; `yarnflow list` "
+                             "shows its jobs")
+        location: str = client.savepoint(directory, terminate).result()
+        return location
+
     def wait(self, job_id: JobID, timeout: float | None) -> JobDetails:
         """Block until the job ended (or ``timeout``), then its archived summary."""
         self._recovery_of(job_id)

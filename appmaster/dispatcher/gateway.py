@@ -23,6 +23,9 @@ class DispatcherGateway(Protocol):
 
     def request_job_details(self, job_id: JobID) -> "Future[JobDetails]": ...
     def cancel_job(self, job_id: JobID) -> "Future[None]": ...
+    def trigger_savepoint(self, job_id: JobID, directory: str, terminate: bool) -> "Future[str]":
+        """Done with the savepoint's location once it completed."""
+        ...
 
     def fetch_collected(self, job_id: JobID) -> "Future[tuple[bytes, ...]]":
         """An ended job's collected result, one Arrow IPC stream per subtask."""

@@ -50,6 +50,12 @@ class DispatcherService(dispatcher_pb2_grpc.DispatcherServicer):
         return common_pb2.Ack(ok=True)
 
     @errors_as_status
+    def TriggerSavepoint(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        location = self._dispatcher.savepoint(request.job_id, request.directory,
+                                              request.terminate)
+        return dispatcher_pb2.SavepointResponse(location=location)
+
+    @errors_as_status
     def FetchCollected(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
         return dispatcher_pb2.CollectedResult(
             parts=list(self._dispatcher.fetch_collected(request.job_id)))

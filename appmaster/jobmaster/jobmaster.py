@@ -229,6 +229,17 @@ class JobMaster:
 
 
     # --- executors -------------------------------------------------------------------
+    def trigger_savepoint(self, directory: str, terminate: bool) -> "Future[str]":
+        """A savepoint of the running job into ``directory`` (``state.savepoints.dir``
+        when empty); with ``terminate`` the job then stops (``yarnflow stop``). The
+        future has the savepoint's location once it completed."""
+        def trigger() -> "Future[str]":
+            if self.checkpoints is None:
+                raise Refused(f"job {self.job_id} is not a streaming job: only an unbounded "
+                              "job takes savepoints")
+            return self.checkpoints.savepoint(directory, terminate)
+        return self.main.call(trigger)
+
     def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptID, checkpoint_id: int,
                                snapshot: bytes) -> None:
         if self.checkpoints is not None:
@@ -361,10 +372,13 @@ class JobMaster:
         self.main.shutdown()
 
     def _details(self) -> JobDetails:
-        return job_details(self.graph, self.scheduler.restarts, self.scheduler.exceptions,
-                           self.application_attempt,
-                           {vertex_id: a.total for vertex_id, a in self._splits.items()},
-                           self.blocklist.blocklist.nodes(), self.scheduler.speculations)
+        details = job_details(self.graph, self.scheduler.restarts, self.scheduler.exceptions,
+                              self.application_attempt,
+                              {vertex_id: a.total for vertex_id, a in self._splits.items()},
+                              self.blocklist.blocklist.nodes(), self.scheduler.speculations)
+        if self.checkpoints is not None:
+            details.checkpoints = self.checkpoints.stats()
+        return details
 
     def details(self) -> JobDetails:
         if self.result.done():

@@ -18,6 +18,7 @@ from yarnflow.appmaster.jobmaster.checkpoint.coordinator import CheckpointSettin
 from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.decider import AutoParallelism
 from yarnflow.appmaster.jobmaster.scheduler.adaptivebatch.join_decider import SkewSettings
 from yarnflow.conf import Configuration, options
+from yarnflow.conf.streaming_options import checkpoints_directory
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.resources import ResourceSpec
 from yarnflow.core.slot_memory import SlotMemory
@@ -173,8 +174,7 @@ class AdaptiveSettings:
 def checkpoint_settings(config: Configuration) -> CheckpointSettings:
     """``execution.checkpointing.*``; the directory as a full URI on the cluster's file
     system (the client fills in the default on YARN; locally ~/.yarnflow/checkpoints)."""
-    directory = config.get(options.CHECKPOINTS_DIR) or \
-        os.path.join(os.path.expanduser("~"), ".yarnflow", "checkpoints")
+    directory = checkpoints_directory(config.get(options.CHECKPOINTS_DIR))
     return CheckpointSettings(
         config.get(options.CHECKPOINT_INTERVAL), config.get(options.CHECKPOINT_TIMEOUT),
         config.get(options.CHECKPOINT_MIN_PAUSE), config.get(options.CHECKPOINT_MAX_CONCURRENT),
@@ -190,11 +190,14 @@ class StreamingSettings:
     enabled: bool
     max_parallelism: int
     checkpoints: CheckpointSettings
+    savepoints_dir: str          # state.savepoints.dir
+    savepoint_path: str          # execution.savepoint.path: what the job starts from
 
     @classmethod
     def of(cls, config: Configuration) -> "StreamingSettings":
         return cls(config.get(options.RUNTIME_MODE) == "streaming",
-                   config.get(options.MAX_PARALLELISM), checkpoint_settings(config))
+                   config.get(options.MAX_PARALLELISM), checkpoint_settings(config),
+                   config.get(options.SAVEPOINTS_DIR), config.get(options.SAVEPOINT_PATH))
 
 
 @dataclass(frozen=True)

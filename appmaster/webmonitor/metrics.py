@@ -8,7 +8,7 @@ its scrape without end."""
 from __future__ import annotations
 
 import logging
-from typing import Iterator
+from typing import Any, Iterator
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -57,7 +57,51 @@ class WebMonitorCollector(Collector):
         for job in jobs:
             restarts.add_metric([job.job_id, job.name], job.restarts)
         yield restarts
+        yield from self._checkpoints(jobs)
+        yield from self._event_time(jobs)
         yield from self._cluster()
+
+    @staticmethod
+    def _event_time(jobs: list[JobDetails]) -> Iterator[Metric]:
+        """A streaming job's watermark per vertex (its slowest subtask's: Flink's
+        currentInputWatermark) and each source's lag (Kafka's records-lag-max, summed)."""
+        labels = ["job_id", "job_name", "vertex"]
+        watermark = GaugeMetricFamily("yarnflow_vertex_watermark_ms", "The vertex's event "
+                                      "time: its subtasks' lowest watermark, in ms since the "
+                                      "epoch", labels=labels)
+        lag = GaugeMetricFamily("yarnflow_source_records_lag", "Records the source's "
+                                "subtasks have not read yet (Kafka: behind the log end)",
+                                labels=labels)
+        for job in jobs:
+            for vertex in job.vertices:
+                marks = [s.metrics.watermark for s in vertex.subtasks]
+                if marks and all(m is not None for m in marks):
+                    watermark.add_metric([job.job_id, job.name, vertex.name],
+                                         min(m for m in marks if m is not None))
+                lags = [s.metrics.lag for s in vertex.subtasks if s.metrics.lag is not None]
+                if lags:
+                    lag.add_metric([job.job_id, job.name, vertex.name], sum(lags))
+        yield watermark
+        yield lag
+
+    @staticmethod
+    def _checkpoints(jobs: list[JobDetails]) -> Iterator[Metric]:
+        """A streaming job's checkpoints (Flink's lastCheckpointDuration,
+        lastCheckpointSize, numberOfFailedCheckpoints, numberOfCompletedCheckpoints)."""
+        labels = ["job_id", "job_name"]
+        figures = [
+            ("last_checkpoint_duration_seconds", "End-to-end duration of the latest completed "
+             "checkpoint"),
+            ("last_checkpoint_size_bytes", "State size of the latest completed checkpoint"),
+            ("checkpoints_failed", "Checkpoints that failed"),
+            ("checkpoints_completed", "Checkpoints that completed")]
+        for name, doc in figures:
+            family = GaugeMetricFamily(f"yarnflow_job_{name}", doc, labels=labels)
+            for job in jobs:
+                if job.checkpoints:
+                    family.add_metric([job.job_id, job.name], _checkpoint_figure(
+                        name, job.checkpoints))
+            yield family
 
     @staticmethod
     def _operators(jobs: list[JobDetails]) -> Iterator[Metric]:
@@ -97,6 +141,15 @@ class WebMonitorCollector(Collector):
                     [e for e in executors if e.state == state]).items():
                 containers.add_metric([size, state], count)
         yield containers
+
+
+def _checkpoint_figure(name: str, stats: dict[str, Any]) -> float:
+    latest = stats["latest"]["completed"] or {}
+    if name == "last_checkpoint_duration_seconds":
+        return float(latest.get("end_to_end_duration", 0)) / 1000.0
+    if name == "last_checkpoint_size_bytes":
+        return float(latest.get("state_size", 0))
+    return float(stats["counts"]["failed" if name == "checkpoints_failed" else "completed"])
 
 
 def metrics_registry(source: WebMonitorSource) -> CollectorRegistry:

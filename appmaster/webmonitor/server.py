@@ -65,6 +65,8 @@ class WebMonitorServer:
             (rf"/jobs/{_ID}", self._job),
             (rf"/jobs/{_ID}/plan", self._plan),
             (rf"/jobs/{_ID}/exceptions", self._exceptions),
+            (rf"/jobs/{_ID}/checkpoints", self._checkpoints),
+            (rf"/jobs/{_ID}/checkpoints/config", self._checkpoints_config),
             (rf"/jobs/{_ID}/vertices/{_ID}", self._vertex),
             (r"/taskmanagers", self._taskmanagers),
             (r"/jobmanager/config", self._jobmanager_config)]
@@ -142,6 +144,21 @@ class WebMonitorServer:
 
     def _exceptions(self, job_id: JobID) -> dict[str, Any]:
         return views.exceptions(self.source.job(job_id))
+
+    def _checkpoints(self, job_id: JobID) -> dict[str, Any]:
+        """Flink's shape; a batch job has none (Flink answers such a job the same way)."""
+        stats = dict(self.source.job(job_id).checkpoints)
+        if not stats:
+            raise NotFound(f"job {job_id} is not a streaming job: it takes no checkpoints")
+        stats.pop("config", None)
+        return stats
+
+    def _checkpoints_config(self, job_id: JobID) -> dict[str, Any]:
+        stats = self.source.job(job_id).checkpoints
+        if not stats:
+            raise NotFound(f"job {job_id} is not a streaming job: it takes no checkpoints")
+        config: dict[str, Any] = stats.get("config", {})
+        return config
 
     def _vertex(self, job_id: JobID, vertex_id: str) -> dict[str, Any]:
         answer = views.vertex(self.source.job(job_id), vertex_id, self.source.executors(),

@@ -11,17 +11,20 @@ each pass (``describe``).
 
 1. ``bind``: copies of the nodes, each operator bound to the job's file systems (a
    missing input is refused here, by name).
-2. ``local-steps``: local aggregates and distincts learn how to adapt; under
+2. ``streaming``: batch or streaming (``execution.runtime-mode``); a streaming job's
+   operators as a stream runs them (``streaming.py``), those that cannot be refused.
+3. ``local-steps``: local aggregates and distincts learn how to adapt; under
    ONE_PHASE the local step is the identity and the final step aggregates rows.
-3. ``schemas``: every node's columns, checked against every column an operator names.
-4. ``estimates``: rows and bytes of every node, from its sources' metadata.
-5. ``join-strategies``: broadcast or hash, and the build side, from the estimates.
-6. ``parallelism``: the pipeline's default where the user set none.
-7. ``exchanges``: each edge's ship strategy and partition type.
-8. ``pipeline-breakers``: a cycle of pipelined edges broken with a BLOCKING one.
-9. ``adaptive``: the vertices whose parallelism is decided at run time.
-10. ``validate``: the JobGraph resolved and checked against the largest container.
-11. ``chaining``: forward edges joined into chains.
+4. ``schemas``: every node's columns, checked against every column an operator names.
+5. ``estimates``: rows and bytes of every node, from its sources' metadata.
+6. ``join-strategies``: broadcast or hash, and the build side, from the estimates.
+7. ``parallelism``: the pipeline's default where the user set none.
+8. ``exchanges``: each edge's ship strategy and partition type.
+9. ``pipeline-breakers``: a cycle of pipelined edges broken with a BLOCKING one (a
+   streaming job's edges all PIPELINED, its subtasks all deployed at once).
+10. ``adaptive``: the vertices whose parallelism is decided at run time.
+11. ``validate``: the JobGraph resolved and checked against the largest container.
+12. ``chaining``: forward edges joined into chains.
 """
 from __future__ import annotations
 
@@ -123,7 +126,8 @@ def streaming(plan: Planning) -> None:
     checkpoints = plan.config.get(options.CHECKPOINT_INTERVAL) > 0
     settings = filesystem_settings(plan.config)
     for vertex in plan.nodes.values():
-        operator = streaming_operator(vertex.name, vertex.operator.value, checkpoints, settings)
+        operator = streaming_operator(vertex.name, vertex.operator.value, checkpoints, settings,
+                                      plan.config.get(options.BUFFER_TIMEOUT))
         if operator is not vertex.operator.value:
             plan.replace_operator(vertex, operator)
         vertex.committer = None          # a streaming sink commits at checkpoints itself

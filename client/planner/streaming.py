@@ -17,6 +17,7 @@ from typing import Any
 
 from yarnflow.client.planner.logical import LogicalPlan
 from yarnflow.conf import Configuration, options
+from yarnflow.conf.streaming_options import checkpoints_directory
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.jobgraph import InvalidPipelineError, JobGraph, PartitionType, ScheduleMode
 from yarnflow.core.operators.sinks import FileSink
@@ -63,12 +64,13 @@ def runtime_mode(logical: LogicalPlan, config: Configuration) -> bool:
 
 
 def streaming_operator(name: str, operator: Any, checkpoints: bool,
-                       settings: FileSystemSettings) -> Any:
+                       settings: FileSystemSettings, buffer_timeout: float) -> Any:
     """The operator as a streaming job runs it, with its uid; refused when it cannot."""
     if isinstance(operator, (StreamSource, StreamOperator)):
-        if not getattr(operator, "uid", ""):
-            operator = copy.copy(operator)
-            operator.uid = name
+        operator = copy.copy(operator)
+        operator.uid = operator.uid or name
+        if isinstance(operator, StreamSource):
+            operator.buffer_timeout_s = buffer_timeout
         if isinstance(operator, StreamingFileSink) and not checkpoints:
             raise _needs_checkpoints(name)
         return operator
@@ -115,3 +117,56 @@ def finish_graph(graph: JobGraph, config: Configuration) -> None:
                                "execution.runtime-mode": "streaming",
                                "pipeline.max-parallelism": str(max_parallelism)}
 
+
+
+def check_streaming_submission(graph: JobGraph, config: Configuration) -> None:
+    """Refused here, at submission, rather than failing the job once it runs: a
+    ``state.checkpoints.dir`` that cannot be written, and a savepoint to start from that
+    has state for an operator the job does not have."""
+    if graph.job_configuration.get("execution.runtime-mode") != "streaming":
+        return
+    from yarnflow.client.filesystems import filesystem_settings
+    from yarnflow.core.fs.opening import open_filesystem
+    settings = filesystem_settings(config)
+    savepoint = config.get(options.SAVEPOINT_PATH)
+    if savepoint:
+        _check_savepoint(graph, settings.resolve(savepoint), settings,
+                         config.get(options.SAVEPOINT_IGNORE_UNCLAIMED))
+    uri = settings.resolve(checkpoints_directory(config.get(options.CHECKPOINTS_DIR)))
+    try:
+        fs = open_filesystem(uri, settings)
+        fs.check_writable(uri)
+        fs.mkdirs(uri)
+    except OSError as err:
+        raise InvalidPipelineError(graph.name, f"state.checkpoints.dir {uri} cannot be "
+                                   f"written ({err})", "name a directory this user may write "
+                                   "on the cluster's file system") from None
+
+
+def uids_of(graph: JobGraph) -> set[str]:
+    """The uids of the job's operators that keep state."""
+    found = set()
+    for vertex in graph.vertices.values():
+        operator = vertex.operator.value
+        for part in getattr(operator, "operators", [operator]):
+            if isinstance(part, (StreamSource, StreamOperator)) and part.uid:
+                found.add(part.uid)
+    return found
+
+
+def _check_savepoint(graph: JobGraph, location: str, settings: FileSystemSettings,
+                     ignore_unclaimed: bool) -> None:
+    from yarnflow.core.fs.opening import open_filesystem
+    from yarnflow.core.streaming.checkpoint_metadata import read_uids
+    try:
+        uids = read_uids(open_filesystem(location, settings), location)
+    except (OSError, ValueError) as err:
+        raise InvalidPipelineError(graph.name, f"the savepoint {location} cannot be read "
+                                   f"({err})", "name a savepoint or retained checkpoint "
+                                   "directory (the one holding _metadata)") from None
+    unclaimed = sorted(uids - uids_of(graph))
+    if unclaimed and not ignore_unclaimed:
+        raise InvalidPipelineError(graph.name, f"the savepoint {location} has state for "
+                                   f"operator uid '{unclaimed[0]}', which this job does not have",
+                                   "give that operator its uid back (uid=...), or start with "
+                                   "--allow-non-restored-state to drop its state")

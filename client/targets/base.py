@@ -40,6 +40,17 @@ class JobHandle(abc.ABC):
         """Cancel the job: its tasks stop, its output is left as it was, and on YARN a
         per-job application ends KILLED (a session keeps running)."""
 
+    def savepoint(self, directory: str = "", timeout: float | None = None) -> str:
+        """A savepoint of the running streaming job into a new directory under
+        ``directory`` (default: ``state.savepoints.dir``); its location, once it
+        completed. The job runs on."""
+        raise NotImplementedError(f"{type(self).__name__} takes no savepoints")
+
+    def stop(self, directory: str = "", timeout: float | None = None) -> str:
+        """End the streaming job gracefully (Flink's ``stop``): a final savepoint, whose
+        output is committed, then the job FINISHes; its location."""
+        raise NotImplementedError(f"{type(self).__name__} cannot stop a job")
+
     def status(self) -> JobStatus:
         """The job's status now (a ``yf.JobStatus``: CREATED, RUNNING, FINISHED,
         FAILED, CANCELED, ...)."""

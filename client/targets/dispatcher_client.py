@@ -112,6 +112,12 @@ class DispatcherClient:
     def cancel(self, job_id: JobID) -> None:
         self._call(f"cancelling job {job_id}", lambda g: g.cancel_job(job_id))
 
+    def savepoint(self, job_id: JobID, directory: str, terminate: bool, timeout: float) -> str:
+        """The completed savepoint's location (waits up to ``timeout``)."""
+        what = "stopping with a savepoint" if terminate else "a savepoint"
+        return self._call(f"{what} of job {job_id}",
+                          lambda g: g.trigger_savepoint(job_id, directory, terminate), timeout)
+
     def fetch_collected(self, job_id: JobID) -> tuple[bytes, ...]:
         return self._call(f"the result of job {job_id}", lambda g: g.fetch_collected(job_id))
 

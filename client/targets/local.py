@@ -171,6 +171,14 @@ class LocalJobHandle(JobHandle):
     def cancel(self) -> None:
         self._client.cancel()
 
+    def savepoint(self, directory: str = "", timeout: float | None = None) -> str:
+        location: str = self._client.savepoint(directory, False).result(timeout)
+        return location
+
+    def stop(self, directory: str = "", timeout: float | None = None) -> str:
+        location: str = self._client.savepoint(directory, True).result(timeout)
+        return location
+
     def close(self) -> None:
         """A local job does not outlive its handle: closing it stops the cluster."""
         cluster, self._cluster = self._cluster, None

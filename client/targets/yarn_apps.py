@@ -70,6 +70,13 @@ class YarnApplication(YarnApplicationReport):
         self.appmaster_address()
         return self.job_id
 
+    def savepoint(self, directory: str, terminate: bool, timeout: float) -> str:
+        """A savepoint of the application's streaming job (then, with ``terminate``, it
+        stops): its location once it completed."""
+        self.status(with_details=False)          # raises naming an application that ended
+        return self._dispatcher_client().savepoint(self.job_id or self._job_id_from_kv(),
+                                                   directory, terminate, timeout)
+
     def cancel(self) -> ApplicationStatus:
         """Cancel the job through the Dispatcher (the application then ends KILLED); if
         that cannot be reached, or the application has not ended within twice the

@@ -7,6 +7,7 @@ How Python reaches the nodes is ``node_python``'s part.
 """
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -158,6 +159,9 @@ def prepare_config(config: Configuration) -> Configuration:
     config.set(options.YARN_APPLICATION_ATTEMPTS,
                min(config.get(options.YARN_APPLICATION_ATTEMPTS), hadoop.max_am_attempts))
     use_cluster_filesystem(config, hadoop)   # a path without a scheme is on fs.defaultFS
+    if not config.get(options.CHECKPOINTS_DIR):   # a streaming job's, in the user's home there
+        user = (cluster_user(config) if hadoop.kerberos else "") or getpass.getuser()
+        config.set(options.CHECKPOINTS_DIR, f"/user/{user}/.yarnflow/checkpoints")
     return config
 
 

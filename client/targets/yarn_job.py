@@ -113,6 +113,14 @@ class YarnJobHandle(JobHandle):
                             "pipeline.collect.result-timeout for it). Fix: run it again")
         return parts
 
+    def savepoint(self, directory: str = "", timeout: float | None = None) -> str:
+        return self._client().savepoint(self.job_id, directory, False,
+                                        timeout or self._timeout * 60)
+
+    def stop(self, directory: str = "", timeout: float | None = None) -> str:
+        return self._client().savepoint(self.job_id, directory, True,
+                                        timeout or self._timeout * 60)
+
     def cancel(self) -> None:
         try:
             self._client().cancel(self.job_id)

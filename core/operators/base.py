@@ -104,6 +104,11 @@ class Operator:
     def run(self, ctx: OperatorContext) -> None:
         raise NotImplementedError
 
+    def check_submittable(self) -> None:
+        """On the client, before the job is submitted: refuse in one line what would
+        fail at once on the cluster (a Kafka topic that is not there). Nothing by
+        default; file outputs are their committers' to check."""
+
     def deferred_input(self) -> int | None:
         """The input this operator reads only once another one is read to its end (a
         join's probe side); None when it reads its inputs as they come. The planner

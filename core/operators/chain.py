@@ -79,6 +79,10 @@ class ChainedOperator(Operator):
     def head(self) -> Operator:
         return self.operators[0]
 
+    def check_submittable(self) -> None:
+        for operator in self.operators:
+            operator.check_submittable()
+
     def children(self, index: int) -> list[int]:
         return [i for i, parent in enumerate(self.parents) if parent == index]
 

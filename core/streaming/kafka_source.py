@@ -107,7 +107,7 @@ class KafkaSource(StreamSource):
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
         return self.value_schema
 
-    def check_reachable(self) -> None:
+    def check_submittable(self) -> None:
         """On the client, at submission: the brokers answer and every topic exists."""
         from confluent_kafka.admin import AdminClient
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **self.properties})
@@ -130,7 +130,6 @@ class KafkaSource(StreamSource):
         self._assigned: set[str] = set()
         self._by_checkpoint: dict[int, dict[str, int]] = {}
         self._next_discovery = 0.0
-        self._lag = -1
         self._discover()
 
     def _discover(self) -> None:
@@ -249,7 +248,21 @@ class KafkaSource(StreamSource):
                 log.info("committing offsets to the consumer group failed: %s", err)
 
     def lag(self) -> int:
-        return self._lag
+        """Records behind the log end over this subtask's partitions, from the offsets
+        the consumer last fetched with (no call to the brokers)."""
+        from confluent_kafka import TopicPartition
+        total = 0
+        for key in self._assigned:
+            topic, partition = key.rsplit(":", 1)
+            try:
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(topic, int(partition)), cached=True)
+            except Exception:  # noqa: BLE001 - not fetched yet: unknown
+                return -1
+            if high is None or high < 0:
+                return -1
+            total += max(0, high - self._offsets.get(key, 0))
+        return total
 
     def close(self) -> None:
         consumer = getattr(self, "_consumer", None)

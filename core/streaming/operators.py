@@ -126,6 +126,8 @@ class StreamSource(Operator):
     bounded: bool = False
     # event time, set by assign_watermarks right after the source (None: no watermarks)
     watermarks: Any = None
+    # how long a poll waits to fill a batch (execution.buffer-timeout; the planner's)
+    buffer_timeout_s: float = 0.1
 
     def run(self, ctx: OperatorContext) -> None:
         raise NeedsAStreamTask(type(self).__name__)

@@ -73,17 +73,20 @@ class SplitWatermarks:
     _splits: dict[str, _Split] = field(default_factory=dict)
     _emitted: int = MIN_WATERMARK
     _idle: bool = False
+    _last_active_ms: float | None = None      # of any split: a subtask with none goes idle
 
     def add_split(self, split: str) -> None:
         self._splits.setdefault(split, _Split(last_active_ms=self.now_ms()))
+        self._last_active_ms = self.now_ms()
 
     def remove_split(self, split: str) -> None:
         """A bounded split read to its end holds nothing back any more."""
-        self._splits.pop(split, None)
+        if self._splits.pop(split, None) is not None:
+            self._last_active_ms = self.now_ms()
 
     def on_records(self, split: str, timestamps: np.ndarray) -> None:
         state = self._splits.setdefault(split, _Split())
-        state.last_active_ms = self.now_ms()
+        state.last_active_ms = self._last_active_ms = self.now_ms()
         state.idle = False
         if len(timestamps):
             state.max_timestamp = max(state.max_timestamp, int(timestamps.max()))
@@ -104,7 +107,11 @@ class SplitWatermarks:
                 state.idle = True
             if not state.idle:
                 active.append(self._split_watermark(state))
-        all_idle = bool(self._splits) and not active
+        if self._last_active_ms is None:
+            self._last_active_ms = now
+        # every split idle, or none left to read (all finished) for ``idleness``
+        all_idle = not active and (bool(self._splits) or (
+            bool(idleness) and now - self._last_active_ms >= idleness))
         status = None
         if all_idle != self._idle:
             self._idle = all_idle

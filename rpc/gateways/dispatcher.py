@@ -38,6 +38,11 @@ class GrpcDispatcherGateway:
         return then(call_future(self._stub.CancelJob, jobmaster_pb2.JobId(job_id=job_id),
                                  self._timeout), lambda _: None)
 
+    def trigger_savepoint(self, job_id: JobID, directory: str, terminate: bool) -> "Future[str]":
+        return then(call_future(self._stub.TriggerSavepoint, dispatcher_pb2.SavepointRequest(
+            job_id=job_id, directory=directory, terminate=terminate), self._timeout),
+            lambda reply: str(reply.location))
+
     def fetch_collected(self, job_id: JobID) -> "Future[tuple[bytes, ...]]":
         return then(call_future(self._stub.FetchCollected, jobmaster_pb2.JobId(job_id=job_id),
                                 self._timeout), lambda reply: tuple(reply.parts))

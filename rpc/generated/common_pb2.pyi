@@ -102,7 +102,14 @@ class SlotReport(_message.Message):
     def __init__(self, slots: _Optional[_Iterable[_Union[SlotStatus, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class TaskMetrics(_message.Message):
-    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s", "records_in_per_input", "inputs_done", "inputs_total", "produced_bytes", "operators", "key_range", "spilled_bytes", "spill_files")
+    __slots__ = ("records_in", "records_out", "bytes_in", "bytes_out", "duration_s", "records_in_per_input", "inputs_done", "inputs_total", "produced_bytes", "operators", "key_range", "spilled_bytes", "spill_files", "watermark", "lag", "counters")
+    class CountersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     RECORDS_IN_FIELD_NUMBER: _ClassVar[int]
     RECORDS_OUT_FIELD_NUMBER: _ClassVar[int]
     BYTES_IN_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +123,9 @@ class TaskMetrics(_message.Message):
     KEY_RANGE_FIELD_NUMBER: _ClassVar[int]
     SPILLED_BYTES_FIELD_NUMBER: _ClassVar[int]
     SPILL_FILES_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    LAG_FIELD_NUMBER: _ClassVar[int]
+    COUNTERS_FIELD_NUMBER: _ClassVar[int]
     records_in: int
     records_out: int
     bytes_in: int
@@ -129,7 +139,10 @@ class TaskMetrics(_message.Message):
     key_range: _containers.RepeatedScalarFieldContainer[str]
     spilled_bytes: int
     spill_files: int
-    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ..., inputs_done: _Optional[int] = ..., inputs_total: _Optional[int] = ..., produced_bytes: _Optional[_Iterable[_Union[ProducedBytes, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[OperatorMetrics, _Mapping]]] = ..., key_range: _Optional[_Iterable[str]] = ..., spilled_bytes: _Optional[int] = ..., spill_files: _Optional[int] = ...) -> None: ...
+    watermark: int
+    lag: int
+    counters: _containers.ScalarMap[str, int]
+    def __init__(self, records_in: _Optional[int] = ..., records_out: _Optional[int] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., duration_s: _Optional[float] = ..., records_in_per_input: _Optional[_Iterable[int]] = ..., inputs_done: _Optional[int] = ..., inputs_total: _Optional[int] = ..., produced_bytes: _Optional[_Iterable[_Union[ProducedBytes, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[OperatorMetrics, _Mapping]]] = ..., key_range: _Optional[_Iterable[str]] = ..., spilled_bytes: _Optional[int] = ..., spill_files: _Optional[int] = ..., watermark: _Optional[int] = ..., lag: _Optional[int] = ..., counters: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class OperatorMetrics(_message.Message):
     __slots__ = ("name", "records_in", "records_out", "bytes_in", "bytes_out", "finished")

@@ -27,7 +27,7 @@ from . import jobgraph_pb2 as jobgraph__pb2
 from . import jobmaster_pb2 as jobmaster__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10\x64ispatcher.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\x1a\x0ejobgraph.proto\x1a\x0fjobmaster.proto\"#\n\x11SubmitJobResponse\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"-\n\x07JobList\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.yarnflow.JobDetails\"\xa8\x01\n\x0fSessionOverview\x12\x13\n\x0bhistory_dir\x18\x01 \x01(\t\x12\x17\n\x0f\x63ontainer_sizes\x18\x02 \x01(\t\x12\x11\n\texecutors\x18\x03 \x01(\x05\x12\x12\n\nfree_slots\x18\x04 \x01(\x05\x12\x13\n\x0btotal_slots\x18\x05 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x06 \x01(\x05\x12\x15\n\rfinished_jobs\x18\x07 \x01(\x05\" \n\x0f\x43ollectedResult\x12\r\n\x05parts\x18\x01 \x03(\x0c\"!\n\x0fShutdownRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t2\x8e\x03\n\nDispatcher\x12<\n\tSubmitJob\x12\x12.yarnflow.JobGraph\x1a\x1b.yarnflow.SubmitJobResponse\x12.\n\x08ListJobs\x12\x0f.yarnflow.Empty\x1a\x11.yarnflow.JobList\x12\x36\n\rGetJobDetails\x12\x0f.yarnflow.JobId\x1a\x14.yarnflow.JobDetails\x12+\n\tCancelJob\x12\x0f.yarnflow.JobId\x1a\r.yarnflow.Ack\x12<\n\x0e\x46\x65tchCollected\x12\x0f.yarnflow.JobId\x1a\x19.yarnflow.CollectedResult\x12\x39\n\x0bGetOverview\x12\x0f.yarnflow.Empty\x1a\x19.yarnflow.SessionOverview\x12\x34\n\x08Shutdown\x12\x19.yarnflow.ShutdownRequest\x1a\r.yarnflow.Ackb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10\x64ispatcher.proto\x12\x08yarnflow\x1a\x0c\x63ommon.proto\x1a\x0ejobgraph.proto\x1a\x0fjobmaster.proto\"#\n\x11SubmitJobResponse\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"-\n\x07JobList\x12\"\n\x04jobs\x18\x01 \x03(\x0b\x32\x14.yarnflow.JobDetails\"\xa8\x01\n\x0fSessionOverview\x12\x13\n\x0bhistory_dir\x18\x01 \x01(\t\x12\x17\n\x0f\x63ontainer_sizes\x18\x02 \x01(\t\x12\x11\n\texecutors\x18\x03 \x01(\x05\x12\x12\n\nfree_slots\x18\x04 \x01(\x05\x12\x13\n\x0btotal_slots\x18\x05 \x01(\x05\x12\x14\n\x0crunning_jobs\x18\x06 \x01(\x05\x12\x15\n\rfinished_jobs\x18\x07 \x01(\x05\" \n\x0f\x43ollectedResult\x12\r\n\x05parts\x18\x01 \x03(\x0c\"H\n\x10SavepointRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tdirectory\x18\x02 \x01(\t\x12\x11\n\tterminate\x18\x03 \x01(\x08\"%\n\x11SavepointResponse\x12\x10\n\x08location\x18\x01 \x01(\t\"!\n\x0fShutdownRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t2\xdb\x03\n\nDispatcher\x12<\n\tSubmitJob\x12\x12.yarnflow.JobGraph\x1a\x1b.yarnflow.SubmitJobResponse\x12.\n\x08ListJobs\x12\x0f.yarnflow.Empty\x1a\x11.yarnflow.JobList\x12\x36\n\rGetJobDetails\x12\x0f.yarnflow.JobId\x1a\x14.yarnflow.JobDetails\x12+\n\tCancelJob\x12\x0f.yarnflow.JobId\x1a\r.yarnflow.Ack\x12K\n\x10TriggerSavepoint\x12\x1a.yarnflow.SavepointRequest\x1a\x1b.yarnflow.SavepointResponse\x12<\n\x0e\x46\x65tchCollected\x12\x0f.yarnflow.JobId\x1a\x19.yarnflow.CollectedResult\x12\x39\n\x0bGetOverview\x12\x0f.yarnflow.Empty\x1a\x19.yarnflow.SessionOverview\x12\x34\n\x08Shutdown\x12\x19.yarnflow.ShutdownRequest\x1a\r.yarnflow.Ackb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,8 +42,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SESSIONOVERVIEW']._serialized_end=330
   _globals['_COLLECTEDRESULT']._serialized_start=332
   _globals['_COLLECTEDRESULT']._serialized_end=364
-  _globals['_SHUTDOWNREQUEST']._serialized_start=366
-  _globals['_SHUTDOWNREQUEST']._serialized_end=399
-  _globals['_DISPATCHER']._serialized_start=402
-  _globals['_DISPATCHER']._serialized_end=800
+  _globals['_SAVEPOINTREQUEST']._serialized_start=366
+  _globals['_SAVEPOINTREQUEST']._serialized_end=438
+  _globals['_SAVEPOINTRESPONSE']._serialized_start=440
+  _globals['_SAVEPOINTRESPONSE']._serialized_end=477
+  _globals['_SHUTDOWNREQUEST']._serialized_start=479
+  _globals['_SHUTDOWNREQUEST']._serialized_end=512
+  _globals['_DISPATCHER']._serialized_start=515
+  _globals['_DISPATCHER']._serialized_end=990
 # @@protoc_insertion_point(module_scope)

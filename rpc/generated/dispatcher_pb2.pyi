@@ -45,6 +45,22 @@ class CollectedResult(_message.Message):
     parts: _containers.RepeatedScalarFieldContainer[bytes]
     def __init__(self, parts: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
+class SavepointRequest(_message.Message):
+    __slots__ = ("job_id", "directory", "terminate")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    TERMINATE_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    directory: str
+    terminate: bool
+    def __init__(self, job_id: _Optional[str] = ..., directory: _Optional[str] = ..., terminate: _Optional[bool] = ...) -> None: ...
+
+class SavepointResponse(_message.Message):
+    __slots__ = ("location",)
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    location: str
+    def __init__(self, location: _Optional[str] = ...) -> None: ...
+
 class ShutdownRequest(_message.Message):
     __slots__ = ("reason",)
     REASON_FIELD_NUMBER: _ClassVar[int]

@@ -57,6 +57,11 @@ class DispatcherStub:
                 request_serializer=jobmaster__pb2.JobId.SerializeToString,
                 response_deserializer=common__pb2.Ack.FromString,
                 _registered_method=True)
+        self.TriggerSavepoint = channel.unary_unary(
+                '/yarnflow.Dispatcher/TriggerSavepoint',
+                request_serializer=dispatcher__pb2.SavepointRequest.SerializeToString,
+                response_deserializer=dispatcher__pb2.SavepointResponse.FromString,
+                _registered_method=True)
         self.FetchCollected = channel.unary_unary(
                 '/yarnflow.Dispatcher/FetchCollected',
                 request_serializer=jobmaster__pb2.JobId.SerializeToString,
@@ -103,6 +108,13 @@ class DispatcherServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TriggerSavepoint(self, request, context):
+        """answered once the savepoint completed (or failed)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def FetchCollected(self, request, context):
         """NOT_FOUND when the job did not collect, has not ended, or its result was dropped.
         """
@@ -145,6 +157,11 @@ def add_DispatcherServicer_to_server(servicer, server):
                     servicer.CancelJob,
                     request_deserializer=jobmaster__pb2.JobId.FromString,
                     response_serializer=common__pb2.Ack.SerializeToString,
+            ),
+            'TriggerSavepoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.TriggerSavepoint,
+                    request_deserializer=dispatcher__pb2.SavepointRequest.FromString,
+                    response_serializer=dispatcher__pb2.SavepointResponse.SerializeToString,
             ),
             'FetchCollected': grpc.unary_unary_rpc_method_handler(
                     servicer.FetchCollected,
@@ -270,6 +287,33 @@ class Dispatcher:
             '/yarnflow.Dispatcher/CancelJob',
             jobmaster__pb2.JobId.SerializeToString,
             common__pb2.Ack.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TriggerSavepoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/yarnflow.Dispatcher/TriggerSavepoint',
+            dispatcher__pb2.SavepointRequest.SerializeToString,
+            dispatcher__pb2.SavepointResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -201,7 +201,7 @@ class VertexDetails(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., parallelism: _Optional[int] = ..., subtasks: _Optional[_Iterable[_Union[SubtaskDetails, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[VertexInput, _Mapping]]] = ..., splits_total: _Optional[int] = ..., decision: _Optional[str] = ..., operators: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobDetails(_message.Message):
-    __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions", "application_attempt", "blocked_hosts", "speculations", "warnings")
+    __slots__ = ("job_id", "name", "legacy_status", "status", "start_time", "end_time", "vertices", "failure", "failure_detail", "restarts", "exceptions", "application_attempt", "blocked_hosts", "speculations", "warnings", "checkpoints")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     LEGACY_STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -217,6 +217,7 @@ class JobDetails(_message.Message):
     BLOCKED_HOSTS_FIELD_NUMBER: _ClassVar[int]
     SPECULATIONS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
     legacy_status: str
@@ -232,7 +233,8 @@ class JobDetails(_message.Message):
     blocked_hosts: _containers.RepeatedCompositeFieldContainer[_common_pb2.BlockedNode]
     speculations: _containers.RepeatedCompositeFieldContainer[SpeculativeAttempt]
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., legacy_status: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.JobStatus, str]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ..., restarts: _Optional[int] = ..., exceptions: _Optional[_Iterable[_Union[ExceptionEntry, _Mapping]]] = ..., application_attempt: _Optional[int] = ..., blocked_hosts: _Optional[_Iterable[_Union[_common_pb2.BlockedNode, _Mapping]]] = ..., speculations: _Optional[_Iterable[_Union[SpeculativeAttempt, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    checkpoints: str
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., legacy_status: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.JobStatus, str]] = ..., start_time: _Optional[float] = ..., end_time: _Optional[float] = ..., vertices: _Optional[_Iterable[_Union[VertexDetails, _Mapping]]] = ..., failure: _Optional[str] = ..., failure_detail: _Optional[str] = ..., restarts: _Optional[int] = ..., exceptions: _Optional[_Iterable[_Union[ExceptionEntry, _Mapping]]] = ..., application_attempt: _Optional[int] = ..., blocked_hosts: _Optional[_Iterable[_Union[_common_pb2.BlockedNode, _Mapping]]] = ..., speculations: _Optional[_Iterable[_Union[SpeculativeAttempt, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., checkpoints: _Optional[str] = ...) -> None: ...
 
 class SpeculativeAttempt(_message.Message):
     __slots__ = ("task", "attempt", "original_attempt", "original_host", "started", "reason", "host", "outcome", "note")

@@ -106,7 +106,8 @@ class _StreamContext:
         return self._task.watermark
 
     def count(self, name: str, value: int = 1) -> None:
-        self._task.counters[name] = self._task.counters.get(name, 0) + value
+        counters = self._task.metrics.counters     # replaced, not changed: reports copy it
+        self._task.metrics.counters = {**counters, name: counters.get(name, 0) + value}
 
     def snapshot_file(self, name: str) -> tuple[FileSystem, str, str]:
         location = self._task.snapshot_location
@@ -127,7 +128,6 @@ class StreamTask(Task):
         self._inputs: StreamInputs | None = None
         self._uploader = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"snapshot-{self.name}")
         self.watermark = -(1 << 63)
-        self.counters: dict[str, int] = {}
         self.snapshot_location = ""
         self._stages: list[_Stage] = []
         self._source: StreamSource | None = None
@@ -219,6 +219,17 @@ class StreamTask(Task):
                     stage.process(batch)
         return feed
 
+    def _drain_outputs(self) -> bool:
+        return self._terminate_id is None
+
+    def _suspended(self) -> bool:
+        """After a stop's barrier, until its savepoint completes: nothing more is read
+        (Flink's synchronous savepoint), so nothing after the savepoint is processed."""
+        if self._terminate_id is None:
+            return False
+        self._cancel.wait(POLL_S)
+        return True
+
     def _stopping(self) -> bool:
         """A stop's savepoint completed (read after the mail, which may have said so)."""
         return self._stop
@@ -230,18 +241,20 @@ class StreamTask(Task):
     def _run_source(self, source: StreamSource) -> None:
         strategy = source.watermarks
         marks = SplitWatermarks(strategy, now_ms) if strategy is not None else None
-        if marks is not None:
-            for split in source.splits():
-                marks.add_split(split)
+        splits: set[str] = set()
         next_tick = 0.0
         while not self._stop:
             self._check_cancelled()
             self._read_mail()
             if self._stopping():
                 break
-            polled = source.poll(POLL_S)
+            if self._suspended():
+                continue
+            polled = source.poll(source.buffer_timeout_s)
             if polled is None:
                 return
+            if marks is not None:
+                splits = self._track_splits(marks, splits, source.splits())
             for split, batch in polled:
                 self.metrics.records_in += batch.num_rows
                 self.metrics.bytes_in += batch.nbytes
@@ -250,8 +263,7 @@ class StreamTask(Task):
                 self._head_emit(batch)
             now = SYSTEM_CLOCK.monotonic()
             if marks is not None and (polled or now >= next_tick):
-                for split in source.splits():
-                    marks.add_split(split)
+                splits = self._track_splits(marks, splits, source.splits())
                 advanced, idle = marks.current()
                 if idle is not None:
                     self._broadcast(WatermarkStatus(idle))
@@ -260,6 +272,17 @@ class StreamTask(Task):
             if now >= next_tick:
                 self._tick()
                 next_tick = now + TICK_S
+
+    @staticmethod
+    def _track_splits(marks: SplitWatermarks, known: set[str], now: list[str]) -> set[str]:
+        """Splits the source reads now hold the watermark; one it finished (a file read
+        to its end) holds nothing back any more."""
+        current = set(now)
+        for split in current - known:
+            marks.add_split(split)
+        for split in known - current:
+            marks.remove_split(split)
+        return current
 
     def _run_inputs(self) -> None:
         from yarnflow.core.streaming.watermarks import WatermarkValve
@@ -278,6 +301,8 @@ class StreamTask(Task):
             while not self._stop and ended < len(channels):
                 self._check_cancelled()
                 self._read_mail()
+                if self._suspended():
+                    continue
                 got = self._inputs.poll(POLL_S, aligner.is_blocked)
                 now = SYSTEM_CLOCK.monotonic()
                 if now >= next_tick:
@@ -354,6 +379,8 @@ class StreamTask(Task):
     # --- events and time ----------------------------------------------------------------------
     def _on_watermark(self, watermark: int) -> None:
         self.watermark = watermark
+        if watermark != MAX_WATERMARK:
+            self.metrics.watermark = watermark
         for stage in self._stages:
             if stage.stream is not None:
                 stage.stream.on_watermark(watermark)
@@ -361,6 +388,9 @@ class StreamTask(Task):
 
     def _tick(self) -> None:
         now = now_ms()
+        if self._source is not None:
+            lag = self._source.lag()
+            self.metrics.lag = lag if lag >= 0 else None
         for stage in self._stages:
             if stage.stream is not None:
                 stage.stream.on_processing_time(now)

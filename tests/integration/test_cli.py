@@ -80,7 +80,7 @@ def test_explain_passes_shows_what_each_planner_pass_decided(main_run):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     passes = [line[len("after "):-1] for line in proc.stdout.splitlines()
               if line.startswith("after ")]
-    assert passes == ["bind", "local-steps", "schemas", "estimates", "join-strategies",
+    assert passes == ["bind", "streaming", "local-steps", "schemas", "estimates", "join-strategies",
                       "parallelism", "exchanges", "pipeline-breakers", "adaptive", "validate",
                       "chaining"]
     blocks = proc.stdout.split("after ")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -68,6 +69,11 @@ def oracle(table: pa.Table) -> pa.Table:
 def committed(out: Path) -> pa.Table:
     """The committed output (hidden in-progress files are not part of it)."""
     table = ds.dataset(str(out), format="parquet", partitioning="hive").to_table()
+    if "user" not in table.schema.names:          # nothing committed yet
+        return pa.table({"user": [], "window_start": [], "amount_count": [], "amount_sum": []},
+                        schema=pa.schema([("user", pa.string()), ("window_start", pa.int64()),
+                                          ("amount_count", pa.int64()),
+                                          ("amount_sum", pa.int64())]))
     table = table.select(["user", "window_start", "amount_count", "amount_sum"])
     starts = pc.cast(table["window_start"], pa.int64())
     table = table.set_column(1, "window_start", starts)
@@ -91,9 +97,10 @@ def rows_through(progress: Path) -> int:
 
 
 def window_job(broker: str, topic: str, out: Path, progress: Path | None = None,
-               pause: float = 0.0, parallelism: int = 2) -> yf.Pipeline:
+               pause: float = 0.0, parallelism: int = 2, bounded: bool = True) -> yf.Pipeline:
     p = yf.Pipeline("kafka-windows", parallelism=parallelism)
-    events = p.read_kafka(topic, broker, schema=SCHEMA, stopping_offsets="latest") \
+    events = p.read_kafka(topic, broker, schema=SCHEMA,
+                          stopping_offsets="latest" if bounded else None) \
         .assign_watermarks("ts", "2 s")
     if progress is not None:
         events = events.map(slow_map(progress, pause), name="work")
@@ -160,6 +167,139 @@ def test_three_executors_killed_at_random_moments_and_the_output_is_exact(
         assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
         assert result.details.restarts >= 1
     assert_exact(out, oracle(table))
+
+
+def test_a_frozen_executor_is_found_by_heartbeats_and_the_output_is_exact(
+        kafka_broker: str, tmp_path: Path) -> None:
+    table = records(30_000, 19, seed=6)
+    topic = produce(kafka_broker, table, partitions=2)
+    out, progress = tmp_path / "out", tmp_path / "progress"
+    config = streaming_config(tmp_path)
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(window_job(kafka_broker, topic, out, progress, pause=0.2)
+                                .job_graph(config))
+        wait_until(lambda: rows_through(progress) >= 8_000, 120, "8000 rows through the map")
+        victim = next(s.resource_id for v in client.details().vertices for s in v.subtasks
+                      if s.resource_id and "kafka" in v.name)
+        pid = cluster.driver.pid_of(victim)
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        result = client.wait(240)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+        assert any("heartbeat.timeout" in x.cause for x in result.details.exceptions), \
+            result.details.exceptions
+    assert_exact(out, oracle(table))
+
+
+@pytest.mark.parametrize("fault", ["drop", "drop-answer"])
+def test_lost_control_messages_are_retried_or_reconciled_and_the_output_is_exact(
+        kafka_broker: str, tmp_path: Path, fault: str) -> None:
+    """2 % of every call between components is lost, and 10 % of the checkpoints' own
+    (triggers, acknowledgements, notifications): each is retried or made good later."""
+    table = records(20_000, 17, seed=7)
+    topic = produce(kafka_broker, table, partitions=3)
+    out, progress = tmp_path / "out", tmp_path / "progress"
+    checkpoint_calls = ("TriggerCheckpoint", "AcknowledgeCheckpoint", "NotifyCheckpoint")
+    rules = ";".join([f"{call}={fault}:0.1" for call in checkpoint_calls] + [f"*={fault}:0.02"])
+    config = streaming_config(tmp_path, f"test.rpc.faults={rules}",
+                              "test.rpc.faults.seed=5", "execution.checkpointing.interval=0.2 s",
+                              "execution.checkpointing.tolerable-failed-checkpoints=1000")
+    (tmp_path / "logs").mkdir()
+    with LocalCluster(config, log_dir=tmp_path / "logs") as cluster:
+        result = cluster.submit(window_job(kafka_broker, topic, out, progress, pause=0.4)
+                                .job_graph(config)).wait(240)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    assert_exact(out, oracle(table))
+    injected = [line.split("injected fault: ", 1)[1]
+                for line in executor_logs(tmp_path / "logs", lines=100_000).splitlines()
+                if "injected fault: " in line]
+    assert any("Checkpoint" in line for line in injected), injected[:20]
+
+
+def test_stop_with_a_savepoint_then_resume_from_it_and_the_output_is_exact(
+        kafka_broker: str, tmp_path: Path) -> None:
+    """The first job reads an unbounded topic and is stopped with a savepoint (its
+    complete windows committed, the open ones kept in the savepoint); more records
+    arrive; a second job starts from the savepoint and reads to the end."""
+    first_half, second_half = records(12_000, 13, seed=4), records(24_000, 13, seed=4)[12_000:]
+    topic = produce(kafka_broker, first_half, partitions=3)
+    out, progress = tmp_path / "out", tmp_path / "progress"
+    config = streaming_config(tmp_path, f"state.savepoints.dir={tmp_path / 'savepoints'}")
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(window_job(kafka_broker, topic, out, progress, pause=0.05,
+                                           bounded=False).job_graph(config))
+        wait_until(lambda: rows_through(progress) >= first_half.num_rows, 60,
+                   "the first records through the map")
+        location = client.savepoint("", terminate=True).result(60)
+        result = client.wait(60)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    assert Path(location.removeprefix("file://"), "_metadata").exists()
+    fired_first = committed(out).num_rows
+    assert 0 < fired_first < oracle(first_half).num_rows   # the last windows were still open
+    produce_more(kafka_broker, topic, second_half, partitions=3)
+    resumed = streaming_config(tmp_path, f"execution.savepoint.path={location}")
+    with LocalCluster(resumed) as cluster:
+        result = cluster.submit(window_job(kafka_broker, topic, out).job_graph(resumed)).wait(120)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    assert_exact(out, oracle(pa.concat_tables([first_half, second_half])))
+
+
+def produce_more(broker: str, topic: str, table: pa.Table, partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": broker, "linger.ms": 5})
+    for i, row in enumerate(table.to_pylist()):
+        producer.produce(topic, json.dumps(row).encode(), partition=i % partitions)
+    assert producer.flush(60) == 0
+
+
+def test_a_savepoint_of_another_job_is_refused_naming_the_uid(kafka_broker: str,
+                                                              tmp_path: Path) -> None:
+    from yarnflow.client.planner.streaming import check_streaming_submission
+    savepoint = tmp_path / "sp"
+    savepoint.mkdir()
+    (savepoint / "_metadata").write_text(json.dumps({
+        "format": "yarnflow-checkpoint", "version": 1, "job_id": "x", "checkpoint_id": 3,
+        "kind": "savepoint", "trigger_ms": 0, "completed_ms": 0, "finished": [],
+        "operators": {"old-window": {"vertex": "w", "parallelism": 1, "max_parallelism": 128,
+                                     "subtasks": {}}}}))
+    config = streaming_config(tmp_path, f"execution.savepoint.path={savepoint}")
+    graph = window_job(kafka_broker, "t", tmp_path / "out").job_graph(config)
+    with pytest.raises(InvalidPipelineError, match="uid 'old-window'.*allow-non-restored-state"):
+        check_streaming_submission(graph, config)
+    config.set(__import__("yarnflow.conf", fromlist=["options"]).options.SAVEPOINT_IGNORE_UNCLAIMED,
+               True)
+    check_streaming_submission(graph, config)
+
+
+def test_a_watched_directory_streams_new_files_with_no_broker(tmp_path: Path) -> None:
+    """Parquet files appear in a directory while the job runs (written hidden, then
+    renamed, as writers publish); a last record far in the future moves event time past
+    every window (the subtask that reads no more files goes idle, so it holds nothing
+    back); the job is then stopped, and its output is exact."""
+    incoming, out = tmp_path / "incoming", tmp_path / "out"
+    incoming.mkdir()
+    table = records(9_000, 11, seed=5)
+    config = streaming_config(tmp_path, f"state.savepoints.dir={tmp_path / 'savepoints'}")
+    p = yf.Pipeline("watched", parallelism=2)
+    p.read_parquet(str(incoming), watch="0.2 s").assign_watermarks("ts", "2 s", idleness="1 s") \
+        .window("user", yf.tumbling(WINDOW), [("amount", "count"), ("amount", "sum")]) \
+        .write_parquet(str(out))
+    want = oracle(table)
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(p.job_graph(config))
+        for index, part in enumerate(range(0, table.num_rows, 1_500)):
+            hidden = incoming / f".part-{index}.parquet"
+            pq.write_table(table.slice(part, 1_500), hidden)
+            hidden.rename(incoming / f"part-{index}.parquet")
+        end = pa.table({"user": ["end"], "ts": [START_MS + 10**9], "amount": [0]}, schema=SCHEMA)
+        pq.write_table(end, incoming / ".end.parquet")
+        (incoming / ".end.parquet").rename(incoming / "end.parquet")
+        wait_until(lambda: out.exists() and committed(out).num_rows >= want.num_rows, 60,
+                   f"{want.num_rows} windows committed")
+        client.savepoint("", terminate=True).result(60)
+        result = client.wait(60)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+        assert result.details.checkpoints["counts"]["completed"] >= 1
+    assert_exact(out, want)
 
 
 def test_a_file_sink_without_checkpoints_is_refused_in_one_line(kafka_broker: str,

@@ -15,8 +15,8 @@ from yarnflow.appmaster.jobmaster.checkpoint.failure_manager import CheckpointFa
 from yarnflow.appmaster.jobmaster.checkpoint.pending import (
     IllegalCheckpointTransition, PendingCheckpoint, PendingState)
 from yarnflow.core.streaming.snapshots import OperatorSubtaskState, SubtaskCheckpointMetrics
-from yarnflow.appmaster.jobmaster.checkpoint.store import (
-    CheckpointFormatError, CompletedCheckpointStore, read_checkpoint)
+from yarnflow.appmaster.jobmaster.checkpoint.store import CompletedCheckpointStore
+from yarnflow.core.streaming.checkpoint_metadata import CheckpointFormatError, read_checkpoint
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.fs.opening import open_filesystem
 from yarnflow.core.ids import ExecutionAttemptID

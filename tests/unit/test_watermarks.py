@@ -88,3 +88,18 @@ def test_event_times_from_timestamps_dates_and_integers() -> None:
         event_times_ms(pa.array([1, None], pa.int64()))
     with pytest.raises(ValueError, match="not string"):
         event_times_ms(pa.array(["x"]))
+
+
+def test_a_subtask_whose_splits_all_finished_goes_idle_after_the_idleness() -> None:
+    marks, clock = source(idleness_ms=1_000)
+    marks.add_split("file-1")
+    marks.on_records("file-1", ms(50_000))
+    assert marks.current() == (50_000 - 5001, None)
+    marks.remove_split("file-1")               # read to its end: holds nothing back
+    clock.advance(0.9)
+    assert marks.current() == (None, None)
+    clock.advance(0.1)
+    assert marks.current() == (None, True)     # no split for 1 s: idle
+    marks.add_split("file-2")
+    marks.on_records("file-2", ms(60_000))
+    assert marks.current() == (60_000 - 5001, False)

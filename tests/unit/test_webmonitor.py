@@ -4,6 +4,7 @@ fields, the page's files, Prometheus' format, and what the server must never do
 from __future__ import annotations
 
 import json
+from typing import Any
 import urllib.error
 import urllib.request
 
@@ -260,3 +261,59 @@ def test_a_sort_lists_its_ranges_with_their_first_and_last_keys_and_bytes(served
     assert subtask["metrics"]["key-range"] == ["41", "97"]
     assert (subtask["metrics"]["spilled-bytes"], subtask["metrics"]["spill-files"]) == (5_000, 3)
     assert (sort["metrics"]["spilled-bytes"], sort["metrics"]["spill-files"]) == (5_000, 3)
+
+
+def streaming_job() -> Any:
+    """A running streaming job: two checkpoints completed, one failed, watermarks and
+    a source's lag reported by its subtasks."""
+    from yarnflow.appmaster.jobmaster.checkpoint.stats import (CheckpointRecord,
+                                                               CheckpointStatsTracker)
+    from yarnflow.core.streaming.snapshots import SubtaskCheckpointMetrics
+    stats = CheckpointStatsTracker()
+    for checkpoint_id, ok in ((1, True), (2, False), (3, True)):
+        stats.triggered(CheckpointRecord(checkpoint_id, "checkpoint", "IN_PROGRESS",
+                                         NOW * 1000, total=2))
+        stats.acknowledged(checkpoint_id, "window#0", SubtaskCheckpointMetrics(
+            sync_ms=1, async_ms=5, alignment_ms=2, size=512), NOW * 1000 + 40)
+        stats.ended(checkpoint_id, ok, NOW * 1000 + 50, size=1024 * checkpoint_id,
+                    location=f"file:///chk/job/chk-{checkpoint_id}",
+                    failure="" if ok else "expired: not acknowledged within 60 s by window (1/2)")
+    job = sample_job()
+    job.job_id, job.name = "s1", "clicks"
+    job.checkpoints = {**stats.as_json(), "config": {"interval": 10000}}
+    for index, subtask in enumerate(job.vertices[0].subtasks):
+        subtask.metrics.watermark = 1_700_000_000_000 + index * 1000
+        subtask.metrics.lag = 10 + index
+    return job
+
+
+def test_a_streaming_jobs_checkpoints_in_flinks_shape(served):
+    server, source = served
+    source.job_details["s1"] = streaming_job()
+    body = get_json(server, "jobs/s1/checkpoints")
+    assert body["counts"] == {"restored": 0, "total": 3, "in_progress": 0, "completed": 2,
+                              "failed": 1}
+    assert body["latest"]["completed"]["id"] == 3
+    assert body["latest"]["completed"]["external_path"] == "file:///chk/job/chk-3"
+    assert "expired" in body["latest"]["failed"]["failure_message"]
+    assert [c["id"] for c in body["history"]] == [3, 2, 1]
+    assert body["history"][0]["subtasks"]["window#0"]["alignment_duration"] == 2
+    assert get_json(server, "jobs/s1/checkpoints/config") == {"interval": 10000}
+    status, _, said = get(server, "jobs/j1/checkpoints")      # a batch job has none
+    assert status == 404 and b"not a streaming job" in said
+
+
+def test_prometheus_has_checkpoint_watermark_and_lag_gauges(served):
+    from prometheus_client.parser import text_string_to_metric_families
+    server, source = served
+    source.job_details["s1"] = streaming_job()
+    _, _, body = get(server, "metrics")
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(body.decode()) for s in family.samples}
+    job = (("job_id", "s1"), ("job_name", "clicks"))
+    assert samples[("yarnflow_job_checkpoints_completed", job)] == 2
+    assert samples[("yarnflow_job_checkpoints_failed", job)] == 1
+    assert samples[("yarnflow_job_last_checkpoint_size_bytes", job)] == 3072
+    vertex = job + (("vertex", "read"),)
+    assert samples[("yarnflow_vertex_watermark_ms", tuple(sorted(vertex)))] == 1_700_000_000_000
+    assert samples[("yarnflow_source_records_lag", tuple(sorted(vertex)))] == 21

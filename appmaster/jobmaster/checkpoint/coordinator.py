@@ -28,8 +28,8 @@ from yarnflow.appmaster.jobmaster.checkpoint.failure_manager import (
 from yarnflow.appmaster.jobmaster.checkpoint.pending import PendingCheckpoint, PendingState, TaskRef
 from yarnflow.core.streaming.snapshots import OperatorSubtaskState, SubtaskCheckpointMetrics
 from yarnflow.appmaster.jobmaster.checkpoint.stats import CheckpointRecord, CheckpointStatsTracker
-from yarnflow.appmaster.jobmaster.checkpoint.store import (
-    CompletedCheckpoint, CompletedCheckpointStore, OperatorState)
+from yarnflow.appmaster.jobmaster.checkpoint.store import CompletedCheckpointStore
+from yarnflow.core.streaming.checkpoint_metadata import CompletedCheckpoint, OperatorState
 from yarnflow.core.ids import ExecutionAttemptID
 from yarnflow.core.streaming.events import CheckpointBarrier, CheckpointKind
 from yarnflow.rpc.endpoint import MainThreadExecutor, ScheduledTask, run_on_thread

@@ -7,15 +7,24 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from yarnflow.appmaster.jobmaster.checkpoint.coordinator import CheckpointCoordinator
+import uuid
+from concurrent.futures import Future
+
+from yarnflow.appmaster.jobmaster.checkpoint.coordinator import (CheckpointCoordinator,
+                                                                 TriggerRefused)
 from yarnflow.appmaster.jobmaster.checkpoint.job_tasks import ExecutionGraphTasks
 from yarnflow.appmaster.jobmaster.checkpoint.store import CompletedCheckpointStore
+from yarnflow.core.streaming.checkpoint_metadata import (CheckpointFormatError,
+                                                         CompletedCheckpoint, read_checkpoint)
 from yarnflow.appmaster.jobmaster.executiongraph import Execution, ExecutionGraph
 from yarnflow.appmaster.jobmaster.scheduler.scheduler_ng import SchedulerNG
 from yarnflow.appmaster.jobmaster.settings import StreamingSettings
 from yarnflow.core.fs import FileSystemSettings
 from yarnflow.core.fs.opening import open_filesystem
+from yarnflow.core.errors import Refused
 from yarnflow.core.ids import ExecutionAttemptID
+from yarnflow.core.streaming.events import CheckpointKind
+from yarnflow.rpc.gateways.calls import then
 from yarnflow.core.streaming.key_groups import default_max_parallelism
 from yarnflow.core.streaming.snapshots import SubtaskRestore
 from yarnflow.core.streaming.snapshots import decode_ack
@@ -37,6 +46,7 @@ class JobCheckpoints:
         self.max_parallelism = settings.max_parallelism if settings.max_parallelism > 0 \
             else default_max_parallelism(widest)
         self.coordinator: CheckpointCoordinator | None = None
+        self._initial: CompletedCheckpoint | None = None     # a savepoint it starts from
 
     def start(self) -> str | None:
         """Before the job's tasks deploy: recover what earlier attempts completed. The
@@ -61,8 +71,33 @@ class JobCheckpoints:
             log.info("job %s resumes from checkpoint %d (%s)", self._graph.job_id,
                      latest.checkpoint_id, latest.location)
             self.coordinator.restored(latest)
+        elif self._settings.savepoint_path:
+            try:
+                savepoint_fs = open_filesystem(self._settings.savepoint_path, self._filesystem)
+                self._initial = read_checkpoint(savepoint_fs, self._settings.savepoint_path)
+            except (OSError, CheckpointFormatError) as err:
+                return f"the savepoint to start from cannot be read: {err}"
+            log.info("job %s starts from savepoint %s", self._graph.job_id,
+                     self._initial.location)
+            self.coordinator.restored(self._initial)
         self._scheduler.set_checkpoint_hooks(self)
         return None
+
+    def savepoint(self, directory: str, terminate: bool) -> "Future[str]":
+        """Trigger a savepoint into a new directory under ``directory``."""
+        assert self.coordinator is not None
+        base = directory or self._settings.savepoints_dir
+        if not base:
+            raise Refused("no directory for the savepoint. Fix: name one (yarnflow savepoint "
+                          "JOB DIR) or set state.savepoints.dir")
+        location = self._filesystem.resolve(base).rstrip("/") + \
+            f"/savepoint-{self._graph.job_id[:6]}-{uuid.uuid4().hex[:12]}"
+        kind = CheckpointKind.TERMINATE if terminate else CheckpointKind.SAVEPOINT
+        try:
+            done = self.coordinator.trigger(kind, location)
+        except TriggerRefused as err:
+            raise Refused(f"the savepoint cannot start now: {err}") from None
+        return then(done, lambda completed: completed.location)
 
     def _pending(self, checkpoint_id: int) -> bool:
         return self.coordinator is not None and checkpoint_id in self.coordinator.pending_ids
@@ -76,6 +111,20 @@ class JobCheckpoints:
         if self.coordinator is not None:
             self.coordinator.stop()
 
+    def stats(self) -> dict[str, Any]:
+        """Flink's ``/jobs/:id/checkpoints``, with the job's checkpointing settings."""
+        if self.coordinator is None:
+            return {}
+        settings = self._settings.checkpoints
+        return {**self.coordinator.stats.as_json(),
+                "config": {"interval": int(settings.interval * 1000),
+                           "timeout": int(settings.timeout * 1000),
+                           "min_pause": int(settings.min_pause * 1000),
+                           "max_concurrent": settings.max_concurrent,
+                           "tolerable_failed_checkpoints": settings.tolerable_failures,
+                           "checkpoint_storage": settings.directory,
+                           "max_parallelism": self.max_parallelism}}
+
     # --- the scheduler's hooks ---------------------------------------------------------------
     def task_finished(self, attempt: ExecutionAttemptID) -> None:
         if self.coordinator is not None:
@@ -88,14 +137,13 @@ class JobCheckpoints:
     def restore_for(self, execution: Any) -> bytes:
         assert isinstance(execution, Execution)
         latest = self.coordinator.latest() if self.coordinator is not None else None
+        latest = latest or self._initial
         if latest is None:
             return b""
         vertex = execution.vertex
         name, index = vertex.job_vertex.name, vertex.subtask_index
         operators: dict[str, tuple[bytes, tuple[str, ...]]] = {}
-        for uid, state in latest.operators.items():
-            if state.vertex_name != name:
-                continue
+        for uid, state in latest.operators.items():     # the task takes its operators' uids
             own = state.subtasks.get(index)
             files = tuple(f"{latest.location}/{f}" for s in state.subtasks.values()
                           for f in s.files)

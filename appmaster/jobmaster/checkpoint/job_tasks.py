@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from yarnflow.appmaster.jobmaster.checkpoint.coordinator import CheckpointPlan
 from yarnflow.appmaster.jobmaster.checkpoint.pending import TaskRef
-from yarnflow.appmaster.jobmaster.checkpoint.store import CompletedCheckpoint
+from yarnflow.core.streaming.checkpoint_metadata import CompletedCheckpoint
 from yarnflow.appmaster.jobmaster.executiongraph import ExecutionGraph, ExecutionState
 from yarnflow.core.errors import Refused
 from yarnflow.core.ids import ExecutionAttemptID
