@@ -87,20 +87,30 @@ class StreamingOperators(DataSetState):
         return self._unary(operator, name, ship=ShipStrategy.HASH, keys=tuple(keys))
 
     def _watermarks(self) -> WatermarkStrategy:
-        """The event time of this DataSet's source (through the operators between)."""
-        vertex = self.vertex
-        while True:
+        """The event time of this DataSet's sources (through the operators between):
+        every one needs watermarks, on a column of the same name."""
+        found: list[WatermarkStrategy] = []
+        pending, seen = [self.vertex], set()
+        while pending:
+            vertex = pending.pop()
+            if vertex.id in seen:
+                continue
+            seen.add(vertex.id)
             operator = vertex.operator.value
             if isinstance(operator, StreamSource):
                 if operator.watermarks is None:
                     raise InvalidPipelineError(vertex.name, "a window needs event time, and "
                                                "this source has no watermarks",
                                                "call .assign_watermarks(column, ...) on it")
-                strategy: WatermarkStrategy = operator.watermarks
-                return strategy
-            inputs = [e.source for e in self.pipeline._edges if e.target.id == vertex.id]
-            if len(inputs) != 1:
-                raise InvalidPipelineError(self.vertex.name, "a window needs one streaming "
-                                           "source with watermarks upstream",
-                                           "read with read_kafka(...).assign_watermarks(...)")
-            vertex = inputs[0]
+                found.append(operator.watermarks)
+                continue
+            pending.extend(e.source for e in self.pipeline._edges if e.target.id == vertex.id)
+        if not found:
+            raise InvalidPipelineError(self.vertex.name, "a window needs a streaming source "
+                                       "with watermarks upstream",
+                                       "read with read_kafka(...).assign_watermarks(...)")
+        if len({w.column for w in found}) > 1:
+            raise InvalidPipelineError(self.vertex.name, "the sources' event times are in "
+                                       "columns of different names",
+                                       "assign watermarks on the same column in every source")
+        return found[0]

@@ -25,7 +25,8 @@ from yarnflow.core.operators.transforms import (FilterOperator, FlatMapOperator,
                                                 MapOperator, SelectOperator)
 from yarnflow.core.streaming.file_sink import StreamingFileSink
 from yarnflow.core.streaming.key_groups import check_max_parallelism, default_max_parallelism
-from yarnflow.core.streaming.operators import StreamOperator, StreamSource
+from yarnflow.core.operators.relational import UnionOperator
+from yarnflow.core.streaming.operators import StreamOperator, StreamSource, StreamUnion
 
 STATELESS = (MapOperator, FilterOperator, FlatMapOperator, SelectOperator, IdentityOperator)
 
@@ -83,6 +84,8 @@ def streaming_operator(name: str, operator: Any, checkpoints: bool,
         return sink.bound(settings)
     if isinstance(operator, STATELESS):
         return operator
+    if isinstance(operator, UnionOperator):
+        return StreamUnion(operator.num_inputs)
     kind = type(operator).__name__
     raise InvalidPipelineError(
         name, f"{kind} cannot run on an unbounded input: its result is final only once its "

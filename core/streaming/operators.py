@@ -25,6 +25,7 @@ from typing import Any, Callable, Protocol
 import pyarrow as pa
 
 from yarnflow.core.fs import FileSystem
+from yarnflow.core.jobgraph import ChainingStrategy
 from yarnflow.core.operators.base import BatchProcessor, OneInputOperator, Operator
 from yarnflow.core.operators.context import OperatorContext
 from yarnflow.core.streaming.key_groups import KeyGroupRange
@@ -156,3 +157,16 @@ class StreamSource(Operator):
 
 def is_stream_operator(op: Any) -> bool:
     return isinstance(op, (StreamOperator, StreamSource))
+
+
+class StreamUnion(StreamOperator):
+    """``union`` on streams: a stream task reads all its inputs' channels as one, so a
+    union passes each batch on as it comes; event time is the minimum over all of them
+    (the task's watermark valve)."""
+    chaining = ChainingStrategy.HEAD
+
+    def __init__(self, num_inputs: int) -> None:
+        self.num_inputs = num_inputs
+
+    def process(self, batch: pa.RecordBatch) -> None:
+        self.ctx.emit(batch)

@@ -302,6 +302,23 @@ def test_a_watched_directory_streams_new_files_with_no_broker(tmp_path: Path) ->
     assert_exact(out, want)
 
 
+def test_a_union_of_two_topics_windows_both(kafka_broker: str, tmp_path: Path) -> None:
+    left, right = records(6_000, 7, seed=8), records(6_000, 7, seed=9)
+    topics = produce(kafka_broker, left, partitions=2), produce(kafka_broker, right, partitions=1)
+    out = tmp_path / "out"
+    config = streaming_config(tmp_path)
+    p = yf.Pipeline("union", parallelism=2)
+    a, b = (p.read_kafka(t, kafka_broker, schema=SCHEMA, stopping_offsets="latest",
+                         name=f"source-{i}").assign_watermarks("ts", "2 s")
+            for i, t in enumerate(topics))
+    a.union(b).window("user", yf.tumbling(WINDOW), [("amount", "count"), ("amount", "sum")]) \
+        .write_parquet(str(out))
+    with LocalCluster(config) as cluster:
+        result = cluster.submit(p.job_graph(config)).wait(120)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    assert_exact(out, oracle(pa.concat_tables([left, right])))
+
+
 def test_a_file_sink_without_checkpoints_is_refused_in_one_line(kafka_broker: str,
                                                                   tmp_path: Path) -> None:
     config = Configuration.load(overrides=FAST)
