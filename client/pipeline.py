@@ -157,7 +157,7 @@ class Pipeline:
                    starting_offsets: Any = "earliest", stopping_offsets: str | None = None,
                    properties: dict[str, Any] | None = None, group_id: str = "",
                    deserialization_errors: str | None = None, name: str | None = None,
-                   uid: str = "") -> "DataSet":
+                   uid: str = "", metadata: Sequence[str] = ()) -> "DataSet":
         """Records of Kafka ``topics`` (a streaming source: the job runs until it is
         stopped or cancelled, unless ``stopping_offsets='latest'`` ends it at the log's
         end as it was at the start).
@@ -176,6 +176,8 @@ class Pipeline:
                 completes (monitoring only); default ``yarnflow-<job id>``.
             deserialization_errors: ``'fail'`` (the job fails naming the partition and
                 offset) or ``'skip'`` (counted); default ``source.deserialization.errors``.
+            metadata: record fields added as columns: ``'timestamp'`` (``kafka_timestamp``,
+                ms), ``'partition'``, ``'offset'``.
         """
         from yarnflow.conf import options
         from yarnflow.core.streaming.kafka_source import KafkaSource
@@ -185,7 +187,7 @@ class Pipeline:
             source = KafkaSource(topics, bootstrap_servers, schema, value_format,
                                  starting_offsets, stopping_offsets, properties, group_id,
                                  Configuration.load().get(options.PARTITION_DISCOVERY_INTERVAL),
-                                 errors, uid)
+                                 errors, uid, metadata)
         except PlanError as err:
             raise InvalidPipelineError(name or "kafka-source", err.problem, err.fix) from None
         return self._source(source, name or "kafka-source")

@@ -28,6 +28,10 @@ LOCAL: dict[str, tuple[list[str], list[str]]] = {
     "spill.py": (["--scale", "0.1", "--slot-memory", "64m"],
                  ["q3", "q18", "yarnflow_s", "pyspark_s", "ratio", "spilled_mb", "peak_rss_mb",
                   "within_container", "exact"]),
+    # a local Kafka broker of its own (or YARNFLOW_TEST_KAFKA's); no PyFlink in short mode
+    "streaming.py": (["--short"], ["records_per_s_per_core", "checkpoint_cost",
+                                   "checkpoint_duration_p99_ms", "recovery_s", "latency_p99_ms",
+                                   "exactly_once"]),
     "adaptive_batch.py": (["--rows", "100000", "--parallelism", "4"],
                           ["filter_agg_ratio", "join_ratio", "skew_ratio", "memory_efficiency",
                            "memory_efficiency_fixed", "exact"]),

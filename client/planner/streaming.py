@@ -85,7 +85,9 @@ def streaming_operator(name: str, operator: Any, checkpoints: bool,
     if isinstance(operator, STATELESS):
         return operator
     if isinstance(operator, UnionOperator):
-        return StreamUnion(operator.num_inputs)
+        union = StreamUnion(operator.num_inputs)
+        union.uid = name
+        return union
     kind = type(operator).__name__
     raise InvalidPipelineError(
         name, f"{kind} cannot run on an unbounded input: its result is final only once its "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import zlib
 from typing import Iterator
 
@@ -27,6 +26,7 @@ import pyarrow.fs as pafs
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.fs import FileSystem, FileSystemSettings
 from yarnflow.core.operators.base import PlanError
 from yarnflow.core.operators.files import BoundPaths
@@ -115,7 +115,7 @@ class WatchedDirectorySource(StreamSource):
                 continue
             fresh.append((entry.mtime_ns or 0, uri))
         self._queue.extend(uri for _, uri in sorted(fresh))
-        self._next_listing = time.monotonic() + self.interval_s
+        self._next_listing = SYSTEM_CLOCK.monotonic() + self.interval_s
 
     def _open(self, uri: str) -> Iterator[pa.RecordBatch]:
         rows = self.ctx.batch_rows
@@ -135,10 +135,10 @@ class WatchedDirectorySource(StreamSource):
     def poll(self, timeout: float) -> list[tuple[str, pa.RecordBatch]] | None:
         if self._reader is None:
             if self._current is None:
-                if not self._queue and time.monotonic() >= self._next_listing:
+                if not self._queue and SYSTEM_CLOCK.monotonic() >= self._next_listing:
                     self._list()
                 if not self._queue:
-                    time.sleep(min(timeout, max(0.0, self._next_listing - time.monotonic())))
+                    SYSTEM_CLOCK.sleep(min(timeout, max(0.0, self._next_listing - SYSTEM_CLOCK.monotonic())))
                     return []
                 self._current, self._emitted = self._queue.pop(0), 0
             self._reader = self._open(self._current)

@@ -17,13 +17,13 @@ from __future__ import annotations
 import io
 import json
 import logging
-import time
 import zlib
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.json as pajson
 
+from yarnflow.core.clock import SYSTEM_CLOCK
 from yarnflow.core.failures import ContractError
 from yarnflow.core.operators.base import PlanError
 from yarnflow.core.streaming.operators import (OperatorRestore, SnapshotResult, StreamContext,
@@ -34,10 +34,17 @@ log = logging.getLogger(__name__)
 VALUE_FORMATS = ("json", "raw")
 METADATA_TIMEOUT_S = 10.0
 RAW_SCHEMA = pa.schema([("value", pa.binary())])
+# a record's own columns a source can add (kafka_timestamp: ms, as the broker stamped it)
+METADATA_COLUMNS = {"timestamp": pa.int64(), "partition": pa.int32(), "offset": pa.int64()}
+
+
+class KafkaUnreachable(RuntimeError):
+    """The brokers did not answer: perhaps for a moment (a restart may find them), so
+    the job's restart strategy decides; at submission it is refused in one line."""
 
 
 class KafkaUnavailable(ContractError):
-    """The brokers cannot be reached, or a topic is not there: the user's to fix."""
+    """A topic that is not there: the same on every attempt, the user's to fix."""
 
 
 def owner_of(topic: str, partition: int, parallelism: int) -> int:
@@ -54,7 +61,7 @@ def list_partitions(admin_or_consumer: Any, topics: Sequence[str], bootstrap: st
     try:
         metadata = admin_or_consumer.list_topics(timeout=timeout)
     except KafkaException as err:
-        raise KafkaUnavailable(
+        raise KafkaUnreachable(
             f"the Kafka brokers at {bootstrap} did not answer within {timeout:g} s "
             f"({err.args[0].str() if err.args else err}). Fix: check bootstrap_servers, that "
             "the brokers run, and the security properties (security.protocol, sasl.*, "
@@ -74,7 +81,8 @@ class KafkaSource(StreamSource):
                  value_format: str = "json", starting_offsets: Any = "earliest",
                  stopping_offsets: str | None = None, properties: Mapping[str, Any] | None = None,
                  group_id: str = "", discovery_interval_s: float = 300.0,
-                 deserialization_errors: str = "fail", uid: str = "") -> None:
+                 deserialization_errors: str = "fail", uid: str = "",
+                 metadata: Sequence[str] = ()) -> None:
         if value_format not in VALUE_FORMATS:
             raise PlanError(f"value_format {value_format!r} is not one of "
                             f"{', '.join(VALUE_FORMATS)}", "use 'json' or 'raw'")
@@ -103,15 +111,26 @@ class KafkaSource(StreamSource):
         self.discovery_interval_s = discovery_interval_s
         self.deserialization_errors = deserialization_errors
         self.uid = uid
+        unknown = set(metadata) - set(METADATA_COLUMNS)
+        if unknown:
+            raise PlanError(f"metadata {sorted(unknown)} is not one of "
+                            f"{', '.join(METADATA_COLUMNS)}", "name those it has")
+        self.metadata = [m for m in METADATA_COLUMNS if m in metadata]
 
     def schema(self, inputs: list[pa.Schema | None]) -> pa.Schema | None:
-        return self.value_schema
+        if self.value_schema is None:
+            return None
+        return pa.schema(list(self.value_schema) + [
+            pa.field(f"kafka_{m}", METADATA_COLUMNS[m]) for m in self.metadata])
 
     def check_submittable(self) -> None:
         """On the client, at submission: the brokers answer and every topic exists."""
         from confluent_kafka.admin import AdminClient
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **self.properties})
-        list_partitions(admin, self.topics, self.bootstrap_servers)
+        try:
+            list_partitions(admin, self.topics, self.bootstrap_servers)
+        except KafkaUnreachable as err:
+            raise ContractError(str(err)) from None
 
     # --- running --------------------------------------------------------------------------
     def setup(self, ctx: StreamContext, restored: OperatorRestore | None) -> None:
@@ -163,7 +182,7 @@ class KafkaSource(StreamSource):
             self._consumer.incremental_assign(new)
             log.info("%s reads %s", self.ctx.vertex_name,
                      ", ".join(f"{tp.topic}:{tp.partition}" for tp in new))
-        self._next_discovery = time.monotonic() + self.discovery_interval_s
+        self._next_discovery = SYSTEM_CLOCK.monotonic() + self.discovery_interval_s
 
     def splits(self) -> list[str]:
         return sorted(self._assigned)
@@ -175,7 +194,7 @@ class KafkaSource(StreamSource):
     def poll(self, timeout: float) -> list[tuple[str, pa.RecordBatch]] | None:
         if self._done():
             return None
-        if not self.bounded and time.monotonic() >= self._next_discovery:
+        if not self.bounded and SYSTEM_CLOCK.monotonic() >= self._next_discovery:
             self._discover()
         messages = self._consumer.consume(num_messages=self.ctx.batch_rows, timeout=timeout)
         by_split: dict[str, list[Any]] = {}
@@ -183,7 +202,7 @@ class KafkaSource(StreamSource):
             error = message.error()
             if error is not None:
                 if error.fatal():
-                    raise KafkaUnavailable(f"Kafka consumer error: {error.str()}")
+                    raise KafkaUnreachable(f"Kafka consumer error: {error.str()}")
                 log.warning("Kafka: %s", error.str())
                 continue
             key = f"{message.topic()}:{message.partition()}"
@@ -202,18 +221,32 @@ class KafkaSource(StreamSource):
         return out
 
     def _parse(self, key: str, messages: list[Any]) -> pa.RecordBatch | None:
+        batch, kept = self._values(key, messages)
+        if batch is None or not self.metadata:
+            return batch
+        for name in self.metadata:
+            if name == "timestamp":
+                values: list[Any] = [m.timestamp()[1] for m in kept]
+            else:
+                values = [m.partition() if name == "partition" else m.offset() for m in kept]
+            batch = batch.append_column(f"kafka_{name}", pa.array(values, METADATA_COLUMNS[name]))
+        return batch
+
+    def _values(self, key: str, messages: list[Any]) -> tuple[pa.RecordBatch | None, list[Any]]:
+        """The records' values as a batch, and the records it holds (those that parsed)."""
         if self.value_format == "raw":
             return pa.record_batch([pa.array([m.value() for m in messages], pa.binary())],
-                                   schema=RAW_SCHEMA)
+                                   schema=RAW_SCHEMA), messages
         values = [m.value() or b"" for m in messages]
         try:
-            return _read_json(b"\n".join(values), self.value_schema)
+            return _read_json(b"\n".join(values), self.value_schema), messages
         except (pa.ArrowInvalid, ValueError):
             pass
-        good = []
+        good, kept = [], []
         for message, value in zip(messages, values):   # find the one that does not parse
             try:
                 good.append(_read_json(value, self.value_schema))
+                kept.append(message)
             except (pa.ArrowInvalid, ValueError) as err:
                 where = f"partition {key}, offset {message.offset()}"
                 if self.deserialization_errors == "fail":
@@ -223,8 +256,8 @@ class KafkaSource(StreamSource):
                         "deserialization_errors='skip' to count and skip such records") from None
                 self.ctx.count("records-skipped")
         if not good:
-            return None
-        return pa.Table.from_batches(good).combine_chunks().to_batches()[0]
+            return None, []
+        return pa.Table.from_batches(good).combine_chunks().to_batches()[0], kept
 
     def snapshot(self, checkpoint_id: int) -> SnapshotResult:
         offsets = dict(self._offsets)

@@ -43,7 +43,7 @@ from yarnflow.core.streaming.operators import (
     OperatorRestore, SnapshotResult, StreamOperator, StreamSource)
 from yarnflow.core.streaming.snapshots import (
     OperatorSubtaskState, SubtaskCheckpointMetrics, SubtaskRestore, encode_ack)
-from yarnflow.core.streaming.watermarks import SplitWatermarks, event_times_ms
+from yarnflow.core.streaming.watermarks import SplitWatermarks, WatermarkValve, event_times_ms
 from yarnflow.taskexecutor.network.input_gate import channels_of
 from yarnflow.taskexecutor.streaming.barrier_aligner import Abandoned, Aligned, BarrierAligner
 from yarnflow.taskexecutor.streaming.stream_inputs import END, StreamChannel, StreamInputs
@@ -136,6 +136,7 @@ class StreamTask(Task):
         self._deferred_trigger: CheckpointBarrier | None = None
         self._inputs_ended = False
         self._final_id: int | None = None      # the checkpoint taken after the input ended
+        self._last_snapshot = 0                 # the newest checkpoint snapshotted here
 
     # --- mail from the executor's main thread --------------------------------------------
     def _post(self, mail: Callable[[], None]) -> None:
@@ -285,7 +286,6 @@ class StreamTask(Task):
         return current
 
     def _run_inputs(self) -> None:
-        from yarnflow.core.streaming.watermarks import WatermarkValve
         channels = [StreamChannel(g.input_index, c) for g in self.tdd.inputs
                     for c in channels_of(g, self.tdd.subtask_index)]
         self._inputs = StreamInputs(channels, self._services.data_address,
@@ -401,6 +401,8 @@ class StreamTask(Task):
 
     # --- checkpoints ----------------------------------------------------------------------------
     def _on_trigger(self, barrier: CheckpointBarrier) -> None:
+        if barrier.checkpoint_id <= self._last_snapshot:
+            return      # a repeat, or it came with the barriers already
         if self._source is None and not self._inputs_ended:
             # a task whose producers all finished: its input may still be queued here;
             # the snapshot waits until it is read (or a barrier overtakes it)
@@ -410,6 +412,9 @@ class StreamTask(Task):
 
     def _checkpoint(self, barrier: CheckpointBarrier, alignment_ms: float,
                     start_delay_ms: float) -> None:
+        if barrier.checkpoint_id <= self._last_snapshot:
+            return      # taken already (its barriers and a direct trigger both came)
+        self._last_snapshot = barrier.checkpoint_id
         started = SYSTEM_CLOCK.monotonic()
         self.snapshot_location = barrier.location
         parts: list[tuple[str, SnapshotResult]] = []

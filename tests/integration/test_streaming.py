@@ -334,3 +334,15 @@ def test_an_aggregate_on_an_unbounded_input_is_refused_naming_the_alternative(
     with pytest.raises(InvalidPipelineError, match=r"AggregateOperator cannot run on an "
                                                    r"unbounded input.*window"):
         p.job_graph(Configuration.load(overrides=["execution.checkpointing.interval=1 s"]))
+
+
+def test_a_missing_topic_and_an_unreachable_broker_are_refused_at_submission(
+        kafka_broker: str, tmp_path: Path) -> None:
+    config = streaming_config(tmp_path)
+    missing = window_job(kafka_broker, "no-such-topic", tmp_path / "a").job_graph(config)
+    with pytest.raises(InvalidPipelineError, match="topic 'no-such-topic' does not exist at "
+                                                   f"{kafka_broker}"):
+        missing.check_outputs()
+    nowhere = window_job("127.0.0.1:9", "clicks", tmp_path / "b").job_graph(config)
+    with pytest.raises(InvalidPipelineError, match="brokers at 127.0.0.1:9 did not answer"):
+        nowhere.check_outputs()

@@ -570,3 +570,44 @@ class TestingCheckpointTasks:
 
     def terminate(self, checkpoint: Any) -> None:
         self.terminated.append(checkpoint)
+
+
+class TestingStreamContext:
+    """A stream task's context for one operator in a test (``StreamContext``): what it
+    emits in ``out``, its counters, a processing time the test sets, and snapshot files
+    in ``directory`` (a local path)."""
+    __test__ = False
+
+    def __init__(self, directory: Any, subtask_index: int = 0, parallelism: int = 1,
+                 max_parallelism: int = 128, job_id: str = "job") -> None:
+        from yarnflow.core.streaming.key_groups import key_group_range
+        self.subtask_index, self.parallelism = subtask_index, parallelism
+        self.max_parallelism, self.job_id = max_parallelism, job_id
+        self.vertex_name, self.batch_rows = "operator", 1000
+        self.key_groups = key_group_range(max_parallelism, parallelism, subtask_index)
+        self.out: list[pa.RecordBatch] = []
+        self.counters: dict[str, int] = {}
+        self.now = 0.0
+        self.watermark = -(1 << 63)
+        self.directory = directory
+
+    def emit(self, data: pa.RecordBatch | pa.Table) -> None:
+        self.out.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
+
+    def now_ms(self) -> float:
+        return self.now
+
+    def current_watermark(self) -> int:
+        return self.watermark
+
+    def count(self, name: str, value: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + value
+
+    def snapshot_file(self, name: str) -> Any:
+        from yarnflow.core.fs import FileSystemSettings
+        from yarnflow.core.fs.opening import open_filesystem
+        location = f"file://{self.directory}"
+        return open_filesystem(location, FileSystemSettings()), f"{location}/{name}", name
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_batches(self.out)

@@ -240,3 +240,20 @@ def test_metadata_of_a_newer_version_or_another_format_is_refused(tmp_path: Path
         read_checkpoint(fs, f"file://{tmp_path}/sp")
     with pytest.raises(FileNotFoundError, match="no completed checkpoint"):
         read_checkpoint(fs, f"file://{tmp_path}/nothing")
+
+
+def test_a_finished_task_brings_the_next_checkpoint_forward(tmp_path: Path) -> None:
+    """A sink at the end of a bounded input waits for a checkpoint to commit: it is
+    triggered when a task finishes, not an interval later."""
+    tasks = TestingCheckpointTasks(["a"], ["b"])
+    coord, main = coordinator(tmp_path, tasks, interval=3600.0)
+    main.execute(coord.start)
+    main.execute(coord.task_finished, A)
+    main.advance(0.0)
+    assert [b.checkpoint_id for _, b in tasks.triggered] == [1]
+    main.execute(coord.task_finished, B)        # while 1 is pending: the next follows it
+    main.advance(0.0)
+    assert [b.checkpoint_id for _, b in tasks.triggered] == [1]
+    ack_all(coord, main, 1, [A])
+    main.advance(0.0)
+    assert [b.checkpoint_id for _, b in tasks.triggered] == [1, 2]

@@ -113,6 +113,7 @@ class CheckpointCoordinator:
         self._last_end: float | None = None        # monotonic, when the last one ended
         self._periodic: ScheduledTask | None = None
         self._stopped = False
+        self._task_finished_since = False     # since the last trigger: one is due soon
 
     # --- lifecycle (main thread) ---------------------------------------------------------
     def start(self) -> None:
@@ -188,11 +189,12 @@ class CheckpointCoordinator:
                                               total=len(plan.to_wait_for), location=location))
         self._timeouts[checkpoint_id] = self._main.schedule(
             self.settings.timeout, self._expire, checkpoint_id)
-        barrier = CheckpointBarrier(checkpoint_id, int(now_ms), kind, location)
+        barrier = self._barrier(pending)
         log.info("triggering %s %d of job %s (%d tasks to trigger, %d to acknowledge)",
                  kind.value, checkpoint_id, self.job_id, len(plan.to_trigger),
                  len(plan.to_wait_for))
         for attempt in plan.to_trigger:
+            pending.triggered.add(attempt)
             self._tasks.trigger(attempt, barrier)
         if pending.fully_acknowledged:      # every task had finished
             self._finalize(pending)
@@ -224,10 +226,17 @@ class CheckpointCoordinator:
                     attempt[:8], reason)
         self._abort(pending, CheckpointFailureReason.DECLINED, detail=reason)
 
+    @staticmethod
+    def _barrier(pending: PendingCheckpoint) -> CheckpointBarrier:
+        return CheckpointBarrier(pending.checkpoint_id, int(pending.trigger_ms), pending.kind,
+                                 pending.location)
+
     def task_finished(self, attempt: ExecutionAttemptID) -> None:
         """A task ended while checkpoints waited for it: nothing of it is left to
         snapshot (its output is in its consumers' state), so it counts as finished in
-        each of them (FLIP-147)."""
+        each of them (FLIP-147). Its barrier may never have left it: the tasks whose
+        producers have now all ended are sent the checkpoint's barrier themselves."""
+        plan = self._tasks.checkpoint_plan()
         for checkpoint_id in sorted(self._pending):
             pending = self._pending[checkpoint_id]
             ref = pending.waiting.pop(attempt, None) if pending.state is PendingState.PENDING \
@@ -237,6 +246,26 @@ class CheckpointCoordinator:
             pending.finished = pending.finished + (ref,)
             if pending.fully_acknowledged:
                 self._finalize(pending)
+                continue
+            for other in plan.to_trigger if plan is not None else ():
+                if other in pending.waiting and other not in pending.triggered:
+                    pending.triggered.add(other)
+                    self._tasks.trigger(other, self._barrier(pending))
+        # the tasks after it may wait for a checkpoint to commit what they hold (a file
+        # sink at the end of a bounded input): one as soon as none is pending, not an
+        # interval later
+        self._task_finished_since = True
+        if not self._pending and not self._stopped:
+            self._main.schedule(0.0, self._trigger_once)
+
+    def _trigger_once(self) -> None:
+        if self._stopped or self._pending:
+            return
+        self._task_finished_since = False
+        try:
+            self.trigger(CheckpointKind.CHECKPOINT)
+        except TriggerRefused as refused:     # the periodic trigger comes back to it
+            log.debug("checkpoint after a task finished not triggered: %s", refused)
 
     def task_failed(self) -> None:
         """A task failed: what is pending cannot complete (the job restarts)."""
@@ -328,6 +357,8 @@ class CheckpointCoordinator:
         timer = self._timeouts.pop(checkpoint_id, None)
         if timer is not None:
             timer.cancel()
+        if self._task_finished_since and not self._pending and not self._stopped:
+            self._main.schedule(0.0, self._trigger_once)
 
     def _completed(self, pending: PendingCheckpoint) -> CompletedCheckpoint:
         operators: dict[str, OperatorState] = {}

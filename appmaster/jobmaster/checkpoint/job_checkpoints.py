@@ -141,7 +141,7 @@ class JobCheckpoints:
         if latest is None:
             return b""
         vertex = execution.vertex
-        name, index = vertex.job_vertex.name, vertex.subtask_index
+        name, index = vertex.job_vertex.name, vertex.subtask_index     # finished: by name
         operators: dict[str, tuple[bytes, tuple[str, ...]]] = {}
         for uid, state in latest.operators.items():     # the task takes its operators' uids
             own = state.subtasks.get(index)

@@ -53,6 +53,7 @@ class PendingCheckpoint:
     metrics: dict[tuple[str, int], SubtaskCheckpointMetrics] = field(default_factory=dict)
     state: PendingState = PendingState.PENDING
     failure: str = ""
+    triggered: set[ExecutionAttemptID] = field(default_factory=set)   # sent its barrier
 
     def to(self, state: PendingState) -> None:
         if state not in _TRANSITIONS[self.state]:
