@@ -518,7 +518,7 @@ def main() -> None:
         result["vs_flink_sql"] = round(result["records_per_s_per_core"]
                                        / result["flink_sql_records_per_s_per_core"], 2)
         result["pyflink_version"] = PYFLINK_VERSION
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result))      # one line: the last line of the output is the figures
 
 
 if __name__ == "__main__":
