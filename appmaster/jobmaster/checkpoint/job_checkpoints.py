@@ -47,6 +47,7 @@ class JobCheckpoints:
             else default_max_parallelism(widest)
         self.coordinator: CheckpointCoordinator | None = None
         self._initial: CompletedCheckpoint | None = None     # a savepoint it starts from
+        self._files_cache: tuple[str, dict[str, tuple[str, ...]]] = ("", {})
 
     def start(self) -> str | None:
         """Before the job's tasks deploy: recover what earlier attempts completed. The
@@ -143,13 +144,23 @@ class JobCheckpoints:
         vertex = execution.vertex
         name, index = vertex.job_vertex.name, vertex.subtask_index     # finished: by name
         operators: dict[str, tuple[bytes, tuple[str, ...]]] = {}
+        files_of = self._files_of(latest)
         for uid, state in latest.operators.items():     # the task takes its operators' uids
             own = state.subtasks.get(index)
-            files = tuple(f"{latest.location}/{f}" for s in state.subtasks.values()
-                          for f in s.files)
-            operators[uid] = (own.inline if own is not None else b"", files)
+            operators[uid] = (own.inline if own is not None else b"", files_of[uid])
         finished = (name, index) in latest.finished
         return SubtaskRestore(latest.checkpoint_id, operators, finished).encode()
+
+    def _files_of(self, checkpoint: CompletedCheckpoint) -> dict[str, tuple[str, ...]]:
+        """Each uid's files over all its subtasks, as full URIs: the same for every
+        subtask deployed from ``checkpoint``, so made once per checkpoint, not once per
+        deployment (a restart of P subtasks would otherwise build P lists of P files)."""
+        if self._files_cache[0] != checkpoint.location:
+            self._files_cache = (checkpoint.location, {
+                uid: tuple(f"{checkpoint.location}/{f}" for s in state.subtasks.values()
+                           for f in s.files)
+                for uid, state in checkpoint.operators.items()})
+        return self._files_cache[1]
 
     # --- from tasks -------------------------------------------------------------------------
     def acknowledge(self, attempt: ExecutionAttemptID, checkpoint_id: int, snapshot: bytes) -> None:
