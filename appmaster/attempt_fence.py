@@ -92,6 +92,13 @@ class AttemptFence:
             return False
 
 
+# Not 0: Skein's ApplicationMaster takes a driver that exits 0 for a finished application
+# and, on its way out, deletes the application's staging directory on the cluster's file
+# system, which holds the scripts the newer attempt launches its executors with. A
+# non-zero exit from an attempt that is not the last leaves the directory alone.
+REPLACED_EXIT_CODE = 3
+
+
 def _exit_now(code: int) -> None:
     logging.shutdown()
     os._exit(code)
@@ -101,16 +108,17 @@ def exit_when_replaced(fence: AttemptFence, interval: float,
                        exit_process: Callable[[int], None] = _exit_now) -> threading.Thread:
     """Watch for a newer attempt's claim; once there is one, this process ends at once,
     touching nothing: no job is cancelled, aborted, archived or committed, and its
-    server goes, so clients ask YARN again and find the attempt that replaced it.
-    (YARN kills the container too, once the host's NodeManager is heard from again,
-    but a host that was cut off may serve clients for a while before that.)"""
+    server goes, so clients ask YARN again and find the attempt that replaced it. It
+    exits with ``REPLACED_EXIT_CODE``, never 0 (see there). (YARN kills the container
+    too, once the host's NodeManager is heard from again, but a host that was cut off
+    may serve clients for a while before that.)"""
     def watch() -> None:
         while True:
             time.sleep(interval)
             if fence.replaced():
                 log.warning("ApplicationMaster attempt %d was replaced: it exits without "
                             "touching its jobs' files", fence.attempt)
-                exit_process(0)
+                exit_process(REPLACED_EXIT_CODE)
                 return
     thread = threading.Thread(target=watch, name="attempt-fence", daemon=True)
     thread.start()

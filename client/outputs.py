@@ -70,6 +70,25 @@ class OutputOperators:
         out.vertex.committer = UserCode.of(sink.committer)
         return out
 
+    def write_kafka(self, topic: str, bootstrap_servers: str, *, value_format: str = "json",
+                    key: str | None = None, properties: dict[str, Any] | None = None,
+                    name: str = "kafka-sink", uid: str = "") -> "DataSet":
+        """Write each row to Kafka ``topic`` as one record, at least once: its value
+        the row as a JSON object (``value_format='json'``) or the bytes of its
+        ``value`` column (``'raw'``), its key the ``key`` column's text, if named. In a
+        streaming job a checkpoint completes only once the broker acknowledged every
+        record before it; after a failure the records since the latest checkpoint are
+        written again (exactly once, through transactions, comes later). ``properties``
+        go to the producer (librdkafka's names: ``security.protocol``, ``sasl.*``,
+        ``compression.type``...). The brokers and the topic are checked at submission."""
+        from yarnflow.core.operators.base import PlanError
+        from yarnflow.core.streaming.kafka_sink import KafkaSink
+        try:
+            sink = KafkaSink(topic, bootstrap_servers, value_format, key, properties, uid=uid)
+        except PlanError as err:
+            raise InvalidPipelineError(name, err.problem, err.fix) from None
+        return self._unary(sink, name)
+
     # --- back to the client ----------------------------------------------------------
     def to_arrow(self, target: str | None = None, config: Configuration | None = None,
                  name: str = "collect") -> pa.Table:

@@ -106,12 +106,13 @@ def pytest_configure(config: pytest.Config) -> None:
 # the ship-environment benchmark, whose first submission measures a cold start
 # (nothing packed, nothing localized) that a fresh cluster gives it for free, then
 # the YARN tier and TPC-H on YARN; on "faults", the host faults and lost hosts; on SECURE_CLUSTER,
-# started in Hadoop's secure mode, the secure module and the compose test (which
-# needs only an engine with the images). Each takes 20-27 minutes of a full run.
+# started in Hadoop's secure mode, the compose test (which needs only an engine with
+# the images), the secure module, then streaming on YARN (its host faults after every
+# other application there). Each takes 20-30 minutes of a full run.
 DOCKER_CLUSTERS = {
     "": ("test_hosts.py", "test_ship_environment.py", "test_yarn_tier.py", "test_tpch_on_yarn.py"),
     "faults": ("test_host_faults.py", "test_lost_hosts.py"),
-    "secure": ("test_compose.py", "test_yarn_tier_secure.py"),
+    "secure": ("test_compose.py", "test_yarn_tier_secure.py", "test_streaming_on_yarn.py"),
 }
 SECURE_CLUSTER = "secure"
 DOCKER_ORDER = tuple(m for modules in DOCKER_CLUSTERS.values() for m in modules)

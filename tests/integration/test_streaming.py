@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import yarnflow.client as yf
 from tests.conftest import FAST, executor_logs, wait_until
+from yarnflow.appmaster.components import JobClient
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.client.targets.local import LocalCluster
 from yarnflow.conf import Configuration
@@ -109,6 +110,12 @@ def window_job(broker: str, topic: str, out: Path, progress: Path | None = None,
             "ms", tz="UTC"))), name="stamp") \
         .write_parquet(str(out), partition_by=[yf.TimeBuckets("hour_of")])
     return p
+
+
+def records_out(client: JobClient, operator: str) -> int:
+    """What the operator named so has emitted, over its subtasks, as last reported."""
+    totals = client.details().vertex_running(operator).operator_totals()
+    return sum(op.records_out for op in totals if op.name == operator)
 
 
 def streaming_config(tmp_path: Path, *extra: str) -> Configuration:
@@ -272,15 +279,19 @@ def test_a_savepoint_of_another_job_is_refused_naming_the_uid(kafka_broker: str,
 
 def test_a_watched_directory_streams_new_files_with_no_broker(tmp_path: Path) -> None:
     """Parquet files appear in a directory while the job runs (written hidden, then
-    renamed, as writers publish); a last record far in the future moves event time past
-    every window (the subtask that reads no more files goes idle, so it holds nothing
-    back); the job is then stopped, and its output is exact."""
+    renamed, as writers publish); once they are read, a last record far in the future
+    moves event time past every window (the subtask that reads no more files goes idle,
+    so it holds nothing back); the job is then stopped, and its output is exact.
+
+    The last record waits until the others are read because idleness means exactly
+    that (in Flink too): a subtask idle when the far-future watermark passes, and then
+    given older files, would deliver late records, which are dropped."""
     incoming, out = tmp_path / "incoming", tmp_path / "out"
     incoming.mkdir()
     table = records(9_000, 11, seed=5)
     config = streaming_config(tmp_path, f"state.savepoints.dir={tmp_path / 'savepoints'}")
     p = yf.Pipeline("watched", parallelism=2)
-    p.read_parquet(str(incoming), watch="0.2 s").assign_watermarks("ts", "2 s", idleness="1 s") \
+    p.read_parquet(str(incoming), watch="0.2 s", name="files").assign_watermarks("ts", "2 s", idleness="1 s") \
         .window("user", yf.tumbling(WINDOW), [("amount", "count"), ("amount", "sum")]) \
         .write_parquet(str(out))
     want = oracle(table)
@@ -290,6 +301,8 @@ def test_a_watched_directory_streams_new_files_with_no_broker(tmp_path: Path) ->
             hidden = incoming / f".part-{index}.parquet"
             pq.write_table(table.slice(part, 1_500), hidden)
             hidden.rename(incoming / f"part-{index}.parquet")
+        wait_until(lambda: records_out(client, "files") >= table.num_rows, 60,
+                   f"the {table.num_rows} records read from the watched directory")
         end = pa.table({"user": ["end"], "ts": [START_MS + 10**9], "amount": [0]}, schema=SCHEMA)
         pq.write_table(end, incoming / ".end.parquet")
         (incoming / ".end.parquet").rename(incoming / "end.parquet")
@@ -346,3 +359,94 @@ def test_a_missing_topic_and_an_unreachable_broker_are_refused_at_submission(
     nowhere = window_job("127.0.0.1:9", "clicks", tmp_path / "b").job_graph(config)
     with pytest.raises(InvalidPipelineError, match="brokers at 127.0.0.1:9 did not answer"):
         nowhere.check_outputs()
+
+
+def read_topic(broker: str, topic: str) -> list[dict]:
+    """Every record's value in ``topic``, parsed, read to its end."""
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": broker, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                for p in partitions}
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        rows: list[dict] = []
+        read = {p: 0 for p in partitions}
+        deadline = time.monotonic() + 60
+        while any(read[p] < ends[p] for p in partitions):
+            assert time.monotonic() < deadline, f"read {read} of {ends} in {topic}"
+            message = consumer.poll(1.0)
+            if message is None or message.error():
+                continue
+            read[message.partition()] = message.offset() + 1
+            rows.append(json.loads(message.value()))
+        return rows
+    finally:
+        consumer.close()
+
+
+def test_windows_to_kafka_are_written_at_least_once_through_a_kill(
+        kafka_broker: str, tmp_path: Path) -> None:
+    """Kafka → windows → Kafka, with an executor SIGKILLed mid-way: every window is in
+    the output topic with its exact figures (a window written before the kill and after
+    the restart may be there twice, never wrong and never missing), each user's
+    windows on one partition (keyed by user)."""
+    table = records(20_000, 13, seed=11)
+    topic = produce(kafka_broker, table, partitions=2)
+    target = f"windows-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_broker})
+    for future in admin.create_topics([NewTopic(target, 3, 1)]).values():
+        future.result(30)
+    progress = tmp_path / "progress"
+    config = streaming_config(tmp_path)
+    p = yf.Pipeline("windows-to-kafka", parallelism=2)
+    p.read_kafka(topic, kafka_broker, schema=SCHEMA, stopping_offsets="latest") \
+        .assign_watermarks("ts", "2 s").map(slow_map(progress, 0.2), name="work") \
+        .window("user", yf.tumbling(WINDOW), [("amount", "count"), ("amount", "sum")]) \
+        .write_kafka(target, kafka_broker, key="user")
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(p.job_graph(config))
+        wait_until(lambda: rows_through(progress) >= 8_000, 120, "8000 rows through the map")
+        victim = next(s.resource_id for v in client.details().vertices for s in v.subtasks
+                      if s.resource_id and s.state.name == "RUNNING")
+        pid = cluster.driver.pid_of(victim)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        result = client.wait(240)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+        assert result.details.restarts >= 1
+    want = oracle(table)
+    expected = {(u, s): (c, t) for u, s, c, t in zip(*(want[n].to_pylist() for n in (
+        "user", "window_start", "amount_count", "amount_sum")))}
+    got: dict[tuple, set] = {}
+    for row in read_topic(kafka_broker, target):
+        got.setdefault((row["user"], int(row["window_start"])), set()).add(
+            (row["amount_count"], row["amount_sum"]))
+    assert set(got) == set(expected), "windows missing or made up"
+    wrong = {k: v for k, v in got.items() if v != {expected[k]}}
+    assert not wrong, f"windows with wrong figures: {list(wrong.items())[:5]}"
+
+
+def test_a_batch_job_writes_to_kafka_and_a_missing_topic_is_refused_in_one_line(
+        kafka_broker: str, tmp_path: Path) -> None:
+    table = records(3_000, 5, seed=12)
+    pq.write_table(table, tmp_path / "in.parquet")
+    target = f"rows-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_broker})
+    for future in admin.create_topics([NewTopic(target, 2, 1)]).values():
+        future.result(30)
+    config = Configuration.load(overrides=FAST)
+    p = yf.Pipeline("rows-to-kafka", parallelism=2)
+    p.read_parquet(str(tmp_path / "in.parquet")).write_kafka(target, kafka_broker)
+    with LocalCluster(config) as cluster:
+        result = cluster.submit(p.job_graph(config)).wait(120)
+        assert result.status is JobStatus.FINISHED, result.failure
+    rows = read_topic(kafka_broker, target)
+    assert sorted((r["user"], r["ts"], r["amount"]) for r in rows) == sorted(
+        zip(*(table[n].to_pylist() for n in ("user", "ts", "amount"))))
+    missing = yf.Pipeline("to-nowhere")
+    missing.read_parquet(str(tmp_path / "in.parquet")).write_kafka("no-such-topic", kafka_broker)
+    graph = missing.job_graph(config)
+    with pytest.raises(InvalidPipelineError, match="topic 'no-such-topic' does not exist"):
+        graph.check_outputs()
