@@ -9,6 +9,16 @@ next issue's rescaling) takes exactly the rows of the key groups it owns from an
 subtask's snapshot. With ``allowed_lateness``, a fired window keeps its state that
 much longer and fires again, updated, for each late record; a record for a window
 past it is dropped and counted (``late-records-dropped``).
+
+Session windows (Flink's ``EventTimeSessionWindows``) keep each key's sessions as rows
+with their end: a record opens a window ``[t, t + gap)``, and at each merge the
+windows of a key that overlap or touch become one session, their partial results
+merged (the sessions of every key in a few vectorised passes, not a loop per key). A
+session fires when the watermark passes its end; a record that would have extended a
+session already fired and still within ``allowed_lateness`` makes it fire again,
+updated. A record whose own window ``[t, t + gap)`` is past the watermark and the
+allowed lateness is late, even where an open session would have taken it in (Flink
+merges before it judges): such a record came a whole gap behind the watermark.
 """
 from __future__ import annotations
 
@@ -30,6 +40,7 @@ from yarnflow.core.streaming.windows import (SessionWindows, SlidingWindows, Tum
 
 START, END = "window_start", "window_end"
 _START, _DIRTY, _GROUP = "__yarnflow_window", "__yarnflow_dirty", "__yarnflow_key_group"
+_END = "__yarnflow_window_end"       # a session window's; the others' is start + size
 MERGE_EVERY_ROWS = 200_000      # partial results held unmerged before a merge
 
 
@@ -37,16 +48,15 @@ class WindowAggregateOperator(StreamOperator):
     def __init__(self, keys: Sequence[str], assigner: WindowAssigner,
                  aggregations: Sequence[tuple[str, str]], time_column: str,
                  allowed_lateness_ms: int = 0, uid: str = "") -> None:
-        if isinstance(assigner, SessionWindows):
-            raise PlanError("session windows are not built yet",
-                            "use tumbling or sliding windows")
         self.keys = list(keys)
         self.assigner = assigner
         self.aggregations = [(str(c), str(f)) for c, f in aggregations]
         self.time_column = time_column
         self.allowed_lateness_ms = allowed_lateness_ms
         self.uid = uid
-        self.aggregation = Aggregation([*self.keys, _START], self.aggregations)
+        self.sessions = isinstance(assigner, SessionWindows)
+        self._window = [_START, _END] if self.sessions else [_START]
+        self.aggregation = Aggregation([*self.keys, *self._window], self.aggregations)
         if not self.aggregation.decomposable:
             raise PlanError(f"a window aggregates incrementally, and {self.aggregations} has "
                             "a function that does not decompose",
@@ -61,11 +71,15 @@ class WindowAggregateOperator(StreamOperator):
         if inputs[0] is None:
             return None
         require_columns(inputs[0], [*self.keys, self.time_column])
-        base = self.aggregation.check(inputs[0].append(pa.field(_START, pa.int64())))
+        given = inputs[0]
+        for column in self._window:
+            given = given.append(pa.field(column, pa.int64()))
+        base = self.aggregation.check(given)
         time_type = self._time_type(inputs[0].field(self.time_column).type)
         fields = [base.field(k) for k in self.keys] + [pa.field(START, time_type),
                                                        pa.field(END, time_type)]
-        return pa.schema(fields + [f for f in base if f.name not in (*self.keys, _START)])
+        return pa.schema(fields + [f for f in base
+                                   if f.name not in (*self.keys, *self._window)])
 
     @staticmethod
     def _time_type(kind: pa.DataType) -> pa.DataType:
@@ -112,6 +126,8 @@ class WindowAggregateOperator(StreamOperator):
         if len(rows) != batch.num_rows or not (rows == np.arange(batch.num_rows)).all():
             table = table.take(pa.array(rows))
         table = table.append_column(_START, pa.array(starts, pa.int64()))
+        if self.sessions:
+            table = table.append_column(_END, pa.array(starts + self.assigner.gap_ms, pa.int64()))
         partial = self.aggregation.partial(table)
         self._pending.append(partial)
         self._pending_rows += partial.num_rows
@@ -128,20 +144,58 @@ class WindowAggregateOperator(StreamOperator):
             combined = fresh
         else:
             combined = pa.concat_tables([self._state, fresh], promote_options="permissive")
+        if self.sessions:
+            combined = self._sessions_of(combined)
+        window = [*self.keys, *self._window]
         merged = self.aggregation.merge(combined.drop_columns([_DIRTY]))
-        dirty = combined.group_by([*self.keys, _START], use_threads=False).aggregate(
-            [(_DIRTY, "any")]).rename_columns([*self.keys, _START, _DIRTY])
-        self._state = merged.join(dirty, [*self.keys, _START], use_threads=False,
-                                  coalesce_keys=True)
+        dirty = combined.group_by(window, use_threads=False).aggregate(
+            [(_DIRTY, "any")]).rename_columns([*window, _DIRTY])
+        self._state = merged.join(dirty, window, use_threads=False, coalesce_keys=True)
+
+    def _sessions_of(self, table: pa.Table) -> pa.Table:
+        """Each row's window widened to the session it belongs to: the windows of one
+        key that overlap or touch, merged (their start the least, their end the most)."""
+        order = pc.sort_indices(table, [(k, "ascending") for k in self.keys]
+                                + [(_START, "ascending")])
+        table = table.take(order)
+        n = table.num_rows
+        starts = table.column(_START).to_numpy()
+        ends = table.column(_END).to_numpy()
+        boundary = np.zeros(n, dtype=bool)
+        boundary[0] = True
+        for key in self.keys:        # where the key changes (null equals null here)
+            values = table.column(key).combine_chunks()
+            same = pc.fill_null(pc.equal(values[1:], values[:-1]), False).to_numpy(
+                zero_copy_only=False)
+            both_null = (pc.is_null(values[1:]).to_numpy(zero_copy_only=False)
+                         & pc.is_null(values[:-1]).to_numpy(zero_copy_only=False))
+            boundary[1:] |= ~(same | both_null)
+        segment = np.cumsum(boundary) - 1
+        running = _segmented_running_max(ends, segment)
+        new = boundary.copy()
+        new[1:] |= starts[1:] > running[:-1]
+        session = np.cumsum(new) - 1
+        first = np.flatnonzero(new)
+        session_start = starts[first][session]
+        session_end = np.maximum.reduceat(ends, first)[session]
+        table = table.set_column(table.schema.get_field_index(_START), _START,
+                                 pa.array(session_start, pa.int64()))
+        return table.set_column(table.schema.get_field_index(_END), _END,
+                                pa.array(session_end, pa.int64()))
+
+    def _ends(self, state: pa.Table) -> np.ndarray:
+        if self.sessions:
+            ends: np.ndarray = state.column(_END).to_numpy()
+            return ends
+        return state.column(_START).to_numpy() + self.size_ms
 
     def on_watermark(self, watermark: int) -> None:
-        self._watermark = max(self._watermark, watermark)
         self._merge()
+        self._watermark = max(self._watermark, watermark)
         state = self._state
         if state is None or not state.num_rows:
             return
-        starts = state.column(_START).to_numpy()
-        ends = starts + self.size_ms
+        ends = self._ends(state)
         complete = np.asarray(fires(ends, watermark))
         due = complete & state.column(_DIRTY).to_numpy(zero_copy_only=False)
         if due.any():
@@ -160,9 +214,10 @@ class WindowAggregateOperator(StreamOperator):
         starts = fired.column(_START)
         time_type = self._out_time or pa.int64()
         start_col = pc.cast(starts, time_type) if pa.types.is_timestamp(time_type) else starts
-        end_values = pc.add(starts, pa.scalar(self.size_ms, pa.int64()))
+        end_values = fired.column(_END) if self.sessions else \
+            pc.add(starts, pa.scalar(self.size_ms, pa.int64()))
         end_col = pc.cast(end_values, time_type) if pa.types.is_timestamp(time_type) else end_values
-        out = out.drop_columns([_START])
+        out = out.drop_columns(self._window)
         position = len(self.keys)
         out = out.add_column(position, START, start_col).add_column(position + 1, END, end_col)
         self.ctx.emit(out.combine_chunks())
@@ -185,3 +240,22 @@ class WindowAggregateOperator(StreamOperator):
                     writer.write_table(table)
             return (name,), table.nbytes
         return SnapshotResult(inline=inline, write=write)
+
+
+def _segmented_running_max(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """The running maximum of ``values`` that starts afresh at each segment (``segment``
+    ascending from 0): one accumulate over values lifted by segment, so that no
+    segment's values reach the next's, where that fits in int64; else per segment."""
+    if not len(values):
+        return values
+    low = int(values.min())
+    width = int(values.max()) - low + 1
+    if int(segment[-1]) * width < (1 << 62):
+        lifted = (values - low) + segment * width
+        running: np.ndarray = np.maximum.accumulate(lifted) - segment * width + low
+        return running
+    out = np.empty_like(values)
+    bounds = np.flatnonzero(np.diff(segment)) + 1
+    for part in np.split(np.arange(len(values)), bounds):
+        out[part] = np.maximum.accumulate(values[part])
+    return out

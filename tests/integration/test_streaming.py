@@ -450,3 +450,36 @@ def test_a_batch_job_writes_to_kafka_and_a_missing_topic_is_refused_in_one_line(
     graph = missing.job_graph(config)
     with pytest.raises(InvalidPipelineError, match="topic 'no-such-topic' does not exist"):
         graph.check_outputs()
+
+
+def test_session_windows_from_kafka_match_a_record_at_a_time_oracle(
+        kafka_broker: str, tmp_path: Path) -> None:
+    """Each user's sessions (a gap of 500 ms, records shuffled within 600 ms across two
+    partitions and two subtasks) equal those built one record at a time in time order."""
+    table = records(6_000, 7, seed=13)
+    topic = produce(kafka_broker, table, partitions=2)
+    out = tmp_path / "out"
+    config = streaming_config(tmp_path)
+    p = yf.Pipeline("sessions", parallelism=2)
+    p.read_kafka(topic, kafka_broker, schema=SCHEMA, stopping_offsets="latest") \
+        .assign_watermarks("ts", "2 s") \
+        .window("user", yf.session("500 ms"), [("amount", "count"), ("amount", "sum")]) \
+        .write_parquet(str(out))
+    with LocalCluster(config) as cluster:
+        result = cluster.submit(p.job_graph(config)).wait(120)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+    got = ds.dataset(str(out), format="parquet").to_table()
+    got_rows = sorted(zip(got["user"].to_pylist(), got["window_start"].to_pylist(),
+                          got["window_end"].to_pylist(), got["amount_count"].to_pylist(),
+                          got["amount_sum"].to_pylist()))
+    want, current = [], None
+    for user, ts, amount in sorted(zip(*(table[n].to_pylist() for n in ("user", "ts", "amount")))):
+        if current and current[0] == user and ts <= current[2]:
+            current = [user, current[1], max(current[2], ts + 500), current[3] + 1,
+                       current[4] + amount]
+            continue
+        if current:
+            want.append(tuple(current))
+        current = [user, ts, ts + 500, 1, amount]
+    want.append(tuple(current))
+    assert got_rows == sorted(want)
