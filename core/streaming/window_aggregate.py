@@ -126,7 +126,7 @@ class WindowAggregateOperator(StreamOperator):
         if len(rows) != batch.num_rows or not (rows == np.arange(batch.num_rows)).all():
             table = table.take(pa.array(rows))
         table = table.append_column(_START, pa.array(starts, pa.int64()))
-        if self.sessions:
+        if isinstance(self.assigner, SessionWindows):
             table = table.append_column(_END, pa.array(starts + self.assigner.gap_ms, pa.int64()))
         partial = self.aggregation.partial(table)
         self._pending.append(partial)
@@ -187,7 +187,8 @@ class WindowAggregateOperator(StreamOperator):
         if self.sessions:
             ends: np.ndarray = state.column(_END).to_numpy()
             return ends
-        return state.column(_START).to_numpy() + self.size_ms
+        sized: np.ndarray = state.column(_START).to_numpy() + self.size_ms
+        return sized
 
     def on_watermark(self, watermark: int) -> None:
         self._merge()
