@@ -70,7 +70,21 @@ def _vertex_metrics(subtasks: list[SubtaskDetails]) -> dict[str, Any]:
             "input-skew": None if skew is None else round(skew, 4),
             # past their memory, its operators' spill to local disk (issue 57)
             "spilled-bytes": sum(m.spilled_bytes for m in metrics),
-            "spill-files": sum(m.spill_files for m in metrics)}
+            "spill-files": sum(m.spill_files for m in metrics),
+            # a streaming job's: the vertex's event time is its slowest subtask's (Flink's
+            # currentInputWatermark), and its sources' records not read yet
+            "watermark": _lowest([m.watermark for m in metrics]),
+            "lag": _total([m.lag for m in metrics])}
+
+
+def _lowest(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known and len(known) == len(values) else None
+
+
+def _total(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _job_state_counts(jobs: list[JobDetails]) -> dict[str, int]:

@@ -182,3 +182,32 @@ def test_a_browser_shows_a_sorts_ranges_with_their_keys_and_bytes(chromium):
     warning = re.search(r'data-spill-warning="sort -&gt; parquet-sink">(.*?)</p>', dom)
     assert warning and "taskmanager.memory.managed.fraction" in warning.group(1), dom[-3000:]
     assert "(3 files)" in dom
+
+
+def test_a_browser_shows_a_streaming_jobs_checkpoints_and_event_time(chromium):
+    """The page's "Checkpoints" section and "Event time" table, drawn from what the REST
+    API serves of a streaming job (the fake's: two checkpoints completed, one failed)."""
+    from tests.unit.fakes import TestingWebMonitorSource
+    from tests.unit.test_webmonitor import streaming_job
+    from yarnflow.appmaster.webmonitor import WebMonitorServer
+    source = TestingWebMonitorSource()
+    job = streaming_job()
+    source.job_details["s1"] = job
+    source.plans["s1"] = [{"id": v.id, "name": v.name, "parallelism": v.parallelism,
+                           "slot_sharing_group": "default", "uses_spark": False,
+                           "subtask_profile": {"cpu": 1, "memory_mb": 1024, "gpus": 0},
+                           "estimate": {"rows": None, "bytes": None, "from": ""}, "inputs": []}
+                          for v in job.vertices]
+    server = WebMonitorServer(source).start()
+    try:
+        dom = browse(chromium, f"{server.url}#/jobs/s1")
+    finally:
+        server.stop()
+    counts = re.search(r'data-checkpoint-counts="">(.*?)</p>', dom)
+    assert counts and counts.group(1).startswith("2 completed · 1 failed"), dom[-3000:]
+    assert "file:///chk/job/chk-3" in counts.group(1)
+    rows = re.findall(r'<tr data-checkpoint="(\d)" data-status="(\w+)">(.*?)</tr>', dom)
+    assert [(i, s) for i, s, _ in rows] == [("3", "COMPLETED"), ("2", "FAILED"), ("1", "COMPLETED")]
+    assert "expired: not acknowledged within 60 s" in rows[1][2]
+    marks = re.findall(r'<tr data-watermark="([^"]+)">(.*?)</tr>', dom)
+    assert marks and "2023-11-14T22:13:20.000Z" in marks[0][1], dom[-3000:]

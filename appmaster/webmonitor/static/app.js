@@ -100,6 +100,32 @@ function speculations(attempts) {
                                 `slow: ${a.reason}` + (a.note ? `; ${a.note}` : "")]})))] : [];
 }
 
+// A streaming job's checkpoints (Flink's /jobs/:id/checkpoints): counts, the latest,
+// and the history, each with its duration, size and slowest alignment.
+function checkpointsView(stats) {
+  if (!stats) return [];
+  const c = stats.counts, latest = stats.latest.completed;
+  const parts = [el("h2", {}, "Checkpoints"),
+    el("p", {"data-checkpoint-counts": ""}, `${c.completed} completed · ${c.failed} failed · `
+      + `${c.in_progress} in progress` + (c.restored ? " · restored from "
+      + `${stats.latest.restored.id} (${stats.latest.restored.external_path})` : "")
+      + (latest ? ` · latest ${latest.id}: ${seconds(latest.end_to_end_duration)}, `
+         + `${bytes(latest.state_size)} in ${latest.external_path}` : ""))];
+  if (stats.history.length) {
+    parts.push(table(["id", "type", "status", "triggered", "duration", "size", "alignment",
+                      "acknowledged", "why it failed"],
+      stats.history.map(h => ({attrs: {"data-checkpoint": h.id, "data-status": h.status},
+        cells: [h.id, h.checkpoint_type, h.status, time(h.trigger_timestamp),
+                seconds(h.end_to_end_duration), bytes(h.state_size),
+                seconds(h.alignment_duration),
+                `${h.num_acknowledged_subtasks}/${h.num_subtasks}`, h.failure_message || ""]})),
+      [0, 4, 5, 6]));
+  }
+  return parts;
+}
+
+const watermark = ms => (ms === null || ms === undefined) ? "-" : new Date(ms).toISOString();
+
 function executorsTable(executors) {
   if (!executors.length) return el("p", {class: "muted"}, "No executors: none started yet, or all were given back.");
   return table(["executor", "state", "YARN container", "node", "host", "container size",
@@ -191,9 +217,10 @@ function spilled(m) {
 }
 
 async function jobPage(jid) {
-  const [job, plan, exceptions, tms] = await Promise.all(
+  const [job, plan, exceptions, tms, checkpoints] = await Promise.all(
     [get("jobs/" + jid), get("jobs/" + jid + "/plan"), get("jobs/" + jid + "/exceptions"),
-     get("taskmanagers")]);
+     get("taskmanagers"),
+     get("jobs/" + jid + "/checkpoints").catch(() => null)]);   // a batch job has none
   const subtasks = await Promise.all(job.vertices.map(v => get(`jobs/${jid}/vertices/${v.id}`)));
   const parts = [
     el("h2", {}, job.name, " ", stateCell(job.state)),
@@ -219,6 +246,15 @@ async function jobPage(jid) {
       + "too small for what it holds; raise taskmanager.default-slot.memory or "
       + "taskmanager.memory.managed.fraction"));
   }
+  const timed = job.vertices.filter(v => v.metrics.watermark !== null && v.metrics.watermark !== undefined
+                                       || v.metrics.lag !== null && v.metrics.lag !== undefined);
+  if (timed.length) {
+    parts.push(el("h2", {}, "Event time"), table(["vertex", "watermark", "records behind"],
+      timed.map(v => ({attrs: {"data-watermark": v.name},
+                       cells: [v.name, watermark(v.metrics.watermark), number(v.metrics.lag)]})),
+      [2]));
+  }
+  parts.push(...checkpointsView(checkpoints));
   const decided = job.vertices.filter(v => v.decision);
   if (decided.length) {
     parts.push(el("h2", {}, "Decided at run time"), table(["vertex", "decision"],
