@@ -4,7 +4,7 @@ from __future__ import annotations
 from yarnflow.conf.option import option as _option, section as _section
 from yarnflow.conf.parsers import (choice as _choice, max_parallelism as _max_parallelism,
                                    nonneg_int as _nonneg_int, pos_int as _pos_int, text as _str)
-from yarnflow.core.units import parse_bool, parse_duration
+from yarnflow.core.units import parse_bool, parse_bytes, parse_duration
 
 _section("Streaming and checkpoints")   # unbounded pipelines; Flink's names
 RUNTIME_MODE = _option(
@@ -59,3 +59,12 @@ SAVEPOINT_PATH = _option(
 SAVEPOINT_IGNORE_UNCLAIMED = _option(
     "execution.savepoint.ignore-unclaimed-state", parse_bool, False,
     "Start from a savepoint that has state for operators the job no longer has (`--allow-non-restored-state`); that state is dropped.")
+ROLLING_FILE_SIZE = _option(
+    "sink.rolling-policy.file-size", parse_bytes, 128 << 20,
+    "A streaming file sink's in-progress part file closes at this size, besides at every checkpoint (Flink's filesystem sink option).")
+ROLLING_ROLLOVER_INTERVAL = _option(
+    "sink.rolling-policy.rollover-interval", parse_duration, 1800.0,
+    "... or once it has been open this long (0: never); it becomes visible at the next checkpoint.")
+ROLLING_INACTIVITY_INTERVAL = _option(
+    "sink.rolling-policy.inactivity-interval", parse_duration, 1800.0,
+    "... or once no row came to it this long (0: never), so a quiet bucket does not hold an open file.")

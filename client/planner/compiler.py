@@ -43,7 +43,8 @@ from yarnflow.client.planner.joins import JoinPlan, JoinStrategy, break_pipeline
 from yarnflow.client.planner.logical import LogicalEdge, LogicalJoin, LogicalPlan
 from yarnflow.client.planner.schemas import check_schemas
 from yarnflow.conf import Configuration, options
-from yarnflow.client.planner.streaming import finish_graph, runtime_mode, streaming_operator
+from yarnflow.client.planner.streaming import (finish_graph, rolling_policy, runtime_mode,
+                                              streaming_operator)
 from yarnflow.conf.job_level import job_level
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import LocalPathRefused
@@ -127,7 +128,8 @@ def streaming(plan: Planning) -> None:
     settings = filesystem_settings(plan.config)
     for vertex in plan.nodes.values():
         operator = streaming_operator(vertex.name, vertex.operator.value, checkpoints, settings,
-                                      plan.config.get(options.BUFFER_TIMEOUT))
+                                      plan.config.get(options.BUFFER_TIMEOUT),
+                                      rolling_policy(plan.config))
         if operator is not vertex.operator.value:
             plan.replace_operator(vertex, operator)
         vertex.committer = None          # a streaming sink commits at checkpoints itself

@@ -24,6 +24,7 @@ from yarnflow.core.operators.sinks import FileSink
 from yarnflow.core.operators.transforms import (FilterOperator, FlatMapOperator, IdentityOperator,
                                                 MapOperator, SelectOperator)
 from yarnflow.core.streaming.file_sink import StreamingFileSink
+from yarnflow.core.streaming.part_files import RollingPolicy
 from yarnflow.core.streaming.key_groups import check_max_parallelism, default_max_parallelism
 from yarnflow.core.operators.relational import UnionOperator
 from yarnflow.core.streaming.operators import StreamOperator, StreamSource, StreamUnion
@@ -64,8 +65,16 @@ def runtime_mode(logical: LogicalPlan, config: Configuration) -> bool:
     return mode == "streaming" or (mode == "automatic" and streams)
 
 
+def rolling_policy(config: Configuration) -> RollingPolicy:
+    """A streaming file sink's part files close at every checkpoint, and by these."""
+    return RollingPolicy(config.get(options.ROLLING_FILE_SIZE),
+                         int(config.get(options.ROLLING_ROLLOVER_INTERVAL) * 1000),
+                         int(config.get(options.ROLLING_INACTIVITY_INTERVAL) * 1000))
+
+
 def streaming_operator(name: str, operator: Any, checkpoints: bool,
-                       settings: FileSystemSettings, buffer_timeout: float) -> Any:
+                       settings: FileSystemSettings, buffer_timeout: float,
+                       rolling: RollingPolicy = RollingPolicy()) -> Any:
     """The operator as a streaming job runs it, with its uid; refused when it cannot."""
     if isinstance(operator, (StreamSource, StreamOperator)):
         operator = copy.copy(operator)
@@ -80,7 +89,7 @@ def streaming_operator(name: str, operator: Any, checkpoints: bool,
             raise _needs_checkpoints(name)
         sink = StreamingFileSink(operator.committer.uri, operator.format.name,
                                  operator.partition_by, getattr(operator, "time_buckets", None),
-                                 uid=name)
+                                 rolling=rolling, uid=name)
         return sink.bound(settings)
     if isinstance(operator, STATELESS):
         return operator

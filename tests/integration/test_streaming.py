@@ -339,6 +339,20 @@ def test_a_file_sink_without_checkpoints_is_refused_in_one_line(kafka_broker: st
         window_job(kafka_broker, "any", tmp_path / "out").job_graph(config)
 
 
+def test_the_rolling_policy_options_reach_the_streaming_file_sink(kafka_broker: str,
+                                                                  tmp_path: Path) -> None:
+    from yarnflow.core.streaming.file_sink import StreamingFileSink
+    config = Configuration.load(overrides=FAST + [
+        "execution.checkpointing.interval=1 s", "sink.rolling-policy.file-size=1 mb",
+        "sink.rolling-policy.rollover-interval=2 min", "sink.rolling-policy.inactivity-interval=0"])
+    graph = window_job(kafka_broker, "any", tmp_path / "out").job_graph(config)
+    sinks = [op for v in graph.vertices.values()
+             for op in getattr(v.operator.value, "operators", [v.operator.value])
+             if isinstance(op, StreamingFileSink)]
+    assert [(s.rolling.max_part_bytes, s.rolling.rollover_interval_ms, s.rolling.inactivity_ms)
+            for s in sinks] == [(1 << 20, 120_000, 0)]
+
+
 def test_an_aggregate_on_an_unbounded_input_is_refused_naming_the_alternative(
         kafka_broker: str) -> None:
     p = yf.Pipeline("bad")
