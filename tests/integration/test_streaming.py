@@ -22,26 +22,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import yarnflow.client as yf
 from tests.conftest import FAST, executor_logs, wait_until
+# the records (events 40 ms apart, shuffled within 600 ms: out of order, never late),
+# as the dockerised cluster's streaming tests make them on its edge host
+from tests.yarn.pipelines.streams import SCHEMA, START_MS, records
 from yarnflow.appmaster.components import JobClient
 from yarnflow.appmaster.jobmaster.executiongraph import JobStatus
 from yarnflow.client.targets.local import LocalCluster
 from yarnflow.conf import Configuration
 from yarnflow.core.jobgraph import InvalidPipelineError
 
-SCHEMA = pa.schema([("user", pa.string()), ("ts", pa.int64()), ("amount", pa.int64())])
-START_MS = 1_767_225_600_000            # 2026-01-01 00:00 UTC
 WINDOW = "10 s"
 RESTART_FAST = ["restart-strategy.exponential-delay.initial-backoff=0.5 s",
                 "restart-strategy.exponential-delay.jitter-factor=0"]
-
-
-def records(count: int, users: int, seed: int) -> pa.Table:
-    """Events 40 ms apart, shuffled within 600 ms (out of order, never late)."""
-    rng = random.Random(seed)
-    ts = [START_MS + i * 40 + rng.randrange(0, 600) for i in range(count)]
-    return pa.table({"user": [f"user-{rng.randrange(users)}" for _ in range(count)],
-                     "ts": ts, "amount": [rng.randrange(100) for _ in range(count)]},
-                    schema=SCHEMA)
 
 
 def produce(broker: str, table: pa.Table, partitions: int) -> str:

@@ -29,6 +29,7 @@ END_USER = "end"
 
 
 def records(count: int, users: int, seed: int) -> pa.Table:
+    """Events 40 ms apart, shuffled within 600 ms (out of order, never late)."""
     rng = random.Random(seed)
     ts = [START_MS + i * 40 + rng.randrange(0, 600) for i in range(count)]
     return pa.table({"user": [f"user-{rng.randrange(users)}" for _ in range(count)],
