@@ -33,6 +33,7 @@ _EXPORTS = {
     "sliding": "yarnflow.client.streaming",
     "session": "yarnflow.client.streaming",
     "TimeBuckets": "yarnflow.core.streaming.file_sink",
+    "KeyedProcessFunction": "yarnflow.core.streaming.keyed_process",
 }
 
 __all__ = list(_EXPORTS)
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from yarnflow.core.resources import ResourceSpec
     from yarnflow.client.streaming import session, sliding, tumbling
     from yarnflow.core.streaming.file_sink import TimeBuckets
+    from yarnflow.core.streaming.keyed_process import KeyedProcessFunction
 
 
 def __getattr__(name: str) -> Any:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Sequence
 
+import pyarrow as pa
+
 from yarnflow.client.dataset_settings import DataSetState
 from yarnflow.core.jobgraph import InvalidPipelineError, ShipStrategy
 from yarnflow.core.operators.base import PlanError
+from yarnflow.core.streaming.keyed_process import KeyedProcessFunction, KeyedProcessOperator
 from yarnflow.core.streaming.operators import StreamSource
 from yarnflow.core.streaming.watermarks import WatermarkStrategy
 from yarnflow.core.streaming.window_aggregate import WindowAggregateOperator
@@ -82,6 +85,26 @@ class StreamingOperators(DataSetState):
         try:
             operator = WindowAggregateOperator(keys, assigner, aggregations, strategy.column,
                                                _ms(allowed_lateness, "allowed_lateness"), uid)
+        except PlanError as err:
+            raise InvalidPipelineError(name, err.problem, err.fix) from None
+        return self._unary(operator, name, ship=ShipStrategy.HASH, keys=tuple(keys))
+
+    def process(self, keys: str | Sequence[str], function: KeyedProcessFunction,
+                schema: pa.Schema, *, name: str = "process", uid: str = "") -> "DataSet":
+        """Each record through ``function`` (a ``yf.KeyedProcessFunction``) with the
+        state of its key (value, list and map state) and timers (event time: fired when
+        the watermark passes them; processing time: on the wall clock), Flink's
+        ``KeyedProcessFunction``: for what windows do not cover. It is called once per
+        record, in Python; what it collects becomes rows of ``schema``. Its state is
+        checkpointed per key group, as the windows' is."""
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        try:
+            strategy = self._watermarks()
+            time_column: str | None = strategy.column
+        except InvalidPipelineError:       # no event time upstream: processing time only
+            time_column = None
+        try:
+            operator = KeyedProcessOperator(keys, function, schema, time_column, uid)
         except PlanError as err:
             raise InvalidPipelineError(name, err.problem, err.fix) from None
         return self._unary(operator, name, ship=ShipStrategy.HASH, keys=tuple(keys))

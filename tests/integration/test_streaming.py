@@ -489,3 +489,48 @@ def test_session_windows_from_kafka_match_a_record_at_a_time_oracle(
         current = [user, ts, ts + 500, 1, amount]
     want.append(tuple(current))
     assert got_rows == sorted(want)
+
+
+def test_a_keyed_process_function_with_state_and_timers_matches_the_windows_oracle(
+        kafka_broker: str, tmp_path: Path) -> None:
+    """Tumbling windows written by hand as a keyed process function: each user's count
+    and sum in value state per window, an event-time timer at the window's end that
+    emits and clears them; an executor is SIGKILLed mid-way (state and timers restore
+    from the checkpoint). The output equals the windows' oracle, each window once."""
+    class ByHand(yf.KeyedProcessFunction):
+        def open(self, ctx):
+            self.sums = ctx.map_state("sums")          # window start -> (count, sum)
+
+        def process_element(self, row, ctx, out):
+            start = ctx.timestamp - ctx.timestamp % 10_000
+            count, total = self.sums.get(start, (0, 0))
+            self.sums.put(start, (count + 1, total + row["amount"]))
+            ctx.register_event_time_timer(start + 10_000 - 1)
+
+        def on_timer(self, timestamp, ctx, out):
+            start = timestamp + 1 - 10_000
+            count, total = self.sums.get(start)
+            out.collect({"user": ctx.current_key[0], "window_start": start,
+                         "amount_count": count, "amount_sum": total})
+            self.sums.remove(start)
+
+    table = records(20_000, 11, seed=14)
+    topic = produce(kafka_broker, table, partitions=2)
+    out, progress = tmp_path / "out", tmp_path / "progress"
+    schema = pa.schema([("user", pa.string()), ("window_start", pa.int64()),
+                        ("amount_count", pa.int64()), ("amount_sum", pa.int64())])
+    config = streaming_config(tmp_path)
+    p = yf.Pipeline("by-hand", parallelism=2)
+    p.read_kafka(topic, kafka_broker, schema=SCHEMA, stopping_offsets="latest") \
+        .assign_watermarks("ts", "2 s").map(slow_map(progress, 0.2), name="work") \
+        .process("user", ByHand(), schema).write_parquet(str(out))
+    with LocalCluster(config) as cluster:
+        client = cluster.submit(p.job_graph(config))
+        wait_until(lambda: rows_through(progress) >= 8_000, 120, "8000 rows through the map")
+        victim = next(s.resource_id for v in client.details().vertices for s in v.subtasks
+                      if s.resource_id and s.state.name == "RUNNING")
+        os.kill(cluster.driver.pid_of(victim), signal.SIGKILL)
+        result = client.wait(240)
+        assert result.status is JobStatus.FINISHED, result.failure + executor_logs(cluster.log_dir)
+        assert result.details.restarts >= 1
+    assert_exact(out, oracle(table))
