@@ -43,8 +43,8 @@ from yarnflow.client.planner.joins import JoinPlan, JoinStrategy, break_pipeline
 from yarnflow.client.planner.logical import LogicalEdge, LogicalJoin, LogicalPlan
 from yarnflow.client.planner.schemas import check_schemas
 from yarnflow.conf import Configuration, options
-from yarnflow.client.planner.streaming import (finish_graph, rolling_policy, runtime_mode,
-                                              streaming_operator)
+from yarnflow.client.planner.streaming import (finish_graph, needs_a_stream, rolling_policy,
+                                              runtime_mode, streaming_operator)
 from yarnflow.conf.job_level import job_level
 from yarnflow.core.estimates import UNKNOWN, Estimate
 from yarnflow.core.fs import LocalPathRefused
@@ -119,6 +119,10 @@ def streaming(plan: Planning) -> None:
     plan.streaming = runtime_mode(plan.logical, plan.config)
     if not plan.streaming:
         for vertex in plan.nodes.values():
+            refused = needs_a_stream(vertex.operator.value)
+            if refused:
+                raise InvalidPipelineError(vertex.name, refused, "read an unbounded source "
+                                           "(read_kafka, or a read with watch=)")
             if getattr(vertex.operator.value, "time_buckets", None) is not None:
                 raise InvalidPipelineError(vertex.name, "time buckets (dt=/hour= directories) "
                                            "are for an unbounded input's sink",

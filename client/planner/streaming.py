@@ -65,6 +65,15 @@ def runtime_mode(logical: LogicalPlan, config: Configuration) -> bool:
     return mode == "streaming" or (mode == "automatic" and streams)
 
 
+def needs_a_stream(operator: Any) -> str:
+    """Why ``operator`` cannot run in a batch job ('' when it can): a stream operator
+    with no batch form of its own (a keyed process function; a Kafka sink has one)."""
+    if isinstance(operator, StreamOperator) and type(operator).open is StreamOperator.open:
+        return (f"{type(operator).__name__} runs only in a streaming job, and every source "
+                "of this one is bounded")
+    return ""
+
+
 def rolling_policy(config: Configuration) -> RollingPolicy:
     """A streaming file sink's part files close at every checkpoint, and by these."""
     return RollingPolicy(config.get(options.ROLLING_FILE_SIZE),

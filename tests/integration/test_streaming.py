@@ -345,6 +345,19 @@ def test_the_rolling_policy_options_reach_the_streaming_file_sink(kafka_broker: 
             for s in sinks] == [(1 << 20, 120_000, 0)]
 
 
+def test_a_keyed_process_function_in_a_bounded_job_is_refused_in_one_line(
+        tmp_path: Path) -> None:
+    class Echo(yf.KeyedProcessFunction):
+        def process_element(self, row, ctx, out):
+            out.collect(row)
+    pq.write_table(records(10, 2, seed=1), tmp_path / "in.parquet")
+    p = yf.Pipeline("bounded")
+    p.read_parquet(str(tmp_path / "in.parquet")).process("user", Echo(), SCHEMA) \
+        .write_parquet(str(tmp_path / "out"))
+    with pytest.raises(InvalidPipelineError, match=r"runs only in a streaming job.*read_kafka"):
+        p.job_graph(Configuration.load(overrides=FAST))
+
+
 def test_an_aggregate_on_an_unbounded_input_is_refused_naming_the_alternative(
         kafka_broker: str) -> None:
     p = yf.Pipeline("bad")
