@@ -27,7 +27,7 @@ from yarnflow.core.operators.base import PlanError, require_columns
 from yarnflow.core.streaming.events import MIN_WATERMARK
 from yarnflow.core.streaming.key_groups import key_groups_of
 from yarnflow.core.streaming.operators import (OperatorRestore, SnapshotResult, StreamContext,
-                                               StreamOperator)
+                                               StreamOperator, table_snapshot)
 from yarnflow.core.streaming.watermarks import event_times_ms
 
 _GROUP, _STATE = "__yarnflow_key_group", "__yarnflow_state"
@@ -319,11 +319,4 @@ class KeyedProcessOperator(StreamOperator):
                                self.ctx.max_parallelism)
         table = key_table.append_column(_GROUP, pa.array(groups, pa.int64())).append_column(
             _STATE, pa.array(blobs, pa.binary()))
-        fs, uri, name = self.ctx.snapshot_file(f"{self.uid}-{self.ctx.subtask_index}.arrow")
-
-        def write() -> tuple[tuple[str, ...], int]:
-            with fs.open_output(uri) as out:
-                with pa.ipc.new_file(out, table.schema) as writer:
-                    writer.write_table(table)
-            return (name,), table.nbytes
-        return SnapshotResult(inline=inline, write=write)
+        return table_snapshot(self.ctx, self.uid, table, inline)

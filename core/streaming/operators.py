@@ -58,6 +58,20 @@ class SnapshotResult:
     names: tuple[str, ...] = field(default=())
 
 
+def table_snapshot(ctx: "StreamContext", uid: str, table: pa.Table,
+                   inline: bytes = b"") -> SnapshotResult:
+    """A keyed operator's state as one Arrow file of the checkpoint, written on the
+    uploading thread (``table`` is immutable: capturing it is the synchronous part)."""
+    fs, uri, name = ctx.snapshot_file(f"{uid}-{ctx.subtask_index}.arrow")
+
+    def write() -> tuple[tuple[str, ...], int]:
+        with fs.open_output(uri) as out:
+            with pa.ipc.new_file(out, table.schema) as writer:
+                writer.write_table(table)
+        return (name,), table.nbytes
+    return SnapshotResult(inline=inline, write=write)
+
+
 class StreamContext(Protocol):
     subtask_index: int
     parallelism: int

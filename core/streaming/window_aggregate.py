@@ -33,7 +33,8 @@ from yarnflow.core.operators.aggregate import Aggregation
 from yarnflow.core.operators.base import PlanError, require_columns
 from yarnflow.core.streaming.events import MIN_WATERMARK
 from yarnflow.core.streaming.key_groups import key_groups_of
-from yarnflow.core.streaming.operators import OperatorRestore, SnapshotResult, StreamContext, StreamOperator
+from yarnflow.core.streaming.operators import (OperatorRestore, SnapshotResult, StreamContext,
+                                               StreamOperator, table_snapshot)
 from yarnflow.core.streaming.watermarks import event_times_ms
 from yarnflow.core.streaming.windows import (SessionWindows, SlidingWindows, TumblingWindows,
                                              WindowAssigner, assign, expired, fires)
@@ -233,14 +234,7 @@ class WindowAggregateOperator(StreamOperator):
         assert batch is not None
         groups = key_groups_of(batch, self.keys, self.ctx.max_parallelism)
         table = state.append_column(_GROUP, pa.array(groups, pa.int64()))
-        fs, uri, name = self.ctx.snapshot_file(f"{self.uid}-{self.ctx.subtask_index}.arrow")
-
-        def write() -> tuple[tuple[str, ...], int]:
-            with fs.open_output(uri) as out:
-                with pa.ipc.new_file(out, table.schema) as writer:
-                    writer.write_table(table)
-            return (name,), table.nbytes
-        return SnapshotResult(inline=inline, write=write)
+        return table_snapshot(self.ctx, self.uid, table, inline)
 
 
 def _segmented_running_max(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
