@@ -52,6 +52,17 @@ FAST = ["-D", "heartbeat.interval=1 s", "-D", "heartbeat.timeout=20 s",
         "-D", "restart-strategy.fixed-delay.delay=2 s"]
 
 
+@pytest.fixture(autouse=True)
+def evidence(secure: DockerCluster, request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a failed test, the hosts' container logs with every ApplicationMaster's and
+    executor's stacks (as the host-fault tests keep them), and its applications killed."""
+    yield
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        print(f"logs and stacks of the failed test's hosts: "
+              f"{secure.keep_evidence(request.node.name)}")
+
+
 @pytest.fixture(scope="module")
 def kafka(secure: DockerCluster) -> Iterator[str]:
     """The broker on the cluster's `kafka` host, for the module's length."""
