@@ -24,11 +24,10 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from yarnflow.core.clock import SYSTEM_CLOCK
-from yarnflow.core.failures import ContractError
 from yarnflow.core.jobgraph import ChainingStrategy
 from yarnflow.core.operators.base import BatchProcessor, PlanError, require_columns
 from yarnflow.core.operators.context import OperatorContext
-from yarnflow.core.streaming.kafka_source import KafkaUnreachable, list_partitions
+from yarnflow.core.streaming.kafka_source import check_topics
 from yarnflow.core.streaming.operators import (OperatorRestore, SnapshotResult, StreamContext,
                                                StreamOperator)
 
@@ -152,12 +151,7 @@ class KafkaSink(StreamOperator):
 
     def check_submittable(self) -> None:
         """On the client, at submission: the brokers answer and the topic exists."""
-        from confluent_kafka.admin import AdminClient
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **self.properties})
-        try:
-            list_partitions(admin, [self.topic], self.bootstrap_servers)
-        except KafkaUnreachable as err:
-            raise ContractError(str(err)) from None
+        check_topics(self.bootstrap_servers, [self.topic], self.properties)
 
     # --- a batch job -----------------------------------------------------------------------
     def open(self, ctx: OperatorContext) -> BatchProcessor:

@@ -76,6 +76,17 @@ def list_partitions(admin_or_consumer: Any, topics: Sequence[str], bootstrap: st
     return out
 
 
+def check_topics(bootstrap: str, topics: Sequence[str], properties: Mapping[str, Any]) -> None:
+    """At submission (a source's or a sink's): the brokers answer and every topic
+    exists, or a ContractError in one line."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap, **properties})
+    try:
+        list_partitions(admin, topics, bootstrap)
+    except KafkaUnreachable as err:
+        raise ContractError(str(err)) from None
+
+
 class KafkaSource(StreamSource):
     def __init__(self, topics: Sequence[str], bootstrap_servers: str, schema: pa.Schema | None,
                  value_format: str = "json", starting_offsets: Any = "earliest",
@@ -125,12 +136,7 @@ class KafkaSource(StreamSource):
 
     def check_submittable(self) -> None:
         """On the client, at submission: the brokers answer and every topic exists."""
-        from confluent_kafka.admin import AdminClient
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, **self.properties})
-        try:
-            list_partitions(admin, self.topics, self.bootstrap_servers)
-        except KafkaUnreachable as err:
-            raise ContractError(str(err)) from None
+        check_topics(self.bootstrap_servers, self.topics, self.properties)
 
     # --- running --------------------------------------------------------------------------
     def setup(self, ctx: StreamContext, restored: OperatorRestore | None) -> None:

@@ -269,10 +269,8 @@ class KeyedProcessOperator(StreamOperator):
             self._key_fields = [batch.schema.field(k) for k in self.keys]
         times = (event_times_ms(batch.column(self.time_column)).tolist()
                  if self.time_column else [None] * batch.num_rows)
-        columns = [batch.column(batch.schema.get_field_index(k)).to_pylist() for k in self.keys]
-        keys = list(zip(*columns))
-        for row, key, timestamp in zip(batch.to_pylist(), keys, times):
-            self._store.current = key
+        for row, timestamp in zip(batch.to_pylist(), times):
+            self._store.current = tuple(row[k] for k in self.keys)
             self._context.timestamp = timestamp
             self.function.process_element(row, self._context, self._out)
         self._flush()
